@@ -1,0 +1,253 @@
+//! `pactum.toml` (SPEC §13): optional project settings and named providers.
+//!
+//! ```toml
+//! [project]
+//! deprecation_days = 30          # migration period of deprecated versions
+//!
+//! [defaults]
+//! provider = "local"             # a name below, or a built-in: openai, anthropic, dry-run, scripted, replay
+//! timeout_s = 60
+//!
+//! [providers.local]
+//! kind = "openai"                # openai | anthropic | scripted | replay | dry-run
+//! base_url = "http://localhost:11434/v1"
+//! model = "llama3.1"
+//! api_key_env = "OPENAI_API_KEY" # the variable holding the key (never the key itself)
+//!
+//! [retry]
+//! attempts = 3
+//! base_delay_ms = 500
+//! max_delay_ms = 8000
+//! ```
+//!
+//! The library never reads the environment: the binary passes a lookup function to
+//! [`Config::apply_env`], and environment variables override the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The config file's name, next to registry.json.
+pub const FILE_NAME: &str = "pactum.toml";
+
+/// Project settings.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectSettings {
+    /// Days a deprecated version stays loadable before `validate` warns
+    /// `deprecation_period_over`.
+    pub deprecation_days: u32,
+}
+
+impl Default for ProjectSettings {
+    fn default() -> Self {
+        ProjectSettings { deprecation_days: 30 }
+    }
+}
+
+/// Defaults for runs.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Defaults {
+    /// The provider used when neither `--provider` nor the work order names one.
+    pub provider: Option<String>,
+    /// Per-request timeout in seconds (work orders override with `constraints.timeout_s`).
+    pub timeout_s: Option<f64>,
+    /// Model for providers that do not name one.
+    pub model: Option<String>,
+}
+
+/// One named provider.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// `openai`, `anthropic`, `scripted`, `replay` or `dry-run`.
+    pub kind: String,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The environment variable that holds the API key.
+    pub api_key_env: Option<String>,
+    /// Scripted fixtures file (relative to the project root).
+    pub fixtures: Option<String>,
+    /// Replay cassette file (relative to the project root).
+    pub cassette: Option<String>,
+    /// `replay` (default) or `record`.
+    pub mode: Option<String>,
+    /// For `record`: the provider name whose answers are recorded.
+    pub record_with: Option<String>,
+    /// Send `max_completion_tokens` instead of `max_tokens` (newer OpenAI models).
+    pub max_completion_tokens: Option<bool>,
+}
+
+/// HTTP retry settings.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrySettings {
+    pub attempts: u32,
+    pub base_delay_ms: u64,
+    pub max_delay_ms: u64,
+    pub max_retry_after_s: u64,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings { attempts: 3, base_delay_ms: 500, max_delay_ms: 8000, max_retry_after_s: 30 }
+    }
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub project: ProjectSettings,
+    pub defaults: Defaults,
+    pub providers: BTreeMap<String, ProviderSettings>,
+    pub retry: RetrySettings,
+    /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
+    #[serde(skip)]
+    pub env: EnvSettings,
+    /// Where the file was read from, if anywhere.
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+/// Settings that come from environment variables.
+#[derive(Clone, Default, PartialEq)]
+pub struct EnvSettings {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub openai_base_url: Option<String>,
+    pub openai_api_key: Option<crate::gateway::Secret>,
+    pub anthropic_base_url: Option<String>,
+    pub anthropic_api_key: Option<crate::gateway::Secret>,
+    /// Every other variable a provider's `api_key_env` names.
+    pub named_keys: BTreeMap<String, crate::gateway::Secret>,
+}
+
+impl std::fmt::Debug for EnvSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvSettings")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("openai_base_url", &self.openai_base_url)
+            .field("openai_api_key", &self.openai_api_key)
+            .field("anthropic_base_url", &self.anthropic_base_url)
+            .field("anthropic_api_key", &self.anthropic_api_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Reads `root/pactum.toml` when it exists; the defaults otherwise.
+    pub fn load(root: &Path) -> Result<Config> {
+        let path = root.join(FILE_NAME);
+        if !path.is_file() {
+            return Ok(Config::default());
+        }
+        let bytes = crate::document::read_limited(&path, 1024 * 1024)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::Config { path: path.clone(), message: "not valid UTF-8".into() })?;
+        let mut config = Config::parse(&text, &path)?;
+        config.path = Some(path);
+        Ok(config)
+    }
+
+    /// Parses config text; errors name the line and column.
+    pub fn parse(text: &str, path: &Path) -> Result<Config> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let position = e
+                .span()
+                .map(|s| {
+                    let (line, col) = crate::source::line_col(text, s.start);
+                    format!("{line}:{col}: ")
+                })
+                .unwrap_or_default();
+            Error::Config { path: path.to_path_buf(), message: format!("{position}{}", e.message()) }
+        })?;
+        for (name, p) in &config.providers {
+            if !crate::gateway::KINDS.contains(&p.kind.as_str()) {
+                return Err(Error::Config {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "providers.{name}.kind = `{}` is not a provider kind; use one of {}",
+                        p.kind,
+                        crate::gateway::KINDS.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(config)
+    }
+
+    /// Applies environment overrides through `lookup` (the binary passes `std::env::var`).
+    pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) {
+        let get = |name: &str| lookup(name).filter(|v| !v.is_empty());
+        self.env.provider = get("PACTUM_PROVIDER");
+        self.env.model = get("PACTUM_MODEL");
+        self.env.openai_base_url = get("OPENAI_BASE_URL");
+        self.env.openai_api_key = get("OPENAI_API_KEY").map(crate::gateway::Secret::new);
+        self.env.anthropic_base_url = get("ANTHROPIC_BASE_URL");
+        self.env.anthropic_api_key = get("ANTHROPIC_API_KEY").map(crate::gateway::Secret::new);
+        for p in self.providers.values() {
+            if let Some(var) = &p.api_key_env
+                && let Some(value) = get(var)
+            {
+                self.env.named_keys.insert(var.clone(), crate::gateway::Secret::new(value));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_config() {
+        let c = Config::parse(
+            r#"
+[project]
+deprecation_days = 14
+[defaults]
+provider = "local"
+[providers.local]
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+model = "llama3.1"
+api_key_env = "LOCAL_KEY"
+"#,
+            Path::new("pactum.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.project.deprecation_days, 14);
+        assert_eq!(c.providers["local"].model.as_deref(), Some("llama3.1"));
+        assert_eq!(c.retry.attempts, 3);
+    }
+
+    #[test]
+    fn unknown_keys_and_kinds_are_config_errors_with_positions() {
+        let e = Config::parse("[project]\ndeprecation_dayz = 3\n", Path::new("pactum.toml")).unwrap_err();
+        assert_eq!(e.code(), crate::Code::ConfigInvalid);
+        assert!(e.to_string().contains("2:1"), "{e}");
+        let e = Config::parse("[providers.x]\nkind = \"gpt\"\n", Path::new("pactum.toml")).unwrap_err();
+        assert!(e.to_string().contains("is not a provider kind"), "{e}");
+    }
+
+    #[test]
+    fn environment_overrides_and_keys_stay_secret() {
+        let mut c = Config::parse("[providers.x]\nkind = \"openai\"\napi_key_env = \"X_KEY\"\n", Path::new("p")).unwrap();
+        c.apply_env(&|name| match name {
+            "PACTUM_MODEL" => Some("m".into()),
+            "OPENAI_API_KEY" => Some("sk-very-secret".into()),
+            "X_KEY" => Some("sk-other-secret".into()),
+            _ => None,
+        });
+        assert_eq!(c.env.model.as_deref(), Some("m"));
+        assert_eq!(c.env.named_keys["X_KEY"].expose(), "sk-other-secret");
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("sk-very-secret") && !debug.contains("sk-other-secret"), "{debug}");
+    }
+}

@@ -1,0 +1,466 @@
+//! The one error type of the library and the stable codes it shares with diagnostics.
+//!
+//! Every failure pactum can report has a [`Code`]: a snake_case string that is part of the
+//! interface (SPEC §11). Codes are append-only and never renamed. [`Error::code`] is an
+//! exhaustive match, so a new variant cannot compile without choosing its code, and every
+//! code has a section in `docs/error-codes.md` and a reproducer in `tests/error_codes.rs`
+//! (both checked by a test).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// How serious a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Note,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+macro_rules! codes {
+    ($( $variant:ident = $text:literal, $sev:ident, $summary:literal; )*) => {
+        /// A stable, documented failure code (SPEC §11).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
+        pub enum Code { $( $variant, )* }
+
+        impl Code {
+            /// Every code, in documentation order.
+            pub const ALL: &'static [Code] = &[ $( Code::$variant, )* ];
+
+            /// The snake_case string that is the code's public name.
+            pub fn as_str(self) -> &'static str {
+                match self { $( Code::$variant => $text, )* }
+            }
+
+            /// The severity a finding with this code has unless a rule says otherwise.
+            pub fn default_severity(self) -> Severity {
+                match self { $( Code::$variant => Severity::$sev, )* }
+            }
+
+            /// One line saying what the code means (used for SARIF rules and docs).
+            pub fn summary(self) -> &'static str {
+                match self { $( Code::$variant => $summary, )* }
+            }
+
+            /// Looks a code up by its public name.
+            pub fn from_name(name: &str) -> Option<Code> {
+                match name { $( $text => Some(Code::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    // Files and documents.
+    ContractParseError = "contract_parse_error", Error, "a contract, pack or work order file is not valid JSON or YAML";
+    ContractSchemaInvalid = "contract_schema_invalid", Error, "a contract does not fit prompt_contract.schema.json, or an embedded schema is not a valid JSON Schema";
+    PromptPackInvalid = "prompt_pack_invalid", Error, "a prompt pack does not fit prompt_pack.schema.json or its template does not compile";
+    WorkOrderInvalid = "work_order_invalid", Error, "a work order does not fit work_order.schema.json";
+    RegistryInvalid = "registry_invalid", Error, "registry.json does not parse or does not fit registry.schema.json";
+    ConfigInvalid = "config_invalid", Error, "pactum.toml does not parse or has an unknown or mistyped setting";
+    FileTooLarge = "file_too_large", Error, "a file is larger than pactum accepts";
+    PathEscape = "path_escape", Error, "a path leaves the project root (.., absolute path or symlink)";
+    IoError = "io_error", Error, "a file could not be read or written";
+    InputParseError = "input_parse_error", Error, "the input given on the command line is not valid JSON or YAML";
+    PinInvalid = "pin_invalid", Error, "an ID@REQUIREMENT pin is malformed";
+    // Registry and resolution.
+    ContractNotFound = "contract_not_found", Error, "no registry entry has this contract id";
+    ContractVersionNotFound = "contract_version_not_found", Error, "no usable version of the contract matches the requirement";
+    ContractNotActive = "contract_not_active", Error, "the requested version is a draft and drafts are not allowed here";
+    ContractDeprecated = "contract_deprecated", Warning, "the resolved version is deprecated; a successor exists";
+    ContractHashMismatch = "contract_hash_mismatch", Error, "a file's SHA-256 differs from the one in registry.json";
+    ContractIdMismatch = "contract_id_mismatch", Error, "a file's own id or version differs from its registry entry";
+    ContractUnregistered = "contract_unregistered", Error, "a contract or pack file has no registry entry";
+    PromptPackNotFound = "prompt_pack_not_found", Error, "the prompt pack a contract binds to is not registered or no version matches";
+    RegistryFileMissing = "registry_file_missing", Error, "a registry entry points at a file that does not exist";
+    RegistryDuplicateEntry = "registry_duplicate_entry", Error, "two registry entries have the same id and version";
+    RegistryHistoryBroken = "registry_history_broken", Error, "the registry history does not hash-chain";
+    RegistryTransitionInvalid = "registry_transition_invalid", Error, "a lifecycle command is not allowed from the entry's current state";
+    RegistryEntryImmutable = "registry_entry_immutable", Error, "an active, deprecated or removed entry cannot be re-registered with different content";
+    SuccessorMissing = "successor_missing", Error, "a deprecated entry does not name an existing, higher successor";
+    DeprecationPeriodOver = "deprecation_period_over", Warning, "a deprecated version is past its migration period";
+    IncompatibleVersionBump = "incompatible_version_bump", Error, "a version bump is smaller than the changes between versions require";
+    // Templates.
+    TemplateVariableMissing = "template_variable_missing", Error, "a template uses a variable that has no value";
+    TemplateVariableUndeclared = "template_variable_undeclared", Error, "a template uses a variable that input_schema does not declare";
+    TemplateInputUnused = "template_input_unused", Warning, "input_schema declares a property the template never uses";
+    TemplateRenderFailed = "template_render_failed", Error, "a template failed while rendering";
+    TemplateLimitExceeded = "template_limit_exceeded", Error, "a template ran out of fuel, recursed too deep or produced too much text";
+    // One exchange.
+    InputSchemaInvalid = "input_schema_invalid", Error, "the input does not fit the contract's input_schema";
+    RequiredContextMissing = "required_context_missing", Error, "the work order's assembled_context lacks context the contract requires";
+    OutputJsonExtractionFailed = "output_json_extraction_failed", Error, "no JSON value could be extracted from the response";
+    OutputSchemaInvalid = "output_schema_invalid", Error, "the extracted output does not fit the contract's output_schema";
+    OutputTruncated = "output_truncated", Error, "the provider cut the response off (finish reason length) and no JSON could be extracted";
+    ExampleFailed = "example_failed", Error, "a contract example does not give the outcome it expects";
+    ExpectedOutputMissing = "expected_output_missing", Warning, "a file listed in the pack's expected_outputs was not produced";
+    BudgetExceeded = "budget_exceeded", Error, "the work order's token budget cannot pay for the next call";
+    // Providers.
+    ProviderError = "provider_error", Error, "the provider answered with an error status";
+    ProviderTimeout = "provider_timeout", Error, "the provider did not answer in time";
+    ProviderUnreachable = "provider_unreachable", Error, "the provider could not be connected to";
+    ProviderRateLimited = "provider_rate_limited", Error, "the provider kept answering 429 Too Many Requests";
+    ProviderResponseInvalid = "provider_response_invalid", Error, "the provider's answer is not the JSON its API promises";
+    ProviderNotConfigured = "provider_not_configured", Error, "the provider lacks a setting it needs (model, API key, fixtures)";
+    ReplayMiss = "replay_miss", Error, "the replay cassette has no recording for this exchange";
+    ScriptExhausted = "script_exhausted", Error, "the scripted provider has no response left for this exchange";
+    // Kernel.
+    ToolNotFound = "tool_not_found", Error, "a plan step names a tool that is not registered or not allowed";
+    ToolInputInvalid = "tool_input_invalid", Error, "a tool call's arguments do not fit the tool's input_schema";
+    ToolFailed = "tool_failed", Error, "a tool returned an error";
+    SupervisorUnrecoverable = "supervisor_unrecoverable", Error, "the supervisor could not repair the model's output";
+    TtlExpired = "ttl_expired", Error, "the kernel spent its TTL before converging";
+    // Ledger.
+    LedgerBroken = "ledger_broken", Error, "a ledger record was edited, removed or reordered";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// What kind of governed document a failure is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DocKind {
+    Contract,
+    PromptPack,
+    WorkOrder,
+    Registry,
+}
+
+impl DocKind {
+    pub fn noun(self) -> &'static str {
+        match self {
+            DocKind::Contract => "contract",
+            DocKind::PromptPack => "prompt pack",
+            DocKind::WorkOrder => "work order",
+            DocKind::Registry => "registry",
+        }
+    }
+}
+
+/// One failing location inside a document: a JSON pointer and what is wrong there.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Finding {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Finding {
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding { pointer: pointer.into(), message: message.into() }
+    }
+}
+
+fn list_findings(findings: &[Finding]) -> String {
+    let shown: Vec<String> = findings
+        .iter()
+        .take(8)
+        .map(|f| {
+            let at = if f.pointer.is_empty() { "(root)" } else { f.pointer.as_str() };
+            format!("{at}: {}", f.message)
+        })
+        .collect();
+    let mut s = shown.join("; ");
+    if findings.len() > 8 {
+        s.push_str(&format!("; and {} more", findings.len() - 8));
+    }
+    s
+}
+
+fn did_you_mean(suggestions: &[String]) -> String {
+    match suggestions {
+        [] => String::new(),
+        [one] => format!("; did you mean {one}?"),
+        many => format!("; did you mean one of {}?", many.join(", ")),
+    }
+}
+
+fn versions_list(available: &[String]) -> String {
+    if available.is_empty() { "none".to_string() } else { available.join(", ") }
+}
+
+/// Which way a provider call failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderFailure {
+    /// An HTTP error status that is not retried, or retries ran out on 5xx.
+    Status,
+    Timeout,
+    Unreachable,
+    RateLimited,
+    InvalidResponse,
+    NotConfigured,
+    ReplayMiss,
+    ScriptExhausted,
+}
+
+/// The library's error. Library code returns it and never panics, prints or exits.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse { path: PathBuf, line: usize, column: usize, message: String, doc: Option<DocKind> },
+
+    #[error("{path}: {} does not fit its schema: {}", doc.noun(), list_findings(findings))]
+    SchemaInvalid { doc: DocKind, path: PathBuf, findings: Vec<Finding> },
+
+    #[error("{path}: {message}")]
+    Config { path: PathBuf, message: String },
+
+    #[error("{path}: file is {size} bytes, more than the {limit}-byte limit")]
+    FileTooLarge { path: PathBuf, size: u64, limit: u64 },
+
+    #[error("{path}: {reason}")]
+    PathEscape { path: String, reason: String },
+
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+
+    #[error("input: {message}")]
+    InputParse { message: String },
+
+    #[error("`{pin}` is not a valid pin: {reason}")]
+    PinInvalid { pin: String, reason: String },
+
+    #[error("{} {id} is not registered{}", kind.noun(), did_you_mean(suggestions))]
+    NotFound { kind: DocKind, id: String, suggestions: Vec<String> },
+
+    #[error("{} {id} has no usable version matching `{requirement}`; available versions: {}", kind.noun(), versions_list(available))]
+    VersionNotFound { kind: DocKind, id: String, requirement: String, available: Vec<String> },
+
+    #[error("{} {id}@{version} is a draft; promote it (`pactum registry promote {id}@{version}`) or allow drafts (--allow-draft)", kind.noun())]
+    NotActive { kind: DocKind, id: String, version: String },
+
+    #[error("{path}: SHA-256 is {actual} but registry.json says {expected} for {id}@{version}; re-register the file or restore it")]
+    HashMismatch { path: PathBuf, id: String, version: String, expected: String, actual: String },
+
+    #[error("{path}: file says {found} but its registry entry is {expected}")]
+    IdMismatch { path: PathBuf, expected: String, found: String },
+
+    #[error("{id}@{version}: registry entry points at {path}, which does not exist")]
+    RegistryFileMissing { id: String, version: String, path: String },
+
+    #[error("{id}@{version} is registered more than once")]
+    DuplicateEntry { id: String, version: String },
+
+    #[error("registry history is broken at event {seq}: {reason}")]
+    HistoryBroken { seq: u64, reason: String },
+
+    #[error("cannot {action} {id}@{version}: {reason}")]
+    TransitionInvalid { id: String, version: String, action: String, reason: String },
+
+    #[error("{id}@{version} is {state} and its file changed; an entry never changes once active: register a new version instead")]
+    EntryImmutable { id: String, version: String, state: String },
+
+    #[error("{id}@{version} is deprecated but its successor {successor} {reason}")]
+    SuccessorMissing { id: String, version: String, successor: String, reason: String },
+
+    #[error("{id} {from} -> {to} is a {declared} bump but the changes need {required}: {}", changes.join("; "))]
+    IncompatibleBump { id: String, from: String, to: String, declared: String, required: String, changes: Vec<String> },
+
+    #[error("template `{template}` uses `{name}`, which has no value{}; pass it in the input", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    TemplateVariableMissing { template: String, name: String, line: Option<usize> },
+
+    #[error("template `{template}` failed: {message}")]
+    TemplateRender { template: String, message: String },
+
+    #[error("template `{template}` exceeded a limit: {message}")]
+    TemplateLimit { template: String, message: String },
+
+    #[error("input does not fit {contract}'s input_schema: {}", list_findings(findings))]
+    InputSchemaInvalid { contract: String, findings: Vec<Finding> },
+
+    #[error("{contract} requires context the work order's assembled_context lacks: {}", missing.join(", "))]
+    RequiredContextMissing { contract: String, missing: Vec<String> },
+
+    #[error("no JSON could be extracted from the response (tried: {}){}", methods_tried.join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]
+    ExtractionFailed { methods_tried: Vec<String>, detail: String },
+
+    #[error("the provider cut the response off (finish reason `length`) before any JSON was complete; raise boundary.max_tokens")]
+    OutputTruncated { methods_tried: Vec<String> },
+
+    #[error("output does not fit {contract}'s output_schema: {}", list_findings(findings))]
+    OutputSchemaInvalid { contract: String, value: serde_json::Value, findings: Vec<Finding> },
+
+    #[error("token budget exceeded: this call needs up to {needed} tokens but {remaining} remain")]
+    BudgetExceeded { needed: u64, remaining: u64 },
+
+    #[error("provider `{provider}`: {message}")]
+    Provider { provider: String, failure: ProviderFailure, status: Option<u16>, message: String },
+
+    #[error("tool `{tool}` is not available{}", did_you_mean(available))]
+    ToolNotFound { tool: String, available: Vec<String> },
+
+    #[error("arguments for tool `{tool}` do not fit its input_schema: {}", list_findings(findings))]
+    ToolInputInvalid { tool: String, findings: Vec<Finding> },
+
+    #[error("tool `{tool}` failed: {message}")]
+    ToolFailed { tool: String, message: String },
+
+    #[error("the supervisor could not repair {what} after {attempts} attempt(s): {last_error}")]
+    SupervisorUnrecoverable { what: String, attempts: u32, last_error: String },
+
+    #[error("TTL expired after {cycles} LLM cycle(s) before the plan converged")]
+    TtlExpired { cycles: u32 },
+
+    #[error("{path}:{line}: {reason}")]
+    LedgerBroken { path: PathBuf, line: usize, reason: String },
+}
+
+impl Error {
+    /// The stable code of this error. Exhaustive: no `_` arm.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Parse { doc, .. } => match doc {
+                Some(DocKind::Registry) => Code::RegistryInvalid,
+                Some(DocKind::Contract | DocKind::PromptPack | DocKind::WorkOrder) | None => {
+                    Code::ContractParseError
+                }
+            },
+            Error::SchemaInvalid { doc, .. } => match doc {
+                DocKind::Contract => Code::ContractSchemaInvalid,
+                DocKind::PromptPack => Code::PromptPackInvalid,
+                DocKind::WorkOrder => Code::WorkOrderInvalid,
+                DocKind::Registry => Code::RegistryInvalid,
+            },
+            Error::Config { .. } => Code::ConfigInvalid,
+            Error::FileTooLarge { .. } => Code::FileTooLarge,
+            Error::PathEscape { .. } => Code::PathEscape,
+            Error::Io { .. } => Code::IoError,
+            Error::InputParse { .. } => Code::InputParseError,
+            Error::PinInvalid { .. } => Code::PinInvalid,
+            Error::NotFound { kind, .. } => match kind {
+                DocKind::PromptPack => Code::PromptPackNotFound,
+                DocKind::Contract | DocKind::WorkOrder | DocKind::Registry => Code::ContractNotFound,
+            },
+            Error::VersionNotFound { kind, .. } => match kind {
+                DocKind::PromptPack => Code::PromptPackNotFound,
+                DocKind::Contract | DocKind::WorkOrder | DocKind::Registry => {
+                    Code::ContractVersionNotFound
+                }
+            },
+            Error::NotActive { .. } => Code::ContractNotActive,
+            Error::HashMismatch { .. } => Code::ContractHashMismatch,
+            Error::IdMismatch { .. } => Code::ContractIdMismatch,
+            Error::RegistryFileMissing { .. } => Code::RegistryFileMissing,
+            Error::DuplicateEntry { .. } => Code::RegistryDuplicateEntry,
+            Error::HistoryBroken { .. } => Code::RegistryHistoryBroken,
+            Error::TransitionInvalid { .. } => Code::RegistryTransitionInvalid,
+            Error::EntryImmutable { .. } => Code::RegistryEntryImmutable,
+            Error::SuccessorMissing { .. } => Code::SuccessorMissing,
+            Error::IncompatibleBump { .. } => Code::IncompatibleVersionBump,
+            Error::TemplateVariableMissing { .. } => Code::TemplateVariableMissing,
+            Error::TemplateRender { .. } => Code::TemplateRenderFailed,
+            Error::TemplateLimit { .. } => Code::TemplateLimitExceeded,
+            Error::InputSchemaInvalid { .. } => Code::InputSchemaInvalid,
+            Error::RequiredContextMissing { .. } => Code::RequiredContextMissing,
+            Error::ExtractionFailed { .. } => Code::OutputJsonExtractionFailed,
+            Error::OutputTruncated { .. } => Code::OutputTruncated,
+            Error::OutputSchemaInvalid { .. } => Code::OutputSchemaInvalid,
+            Error::BudgetExceeded { .. } => Code::BudgetExceeded,
+            Error::Provider { failure, .. } => match failure {
+                ProviderFailure::Status => Code::ProviderError,
+                ProviderFailure::Timeout => Code::ProviderTimeout,
+                ProviderFailure::Unreachable => Code::ProviderUnreachable,
+                ProviderFailure::RateLimited => Code::ProviderRateLimited,
+                ProviderFailure::InvalidResponse => Code::ProviderResponseInvalid,
+                ProviderFailure::NotConfigured => Code::ProviderNotConfigured,
+                ProviderFailure::ReplayMiss => Code::ReplayMiss,
+                ProviderFailure::ScriptExhausted => Code::ScriptExhausted,
+            },
+            Error::ToolNotFound { .. } => Code::ToolNotFound,
+            Error::ToolInputInvalid { .. } => Code::ToolInputInvalid,
+            Error::ToolFailed { .. } => Code::ToolFailed,
+            Error::SupervisorUnrecoverable { .. } => Code::SupervisorUnrecoverable,
+            Error::TtlExpired { .. } => Code::TtlExpired,
+            Error::LedgerBroken { .. } => Code::LedgerBroken,
+        }
+    }
+
+    /// Every individual failure, for errors that carry several (schema findings).
+    pub fn findings(&self) -> &[Finding] {
+        match self {
+            Error::SchemaInvalid { findings, .. }
+            | Error::InputSchemaInvalid { findings, .. }
+            | Error::OutputSchemaInvalid { findings, .. }
+            | Error::ToolInputInvalid { findings, .. } => findings,
+            _ => &[],
+        }
+    }
+
+    /// An I/O error on a path.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// True when a retry with repaired model output could help (SPEC §6.2: output failures
+    /// are not terminal).
+    pub fn is_output_failure(&self) -> bool {
+        matches!(
+            self.code(),
+            Code::OutputJsonExtractionFailed | Code::OutputSchemaInvalid | Code::OutputTruncated
+        )
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_names_are_unique_snake_case_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for &code in Code::ALL {
+            let name = code.as_str();
+            assert!(seen.insert(name), "duplicate code {name}");
+            assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{name}");
+            assert_eq!(Code::from_name(name), Some(code));
+            assert!(!code.summary().is_empty());
+        }
+        assert_eq!(Code::from_name("no_such_code"), None);
+    }
+
+    #[test]
+    fn messages_list_versions_and_suggestions() {
+        let e = Error::VersionNotFound {
+            kind: DocKind::Contract,
+            id: "PRC-A-001".into(),
+            requirement: "^3".into(),
+            available: vec!["1.0.0".into(), "2.0.0".into()],
+        };
+        assert_eq!(e.code(), Code::ContractVersionNotFound);
+        assert!(e.to_string().contains("available versions: 1.0.0, 2.0.0"));
+        let e = Error::NotFound {
+            kind: DocKind::Contract,
+            id: "PRC-CLASIFY-001".into(),
+            suggestions: vec!["PRC-CLASSIFY-001".into()],
+        };
+        assert!(e.to_string().ends_with("did you mean PRC-CLASSIFY-001?"));
+        let e = Error::NotFound { kind: DocKind::PromptPack, id: "PRM-X-001".into(), suggestions: vec![] };
+        assert_eq!(e.code(), Code::PromptPackNotFound);
+    }
+}

@@ -1,0 +1,202 @@
+//! The LLM gateway: one [`Provider`] trait, many providers (SPEC §8.5).
+//!
+//! Every model call in pactum goes through a [`Provider`]. The request is built from the
+//! resolved contract (ids, versions, boundary, schemas, rendered messages, work-order ids);
+//! the response is text or an envelope object, with finish reason, usage and latency.
+//!
+//! Real providers: [`openai`] (any OpenAI-compatible chat-completions server) and
+//! [`anthropic`] (the messages API), both over [`http`] with retries and backoff.
+//! Offline providers, for demos and CI and clearly named as such: [`scripted`] (fixture
+//! file), [`replay`] (recorded cassette, with a record mode around a real provider) and
+//! [`dry_run`] (a minimal schema-valid answer made from `output_schema`).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::Result;
+
+// pub mod anthropic;
+// pub mod dry_run;
+// pub mod http;
+// pub mod openai;
+// pub mod replay;
+// pub mod scripted;
+
+/// The provider kinds a `pactum.toml` entry or `--provider` can name.
+pub const KINDS: &[&str] = &["openai", "anthropic", "scripted", "replay", "dry-run"];
+
+/// Who a chat message is from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+/// One rendered chat message.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Message { role: Role::System, content: content.into() }
+    }
+
+    pub fn user(content: impl Into<String>) -> Self {
+        Message { role: Role::User, content: content.into() }
+    }
+}
+
+/// The call parameters a contract's `boundary` fixes (SPEC §3.1).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Boundary {
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub provider_id: Option<String>,
+    /// A JSON Schema handed to the provider as its structured-output format.
+    pub structured_output: Option<Value>,
+}
+
+/// Everything a provider needs for one call, built from the resolved contract.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PromptRequest {
+    pub contract_id: String,
+    pub contract_version: String,
+    pub prompt_pack_id: String,
+    pub prompt_pack_version: String,
+    pub boundary: Boundary,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub template_variables: Value,
+    /// Rendered messages, system first when there is one.
+    pub messages: Vec<Message>,
+    pub work_order_id: Option<String>,
+    pub session_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_class: Option<String>,
+    pub tier: Option<String>,
+    /// Per-request timeout (work order `constraints.timeout_s`); `None` = provider default.
+    pub timeout: Option<Duration>,
+}
+
+/// The body of a provider's answer: plain text, or an envelope object (SPEC §6.3 step 0)
+/// that must carry a string `text` (and may carry `files`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum ResponseBody {
+    Text(String),
+    Envelope(Value),
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    /// The reply was cut off at `max_tokens`.
+    Length,
+    ToolUse,
+    Other(String),
+}
+
+impl FinishReason {
+    /// Maps the names OpenAI and Anthropic use.
+    pub fn from_api(reason: &str) -> FinishReason {
+        match reason {
+            "stop" | "end_turn" | "stop_sequence" => FinishReason::Stop,
+            "length" | "max_tokens" => FinishReason::Length,
+            "tool_calls" | "tool_use" => FinishReason::ToolUse,
+            other => FinishReason::Other(other.to_string()),
+        }
+    }
+}
+
+/// Token usage as the provider reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// A provider's answer to one [`PromptRequest`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ProviderResponse {
+    pub body: ResponseBody,
+    pub finish_reason: Option<FinishReason>,
+    /// `None` when the provider did not report usage.
+    pub usage: Option<Usage>,
+    #[serde(serialize_with = "serialize_millis")]
+    pub latency: Duration,
+    /// The model that answered, when the provider says.
+    pub model: Option<String>,
+    /// HTTP attempts made (1 for offline providers).
+    pub attempts: u32,
+}
+
+fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+/// One way of answering prompt requests.
+pub trait Provider: Send + Sync {
+    /// The provider's name as it appears in results and the ledger (`openai`, `scripted`, ...).
+    fn name(&self) -> &str;
+
+    /// Whether the provider takes a separate system message. When it does not, the
+    /// executor joins system and user sections into one message (SPEC §3.2).
+    fn supports_system_messages(&self) -> bool {
+        true
+    }
+
+    /// True for the offline providers (scripted, replay, dry-run).
+    fn is_offline(&self) -> bool {
+        false
+    }
+
+    /// Answers one request.
+    fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse>;
+}
+
+/// A secret (API key). Its `Debug` and `Display` never show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that needs it (a request header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Replaces every occurrence of the secret in `text` (e.g. an error body the server
+    /// echoed) so it can never reach a message, log or ledger.
+    pub fn scrub(&self, text: &str) -> String {
+        if self.0.len() < 4 { text.to_string() } else { text.replace(&self.0, "[redacted]") }
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}

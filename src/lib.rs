@@ -1,0 +1,50 @@
+//! pactum: governed prompt contracts.
+//!
+//! Prompt contracts (`PRC-*`) and prompt packs (`PRM-*`) are versioned JSON (or YAML) files
+//! in a repository; `registry.json` governs them. pactum resolves an id plus a semver
+//! requirement to one contract, validates the input against its `input_schema` before any
+//! LLM call, extracts JSON from the model's reply and validates it against `output_schema`
+//! afterwards, and records every exchange in a hash-chained ledger.
+//!
+//! # File overview
+//!
+//! | on disk | read by | validated type |
+//! |---|---|---|
+//! | `registry.json` | [`registry::Registry::load`] | [`registry::Registry`] |
+//! | `contracts/**/*.json` | [`project::Project::load_contract`] | [`contract::Contract`] |
+//! | `prompt_packs/**/*.{json,yaml}` | [`project::Project::load_pack`] | [`pack::PromptPack`] |
+//! | `work_orders/*.{json,yaml}` | [`work_order::WorkOrder::load`] | [`work_order::WorkOrder`] |
+//! | `pactum.toml` | [`config::Config::load`] | [`config::Config`] |
+//! | `schemas/*.schema.json` | embedded at build time ([`schema::EMBEDDED`]) | — |
+//!
+//! # Example
+//!
+//! ```
+//! use pactum::id::{Pin, Requirement};
+//!
+//! let pin = Pin::parse("PRC-CLASSIFY-001@^1.2").unwrap();
+//! assert_eq!(pin.id, "PRC-CLASSIFY-001");
+//! assert!(matches!(pin.requirement, Requirement::Range(_)));
+//! // A bare version is an exact pin, unlike Cargo's caret default.
+//! assert!(matches!(Pin::parse("PRC-CLASSIFY-001@1.2.0").unwrap().requirement, Requirement::Exact(_)));
+//! ```
+
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+
+pub mod config;
+pub mod contract;
+pub mod diagnostic;
+pub mod digest;
+pub mod document;
+pub mod error;
+pub mod gateway;
+pub mod id;
+pub mod pack;
+pub mod project;
+pub mod registry;
+pub mod resolve;
+pub mod schema;
+pub mod source;
+
+pub use diagnostic::{Diagnostic, Report};
+pub use error::{Code, Error, Result, Severity};

@@ -1,0 +1,214 @@
+//! A project: a folder with registry.json (and optionally pactum.toml), and the loading of
+//! the files its entries point at.
+//!
+//! Loading an entry checks, in order: the path stays inside the root (`path_escape`) and
+//! exists (`registry_file_missing`), the file's SHA-256 equals the registry's
+//! (`contract_hash_mismatch`), the file parses and fits its schema
+//! (`contract_parse_error`, `contract_schema_invalid`, `prompt_pack_invalid`), and its own
+//! id/version equal the entry's (`contract_id_mismatch`). Loaded files and compiled
+//! validators are cached by SHA-256, so a contract is parsed and compiled once however
+//! many exchanges use it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use jsonschema::Validator;
+
+use crate::config::Config;
+use crate::contract::Contract;
+use crate::document;
+use crate::error::{DocKind, Error, Result};
+use crate::id::Pin;
+use crate::pack::PromptPack;
+use crate::registry::{self, Entry, EntryKind, Registry, State};
+use crate::resolve::{ResolveOptions, Warning, resolve};
+
+/// A contract resolved together with its pack.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub contract: Arc<Contract>,
+    pub contract_entry: Entry,
+    pub pack: Arc<PromptPack>,
+    pub pack_entry: Entry,
+    pub warnings: Vec<Warning>,
+}
+
+/// A contract's compiled input and output validators.
+pub struct Validators {
+    pub input: Option<Validator>,
+    pub output: Option<Validator>,
+}
+
+/// An open project.
+pub struct Project {
+    pub root: PathBuf,
+    pub registry: Registry,
+    pub config: Config,
+    contracts: Mutex<HashMap<String, Arc<Contract>>>,
+    packs: Mutex<HashMap<String, Arc<PromptPack>>>,
+    validators: Mutex<HashMap<String, Arc<Validators>>>,
+}
+
+impl std::fmt::Debug for Project {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Project").field("root", &self.root).finish_non_exhaustive()
+    }
+}
+
+impl Project {
+    /// Opens the project whose registry.json is at `registry_path`.
+    pub fn open(registry_path: &Path) -> Result<Project> {
+        let registry = Registry::open(registry_path)?;
+        let root = registry.root.clone();
+        let config = Config::load(&root)?;
+        Ok(Project::new(registry, config))
+    }
+
+    /// Opens the project found by walking up from `start` to the nearest registry.json.
+    pub fn discover(start: &Path) -> Result<Project> {
+        let path = registry::find_upwards(start).ok_or_else(|| Error::Io {
+            path: start.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no registry.json here or in any parent folder; pass --root DIR or create one with `pactum new contract`",
+            ),
+        })?;
+        Project::open(&path)
+    }
+
+    /// A project over an already-loaded registry and config.
+    pub fn new(registry: Registry, config: Config) -> Project {
+        Project {
+            root: registry.root.clone(),
+            registry,
+            config,
+            contracts: Mutex::default(),
+            packs: Mutex::default(),
+            validators: Mutex::default(),
+        }
+    }
+
+    fn load_checked(&self, entry: &Entry) -> Result<document::Document> {
+        let path = self.registry.file_of(entry)?;
+        let doc = document::load(&path, Some(entry.kind.doc_kind()))?;
+        if doc.sha256 != entry.sha256 {
+            return Err(Error::HashMismatch {
+                path: PathBuf::from(&entry.path),
+                id: entry.id.clone(),
+                version: entry.version.to_string(),
+                expected: entry.sha256.clone(),
+                actual: doc.sha256,
+            });
+        }
+        Ok(doc)
+    }
+
+    fn id_mismatch(entry: &Entry, id: &str, version: &semver::Version) -> Option<Error> {
+        (id != entry.id || version != &entry.version).then(|| Error::IdMismatch {
+            path: PathBuf::from(&entry.path),
+            expected: entry.key(),
+            found: format!("{id}@{version}"),
+        })
+    }
+
+    /// Loads (or returns the cached) contract of a registry entry, with every check.
+    pub fn load_contract(&self, entry: &Entry) -> Result<Arc<Contract>> {
+        if let Some(c) = lock(&self.contracts).get(&entry.sha256) {
+            if c.id == entry.id && c.version == entry.version {
+                return Ok(c.clone());
+            }
+        }
+        let doc = self.load_checked(entry)?;
+        let contract = Contract::from_document(&doc)?;
+        if let Some(e) = Project::id_mismatch(entry, &contract.id, &contract.version) {
+            return Err(e);
+        }
+        let contract = Arc::new(contract);
+        lock(&self.contracts).insert(entry.sha256.clone(), contract.clone());
+        Ok(contract)
+    }
+
+    /// Loads (or returns the cached) pack of a registry entry, with every check.
+    pub fn load_pack(&self, entry: &Entry) -> Result<Arc<PromptPack>> {
+        if let Some(p) = lock(&self.packs).get(&entry.sha256) {
+            if p.id == entry.id && p.version == entry.version {
+                return Ok(p.clone());
+            }
+        }
+        let doc = self.load_checked(entry)?;
+        let pack = PromptPack::from_document(&doc)?;
+        if let Some(e) = Project::id_mismatch(entry, &pack.id, &pack.version) {
+            return Err(e);
+        }
+        let pack = Arc::new(pack);
+        lock(&self.packs).insert(entry.sha256.clone(), pack.clone());
+        Ok(pack)
+    }
+
+    /// Resolves a contract pin and the pack it binds to. A draft contract may bind a draft
+    /// pack; an active one needs an active (or deprecated) pack unless drafts are allowed.
+    pub fn resolve(&self, pin: &Pin, options: ResolveOptions) -> Result<Resolved> {
+        if pin.kind() != DocKind::Contract {
+            return Err(Error::PinInvalid {
+                pin: pin.to_string(),
+                reason: "expected a contract id (PRC-...); packs resolve through their contract".into(),
+            });
+        }
+        let resolution = resolve(&self.registry, EntryKind::Contract, &pin.id, &pin.requirement, options)?;
+        let contract_entry = resolution.entry.clone();
+        let mut warnings = resolution.warnings;
+        let contract = self.load_contract(&contract_entry)?;
+        let pack_options = ResolveOptions {
+            allow_draft: options.allow_draft || contract_entry.state == State::Draft,
+        };
+        let pack_resolution = resolve(
+            &self.registry,
+            EntryKind::PromptPack,
+            &contract.prompt_pack_id,
+            &contract.prompt_pack_version,
+            pack_options,
+        )?;
+        warnings.extend(pack_resolution.warnings);
+        let pack_entry = pack_resolution.entry.clone();
+        let pack = self.load_pack(&pack_entry)?;
+        Ok(Resolved { contract, contract_entry, pack, pack_entry, warnings })
+    }
+
+    /// The contract's compiled validators, compiled once per file hash.
+    pub fn validators(&self, contract: &Contract) -> Result<Arc<Validators>> {
+        if let Some(v) = lock(&self.validators).get(&contract.sha256) {
+            return Ok(v.clone());
+        }
+        let compile = |schema: &Option<serde_json::Value>, pointer: &str| -> Result<Option<Validator>> {
+            match schema {
+                None => Ok(None),
+                Some(s) => crate::schema::compile(s, contract.dir(), &self.root).map(Some).map_err(|findings| {
+                    Error::SchemaInvalid {
+                        doc: DocKind::Contract,
+                        path: contract.path.clone(),
+                        findings: findings
+                            .into_iter()
+                            .map(|f| crate::error::Finding::new(format!("{pointer}{}", f.pointer), f.message))
+                            .collect(),
+                    }
+                }),
+            }
+        };
+        let validators = Arc::new(Validators {
+            input: compile(&contract.input_schema, "/input_schema")?,
+            output: compile(&contract.output_schema, "/output_schema")?,
+        });
+        lock(&self.validators).insert(contract.sha256.clone(), validators.clone());
+        Ok(validators)
+    }
+
+    /// Every registered contract id.
+    pub fn contract_ids(&self) -> Vec<&str> {
+        self.registry.ids(EntryKind::Contract)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,705 @@
+//! `registry.json` (SPEC §3.3): the governed index of every contract and pack version.
+//!
+//! [`Registry`] is the validated, indexed form: entries by `(kind, id)` sorted by version,
+//! so resolution is a lookup, not a directory scan. Loading checks the file against
+//! `registry.schema.json`; [`Registry::audit`] reports duplicate entries, paths that leave
+//! the root and a history that does not hash-chain. Writes (the lifecycle commands) live
+//! in [`lifecycle`] and [`store`].
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use semver::Version;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::diagnostic::Diagnostic;
+use crate::digest::{ZERO_HASH, chain_hash};
+use crate::document;
+use crate::error::{Code, DocKind, Error, Finding, Result};
+use crate::id::parse_version;
+use crate::schema;
+
+pub mod store;
+
+/// The file name pactum looks for when walking up from a folder.
+pub const FILE_NAME: &str = "registry.json";
+
+/// Contract or prompt pack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    Contract,
+    PromptPack,
+}
+
+impl EntryKind {
+    pub fn doc_kind(self) -> DocKind {
+        match self {
+            EntryKind::Contract => DocKind::Contract,
+            EntryKind::PromptPack => DocKind::PromptPack,
+        }
+    }
+
+    pub fn noun(self) -> &'static str {
+        self.doc_kind().noun()
+    }
+
+    /// The kind an id names, from its prefix.
+    pub fn of_id(id: &str) -> Option<EntryKind> {
+        match crate::id::kind_of_id(id) {
+            Some(DocKind::Contract) => Some(EntryKind::Contract),
+            Some(DocKind::PromptPack) => Some(EntryKind::PromptPack),
+            _ => None,
+        }
+    }
+}
+
+/// Lifecycle state: draft → active → deprecated → removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Draft,
+    Active,
+    Deprecated,
+    Removed,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Draft => "draft",
+            State::Active => "active",
+            State::Deprecated => "deprecated",
+            State::Removed => "removed",
+        }
+    }
+}
+
+/// One registered version of a contract or pack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    pub id: String,
+    pub version: Version,
+    /// Relative to the registry's folder, `/`-separated.
+    pub path: String,
+    pub sha256: String,
+    pub state: State,
+    pub registered_at: String,
+    pub activated_at: Option<String>,
+    pub deprecated_at: Option<String>,
+    pub successor_version: Option<Version>,
+    pub removed_at: Option<String>,
+}
+
+impl Entry {
+    pub fn key(&self) -> String {
+        format!("{}@{}", self.id, self.version)
+    }
+}
+
+/// A lifecycle action recorded in the history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Add,
+    Update,
+    Promote,
+    Deprecate,
+    Remove,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Add => "add",
+            Action::Update => "update",
+            Action::Promote => "promote",
+            Action::Deprecate => "deprecate",
+            Action::Remove => "remove",
+        }
+    }
+}
+
+/// One hash-chained history event. `hash` is the SHA-256 of the event's canonical JSON
+/// without `hash`; `prev` is the previous event's `hash` (64 zeros for the first).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub at: String,
+    pub action: Action,
+    pub id: String,
+    pub version: String,
+    pub sha256: String,
+    pub prev: String,
+    pub hash: String,
+}
+
+impl Event {
+    /// The hash this event must carry.
+    pub fn compute_hash(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.remove("hash");
+        }
+        chain_hash(&value)
+    }
+}
+
+/// Checks a history chain exactly as SPEC §3.3 defines it.
+pub fn verify_history(history: &[Event]) -> Result<()> {
+    let mut prev = ZERO_HASH.to_string();
+    for (i, event) in history.iter().enumerate() {
+        let expected_seq = i as u64 + 1;
+        if event.seq != expected_seq {
+            return Err(Error::HistoryBroken {
+                seq: event.seq,
+                reason: format!("expected seq {expected_seq}; events were removed or reordered"),
+            });
+        }
+        if event.prev != prev {
+            return Err(Error::HistoryBroken {
+                seq: event.seq,
+                reason: "`prev` is not the previous event's hash; an event was removed, edited or reordered".into(),
+            });
+        }
+        let hash = event.compute_hash();
+        if event.hash != hash {
+            return Err(Error::HistoryBroken {
+                seq: event.seq,
+                reason: format!("`hash` should be {hash}; the event was edited"),
+            });
+        }
+        prev = event.hash.clone();
+    }
+    Ok(())
+}
+
+/// The validated registry with its index.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    /// Path of registry.json.
+    pub path: PathBuf,
+    /// The folder entry paths are relative to.
+    pub root: PathBuf,
+    /// The file's text (for diagnostics with line numbers).
+    pub text: String,
+    pub sha256: String,
+    pub entries: Vec<Entry>,
+    /// `None` when the file has no `history` (allowed for hand-written registries).
+    pub history: Option<Vec<Event>>,
+    index: HashMap<(EntryKind, String), Vec<usize>>,
+}
+
+impl Registry {
+    /// An empty registry for `path` (nothing is written).
+    pub fn empty(path: &Path) -> Registry {
+        let root = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        Registry {
+            path: path.to_path_buf(),
+            root,
+            text: String::new(),
+            sha256: String::new(),
+            entries: Vec::new(),
+            history: Some(Vec::new()),
+            index: HashMap::new(),
+        }
+    }
+
+    /// Reads and checks registry.json against its schema. Duplicates and the history chain
+    /// are checked by [`Registry::open`] and reported in full by [`Registry::audit`].
+    pub fn load(path: &Path) -> Result<Registry> {
+        let doc = document::load(path, Some(DocKind::Registry))?;
+        Registry::from_parts(path, doc.text, doc.sha256, &doc.value)
+    }
+
+    /// Like [`Registry::load`], but a registry with duplicate entries or a broken history
+    /// is an error: nothing resolves from a registry that cannot be trusted.
+    pub fn open(path: &Path) -> Result<Registry> {
+        let registry = Registry::load(path)?;
+        registry.check_integrity()?;
+        Ok(registry)
+    }
+
+    /// The first duplicate entry or history break, if any.
+    pub fn check_integrity(&self) -> Result<()> {
+        if let Some((a, _)) = self.duplicates().into_iter().next() {
+            let e = &self.entries[a];
+            return Err(Error::DuplicateEntry { id: e.id.clone(), version: e.version.to_string() });
+        }
+        if let Some(history) = &self.history {
+            verify_history(history)?;
+        }
+        Ok(())
+    }
+
+    /// Builds the registry from its parsed JSON.
+    pub fn from_parts(path: &Path, text: String, sha256: String, value: &Value) -> Result<Registry> {
+        let findings = schema::check_document(DocKind::Registry, value);
+        if !findings.is_empty() {
+            return Err(Error::SchemaInvalid { doc: DocKind::Registry, path: path.to_path_buf(), findings });
+        }
+        let raw = RawRegistry::deserialize(value).map_err(|e| Error::SchemaInvalid {
+            doc: DocKind::Registry,
+            path: path.to_path_buf(),
+            findings: vec![Finding::new("", e.to_string())],
+        })?;
+        let mut entries = Vec::with_capacity(raw.contracts.len() + raw.prompt_packs.len());
+        for (kind, list) in [(EntryKind::Contract, raw.contracts), (EntryKind::PromptPack, raw.prompt_packs)] {
+            for (i, e) in list.into_iter().enumerate() {
+                let pointer = format!("/{}/{i}", raw_list_name(kind));
+                entries.push(e.into_entry(kind, &pointer, path)?);
+            }
+        }
+        let mut registry = Registry::empty(path);
+        registry.text = text;
+        registry.sha256 = sha256;
+        registry.entries = entries;
+        registry.history = raw.history;
+        registry.reindex();
+        Ok(registry)
+    }
+
+    fn reindex(&mut self) {
+        self.index.clear();
+        for (i, e) in self.entries.iter().enumerate() {
+            self.index.entry((e.kind, e.id.clone())).or_default().push(i);
+        }
+        let entries = &self.entries;
+        for list in self.index.values_mut() {
+            list.sort_by(|&a, &b| entries[a].version.cmp(&entries[b].version));
+        }
+    }
+
+    /// Every version of an id, lowest first.
+    pub fn versions(&self, kind: EntryKind, id: &str) -> impl Iterator<Item = &Entry> {
+        self.index
+            .get(&(kind, id.to_string()))
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.entries[i])
+    }
+
+    /// The entry for an exact id + version.
+    pub fn get(&self, kind: EntryKind, id: &str, version: &Version) -> Option<&Entry> {
+        self.versions(kind, id).find(|e| &e.version == version)
+    }
+
+    /// Every registered id of a kind (sorted).
+    pub fn ids(&self, kind: EntryKind) -> Vec<&str> {
+        let mut ids: Vec<&str> =
+            self.index.keys().filter(|(k, _)| *k == kind).map(|(_, id)| id.as_str()).collect();
+        ids.sort();
+        ids
+    }
+
+    /// Index pairs of entries with the same kind, id and version.
+    pub fn duplicates(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for list in self.index.values() {
+            for w in list.windows(2) {
+                if self.entries[w[0]].version == self.entries[w[1]].version {
+                    out.push((w[0], w[1]));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The JSON pointer of an entry inside registry.json.
+    pub fn pointer_of(&self, entry: &Entry) -> String {
+        let position = self
+            .entries
+            .iter()
+            .filter(|e| e.kind == entry.kind)
+            .position(|e| e == entry)
+            .unwrap_or(0);
+        format!("/{}/{position}", raw_list_name(entry.kind))
+    }
+
+    /// The absolute path of an entry's file, checked to stay inside the root (no `..`, no
+    /// absolute path, no symlink leading outside) and to exist.
+    pub fn file_of(&self, entry: &Entry) -> Result<PathBuf> {
+        resolve_inside(&self.root, &entry.path).map_err(|e| match e {
+            PathProblem::Escape(reason) => Error::PathEscape { path: entry.path.clone(), reason },
+            PathProblem::Missing => Error::RegistryFileMissing {
+                id: entry.id.clone(),
+                version: entry.version.to_string(),
+                path: entry.path.clone(),
+            },
+        })
+    }
+
+    /// Every problem with the registry itself: duplicates, history breaks, entry paths
+    /// that escape the root or point nowhere, deprecated entries without a valid successor.
+    /// Diagnostics carry pointers into registry.json; the caller adds file and position.
+    pub fn audit(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for (a, b) in self.duplicates() {
+            let e = &self.entries[b];
+            out.push(
+                Diagnostic::new(
+                    Code::RegistryDuplicateEntry,
+                    format!("{} is registered twice (also at {})", e.key(), self.pointer_of(&self.entries[a])),
+                )
+                .pointer(self.pointer_of(e))
+                .help("remove one of the two entries"),
+            );
+        }
+        if let Some(history) = &self.history
+            && let Err(e) = verify_history(history)
+        {
+            let seq = match &e {
+                Error::HistoryBroken { seq, .. } => *seq,
+                _ => 0,
+            };
+            let index = history.iter().position(|ev| ev.seq == seq).unwrap_or(0);
+            out.push(
+                Diagnostic::from_error(&e)
+                    .pointer(format!("/history/{index}"))
+                    .help("restore registry.json from version control; history is append-only"),
+            );
+        }
+        for entry in &self.entries {
+            let pointer = self.pointer_of(entry);
+            match self.file_of(entry) {
+                Ok(_) => {}
+                Err(e @ Error::PathEscape { .. }) => out.push(
+                    Diagnostic::from_error(&e)
+                        .pointer(format!("{pointer}/path"))
+                        .help("use a path relative to registry.json that stays inside its folder"),
+                ),
+                Err(e) => out.push(
+                    Diagnostic::from_error(&e)
+                        .pointer(format!("{pointer}/path"))
+                        .help("restore the file, or fix the entry's path"),
+                ),
+            }
+            if entry.state == State::Deprecated {
+                if let Some(d) = self.successor_problem(entry) {
+                    out.push(d.pointer(format!("{pointer}/successor_version")));
+                }
+            }
+        }
+        out
+    }
+
+    fn successor_problem(&self, entry: &Entry) -> Option<Diagnostic> {
+        let reason = match &entry.successor_version {
+            None => "is not named (successor_version is missing)".to_string(),
+            Some(s) if s <= &entry.version => format!("{s} is not higher than {}", entry.version),
+            Some(s) => match self.get(entry.kind, &entry.id, s) {
+                None => format!("{s} is not registered"),
+                Some(e) if e.state == State::Removed => format!("{s} is removed"),
+                Some(_) => return None,
+            },
+        };
+        let successor =
+            entry.successor_version.as_ref().map(ToString::to_string).unwrap_or_else(|| "?".into());
+        let e = Error::SuccessorMissing {
+            id: entry.id.clone(),
+            version: entry.version.to_string(),
+            successor: successor.clone(),
+            reason,
+        };
+        Some(Diagnostic::from_error(&e).help(format!(
+            "set successor_version to a registered, higher version of {} (e.g. with `pactum registry deprecate {} --successor VERSION`)",
+            entry.id,
+            entry.key()
+        )))
+    }
+
+    /// The registry as pretty JSON, fields in their documented order.
+    pub fn to_json(&self) -> String {
+        let mut contracts = Vec::new();
+        let mut packs = Vec::new();
+        for e in &self.entries {
+            let raw = RawEntry::from_entry(e);
+            match e.kind {
+                EntryKind::Contract => contracts.push(raw),
+                EntryKind::PromptPack => packs.push(raw),
+            }
+        }
+        let raw = RawRegistryOut {
+            registry_version: 1,
+            contracts,
+            prompt_packs: packs,
+            history: self.history.as_deref().unwrap_or(&[]),
+        };
+        let mut text = serde_json::to_string_pretty(&raw).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Mutable access for the lifecycle commands; re-indexes afterwards.
+    pub(crate) fn edit<T>(&mut self, f: impl FnOnce(&mut Vec<Entry>, &mut Vec<Event>) -> T) -> T {
+        let mut history = self.history.take().unwrap_or_default();
+        let out = f(&mut self.entries, &mut history);
+        self.history = Some(history);
+        self.reindex();
+        out
+    }
+}
+
+fn raw_list_name(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::Contract => "contracts",
+        EntryKind::PromptPack => "prompt_packs",
+    }
+}
+
+/// Why a relative path cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathProblem {
+    Escape(String),
+    Missing,
+}
+
+/// Syntactic checks of a relative path: not empty, not absolute, no `..`.
+pub fn check_relative(path: &str) -> std::result::Result<(), String> {
+    if path.is_empty() {
+        return Err("path is empty".into());
+    }
+    let p = Path::new(path);
+    if p.is_absolute() || path.starts_with('/') || path.starts_with('\\') || path.get(1..2) == Some(":") {
+        return Err("absolute paths are not allowed; use a path relative to registry.json".into());
+    }
+    if p.components().any(|c| matches!(c, Component::ParentDir)) || path.split(['/', '\\']).any(|s| s == "..") {
+        return Err("`..` is not allowed: the path would leave the project root".into());
+    }
+    Ok(())
+}
+
+/// Joins a relative path to `root`, requiring that the real (symlink-resolved) path exists
+/// and stays inside the real root.
+pub fn resolve_inside(root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
+    check_relative(path).map_err(PathProblem::Escape)?;
+    let joined = root.join(path);
+    let real = joined.canonicalize().map_err(|_| {
+        // A dangling symlink is reported as missing; a symlink to outside is caught below
+        // once it resolves.
+        PathProblem::Missing
+    })?;
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    if !real.starts_with(&real_root) {
+        return Err(PathProblem::Escape(format!(
+            "resolves to {} through a symlink, outside the project root",
+            real.display()
+        )));
+    }
+    Ok(real)
+}
+
+/// Walks up from `start` (a file or folder) to the nearest folder holding registry.json.
+pub fn find_upwards(start: &Path) -> Option<PathBuf> {
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    let mut dir = if start.is_file() { start.parent()?.to_path_buf() } else { start };
+    loop {
+        let candidate = dir.join(FILE_NAME);
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        dir = dir.parent()?.to_path_buf();
+    }
+}
+
+#[derive(Deserialize)]
+struct RawRegistry {
+    #[serde(default)]
+    contracts: Vec<RawEntry>,
+    #[serde(default)]
+    prompt_packs: Vec<RawEntry>,
+    history: Option<Vec<Event>>,
+}
+
+#[derive(Serialize)]
+struct RawRegistryOut<'a> {
+    registry_version: u32,
+    contracts: Vec<RawEntry>,
+    prompt_packs: Vec<RawEntry>,
+    history: &'a [Event],
+}
+
+#[derive(Deserialize, Serialize)]
+struct RawEntry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contract_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_pack_id: Option<String>,
+    version: String,
+    path: String,
+    sha256: String,
+    state: State,
+    registered_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activated_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deprecated_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    successor_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed_at: Option<String>,
+}
+
+impl RawEntry {
+    fn into_entry(self, kind: EntryKind, pointer: &str, path: &Path) -> Result<Entry> {
+        let invalid = |field: &str, message: String| Error::SchemaInvalid {
+            doc: DocKind::Registry,
+            path: path.to_path_buf(),
+            findings: vec![Finding::new(format!("{pointer}/{field}"), message)],
+        };
+        let id = match kind {
+            EntryKind::Contract => self.contract_id,
+            EntryKind::PromptPack => self.prompt_pack_id,
+        }
+        .ok_or_else(|| invalid("", "entry has no id".into()))?;
+        let version =
+            parse_version(&self.version).ok_or_else(|| invalid("version", "not a version".into()))?;
+        let successor_version = match self.successor_version {
+            None => None,
+            Some(s) => Some(parse_version(&s).ok_or_else(|| invalid("successor_version", "not a version".into()))?),
+        };
+        Ok(Entry {
+            kind,
+            id,
+            version,
+            path: self.path,
+            sha256: self.sha256,
+            state: self.state,
+            registered_at: self.registered_at,
+            activated_at: self.activated_at,
+            deprecated_at: self.deprecated_at,
+            successor_version,
+            removed_at: self.removed_at,
+        })
+    }
+
+    fn from_entry(e: &Entry) -> RawEntry {
+        let (contract_id, prompt_pack_id) = match e.kind {
+            EntryKind::Contract => (Some(e.id.clone()), None),
+            EntryKind::PromptPack => (None, Some(e.id.clone())),
+        };
+        RawEntry {
+            contract_id,
+            prompt_pack_id,
+            version: e.version.to_string(),
+            path: e.path.clone(),
+            sha256: e.sha256.clone(),
+            state: e.state,
+            registered_at: e.registered_at.clone(),
+            activated_at: e.activated_at.clone(),
+            deprecated_at: e.deprecated_at.clone(),
+            successor_version: e.successor_version.as_ref().map(ToString::to_string),
+            removed_at: e.removed_at.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SHA: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    fn entry(id: &str, version: &str, state: &str) -> Value {
+        json!({"contract_id": id, "version": version, "path": format!("contracts/{version}.json"),
+               "sha256": SHA, "state": state, "registered_at": "2026-01-01T00:00:00Z"})
+    }
+
+    fn registry(value: Value) -> Result<Registry> {
+        Registry::from_parts(Path::new("/nowhere/registry.json"), String::new(), String::new(), &value)
+    }
+
+    fn event(seq: u64, prev: &str) -> Event {
+        let mut e = Event {
+            seq,
+            at: "2026-01-01T00:00:00Z".into(),
+            action: Action::Add,
+            id: "PRC-A-001".into(),
+            version: "1.0.0".into(),
+            sha256: SHA.into(),
+            prev: prev.into(),
+            hash: String::new(),
+        };
+        e.hash = e.compute_hash();
+        e
+    }
+
+    #[test]
+    fn index_sorts_versions_and_finds_duplicates() {
+        let r = registry(json!({"registry_version": 1, "prompt_packs": [], "contracts": [
+            entry("PRC-A-001", "1.10.0", "active"), entry("PRC-A-001", "1.2.0", "active"),
+            entry("PRC-A-001", "1.2.0", "draft"), entry("PRC-B-001", "1.0.0", "active")]}))
+        .unwrap();
+        let versions: Vec<String> =
+            r.versions(EntryKind::Contract, "PRC-A-001").map(|e| e.version.to_string()).collect();
+        assert_eq!(versions, ["1.2.0", "1.2.0", "1.10.0"]);
+        assert_eq!(r.duplicates().len(), 1);
+        assert_eq!(r.check_integrity().unwrap_err().code(), Code::RegistryDuplicateEntry);
+        assert_eq!(r.ids(EntryKind::Contract), ["PRC-A-001", "PRC-B-001"]);
+    }
+
+    #[test]
+    fn schema_errors_are_registry_invalid() {
+        let e = registry(json!({"registry_version": 2, "contracts": [], "prompt_packs": []})).unwrap_err();
+        assert_eq!(e.code(), Code::RegistryInvalid);
+        let e = registry(json!({"registry_version": 1, "contracts": [{"contract_id": "PRC-A-001"}], "prompt_packs": []}))
+            .unwrap_err();
+        assert_eq!(e.code(), Code::RegistryInvalid);
+    }
+
+    #[test]
+    fn history_chain_detects_edits_removals_and_reordering() {
+        let e1 = event(1, ZERO_HASH);
+        let e2 = event(2, &e1.hash);
+        let e3 = event(3, &e2.hash);
+        assert!(verify_history(&[e1.clone(), e2.clone(), e3.clone()]).is_ok());
+        let mut edited = e2.clone();
+        edited.version = "9.9.9".into();
+        let err = verify_history(&[e1.clone(), edited, e3.clone()]).unwrap_err();
+        assert_eq!(err.code(), Code::RegistryHistoryBroken);
+        assert!(err.to_string().contains("edited"), "{err}");
+        assert!(verify_history(&[e1.clone(), e3.clone()]).is_err());
+        assert!(verify_history(&[e2.clone(), e1.clone()]).is_err());
+        let mut renumbered = e3.clone();
+        renumbered.seq = 2;
+        assert!(verify_history(&[e1, renumbered]).is_err());
+    }
+
+    #[test]
+    fn relative_paths_must_stay_inside() {
+        assert!(check_relative("contracts/a/1.0.0.json").is_ok());
+        for bad in ["", "/etc/passwd", "../x.json", "contracts/../../x", "C:\\x", "a\\..\\..\\b"] {
+            assert!(check_relative(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_leaving_the_root_are_escapes() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(outer.path().join("secret.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(outer.path().join("secret.json"), root.join("link.json")).unwrap();
+        std::fs::write(root.join("ok.json"), "{}").unwrap();
+        assert!(resolve_inside(&root, "ok.json").is_ok());
+        assert!(matches!(resolve_inside(&root, "link.json"), Err(PathProblem::Escape(_))));
+        assert_eq!(resolve_inside(&root, "missing.json"), Err(PathProblem::Missing));
+    }
+
+    #[test]
+    fn round_trips_through_to_json() {
+        let r = registry(json!({"registry_version": 1, "contracts": [entry("PRC-A-001", "1.0.0", "active")],
+                                "prompt_packs": [], "history": [serde_json::to_value(event(1, ZERO_HASH)).unwrap()]}))
+        .unwrap();
+        let text = r.to_json();
+        let again = registry(serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(again.entries, r.entries);
+        assert_eq!(again.history, r.history);
+        assert!(text.find("registry_version").unwrap() < text.find("contracts").unwrap());
+    }
+}

@@ -1,0 +1,423 @@
+//! JSON Schema: the embedded document schemas, checks of user-written schemas, and
+//! compiled validators for exchanges.
+//!
+//! The authoritative schemas in `schemas/` are compiled into the binary, so pactum works
+//! from any folder. Schemas inside contracts (`input_schema`, `output_schema`,
+//! `boundary.structured_output`) are checked cheaply in `validate` (meta-schema, local
+//! `$ref` targets, regex syntax) and compiled once per contract for exchanges.
+//!
+//! **Security invariant:** no `$ref` reaches the network or a file outside the project
+//! root. Compilation uses [`RootRetriever`], which serves only `file://` URIs that
+//! canonicalize to a path inside the root; regexes use the linear-time `regex` engine.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use jsonschema::{PatternOptions, Retrieve, Uri, Validator};
+use serde_json::Value;
+
+use crate::error::{DocKind, Finding};
+
+/// The embedded text of each authoritative schema, by file name.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("prompt_contract.schema.json", include_str!("../schemas/prompt_contract.schema.json")),
+    ("prompt_pack.schema.json", include_str!("../schemas/prompt_pack.schema.json")),
+    ("registry.schema.json", include_str!("../schemas/registry.schema.json")),
+    ("work_order.schema.json", include_str!("../schemas/work_order.schema.json")),
+    ("final_answer.schema.json", include_str!("../schemas/final_answer.schema.json")),
+    ("ledger_entry.schema.json", include_str!("../schemas/ledger_entry.schema.json")),
+];
+
+/// The embedded schema text with this file name.
+pub fn embedded(name: &str) -> Option<&'static str> {
+    EMBEDDED.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+}
+
+/// The largest regex a schema may compile (bytes of compiled program).
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Messages longer than this are cut (schema errors can quote whole instances).
+const MAX_MESSAGE: usize = 300;
+
+fn compile_embedded(name: &str) -> Validator {
+    let text = embedded(name).unwrap_or("true");
+    let schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
+    // The embedded schemas are tested to compile; `true` accepts all as a last resort.
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .or_else(|_| jsonschema::validator_for(&Value::Bool(true)))
+        .unwrap_or_else(|_| unreachable_validator())
+}
+
+fn unreachable_validator() -> Validator {
+    // `true` always compiles; this keeps the library free of `expect`.
+    match jsonschema::validator_for(&Value::Bool(true)) {
+        Ok(v) => v,
+        Err(_) => std::process::abort(),
+    }
+}
+
+static CONTRACT: LazyLock<Validator> =
+    LazyLock::new(|| compile_embedded("prompt_contract.schema.json"));
+static PACK: LazyLock<Validator> = LazyLock::new(|| compile_embedded("prompt_pack.schema.json"));
+static REGISTRY: LazyLock<Validator> = LazyLock::new(|| compile_embedded("registry.schema.json"));
+static WORK_ORDER: LazyLock<Validator> =
+    LazyLock::new(|| compile_embedded("work_order.schema.json"));
+static FINAL_ANSWER: LazyLock<Validator> =
+    LazyLock::new(|| compile_embedded("final_answer.schema.json"));
+static LEDGER_ENTRY: LazyLock<Validator> =
+    LazyLock::new(|| compile_embedded("ledger_entry.schema.json"));
+
+/// Checks a governed document against its authoritative schema; every finding.
+pub fn check_document(kind: DocKind, value: &Value) -> Vec<Finding> {
+    let validator: &Validator = match kind {
+        DocKind::Contract => &CONTRACT,
+        DocKind::PromptPack => &PACK,
+        DocKind::Registry => &REGISTRY,
+        DocKind::WorkOrder => &WORK_ORDER,
+    };
+    findings(validator, value)
+}
+
+/// Checks a Phase E answer against `final_answer.schema.json`.
+pub fn check_final_answer(value: &Value) -> Vec<Finding> {
+    findings(&FINAL_ANSWER, value)
+}
+
+/// Checks a ledger record against `ledger_entry.schema.json`.
+pub fn check_ledger_entry(value: &Value) -> Vec<Finding> {
+    findings(&LEDGER_ENTRY, value)
+}
+
+/// Every way `instance` fails `validator`, with pointers to the failing values. A missing
+/// required property is reported at the property's own pointer (under its parent), an
+/// unexpected property at that property.
+pub fn findings(validator: &Validator, instance: &Value) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for error in validator.iter_errors(instance) {
+        let base = error.instance_path().as_str().to_string();
+        let message = shorten(&error.to_string());
+        match error.kind() {
+            jsonschema::error::ValidationErrorKind::Required { property } => {
+                let name = property.as_str().map(str::to_string).unwrap_or_else(|| property.to_string());
+                out.push(Finding::new(join_pointer(&base, &name), message));
+            }
+            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                for name in unexpected {
+                    out.push(Finding::new(
+                        join_pointer(&base, name),
+                        format!("unknown property `{name}` is not allowed here"),
+                    ));
+                }
+            }
+            _ => out.push(Finding::new(base, message)),
+        }
+    }
+    out
+}
+
+/// Appends one unescaped token to a JSON pointer.
+pub fn join_pointer(base: &str, token: &str) -> String {
+    format!("{base}/{}", token.replace('~', "~0").replace('/', "~1"))
+}
+
+fn shorten(message: &str) -> String {
+    if message.len() <= MAX_MESSAGE {
+        return message.to_string();
+    }
+    let mut end = MAX_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &message[..end])
+}
+
+/// Cheap checks of a user-written schema embedded at `at` (e.g. `/input_schema`): it fits
+/// its draft's meta-schema, local `$ref`s point at something, regexes compile with the
+/// linear-time engine, and no `$ref` leaves the project (`base_dir` must stay inside
+/// `root`). A full compilation happens only when the schema references other files.
+pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Vec<Finding> {
+    let mut out = Vec::new();
+    match jsonschema::meta::validator_for(schema) {
+        Ok(meta) => {
+            for error in meta.iter_errors(schema) {
+                let pointer = format!("{at}{}", error.instance_path().as_str());
+                out.push(Finding::new(pointer, format!("not a valid JSON Schema: {}", shorten(&error.to_string()))));
+            }
+        }
+        Err(error) => out.push(Finding::new(
+            format!("{at}/$schema"),
+            format!("unsupported `$schema`: {}; use draft 2020-12, 2019-09, 7, 6 or 4", shorten(&error.to_string())),
+        )),
+    }
+    if !out.is_empty() {
+        return out;
+    }
+    let mut external_refs = false;
+    walk_schema(schema, at, &mut |pointer, key, value| match key {
+        "$ref" | "$dynamicRef" => {
+            let Some(target) = value.as_str() else { return };
+            if let Some(fragment) = target.strip_prefix('#') {
+                if (fragment.is_empty() || fragment.starts_with('/'))
+                    && schema.pointer(&decode_fragment(fragment)).is_none()
+                {
+                    out.push(Finding::new(pointer, format!("`$ref` target `{target}` does not exist in this schema")));
+                }
+            } else if has_scheme(target) && !target.starts_with("file:") {
+                out.push(Finding::new(
+                    pointer,
+                    format!("`$ref` to `{target}` would reach the network; pactum only follows local references inside the project"),
+                ));
+            } else {
+                external_refs = true;
+            }
+        }
+        "pattern" => {
+            if let Some(re) = value.as_str()
+                && let Err(e) = check_regex(re)
+            {
+                out.push(Finding::new(pointer, e));
+            }
+        }
+        "patternProperties" => {
+            if let Some(map) = value.as_object() {
+                for re in map.keys() {
+                    if let Err(e) = check_regex(re) {
+                        out.push(Finding::new(join_pointer(&pointer, re), e));
+                    }
+                }
+            }
+        }
+        _ => {}
+    });
+    if out.is_empty() && external_refs {
+        if let Err(e) = compile(schema, base_dir, root) {
+            out.extend(e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)));
+        }
+    }
+    out
+}
+
+fn has_scheme(s: &str) -> bool {
+    match s.split_once(':') {
+        Some((scheme, _)) => {
+            !scheme.is_empty()
+                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+        }
+        None => false,
+    }
+}
+
+fn decode_fragment(fragment: &str) -> String {
+    percent_decode(fragment)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len() + 0
+            && let (Some(h), Some(l)) = (hex_val(bytes[i + 1]), bytes.get(i + 2).and_then(|b| hex_val(*b)))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn check_regex(re: &str) -> Result<(), String> {
+    regex::RegexBuilder::new(re)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map(|_| ())
+        .map_err(|e| format!("regex `{}` does not compile with pactum's linear-time engine: {}", shorten(re), first_line(&e.to_string())))
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().last().unwrap_or(s).trim().to_string()
+}
+
+/// Visits every keyword of a schema (iteratively, any depth) with its pointer.
+fn walk_schema(schema: &Value, at: &str, visit: &mut dyn FnMut(String, &str, &Value)) {
+    let mut stack: Vec<(String, &Value)> = vec![(at.to_string(), schema)];
+    while let Some((pointer, node)) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    let child = join_pointer(&pointer, key);
+                    visit(child.clone(), key, value);
+                    if matches!(value, Value::Object(_) | Value::Array(_)) {
+                        stack.push((child, value));
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, value) in items.iter().enumerate() {
+                    if matches!(value, Value::Object(_) | Value::Array(_)) {
+                        stack.push((format!("{pointer}/{i}"), value));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Compiles a user schema for validating instances: its draft from `$schema` (2020-12 by
+/// default), formats asserted, linear-time regexes, relative `$ref`s resolved against
+/// `base_dir` and served only from inside `root`.
+pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator, Vec<Finding>> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let base_dir = base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf());
+    let base_uri = format!("file://{}/", encode_path(&base_dir));
+    let mut options = jsonschema::options();
+    if schema.get("$schema").is_none() {
+        options = options.with_draft(jsonschema::Draft::Draft202012);
+    }
+    options
+        .with_base_uri(base_uri)
+        .with_retriever(RootRetriever { root })
+        .with_pattern_options(PatternOptions::regex().size_limit(REGEX_SIZE_LIMIT))
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| {
+            vec![Finding::new(
+                e.instance_path().as_str().to_string(),
+                format!("schema does not compile: {}", shorten(&e.to_string())),
+            )]
+        })
+}
+
+fn encode_path(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.starts_with('/') { out } else { format!("/{out}") }
+}
+
+/// Serves `$ref`s to local files inside the project root, and nothing else.
+pub struct RootRetriever {
+    root: PathBuf,
+}
+
+impl RootRetriever {
+    pub fn new(root: &Path) -> Self {
+        RootRetriever { root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()) }
+    }
+}
+
+impl Retrieve for RootRetriever {
+    fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let text = uri.as_str();
+        let Some(rest) = text.strip_prefix("file://") else {
+            return Err(format!("refusing to fetch `{text}`: pactum only follows local references inside the project").into());
+        };
+        let raw = rest.split('#').next().unwrap_or(rest);
+        let path = PathBuf::from(percent_decode(raw));
+        let real = path.canonicalize().map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        if !real.starts_with(&self.root) {
+            return Err(format!("refusing `{}`: it is outside the project root", path.display()).into());
+        }
+        let doc = crate::document::load(&real, None).map_err(|e| e.to_string())?;
+        Ok(doc.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn embedded_schemas_are_valid_2020_12_schemas() {
+        for (name, text) in EMBEDDED {
+            let schema: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(jsonschema::meta::validate(&schema).is_ok(), "{name}");
+            assert!(jsonschema::draft202012::new(&schema).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn document_findings_point_at_the_missing_and_unknown_properties() {
+        let contract = json!({
+            "contract_id": "PRC-A-001", "version": "1.0.0", "prompt_pack_id": "PRM-A-001",
+            "boundary": {"max_tokens": 10, "temperature": 3, "stream": true}
+        });
+        let f = check_document(DocKind::Contract, &contract);
+        let pointers: Vec<&str> = f.iter().map(|f| f.pointer.as_str()).collect();
+        assert!(pointers.contains(&"/boundary/temperature"), "{f:?}");
+        assert!(pointers.contains(&"/boundary/stream"), "{f:?}");
+        let f = check_document(DocKind::Contract, &json!({"version": "1.0.0"}));
+        let pointers: Vec<&str> = f.iter().map(|f| f.pointer.as_str()).collect();
+        assert!(pointers.contains(&"/contract_id"), "{f:?}");
+        assert!(pointers.contains(&"/boundary"), "{f:?}");
+    }
+
+    #[test]
+    fn user_schema_checks() {
+        let root = std::env::temp_dir();
+        let check = |s: Value| check_user_schema(&s, "/input_schema", &root, &root);
+        assert!(check(json!({"type": "object", "properties": {"a": {"type": "string"}}})).is_empty());
+        let f = check(json!({"type": "objekt"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].pointer.starts_with("/input_schema"), "{f:?}");
+        let f = check(json!({"$ref": "#/$defs/missing"}));
+        assert_eq!(f[0].pointer, "/input_schema/$ref");
+        assert!(check(json!({"$defs": {"a": true}, "$ref": "#/$defs/a"})).is_empty());
+        let f = check(json!({"$ref": "https://example.com/s.json"}));
+        assert!(f[0].message.contains("network"), "{f:?}");
+        let f = check(json!({"properties": {"a": {"pattern": "(?<=x)y"}}}));
+        assert_eq!(f[0].pointer, "/input_schema/properties/a/pattern");
+        let f = check(json!({"$schema": "https://example.com/custom-meta"}));
+        assert_eq!(f[0].pointer, "/input_schema/$schema");
+    }
+
+    #[test]
+    fn refs_resolve_inside_the_root_only() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("project");
+        std::fs::create_dir_all(root.join("contracts")).unwrap();
+        std::fs::write(root.join("common.json"), r#"{"type": "string", "minLength": 2}"#).unwrap();
+        std::fs::write(outer.path().join("secret.json"), r#"{"type": "string"}"#).unwrap();
+        let base = root.join("contracts");
+        let v = compile(&json!({"$ref": "../common.json"}), &base, &root).unwrap();
+        assert!(v.is_valid(&json!("ab")));
+        assert!(!v.is_valid(&json!("a")));
+        let e = compile(&json!({"$ref": "../../secret.json"}), &base, &root).unwrap_err();
+        assert!(e[0].message.contains("outside the project root"), "{e:?}");
+        let f = check_user_schema(&json!({"$ref": "../../secret.json"}), "/output_schema", &base, &root);
+        assert_eq!(f.len(), 1, "{f:?}");
+    }
+
+    #[test]
+    fn compiled_validators_use_linear_regexes_and_assert_formats() {
+        let root = std::env::temp_dir();
+        let v = compile(&json!({"type": "string", "format": "date"}), &root, &root).unwrap();
+        assert!(v.is_valid(&json!("2024-01-31")));
+        assert!(!v.is_valid(&json!("31/01/2024")));
+        let v = compile(&json!({"type": "string", "pattern": "^(a+)+$"}), &root, &root).unwrap();
+        let hostile = format!("{}!", "a".repeat(10_000));
+        assert!(!v.is_valid(&json!(hostile)));
+    }
+}
