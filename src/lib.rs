@@ -30,7 +30,10 @@
 //! ```
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+// Errors are built on the cold path; a large `Err` costs nothing measurable there.
+#![allow(clippy::result_large_err)]
 
+pub mod compat;
 pub mod config;
 pub mod contract;
 pub mod diagnostic;
@@ -42,9 +45,13 @@ pub mod id;
 pub mod pack;
 pub mod project;
 pub mod registry;
+pub mod render;
+pub mod report;
 pub mod resolve;
 pub mod schema;
 pub mod source;
+pub mod validate;
+pub mod work_order;
 
 pub use diagnostic::{Diagnostic, Report};
 pub use error::{Code, Error, Result, Severity};

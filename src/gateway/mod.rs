@@ -16,10 +16,10 @@ use serde_json::Value;
 
 use crate::error::Result;
 
-// pub mod anthropic;
+pub mod anthropic;
 // pub mod dry_run;
-// pub mod http;
-// pub mod openai;
+pub mod http;
+pub mod openai;
 // pub mod replay;
 // pub mod scripted;
 

@@ -20,6 +20,7 @@ use crate::error::{Code, DocKind, Error, Finding, Result};
 use crate::id::parse_version;
 use crate::schema;
 
+pub mod lifecycle;
 pub mod store;
 
 /// The file name pactum looks for when walking up from a folder.

@@ -1,0 +1,5 @@
+//! One module per command.
+
+pub mod registry;
+pub mod resolve;
+pub mod validate;

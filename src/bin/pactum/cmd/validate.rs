@@ -1,0 +1,93 @@
+//! `pactum validate [PATH]`: every finding about contracts, packs, work orders and the
+//! registry, as text, JSON, SARIF, JUnit or GitHub annotations.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use pactum::report::{self, Format, RenderOptions};
+use pactum::validate::{NoProgress, Progress, ValidateOptions, validate};
+
+use crate::output::{self, FAILED, OK};
+
+/// Files above which a progress bar is drawn (on a terminal only).
+const PROGRESS_THRESHOLD: usize = 200;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A project root, a folder of contracts, or one file (default: the current folder).
+    path: Option<PathBuf>,
+    /// Output format: text, json, sarif, junit or github.
+    #[arg(long, default_value = "text", value_parser = parse_format)]
+    format: Format,
+    /// Same as --format json.
+    #[arg(long)]
+    json: bool,
+    /// Treat warnings as errors.
+    #[arg(long)]
+    strict: bool,
+    /// registry.json to use instead of the one found by walking up from PATH.
+    #[arg(long, value_name = "FILE")]
+    registry: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    jobs: usize,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse().map_err(|e: report::UnknownFormat| e.to_string())
+}
+
+/// A progress bar on stderr.
+struct Bar(indicatif::ProgressBar);
+
+impl Progress for Bar {
+    fn start(&self, total: usize) {
+        self.0.set_length(total as u64);
+    }
+    fn advance(&self) {
+        self.0.inc(1);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+pub fn exec(args: Args) -> u8 {
+    let format = if args.json { Format::Json } else { args.format };
+    let path = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
+    let options = ValidateOptions { registry: args.registry.clone(), jobs: args.jobs, ..Default::default() };
+    let bar = Bar(indicatif::ProgressBar::hidden());
+    let use_bar = std::io::stderr().is_terminal() && count_hint(&path) > PROGRESS_THRESHOLD;
+    if use_bar {
+        bar.0.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        bar.0.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} validating {pos}/{len} files {wide_bar}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+    }
+    let progress: &dyn Progress = if use_bar { &bar } else { &NoProgress };
+    let mut report = match validate(&path, &options, progress) {
+        Ok(r) => r,
+        Err(e) => {
+            output::eprint_error(&e);
+            return output::USAGE;
+        }
+    };
+    if args.strict {
+        report.make_strict();
+    }
+    let color = format == Format::Text;
+    let text = report::render(&report, format, &RenderOptions { color, ..Default::default() });
+    let mut out = anstream::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    if report.errors() > 0 { FAILED } else { OK }
+}
+
+/// A cheap guess at the number of files, to decide whether a bar is worth drawing.
+fn count_hint(path: &std::path::Path) -> usize {
+    if path.is_file() {
+        return 1;
+    }
+    walkdir::WalkDir::new(path).max_depth(6).into_iter().take(PROGRESS_THRESHOLD + 1).count()
+}

@@ -1,0 +1,140 @@
+//! What every command shares: the project root, JSON output, error printing and exit
+//! codes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use pactum::project::Project;
+use pactum::{Code, Error};
+use serde_json::{Value, json};
+
+/// Exit status: success.
+pub const OK: u8 = 0;
+/// Exit status: findings, a failed run or invalid data.
+pub const FAILED: u8 = 1;
+/// Exit status: usage, I/O or internal error.
+pub const USAGE: u8 = 2;
+
+/// `--format text|json` for commands that have no other formats.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+/// The `--root`, `--format` and `--json` options most commands take.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Common {
+    /// Project root (the folder of registry.json); default: found by walking up from the current folder.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub root: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text, global = true)]
+    pub format: Format,
+    /// Same as --format json.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl Common {
+    pub fn json(&self) -> bool {
+        self.json || self.format == Format::Json
+    }
+
+    /// Opens the project at --root, or the one found above the current folder; the
+    /// environment overrides pactum.toml.
+    pub fn project(&self) -> Result<Project, Error> {
+        let project = match &self.root {
+            Some(root) => {
+                let registry = root.join(pactum::registry::FILE_NAME);
+                if !registry.is_file() {
+                    return Err(Error::Io {
+                        path: registry,
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "no registry.json in --root; create one with `pactum new contract ID`",
+                        ),
+                    });
+                }
+                Project::open(&registry)?
+            }
+            None => {
+                let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+                Project::discover(&cwd)?
+            }
+        };
+        let mut project = project;
+        project.config.apply_env(&env_lookup);
+        Ok(project)
+    }
+}
+
+/// The environment, for the library's config overrides.
+#[allow(clippy::disallowed_methods)]
+pub fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The exit status an error maps to.
+pub fn status_of(error: &Error) -> u8 {
+    match error.code() {
+        Code::IoError | Code::PinInvalid => USAGE,
+        _ => FAILED,
+    }
+}
+
+/// Prints one JSON document on stdout.
+pub fn print_json(value: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+}
+
+/// The JSON shape of a failure: `{"ok": false, "code", "message", "errors"}`.
+pub fn error_json(error: &Error) -> Value {
+    let mut errors: Vec<Value> = error
+        .findings()
+        .iter()
+        .map(|f| json!({"code": error.code(), "pointer": f.pointer, "message": f.message}))
+        .collect();
+    if errors.is_empty() {
+        errors.push(json!({"code": error.code(), "message": error.to_string()}));
+    }
+    json!({"ok": false, "code": error.code(), "message": error.to_string(), "errors": errors})
+}
+
+/// Reports an error on stderr (text) or stdout (JSON) and returns its exit status.
+pub fn fail(error: &Error, json: bool) -> u8 {
+    if json {
+        print_json(&error_json(error));
+    } else {
+        eprint_error(error);
+    }
+    status_of(error)
+}
+
+/// `error[code]: message` on stderr, with one line per finding.
+pub fn eprint_error(error: &Error) {
+    let mut err = anstream::stderr().lock();
+    let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
+    let _ = writeln!(err, "{style}error[{}]{style:#}: {error}", error.code());
+    if error.findings().len() > 1 {
+        for f in error.findings() {
+            let at = if f.pointer.is_empty() { "(root)" } else { f.pointer.as_str() };
+            let _ = writeln!(err, "  - {at}: {}", f.message);
+        }
+    }
+}
+
+/// `warning[code]: message` on stderr.
+pub fn eprint_warning(code: Code, message: &str) {
+    let mut err = anstream::stderr().lock();
+    let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Yellow.into()));
+    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {message}");
+}
+
+/// A path shown relative to the project root.
+pub fn shown(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/")
+}

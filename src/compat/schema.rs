@@ -1,0 +1,929 @@
+//! Semantic diff of two JSON Schema documents (draft 2020-12, with the draft-7 tuple
+//! `items` and the `OpenAPI` `nullable` understood too).
+//!
+//! The walk compares the two documents keyword by keyword, recursing into subschemas.
+//! A missing subschema slot is the `true` schema, so `items` appearing is compared as
+//! `{}` → the new schema and every keyword inside gets its own precise change.
+//!
+//! Local `$ref`s are resolved within their own document. Changes found behind a `$ref`
+//! are reported at the referenced definition (`/input_schema/$defs/address/...`), and each
+//! pair of referenced locations is compared once: that both bounds the work on schemas
+//! that reuse definitions and stops recursive definitions from looping. Remote refs
+//! (`other.json#/x`) and anchors (`#name`) are not followed: unchanged they are assumed
+//! equal, changed they are unclassified. A `$ref` with validation keywords beside it is
+//! compared keyword by keyword only against another `$ref`.
+//!
+//! Limits: the walk stops at [`MAX_DEPTH`] nested subschemas. Values parsed by
+//! `serde_json` are at most 128 levels deep; deeper values built in memory are still
+//! compared with `serde_json`'s own (recursive) equality at the cut-off.
+
+use std::collections::{BTreeSet, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::{Change, ChangeKind, child, object, show};
+
+/// Schema nesting (including `$ref` hops) compared keyword by keyword; deeper subschemas
+/// that differ are reported as one unclassified change.
+const MAX_DEPTH: usize = 64;
+
+/// The schema that accepts everything; what an absent subschema means.
+static TRUE: Value = Value::Bool(true);
+
+/// Keywords with no effect on validation.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "examples",
+    "$comment",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Known keywords whose changes are not analysed: any difference needs a major bump.
+const UNCLASSIFIED: &[&str] = &[
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "$schema",
+    "$id",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+];
+
+/// Keywords compared by a dedicated rule in [`Differ::keywords`].
+const HANDLED: &[&str] = &[
+    "$ref",
+    "$defs",
+    "definitions",
+    "type",
+    "nullable",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "patternProperties",
+    "propertyNames",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "unevaluatedItems",
+    "contains",
+    "uniqueItems",
+    "multipleOf",
+    "anyOf",
+    "oneOf",
+    "allOf",
+];
+
+/// Lower bounds (raising one tightens) with the value their absence means.
+const LOWER_BOUNDS: &[(&str, f64)] = &[
+    ("minimum", f64::NEG_INFINITY),
+    ("exclusiveMinimum", f64::NEG_INFINITY),
+    ("minLength", 0.0),
+    ("minItems", 0.0),
+    ("minProperties", 0.0),
+    ("minContains", 1.0),
+];
+
+/// Upper bounds (lowering one tightens); absent means no bound.
+const UPPER_BOUNDS: &[&str] =
+    &["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"];
+
+/// Constraints compared as opaque values: added or changed is major, removed is minor.
+const OPAQUE_CONSTRAINTS: &[&str] =
+    &["pattern", "format", "contentEncoding", "contentMediaType", "contentSchema"];
+
+/// Subschema slots where absence means the `true` schema.
+const SLOTS: &[&str] = &["propertyNames", "additionalItems", "unevaluatedItems"];
+
+/// Diffs two schema documents rooted at `base`; an absent document is the `true` schema.
+pub(super) fn diff_document(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    base: &str,
+    out: &mut Vec<Change>,
+) {
+    let old_root = old.unwrap_or(&TRUE);
+    let new_root = new.unwrap_or(&TRUE);
+    if old_root == new_root {
+        return;
+    }
+    let mut differ =
+        Differ { old_root, new_root, base, seen: HashSet::new(), reached: HashSet::new(), out };
+    let loc = Loc { old: base.to_owned(), new: base.to_owned() };
+    differ.schema(old_root, new_root, &loc, 0);
+    differ.unreached_definitions();
+}
+
+/// Where the two schemas being compared sit in their documents.
+struct Loc {
+    old: String,
+    new: String,
+}
+
+impl Loc {
+    fn child(&self, token: &str) -> Loc {
+        Loc { old: child(&self.old, token), new: child(&self.new, token) }
+    }
+
+    /// The pointer to report `token` at: in the new document if it has it there,
+    /// otherwise (a removal) in the old one.
+    fn at(&self, token: &str, in_new: bool) -> String {
+        child(if in_new { &self.new } else { &self.old }, token)
+    }
+}
+
+/// Which of the two documents a `$ref` resolves in.
+#[derive(Clone, Copy)]
+enum Side {
+    Old,
+    New,
+}
+
+/// A schema object; `None` stands for `true` (an empty object).
+type Obj<'a> = Option<&'a Map<String, Value>>;
+
+fn get<'a>(schema: Obj<'a>, key: &str) -> Option<&'a Value> {
+    schema.and_then(|map| map.get(key))
+}
+
+fn is_annotation_only(value: &Value) -> bool {
+    match value {
+        Value::Bool(b) => *b,
+        Value::Object(map) => map.keys().all(|key| ANNOTATIONS.contains(&key.as_str())),
+        _ => false,
+    }
+}
+
+struct Differ<'a, 'o> {
+    old_root: &'a Value,
+    new_root: &'a Value,
+    base: &'a str,
+    /// `$ref` target pairs already compared (or being compared).
+    seen: HashSet<(String, String)>,
+    /// Root definitions (`/input_schema/$defs/x`) some `$ref` reached, on either side.
+    reached: HashSet<String>,
+    out: &'o mut Vec<Change>,
+}
+
+impl<'a> Differ<'a, '_> {
+    fn push(&mut self, pointer: String, kind: ChangeKind, detail: String) {
+        self.out.push(Change::new(pointer, kind, detail));
+    }
+
+    fn schema(&mut self, old: &'a Value, new: &'a Value, loc: &Loc, depth: usize) {
+        if depth > MAX_DEPTH {
+            if old != new {
+                self.push(
+                    loc.new.clone(),
+                    ChangeKind::Unclassified,
+                    format!("schemas nested deeper than {MAX_DEPTH} levels differ"),
+                );
+            }
+            return;
+        }
+        let flipped = match (old, new) {
+            (Value::Bool(false), Value::Bool(false)) => return,
+            (_, Value::Bool(false)) => {
+                Some((ChangeKind::ConstraintAdded, "schema is now `false`: it rejects every value"))
+            }
+            (Value::Bool(false), _) => {
+                Some((ChangeKind::ConstraintRemoved, "schema was `false`: it now accepts values"))
+            }
+            _ => None,
+        };
+        if let Some((kind, detail)) = flipped {
+            self.push(loc.new.clone(), kind, detail.to_owned());
+            return;
+        }
+        let (Some(o), Some(n)) = (as_schema(old), as_schema(new)) else {
+            if old != new {
+                let detail = format!("not a schema: {} → {}", show(Some(old)), show(Some(new)));
+                self.push(loc.new.clone(), ChangeKind::Unclassified, detail);
+            }
+            return;
+        };
+        match (get(o, "$ref"), get(n, "$ref")) {
+            (None, None) => self.keywords(o, n, loc, depth),
+            (Some(old_ref), Some(new_ref)) => {
+                self.keywords(o, n, loc, depth);
+                self.both_refs(old_ref, new_ref, loc, depth);
+            }
+            (Some(old_ref), None) => {
+                match is_pure_ref(o).then(|| self.resolve(Side::Old, old_ref)).flatten() {
+                    Some((target, pointer)) => {
+                        self.visit(target, new, &Loc { old: pointer, new: loc.new.clone() }, depth);
+                    }
+                    None => self.ref_mismatch(loc),
+                }
+            }
+            (None, Some(new_ref)) => {
+                match is_pure_ref(n).then(|| self.resolve(Side::New, new_ref)).flatten() {
+                    Some((target, pointer)) => {
+                        self.visit(old, target, &Loc { old: loc.old.clone(), new: pointer }, depth);
+                    }
+                    None => self.ref_mismatch(loc),
+                }
+            }
+        }
+    }
+
+    /// Compares two resolved `$ref` targets, once per pair of locations.
+    fn visit(&mut self, old: &'a Value, new: &'a Value, loc: &Loc, depth: usize) {
+        if self.seen.insert((loc.old.clone(), loc.new.clone())) {
+            self.schema(old, new, loc, depth + 1);
+        }
+    }
+
+    /// One side is an inline schema, the other a `$ref` that cannot be resolved locally
+    /// or that has validation keywords beside it.
+    fn ref_mismatch(&mut self, loc: &Loc) {
+        let detail = "one side is a `$ref` that does not resolve locally or has validation \
+                      keywords beside it, the other an inline schema; not compared"
+            .to_owned();
+        self.push(loc.new.clone(), ChangeKind::Unclassified, detail);
+    }
+
+    fn both_refs(&mut self, old_ref: &'a Value, new_ref: &'a Value, loc: &Loc, depth: usize) {
+        match (self.resolve(Side::Old, old_ref), self.resolve(Side::New, new_ref)) {
+            (Some((old, old_ptr)), Some((new, new_ptr))) => {
+                self.visit(old, new, &Loc { old: old_ptr, new: new_ptr }, depth);
+            }
+            (None, None) if old_ref == new_ref => {}
+            _ => {
+                let detail = format!(
+                    "`$ref` {} → {} cannot be resolved within the schema on both sides",
+                    show(Some(old_ref)),
+                    show(Some(new_ref))
+                );
+                self.push(loc.at("$ref", true), ChangeKind::Unclassified, detail);
+            }
+        }
+    }
+
+    /// Resolves a local `$ref` (`#`, `#/json/pointer`) in one document, returning the
+    /// target and its pointer in the contract.
+    fn resolve(&mut self, side: Side, reference: &Value) -> Option<(&'a Value, String)> {
+        let fragment = reference.as_str()?.strip_prefix('#')?;
+        let pointer = percent_decode(fragment)?;
+        if !pointer.is_empty() && !pointer.starts_with('/') {
+            return None;
+        }
+        let root = match side {
+            Side::Old => self.old_root,
+            Side::New => self.new_root,
+        };
+        let target = root.pointer(&pointer)?;
+        if let Some(definition) = definition_of(&pointer) {
+            self.reached.insert(format!("{}{definition}", self.base));
+        }
+        Some((target, format!("{}{pointer}", self.base)))
+    }
+
+    fn keywords(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
+        self.types(o, n, loc);
+        self.nullable(o, n, loc);
+        self.allowed_values(o, n, loc);
+        self.properties(o, n, loc, depth);
+        for key in ["additionalProperties", "unevaluatedProperties"] {
+            self.additional(key, get(o, key), get(n, key), loc, depth);
+        }
+        self.pattern_properties(o, n, loc, depth);
+        self.items(o, n, loc, depth);
+        for key in SLOTS {
+            self.slot(key, get(o, key), get(n, key), loc, depth);
+        }
+        self.contains(o, n, loc, depth);
+        for (key, absent) in LOWER_BOUNDS {
+            self.bound(key, *absent, true, o, n, loc);
+        }
+        for key in UPPER_BOUNDS {
+            self.bound(key, f64::INFINITY, false, o, n, loc);
+        }
+        self.unique_items(o, n, loc);
+        self.multiple_of(o, n, loc);
+        for key in OPAQUE_CONSTRAINTS {
+            self.opaque(key, get(o, key), get(n, key), loc);
+        }
+        self.branches(o, n, loc, depth);
+
+        let keys: BTreeSet<&String> = o.into_iter().chain(n).flat_map(Map::keys).collect();
+        for key in keys {
+            let (old, new) = (get(o, key), get(n, key));
+            if old == new || is_handled(key) {
+                continue;
+            }
+            let in_new = new.is_some();
+            let (kind, detail) = if ANNOTATIONS.contains(&key.as_str()) {
+                (ChangeKind::AnnotationChanged, format!("annotation `{key}` changed"))
+            } else if UNCLASSIFIED.contains(&key.as_str()) {
+                let detail = format!(
+                    "`{key}` changed ({} → {}); its effect is not analysed: major",
+                    show(old),
+                    show(new)
+                );
+                (ChangeKind::Unclassified, detail)
+            } else {
+                let detail = format!(
+                    "unknown schema keyword `{key}` changed ({} → {}); treated as breaking",
+                    show(old),
+                    show(new)
+                );
+                (ChangeKind::UnknownKeywordChanged, detail)
+            };
+            self.push(loc.at(key, in_new), kind, detail);
+        }
+    }
+
+    fn types(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
+        let (old, new) = (get(o, "type"), get(n, "type"));
+        if old == new {
+            return;
+        }
+        let pointer = loc.at("type", new.is_some());
+        let change = format!("`type` {} → {}", show(old), show(new));
+        let (Ok(old_set), Ok(new_set)) = (type_set(old), type_set(new)) else {
+            return self.push(pointer, ChangeKind::Unclassified, format!("{change}: malformed"));
+        };
+        let kind = match (old_set, new_set) {
+            (_, None) => ChangeKind::TypeWidened,
+            (None, Some(_)) => ChangeKind::Retyped,
+            (Some(old_set), Some(new_set)) => {
+                let covered = old_set.iter().all(|ty| {
+                    new_set.contains(ty) || (*ty == "integer" && new_set.contains("number"))
+                });
+                if !covered {
+                    ChangeKind::Retyped
+                } else if old_set == new_set {
+                    return;
+                } else {
+                    ChangeKind::TypeWidened
+                }
+            }
+        };
+        self.push(pointer, kind, change);
+    }
+
+    fn nullable(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
+        let (old, new) = (get(o, "nullable"), get(n, "nullable"));
+        if old == new {
+            return;
+        }
+        let pointer = loc.at("nullable", new.is_some());
+        let change = format!("`nullable` {} → {}", show(old), show(new));
+        let flag = |value: Option<&Value>| match value {
+            None => Some(false),
+            Some(value) => value.as_bool(),
+        };
+        let kind = match (flag(old), flag(new)) {
+            (Some(false), Some(true)) => ChangeKind::TypeWidened,
+            (Some(true), Some(false)) => ChangeKind::Retyped,
+            (Some(_), Some(_)) => return,
+            _ => ChangeKind::Unclassified,
+        };
+        self.push(pointer, kind, change);
+    }
+
+    /// `enum` and `const` together: the set of values a schema allows.
+    fn allowed_values(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
+        if get(o, "enum") == get(n, "enum") && get(o, "const") == get(n, "const") {
+            return;
+        }
+        let key = ["enum", "const"].into_iter().find(|key| get(n, key).is_some());
+        let pointer = match key {
+            Some(key) => loc.at(key, true),
+            None => loc.at(if get(o, "enum").is_some() { "enum" } else { "const" }, false),
+        };
+        let (Ok(old), Ok(new)) = (allowed(o), allowed(n)) else {
+            let detail = "`enum` is not an array".to_owned();
+            return self.push(pointer, ChangeKind::Unclassified, detail);
+        };
+        let (kind, detail) = match (old, new) {
+            (None, None) => return,
+            (None, Some(new)) => {
+                (ChangeKind::EnumNarrowed, format!("values now restricted to {}", list(&new)))
+            }
+            (Some(old), None) => {
+                (ChangeKind::EnumWidened, format!("values no longer restricted to {}", list(&old)))
+            }
+            (Some(old), Some(new)) => {
+                let removed: Vec<&Value> =
+                    old.iter().copied().filter(|value| !new.contains(value)).collect();
+                let added: Vec<&Value> =
+                    new.iter().copied().filter(|value| !old.contains(value)).collect();
+                match (removed.is_empty(), added.is_empty()) {
+                    (true, true) => return,
+                    (true, false) => {
+                        (ChangeKind::EnumWidened, format!("values added: {}", list(&added)))
+                    }
+                    (false, true) => {
+                        (ChangeKind::EnumNarrowed, format!("values removed: {}", list(&removed)))
+                    }
+                    (false, false) => (
+                        ChangeKind::EnumNarrowed,
+                        format!("values removed: {}; added: {}", list(&removed), list(&added)),
+                    ),
+                }
+            }
+        };
+        self.push(pointer, kind, detail);
+    }
+
+    fn properties(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
+        let (old_props, new_props) = (get(o, "properties"), get(n, "properties"));
+        let (old_req, new_req) = (get(o, "required"), get(n, "required"));
+        let (Some(old_props), Some(new_props), Ok(old_req), Ok(new_req)) =
+            (object(old_props), object(new_props), names(old_req), names(new_req))
+        else {
+            for key in ["properties", "required"] {
+                if get(o, key) != get(n, key) {
+                    let detail = format!("`{key}` is malformed on one side; not compared");
+                    self.push(loc.at(key, get(n, key).is_some()), ChangeKind::Unclassified, detail);
+                }
+            }
+            return;
+        };
+
+        // Names whose property appeared or vanished are reported once, as that.
+        let mut settled: BTreeSet<&str> = BTreeSet::new();
+        let props = loc.child("properties");
+        let keys: BTreeSet<&String> = old_props.keys().chain(new_props.keys()).collect();
+        for key in keys {
+            match (old_props.get(key), new_props.get(key)) {
+                (Some(old), Some(new)) => self.schema(old, new, &props.child(key), depth + 1),
+                (None, Some(new)) => {
+                    settled.insert(key);
+                    let (kind, detail) = if *new == Value::Bool(false) {
+                        (ChangeKind::ConstraintAdded, format!("property `{key}` is now forbidden"))
+                    } else if new_req.contains(key.as_str()) {
+                        (ChangeKind::AddedRequired, format!("required property `{key}` added"))
+                    } else {
+                        (ChangeKind::AddedOptional, format!("optional property `{key}` added"))
+                    };
+                    self.push(props.at(key, true), kind, detail);
+                }
+                (Some(_), None) => {
+                    settled.insert(key);
+                    let detail = format!("property `{key}` removed");
+                    self.push(props.at(key, false), ChangeKind::Removed, detail);
+                }
+                (None, None) => {}
+            }
+        }
+
+        let in_new = get(n, "required").is_some();
+        for name in new_req.difference(&old_req) {
+            if !settled.contains(name) {
+                let detail = format!("`{name}` is now required");
+                self.push(loc.at("required", true), ChangeKind::RequiredAdded, detail);
+            }
+        }
+        for name in old_req.difference(&new_req) {
+            if !settled.contains(name) {
+                let detail = format!("`{name}` is no longer required");
+                self.push(loc.at("required", in_new), ChangeKind::RequiredRemoved, detail);
+            }
+        }
+    }
+
+    /// `additionalProperties` / `unevaluatedProperties`: open, closed, or a schema.
+    fn additional(
+        &mut self,
+        key: &str,
+        old: Option<&'a Value>,
+        new: Option<&'a Value>,
+        loc: &Loc,
+        depth: usize,
+    ) {
+        if old == new && !old.is_some_and(Value::is_object) {
+            return;
+        }
+        let pointer = loc.at(key, new.is_some());
+        let change = format!("`{key}` {} → {}", show(old), show(new));
+        match (Extra::of(old), Extra::of(new)) {
+            (Extra::Open, Extra::Open) | (Extra::Closed, Extra::Closed) => {}
+            (Extra::Open | Extra::Schema(_), Extra::Closed) => {
+                self.push(pointer, ChangeKind::AdditionalPropertiesClosed, change);
+            }
+            (Extra::Closed | Extra::Schema(_), Extra::Open) | (Extra::Closed, Extra::Schema(_)) => {
+                self.push(pointer, ChangeKind::AdditionalPropertiesOpened, change);
+            }
+            (Extra::Open, Extra::Schema(new)) => {
+                self.schema(&TRUE, new, &loc.child(key), depth + 1);
+            }
+            (Extra::Schema(old), Extra::Schema(new)) => {
+                self.schema(old, new, &loc.child(key), depth + 1);
+            }
+        }
+    }
+
+    fn pattern_properties(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
+        let (old, new) = (get(o, "patternProperties"), get(n, "patternProperties"));
+        if old == new && old.is_none() {
+            return;
+        }
+        let (Some(old_map), Some(new_map)) = (object(old), object(new)) else {
+            let detail = "`patternProperties` is malformed on one side; not compared".to_owned();
+            let pointer = loc.at("patternProperties", new.is_some());
+            return self.push(pointer, ChangeKind::Unclassified, detail);
+        };
+        let here = loc.child("patternProperties");
+        let keys: BTreeSet<&String> = old_map.keys().chain(new_map.keys()).collect();
+        for key in keys {
+            match (old_map.get(key), new_map.get(key)) {
+                (Some(old), Some(new)) => self.schema(old, new, &here.child(key), depth + 1),
+                (None, Some(_)) | (Some(_), None) => {
+                    let in_new = new_map.contains_key(key);
+                    let verb = if in_new { "added" } else { "removed" };
+                    let detail = format!(
+                        "pattern property `{key}` {verb}; its effect depends on \
+                         `additionalProperties`, so it needs a major bump"
+                    );
+                    self.push(here.at(key, in_new), ChangeKind::Unclassified, detail);
+                }
+                (None, None) => {}
+            }
+        }
+    }
+
+    /// `items` (a schema, or the draft-7 tuple array) and `prefixItems`.
+    fn items(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
+        let (old, new) = (get(o, "items"), get(n, "items"));
+        match (old, new) {
+            (Some(Value::Array(_)), None | Some(Value::Array(_)))
+            | (None, Some(Value::Array(_))) => {
+                self.tuple("items", "additionalItems", o, n, loc, depth);
+            }
+            (Some(Value::Array(_)), Some(_)) | (Some(_), Some(Value::Array(_))) => {
+                let detail = "`items` switched between tuple and list form".to_owned();
+                self.push(loc.at("items", true), ChangeKind::Unclassified, detail);
+            }
+            _ => self.slot("items", old, new, loc, depth),
+        }
+        self.tuple("prefixItems", "items", o, n, loc, depth);
+    }
+
+    /// Positional schemas under `key`; a position one side lacks is governed there by
+    /// its `rest` keyword (`true` when absent).
+    fn tuple(&mut self, key: &str, rest: &str, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
+        let (old, new) = (get(o, key), get(n, key));
+        if old.is_none() && new.is_none() {
+            return;
+        }
+        let (Ok(old), Ok(new)) = (array(old), array(new)) else {
+            let detail = format!("`{key}` is malformed on one side; not compared");
+            return self.push(loc.at(key, new.is_some()), ChangeKind::Unclassified, detail);
+        };
+        let here = loc.child(key);
+        for index in 0..old.len().max(new.len()) {
+            let token = index.to_string();
+            let (old_item, old_ptr) = match old.get(index) {
+                Some(item) => (item, child(&here.old, &token)),
+                None => (get(o, rest).unwrap_or(&TRUE), loc.at(rest, false)),
+            };
+            let (new_item, new_ptr) = match new.get(index) {
+                Some(item) => (item, child(&here.new, &token)),
+                None => (get(n, rest).unwrap_or(&TRUE), loc.at(rest, true)),
+            };
+            self.schema(old_item, new_item, &Loc { old: old_ptr, new: new_ptr }, depth + 1);
+        }
+    }
+
+    /// A subschema slot where absence means `true`.
+    fn slot(
+        &mut self,
+        key: &str,
+        old: Option<&'a Value>,
+        new: Option<&'a Value>,
+        loc: &Loc,
+        depth: usize,
+    ) {
+        if old.is_none() && new.is_none() {
+            return;
+        }
+        let (old, new) = (old.unwrap_or(&TRUE), new.unwrap_or(&TRUE));
+        self.schema(old, new, &loc.child(key), depth + 1);
+    }
+
+    /// `contains`, where absence means no requirement at all (unlike `{}`).
+    fn contains(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
+        match (get(o, "contains"), get(n, "contains")) {
+            (None, None) => {}
+            (Some(old), Some(new)) => self.schema(old, new, &loc.child("contains"), depth + 1),
+            (None, Some(_)) => {
+                let detail = "`contains` added: arrays must now hold a matching item".to_owned();
+                self.push(loc.at("contains", true), ChangeKind::ConstraintAdded, detail);
+            }
+            (Some(_), None) => {
+                let detail = "`contains` removed".to_owned();
+                self.push(loc.at("contains", false), ChangeKind::ConstraintRemoved, detail);
+            }
+        }
+    }
+
+    fn bound(&mut self, key: &str, absent: f64, lower: bool, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
+        let (old, new) = (get(o, key), get(n, key));
+        if old == new {
+            return;
+        }
+        let pointer = loc.at(key, new.is_some());
+        let change = format!("`{key}` {} → {}", show(old), show(new));
+        let number = |value: Option<&Value>| value.map_or(Some(absent), Value::as_f64);
+        let (Some(old), Some(new)) = (number(old), number(new)) else {
+            return self.push(pointer, ChangeKind::Unclassified, format!("{change}: not a number"));
+        };
+        let kind = if old == new {
+            return;
+        } else if (new > old) == lower {
+            ChangeKind::BoundTightened
+        } else {
+            ChangeKind::BoundRelaxed
+        };
+        self.push(pointer, kind, change);
+    }
+
+    fn unique_items(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
+        let (old, new) = (get(o, "uniqueItems"), get(n, "uniqueItems"));
+        if old == new {
+            return;
+        }
+        let pointer = loc.at("uniqueItems", new.is_some());
+        let change = format!("`uniqueItems` {} → {}", show(old), show(new));
+        let flag = |value: Option<&Value>| value.map_or(Some(false), Value::as_bool);
+        let kind = match (flag(old), flag(new)) {
+            (Some(false), Some(true)) => ChangeKind::ConstraintAdded,
+            (Some(true), Some(false)) => ChangeKind::ConstraintRemoved,
+            (Some(_), Some(_)) => return,
+            _ => ChangeKind::Unclassified,
+        };
+        self.push(pointer, kind, change);
+    }
+
+    fn multiple_of(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
+        let (old, new) = (get(o, "multipleOf"), get(n, "multipleOf"));
+        if old == new {
+            return;
+        }
+        let pointer = loc.at("multipleOf", new.is_some());
+        let change = format!("`multipleOf` {} → {}", show(old), show(new));
+        let kind = match (old.map(Value::as_f64), new.map(Value::as_f64)) {
+            (None, Some(_)) => ChangeKind::ConstraintAdded,
+            (Some(_), None) => ChangeKind::ConstraintRemoved,
+            (Some(Some(old)), Some(Some(new))) if new > 0.0 => {
+                if old == new {
+                    return;
+                } else if (old / new).fract() == 0.0 {
+                    // Every multiple of the old step is a multiple of the new one.
+                    ChangeKind::BoundRelaxed
+                } else {
+                    ChangeKind::BoundTightened
+                }
+            }
+            _ => ChangeKind::Unclassified,
+        };
+        self.push(pointer, kind, change);
+    }
+
+    /// `pattern`, `format` and friends: compared as opaque values.
+    fn opaque(&mut self, key: &str, old: Option<&Value>, new: Option<&Value>, loc: &Loc) {
+        let (kind, verb) = match (old, new) {
+            (None, None) => return,
+            (Some(old), Some(new)) if old == new => return,
+            (None, Some(_)) => (ChangeKind::ConstraintAdded, "added"),
+            (Some(_), None) => (ChangeKind::ConstraintRemoved, "removed"),
+            (Some(_), Some(_)) => (ChangeKind::ConstraintChanged, "changed"),
+        };
+        let detail = format!("`{key}` {verb}: {} → {}", show(old), show(new));
+        self.push(loc.at(key, new.is_some()), kind, detail);
+    }
+
+    /// `anyOf`, `oneOf` and `allOf`. Equal branches are paired first (and still compared,
+    /// for what their `$ref`s reach), then the rest in order; extra branches are additions
+    /// or removals.
+    fn branches(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
+        for key in ["anyOf", "oneOf", "allOf"] {
+            let (old, new) = (get(o, key), get(n, key));
+            let all_of = key == "allOf";
+            match (old, new) {
+                (None, None) => continue,
+                (None, Some(_)) if !all_of => {
+                    let detail = format!("`{key}` added");
+                    self.push(loc.at(key, true), ChangeKind::ConstraintAdded, detail);
+                    continue;
+                }
+                (Some(_), None) if !all_of => {
+                    let detail = format!("`{key}` removed");
+                    self.push(loc.at(key, false), ChangeKind::ConstraintRemoved, detail);
+                    continue;
+                }
+                _ => {}
+            }
+            let (Ok(old), Ok(new)) = (array(old), array(new)) else {
+                let detail = format!("`{key}` is malformed on one side; not compared");
+                self.push(loc.at(key, new.is_some()), ChangeKind::Unclassified, detail);
+                continue;
+            };
+            let here = loc.child(key);
+            let (pairs, old_rest, new_rest) = pair_branches(old, new);
+            for ((i, old_branch), (j, new_branch)) in pairs {
+                let pair = Loc {
+                    old: child(&here.old, &i.to_string()),
+                    new: child(&here.new, &j.to_string()),
+                };
+                self.schema(old_branch, new_branch, &pair, depth + 1);
+            }
+            for (j, branch) in new_rest {
+                let pointer = child(&here.new, &j.to_string());
+                if all_of {
+                    let pair = Loc { old: here.old.clone(), new: pointer };
+                    self.schema(&TRUE, branch, &pair, depth + 1);
+                } else {
+                    let detail = format!("`{key}` branch {} added", show(Some(branch)));
+                    self.push(pointer, ChangeKind::BranchAdded, detail);
+                }
+            }
+            for (i, branch) in old_rest {
+                let pointer = child(&here.old, &i.to_string());
+                if all_of {
+                    let pair = Loc { old: pointer, new: here.new.clone() };
+                    self.schema(branch, &TRUE, &pair, depth + 1);
+                } else {
+                    let detail = format!("`{key}` branch {} removed", show(Some(branch)));
+                    self.push(pointer, ChangeKind::BranchRemoved, detail);
+                }
+            }
+        }
+    }
+
+    /// Root definitions that changed although no `$ref` reached them: harmless, but the
+    /// document did change.
+    fn unreached_definitions(&mut self) {
+        for key in ["$defs", "definitions"] {
+            let old = self.old_root.get(key).and_then(Value::as_object);
+            let new = self.new_root.get(key).and_then(Value::as_object);
+            let names: BTreeSet<&String> = old.into_iter().chain(new).flat_map(Map::keys).collect();
+            for name in names {
+                let (old_def, new_def) =
+                    (old.and_then(|m| m.get(name)), new.and_then(|m| m.get(name)));
+                if old_def == new_def {
+                    continue;
+                }
+                let pointer = child(&child(self.base, key), name);
+                if !self.reached.contains(&pointer) {
+                    let detail = format!("definition `{name}` changed; no `$ref` reaches it");
+                    self.push(pointer, ChangeKind::DefinitionsChanged, detail);
+                }
+            }
+        }
+    }
+}
+
+/// How a schema treats properties (or items) no other keyword covers.
+enum Extra<'a> {
+    Open,
+    Closed,
+    Schema(&'a Value),
+}
+
+impl<'a> Extra<'a> {
+    fn of(value: Option<&'a Value>) -> Extra<'a> {
+        match value {
+            None => Extra::Open,
+            Some(Value::Bool(false)) => Extra::Closed,
+            Some(value) if is_annotation_only(value) => Extra::Open,
+            Some(value) => Extra::Schema(value),
+        }
+    }
+}
+
+/// A schema as an object (`true` as `None`); `None` for values that are not schemas.
+fn as_schema(value: &Value) -> Option<Obj<'_>> {
+    match value {
+        Value::Object(map) => Some(Some(map)),
+        Value::Bool(true) => Some(None),
+        _ => None,
+    }
+}
+
+/// Whether a dedicated rule in [`Differ::keywords`] compares `key`.
+fn is_handled(key: &str) -> bool {
+    HANDLED.contains(&key)
+        || LOWER_BOUNDS.iter().any(|(bound, _)| *bound == key)
+        || UPPER_BOUNDS.contains(&key)
+        || OPAQUE_CONSTRAINTS.contains(&key)
+        || SLOTS.contains(&key)
+}
+
+/// A `$ref` with nothing beside it but annotations and definitions.
+fn is_pure_ref(schema: Obj<'_>) -> bool {
+    schema.into_iter().flatten().all(|(key, _)| {
+        matches!(key.as_str(), "$ref" | "$defs" | "definitions")
+            || ANNOTATIONS.contains(&key.as_str())
+    })
+}
+
+/// The `type` keyword as a set of names; `Ok(None)` when absent, `Err` when malformed.
+fn type_set(value: Option<&Value>) -> Result<Option<BTreeSet<&str>>, ()> {
+    match value {
+        None => Ok(None),
+        Some(Value::String(name)) => Ok(Some(BTreeSet::from([name.as_str()]))),
+        Some(Value::Array(names)) => {
+            names.iter().map(|name| name.as_str().ok_or(())).collect::<Result<_, _>>().map(Some)
+        }
+        Some(_) => Err(()),
+    }
+}
+
+/// The values `enum` and `const` allow together; `Ok(None)` when unrestricted.
+fn allowed(schema: Obj<'_>) -> Result<Option<Vec<&Value>>, ()> {
+    let listed = match get(schema, "enum") {
+        None => None,
+        Some(Value::Array(values)) => Some(values.iter().collect::<Vec<_>>()),
+        Some(_) => return Err(()),
+    };
+    Ok(match (listed, get(schema, "const")) {
+        (None, None) => None,
+        (Some(listed), None) => Some(listed),
+        (None, Some(only)) => Some(vec![only]),
+        (Some(listed), Some(only)) => Some(listed.into_iter().filter(|v| *v == only).collect()),
+    })
+}
+
+fn list(values: &[&Value]) -> String {
+    let shown: Vec<String> = values.iter().map(|value| show(Some(value))).collect();
+    shown.join(", ")
+}
+
+fn array(value: Option<&Value>) -> Result<&[Value], ()> {
+    match value {
+        None => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(()),
+    }
+}
+
+fn names(value: Option<&Value>) -> Result<BTreeSet<&str>, ()> {
+    match value {
+        None => Ok(BTreeSet::new()),
+        Some(Value::Array(items)) => items.iter().map(|item| item.as_str().ok_or(())).collect(),
+        Some(_) => Err(()),
+    }
+}
+
+/// A branch and its index in its array.
+type Branch<'a> = (usize, &'a Value);
+
+/// Pairs equal branches first, then the remaining ones in order. Returns the pairs
+/// `(old, new)` and the unpaired old and new branches.
+fn pair_branches<'a>(
+    old: &'a [Value],
+    new: &'a [Value],
+) -> (Vec<(Branch<'a>, Branch<'a>)>, Vec<Branch<'a>>, Vec<Branch<'a>>) {
+    let mut old_free: Vec<Branch<'a>> = old.iter().enumerate().collect();
+    let mut new_free = Vec::new();
+    let mut pairs = Vec::new();
+    for (j, branch) in new.iter().enumerate() {
+        match old_free.iter().position(|(_, free)| *free == branch) {
+            Some(at) => pairs.push((old_free.remove(at), (j, branch))),
+            None => new_free.push((j, branch)),
+        }
+    }
+    let matched = old_free.len().min(new_free.len());
+    pairs.extend(old_free.drain(..matched).zip(new_free.drain(..matched)));
+    (pairs, old_free, new_free)
+}
+
+/// The root definition a pointer lies in: `/$defs/a/properties/b` → `/$defs/a`.
+fn definition_of(pointer: &str) -> Option<&str> {
+    let rest = pointer.strip_prefix("/$defs/").or_else(|| pointer.strip_prefix("/definitions/"))?;
+    let name_len = rest.find('/').unwrap_or(rest.len());
+    pointer.get(..pointer.len() - rest.len() + name_len)
+}
+
+/// Decodes `%XX` escapes in a URI fragment; `None` if they are invalid.
+fn percent_decode(fragment: &str) -> Option<String> {
+    let mut parts = fragment.split('%');
+    let mut out = parts.next().unwrap_or_default().as_bytes().to_vec();
+    for part in parts {
+        let hex = part.get(..2)?;
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        out.push(u8::from_str_radix(hex, 16).ok()?);
+        out.extend_from_slice(part.get(2..)?.as_bytes());
+    }
+    String::from_utf8(out).ok()
+}

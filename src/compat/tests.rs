@@ -1,0 +1,953 @@
+//! Unit tests for the compatibility diff: one table of contract pairs driven through
+//! [`check`], then the version arithmetic, `$ref` cycles and size limits.
+
+use semver::Version;
+use serde_json::{Value, json};
+
+use super::{Bump, ChangeKind, declared_bump, diff_contracts, diff_schemas, required_bump};
+use ChangeKind as K;
+
+/// A minimal valid contract with `overrides` merged over its top-level keys; a `null`
+/// override removes the key.
+fn contract(overrides: Value) -> Value {
+    let mut base = json!({
+        "contract_id": "PRC-TEST-001",
+        "version": "1.0.0",
+        "prompt_pack_id": "PRM-TEST-001",
+        "boundary": {"max_tokens": 256, "temperature": 0},
+    });
+    if let (Some(map), Value::Object(overrides)) = (base.as_object_mut(), overrides) {
+        for (key, value) in overrides {
+            if value.is_null() {
+                map.remove(&key);
+            } else {
+                map.insert(key, value);
+            }
+        }
+    }
+    base
+}
+
+/// A contract whose `input_schema` is `schema`.
+fn input(schema: Value) -> Value {
+    contract(json!({ "input_schema": schema }))
+}
+
+/// An object schema with one property `a`.
+fn prop(schema: Value) -> Value {
+    input(json!({"type": "object", "properties": {"a": schema}}))
+}
+
+/// Diffs `old` → `new` and checks the exact `(pointer, kind)` list and the required bump,
+/// plus the invariants every diff must keep.
+fn check(name: &str, old: &Value, new: &Value, expect: &[(&str, ChangeKind)], bump: Bump) {
+    let changes = diff_contracts(old, new);
+    let got: Vec<(&str, ChangeKind)> =
+        changes.iter().map(|change| (change.pointer.as_str(), change.kind)).collect();
+    assert_eq!(got, expect, "case `{name}`: {changes:#?}");
+    assert_eq!(required_bump(&changes), bump, "case `{name}`: required bump");
+    for change in &changes {
+        assert_eq!(change.bump, change.kind.bump(), "case `{name}`: {change:?}");
+        assert!(!change.detail.is_empty(), "case `{name}`: empty detail");
+    }
+    assert_eq!(diff_contracts(old, new), changes, "case `{name}`: not deterministic");
+    assert!(diff_contracts(new, new).is_empty(), "case `{name}`: new differs from itself");
+}
+
+/// `(name, old contract, new contract, expected (pointer, kind) list, required bump)`.
+type Case = (&'static str, Value, Value, Vec<(&'static str, ChangeKind)>, Bump);
+
+#[test]
+fn table() {
+    let object_ab = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let cases: Vec<Case> = vec![
+        // --- contract level ---
+        ("identical", contract(json!({})), contract(json!({})), vec![], Bump::None),
+        (
+            "version alone",
+            contract(json!({})),
+            contract(json!({"version": "9.0.0"})),
+            vec![],
+            Bump::None,
+        ),
+        (
+            "editor $schema",
+            contract(json!({"$schema": "a.json"})),
+            contract(json!({"$schema": "b.json"})),
+            vec![("/$schema", K::EditorSchemaChanged)],
+            Bump::None,
+        ),
+        (
+            "metadata entry",
+            contract(json!({"metadata": {"owner": "a", "team": "x"}})),
+            contract(json!({"metadata": {"owner": "b", "team": "x"}})),
+            vec![("/metadata/owner", K::MetadataChanged)],
+            Bump::Patch,
+        ),
+        (
+            "offline examples",
+            contract(json!({"examples": []})),
+            contract(json!({"examples": [{"input": {}, "response": "{}", "expect": "ok"}]})),
+            vec![("/examples", K::ExamplesChanged)],
+            Bump::Patch,
+        ),
+        (
+            "pack binding",
+            contract(json!({"prompt_pack_version": "^1"})),
+            contract(json!({"prompt_pack_version": "^2", "prompt_pack_id": "PRM-OTHER-001"})),
+            vec![
+                ("/prompt_pack_id", K::PackBindingChanged),
+                ("/prompt_pack_version", K::PackBindingChanged),
+            ],
+            Bump::Patch,
+        ),
+        (
+            "unknown top-level key",
+            contract(json!({})),
+            contract(json!({"x_team": "search"})),
+            vec![("/x_team", K::ExtensionChanged)],
+            Bump::Patch,
+        ),
+        (
+            "contract id",
+            contract(json!({})),
+            contract(json!({"contract_id": "PRC-OTHER-001"})),
+            vec![("/contract_id", K::IdentityChanged)],
+            Bump::Major,
+        ),
+        (
+            "agent class and tier",
+            contract(json!({"agent_class": "ADMIN", "tier": "ho1"})),
+            contract(json!({"agent_class": "RESIDENT", "tier": "ho2"})),
+            vec![("/agent_class", K::AgentClassChanged), ("/tier", K::TierChanged)],
+            Bump::Major,
+        ),
+        (
+            "extraction policy",
+            contract(json!({"extraction": {"repair": false}})),
+            contract(json!({"extraction": {"repair": true}})),
+            vec![("/extraction", K::ExtractionChanged)],
+            Bump::Minor,
+        ),
+        // --- boundary ---
+        (
+            "more max_tokens",
+            contract(json!({})),
+            contract(json!({"boundary": {"max_tokens": 512, "temperature": 0}})),
+            vec![("/boundary/max_tokens", K::BoundaryRelaxed)],
+            Bump::Minor,
+        ),
+        (
+            "fewer max_tokens",
+            contract(json!({})),
+            contract(json!({"boundary": {"max_tokens": 128, "temperature": 0}})),
+            vec![("/boundary/max_tokens", K::BoundaryTightened)],
+            Bump::Major,
+        ),
+        (
+            "temperature",
+            contract(json!({})),
+            contract(json!({"boundary": {"max_tokens": 256, "temperature": 0.7}})),
+            vec![("/boundary/temperature", K::TemperatureChanged)],
+            Bump::Minor,
+        ),
+        (
+            "provider added",
+            contract(json!({})),
+            contract(
+                json!({"boundary": {"max_tokens": 256, "temperature": 0, "provider_id": "openai"}}),
+            ),
+            vec![("/boundary/provider_id", K::ProviderChanged)],
+            Bump::Major,
+        ),
+        (
+            "provider removed",
+            contract(
+                json!({"boundary": {"max_tokens": 256, "temperature": 0, "provider_id": "openai"}}),
+            ),
+            contract(json!({})),
+            vec![("/boundary/provider_id", K::ProviderRemoved)],
+            Bump::Minor,
+        ),
+        (
+            "unknown boundary key",
+            contract(json!({})),
+            contract(json!({"boundary": {"max_tokens": 256, "temperature": 0, "top_p": 1}})),
+            vec![("/boundary/top_p", K::BoundaryChanged)],
+            Bump::Major,
+        ),
+        (
+            "structured output is a schema",
+            contract(json!({"boundary":
+                {"max_tokens": 256, "temperature": 0, "structured_output": object_ab}})),
+            contract(json!({"boundary": {"max_tokens": 256, "temperature": 0, "structured_output":
+                {"type": "object",
+                    "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}}})),
+            vec![("/boundary/structured_output/properties/b", K::AddedOptional)],
+            Bump::Minor,
+        ),
+        // --- required context ---
+        (
+            "ledger query added",
+            contract(json!({"required_context":
+                {"ledger_queries": [{"event_type": "A", "max_entries": 5}]}})),
+            contract(json!({"required_context": {"ledger_queries":
+                [{"event_type": "A", "max_entries": 5}, {"event_type": "B", "max_entries": 1}]}})),
+            vec![("/required_context/ledger_queries/1", K::ContextAdded)],
+            Bump::Major,
+        ),
+        (
+            "framework ref removed, file ref added",
+            contract(json!({"required_context": {"framework_refs": ["FMWK-1", "FMWK-2"]}})),
+            contract(json!({"required_context":
+                {"framework_refs": ["FMWK-2"], "file_refs": ["docs/x.md"]}})),
+            vec![
+                ("/required_context/file_refs/0", K::ContextAdded),
+                ("/required_context/framework_refs/0", K::ContextRemoved),
+            ],
+            Bump::Major,
+        ),
+        (
+            "required context dropped",
+            contract(json!({"required_context": {"file_refs": ["docs/x.md"]}})),
+            contract(json!({})),
+            vec![("/required_context/file_refs/0", K::ContextRemoved)],
+            Bump::Minor,
+        ),
+        // --- schemas: patch ---
+        (
+            "annotations only",
+            prop(json!({"type": "string", "description": "old", "default": "x"})),
+            prop(json!({"type": "string", "description": "new", "title": "A", "examples": ["y"]})),
+            vec![
+                ("/input_schema/properties/a/default", K::AnnotationChanged),
+                ("/input_schema/properties/a/description", K::AnnotationChanged),
+                ("/input_schema/properties/a/examples", K::AnnotationChanged),
+                ("/input_schema/properties/a/title", K::AnnotationChanged),
+            ],
+            Bump::Patch,
+        ),
+        (
+            "enum reordered",
+            prop(json!({"enum": ["a", "b"]})),
+            prop(json!({"enum": ["b", "a"]})),
+            vec![],
+            Bump::None,
+        ),
+        (
+            "const written as enum",
+            prop(json!({"const": "a"})),
+            prop(json!({"enum": ["a"]})),
+            vec![],
+            Bump::None,
+        ),
+        // --- schemas: properties and required ---
+        (
+            "optional property added",
+            input(object_ab.clone()),
+            input(json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {}}})),
+            vec![("/input_schema/properties/b", K::AddedOptional)],
+            Bump::Minor,
+        ),
+        (
+            "optional property added to a closed object",
+            input(json!({"type": "object", "additionalProperties": false, "properties": {}})),
+            input(
+                json!({"type": "object", "additionalProperties": false, "properties": {"b": {}}}),
+            ),
+            vec![("/input_schema/properties/b", K::AddedOptional)],
+            Bump::Minor,
+        ),
+        (
+            "required property added",
+            input(object_ab.clone()),
+            input(json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {}},
+                "required": ["b"]})),
+            vec![("/input_schema/properties/b", K::AddedRequired)],
+            Bump::Major,
+        ),
+        (
+            "property removed",
+            input(json!({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["b"]})),
+            input(json!({"type": "object", "properties": {"a": {}}})),
+            vec![("/input_schema/properties/b", K::Removed)],
+            Bump::Major,
+        ),
+        (
+            "existing property becomes required",
+            input(object_ab.clone()),
+            input(json!({"type": "object", "properties": {"a": {"type": "string"}},
+                "required": ["a"]})),
+            vec![("/input_schema/required", K::RequiredAdded)],
+            Bump::Major,
+        ),
+        (
+            "required entry removed",
+            input(json!({"type": "object", "properties": {"a": {}}, "required": ["a"]})),
+            input(json!({"type": "object", "properties": {"a": {}}})),
+            vec![("/input_schema/required", K::RequiredRemoved)],
+            Bump::Minor,
+        ),
+        (
+            "nested required property added",
+            prop(json!({"type": "object", "properties": {"x": {}}})),
+            prop(json!({"type": "object", "properties": {"x": {}, "y": {}}, "required": ["y"]})),
+            vec![("/input_schema/properties/a/properties/y", K::AddedRequired)],
+            Bump::Major,
+        ),
+        (
+            "property now forbidden",
+            input(json!({"properties": {}})),
+            input(json!({"properties": {"b": false}})),
+            vec![("/input_schema/properties/b", K::ConstraintAdded)],
+            Bump::Major,
+        ),
+        // --- schemas: type and nullability ---
+        (
+            "retyped",
+            prop(json!({"type": "string"})),
+            prop(json!({"type": "integer"})),
+            vec![("/input_schema/properties/a/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "type widened to nullable",
+            prop(json!({"type": "string"})),
+            prop(json!({"type": ["string", "null"]})),
+            vec![("/input_schema/properties/a/type", K::TypeWidened)],
+            Bump::Minor,
+        ),
+        (
+            "type narrowed from nullable",
+            prop(json!({"type": ["null", "string"]})),
+            prop(json!({"type": "string"})),
+            vec![("/input_schema/properties/a/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "integer widened to number",
+            prop(json!({"type": "integer"})),
+            prop(json!({"type": "number"})),
+            vec![("/input_schema/properties/a/type", K::TypeWidened)],
+            Bump::Minor,
+        ),
+        (
+            "type restriction removed",
+            prop(json!({"type": "string"})),
+            prop(json!({})),
+            vec![("/input_schema/properties/a/type", K::TypeWidened)],
+            Bump::Minor,
+        ),
+        (
+            "openapi nullable",
+            prop(json!({"type": "string"})),
+            prop(json!({"type": "string", "nullable": true})),
+            vec![("/input_schema/properties/a/nullable", K::TypeWidened)],
+            Bump::Minor,
+        ),
+        (
+            "openapi nullable dropped",
+            prop(json!({"type": "string", "nullable": true})),
+            prop(json!({"type": "string", "nullable": false})),
+            vec![("/input_schema/properties/a/nullable", K::Retyped)],
+            Bump::Major,
+        ),
+        // --- schemas: enum and const ---
+        (
+            "enum widened",
+            prop(json!({"enum": ["fast", "slow"]})),
+            prop(json!({"enum": ["fast", "slow", "auto"]})),
+            vec![("/input_schema/properties/a/enum", K::EnumWidened)],
+            Bump::Minor,
+        ),
+        (
+            "enum narrowed",
+            prop(json!({"enum": ["fast", "slow"]})),
+            prop(json!({"enum": ["fast"]})),
+            vec![("/input_schema/properties/a/enum", K::EnumNarrowed)],
+            Bump::Major,
+        ),
+        (
+            "enum swapped a value",
+            prop(json!({"enum": ["fast", "slow"]})),
+            prop(json!({"enum": ["fast", "auto"]})),
+            vec![("/input_schema/properties/a/enum", K::EnumNarrowed)],
+            Bump::Major,
+        ),
+        (
+            "const widened to enum",
+            prop(json!({"const": "fast"})),
+            prop(json!({"enum": ["fast", "slow"]})),
+            vec![("/input_schema/properties/a/enum", K::EnumWidened)],
+            Bump::Minor,
+        ),
+        (
+            "enum removed",
+            prop(json!({"enum": [1, 2]})),
+            prop(json!({})),
+            vec![("/input_schema/properties/a/enum", K::EnumWidened)],
+            Bump::Minor,
+        ),
+        (
+            "const added",
+            prop(json!({})),
+            prop(json!({"const": 1})),
+            vec![("/input_schema/properties/a/const", K::EnumNarrowed)],
+            Bump::Major,
+        ),
+        // --- schemas: bounds and constraints ---
+        (
+            "string bounds relaxed",
+            prop(json!({"minLength": 3, "maxLength": 10})),
+            prop(json!({"minLength": 1, "maxLength": 20})),
+            vec![
+                ("/input_schema/properties/a/maxLength", K::BoundRelaxed),
+                ("/input_schema/properties/a/minLength", K::BoundRelaxed),
+            ],
+            Bump::Minor,
+        ),
+        (
+            "string bounds tightened",
+            prop(json!({"minLength": 1, "maxLength": 20})),
+            prop(json!({"minLength": 3, "maxLength": 10})),
+            vec![
+                ("/input_schema/properties/a/maxLength", K::BoundTightened),
+                ("/input_schema/properties/a/minLength", K::BoundTightened),
+            ],
+            Bump::Major,
+        ),
+        (
+            "minimum removed, maximum added",
+            prop(json!({"minimum": 0})),
+            prop(json!({"maximum": 100})),
+            vec![
+                ("/input_schema/properties/a/maximum", K::BoundTightened),
+                ("/input_schema/properties/a/minimum", K::BoundRelaxed),
+            ],
+            Bump::Major,
+        ),
+        (
+            "minLength 0 added is no bound",
+            prop(json!({"type": "string"})),
+            prop(json!({"type": "string", "minLength": 0, "maximum": 5.0})),
+            vec![("/input_schema/properties/a/maximum", K::BoundTightened)],
+            Bump::Major,
+        ),
+        (
+            "draft-4 boolean exclusiveMinimum",
+            prop(json!({"minimum": 0})),
+            prop(json!({"minimum": 0, "exclusiveMinimum": true})),
+            vec![("/input_schema/properties/a/exclusiveMinimum", K::Unclassified)],
+            Bump::Major,
+        ),
+        (
+            "multipleOf relaxed",
+            prop(json!({"multipleOf": 10})),
+            prop(json!({"multipleOf": 5})),
+            vec![("/input_schema/properties/a/multipleOf", K::BoundRelaxed)],
+            Bump::Minor,
+        ),
+        (
+            "multipleOf tightened",
+            prop(json!({"multipleOf": 5})),
+            prop(json!({"multipleOf": 10})),
+            vec![("/input_schema/properties/a/multipleOf", K::BoundTightened)],
+            Bump::Major,
+        ),
+        (
+            "pattern removed",
+            prop(json!({"type": "string", "pattern": "^[a-z]+$"})),
+            prop(json!({"type": "string"})),
+            vec![("/input_schema/properties/a/pattern", K::ConstraintRemoved)],
+            Bump::Minor,
+        ),
+        (
+            "pattern changed",
+            prop(json!({"pattern": "^[a-z]+$"})),
+            prop(json!({"pattern": "^[a-z0-9]+$"})),
+            vec![("/input_schema/properties/a/pattern", K::ConstraintChanged)],
+            Bump::Major,
+        ),
+        (
+            "format added",
+            prop(json!({"type": "string"})),
+            prop(json!({"type": "string", "format": "email"})),
+            vec![("/input_schema/properties/a/format", K::ConstraintAdded)],
+            Bump::Major,
+        ),
+        // --- schemas: additionalProperties ---
+        (
+            "additionalProperties opened",
+            input(json!({"type": "object", "additionalProperties": false})),
+            input(json!({"type": "object"})),
+            vec![("/input_schema/additionalProperties", K::AdditionalPropertiesOpened)],
+            Bump::Minor,
+        ),
+        (
+            "additionalProperties closed",
+            input(json!({"type": "object"})),
+            input(json!({"type": "object", "additionalProperties": false})),
+            vec![("/input_schema/additionalProperties", K::AdditionalPropertiesClosed)],
+            Bump::Major,
+        ),
+        (
+            "additionalProperties true is absent",
+            input(json!({"type": "object", "additionalProperties": true})),
+            input(json!({"type": "object", "additionalProperties": {"description": "any"}})),
+            vec![],
+            Bump::None,
+        ),
+        (
+            "additionalProperties schema retyped",
+            input(json!({"additionalProperties": {"type": "string"}})),
+            input(json!({"additionalProperties": {"type": "integer"}})),
+            vec![("/input_schema/additionalProperties/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "additionalProperties schema added",
+            input(json!({"type": "object"})),
+            input(json!({"type": "object", "additionalProperties": {"type": "string"}})),
+            vec![("/input_schema/additionalProperties/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "additionalProperties closed to schema",
+            input(json!({"additionalProperties": false})),
+            input(json!({"additionalProperties": {"type": "string"}})),
+            vec![("/input_schema/additionalProperties", K::AdditionalPropertiesOpened)],
+            Bump::Minor,
+        ),
+        // --- schemas: arrays ---
+        (
+            "items retyped",
+            prop(json!({"type": "array", "items": {"type": "string"}})),
+            prop(json!({"type": "array", "items": {"type": "number"}})),
+            vec![("/input_schema/properties/a/items/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "items constrained where absent",
+            prop(json!({"type": "array"})),
+            prop(json!({"type": "array", "items": {"type": "string"}})),
+            vec![("/input_schema/properties/a/items/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "array sizes and uniqueness",
+            prop(json!({"type": "array", "minItems": 2, "maxItems": 5})),
+            prop(json!({"type": "array", "minItems": 1, "maxItems": 3, "uniqueItems": true})),
+            vec![
+                ("/input_schema/properties/a/maxItems", K::BoundTightened),
+                ("/input_schema/properties/a/minItems", K::BoundRelaxed),
+                ("/input_schema/properties/a/uniqueItems", K::ConstraintAdded),
+            ],
+            Bump::Major,
+        ),
+        (
+            "uniqueItems dropped",
+            prop(json!({"type": "array", "uniqueItems": true})),
+            prop(json!({"type": "array"})),
+            vec![("/input_schema/properties/a/uniqueItems", K::ConstraintRemoved)],
+            Bump::Minor,
+        ),
+        (
+            "prefixItems position changed and added",
+            prop(json!({"prefixItems": [{"type": "string"}]})),
+            prop(json!({"prefixItems": [{"type": ["string", "null"]}, {"type": "integer"}]})),
+            vec![
+                ("/input_schema/properties/a/prefixItems/0/type", K::TypeWidened),
+                ("/input_schema/properties/a/prefixItems/1/type", K::Retyped),
+            ],
+            Bump::Major,
+        ),
+        (
+            "closed tuple extended",
+            prop(json!({"prefixItems": [{"type": "string"}], "items": false})),
+            prop(json!({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false})),
+            vec![("/input_schema/properties/a/prefixItems/1", K::ConstraintRemoved)],
+            Bump::Minor,
+        ),
+        (
+            "draft-7 tuple items",
+            prop(json!({"items": [{"type": "string"}, {"type": "integer"}]})),
+            prop(json!({"items": [{"type": "string"}, {"type": "string"}]})),
+            vec![("/input_schema/properties/a/items/1/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "contains added",
+            prop(json!({"type": "array"})),
+            prop(json!({"type": "array", "contains": {"const": 1}})),
+            vec![("/input_schema/properties/a/contains", K::ConstraintAdded)],
+            Bump::Major,
+        ),
+        // --- schemas: combinators ---
+        (
+            "anyOf branch added",
+            prop(json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})),
+            prop(json!({"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})),
+            vec![("/input_schema/properties/a/anyOf/2", K::BranchAdded)],
+            Bump::Minor,
+        ),
+        (
+            "oneOf branch removed",
+            prop(json!({"oneOf": [{"type": "string"}, {"type": "integer"}]})),
+            prop(json!({"oneOf": [{"type": "integer"}]})),
+            vec![("/input_schema/properties/a/oneOf/0", K::BranchRemoved)],
+            Bump::Major,
+        ),
+        (
+            "anyOf branch modified in place",
+            prop(json!({"anyOf": [{"type": "string", "maxLength": 5}, {"type": "null"}]})),
+            prop(json!({"anyOf": [{"type": "string", "maxLength": 9}, {"type": "null"}]})),
+            vec![("/input_schema/properties/a/anyOf/0/maxLength", K::BoundRelaxed)],
+            Bump::Minor,
+        ),
+        (
+            "anyOf added",
+            prop(json!({})),
+            prop(json!({"anyOf": [{"type": "string"}]})),
+            vec![("/input_schema/properties/a/anyOf", K::ConstraintAdded)],
+            Bump::Major,
+        ),
+        (
+            "allOf branch added",
+            input(json!({"type": "object", "allOf": []})),
+            input(json!({"type": "object", "allOf": [{"required": ["a"]}]})),
+            vec![("/input_schema/allOf/0/required", K::RequiredAdded)],
+            Bump::Major,
+        ),
+        (
+            "not changed",
+            prop(json!({"not": {"type": "null"}})),
+            prop(json!({"not": {"type": "string"}})),
+            vec![("/input_schema/properties/a/not", K::Unclassified)],
+            Bump::Major,
+        ),
+        (
+            "unknown keyword",
+            prop(json!({"x-widget": "text"})),
+            prop(json!({"x-widget": "area"})),
+            vec![("/input_schema/properties/a/x-widget", K::UnknownKeywordChanged)],
+            Bump::Major,
+        ),
+        (
+            "schema becomes false",
+            prop(json!({"type": "string"})),
+            prop(json!(false)),
+            vec![("/input_schema/properties/a", K::ConstraintAdded)],
+            Bump::Major,
+        ),
+        // --- schemas: $ref ---
+        (
+            "change inside a referenced def",
+            input(json!({"properties":
+                {"home": {"$ref": "#/$defs/addr"}, "work": {"$ref": "#/$defs/addr"}},
+                "$defs": {"addr": {"properties": {"zip": {"type": "string"}}}}})),
+            input(json!({"properties":
+                {"home": {"$ref": "#/$defs/addr"}, "work": {"$ref": "#/$defs/addr"}},
+                "$defs": {"addr": {"properties": {"zip": {"type": "integer"}}}}})),
+            vec![("/input_schema/$defs/addr/properties/zip/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "draft-7 definitions with escaped names",
+            input(json!({"properties": {"a": {"$ref": "#/definitions/a~1b%20c"}},
+                "definitions": {"a/b c": {"enum": [1]}}})),
+            input(json!({"properties": {"a": {"$ref": "#/definitions/a~1b%20c"}},
+                "definitions": {"a/b c": {"enum": [1, 2]}}})),
+            vec![("/input_schema/definitions/a~1b c/enum", K::EnumWidened)],
+            Bump::Minor,
+        ),
+        (
+            "inline schema moved behind a ref",
+            input(json!({"properties": {"a": {"type": "string"}}})),
+            input(json!({"properties": {"a": {"$ref": "#/$defs/text"}},
+                "$defs": {"text": {"type": "string"}}})),
+            vec![],
+            Bump::None,
+        ),
+        (
+            "ref retargeted",
+            input(json!({"properties": {"a": {"$ref": "#/$defs/x"}},
+                "$defs": {"x": {"type": "string"}, "y": {"type": ["string", "null"]}}})),
+            input(json!({"properties": {"a": {"$ref": "#/$defs/y"}},
+                "$defs": {"x": {"type": "string"}, "y": {"type": ["string", "null"]}}})),
+            vec![("/input_schema/$defs/y/type", K::TypeWidened)],
+            Bump::Minor,
+        ),
+        (
+            "unresolvable ref changed",
+            prop(json!({"$ref": "other.json#/a"})),
+            prop(json!({"$ref": "other.json#/b"})),
+            vec![("/input_schema/properties/a/$ref", K::Unclassified)],
+            Bump::Major,
+        ),
+        (
+            "unreferenced def changed",
+            input(json!({"type": "object", "$defs": {"unused": {"type": "string"}}})),
+            input(json!({"type": "object", "$defs": {"unused": {"type": "integer"}}})),
+            vec![("/input_schema/$defs/unused", K::DefinitionsChanged)],
+            Bump::Patch,
+        ),
+        // --- whole schemas ---
+        (
+            "output schema follows the same rules",
+            contract(json!({"output_schema":
+                {"type": "object", "properties": {"label": {}, "score": {}}}})),
+            contract(json!({"output_schema": {"type": "object", "properties": {"label": {}}}})),
+            vec![("/output_schema/properties/score", K::Removed)],
+            Bump::Major,
+        ),
+        (
+            "output schema added",
+            contract(json!({})),
+            contract(json!({"output_schema": {"type": "object"}})),
+            vec![("/output_schema", K::OutputModeChanged)],
+            Bump::Major,
+        ),
+        (
+            "input schema added",
+            contract(json!({})),
+            contract(json!({"input_schema": {"type": "object"}})),
+            vec![("/input_schema/type", K::Retyped)],
+            Bump::Major,
+        ),
+        (
+            "mixed changes sorted by pointer",
+            contract(json!({"metadata": {"v": 1}, "input_schema": object_ab.clone()})),
+            contract(json!({"metadata": {"v": 2}, "input_schema": {"type": "object",
+                "properties": {"a": {"type": "string", "description": "A"}, "b": {}}}})),
+            vec![
+                ("/input_schema/properties/a/description", K::AnnotationChanged),
+                ("/input_schema/properties/b", K::AddedOptional),
+                ("/metadata/v", K::MetadataChanged),
+            ],
+            Bump::Minor,
+        ),
+    ];
+    assert!(cases.len() >= 30);
+    for (name, old, new, expect, bump) in &cases {
+        check(name, old, new, expect, *bump);
+    }
+}
+
+#[test]
+fn declared_bump_follows_the_first_differing_number() {
+    let v = |text: &str| Version::parse(text).unwrap();
+    let from = v("1.2.3");
+    assert_eq!(declared_bump(&from, &v("2.0.0")), Bump::Major);
+    assert_eq!(declared_bump(&from, &v("2.5.9")), Bump::Major);
+    assert_eq!(declared_bump(&from, &v("1.3.0")), Bump::Minor);
+    assert_eq!(declared_bump(&from, &v("1.4.7")), Bump::Minor);
+    assert_eq!(declared_bump(&from, &v("1.2.4")), Bump::Patch);
+    assert_eq!(declared_bump(&from, &v("1.2.3")), Bump::None);
+    assert_eq!(declared_bump(&from, &v("1.2.3+build.7")), Bump::None);
+    assert_eq!(declared_bump(&v("1.2.3-rc.1"), &v("1.2.3")), Bump::None);
+    assert_eq!(declared_bump(&v("0.1.0"), &v("0.2.0")), Bump::Minor);
+    // Downgrades grant no room for change.
+    assert_eq!(declared_bump(&from, &v("1.2.2")), Bump::None);
+    assert_eq!(declared_bump(&from, &v("0.9.0")), Bump::None);
+}
+
+#[test]
+fn required_bump_is_the_largest_over_changes() {
+    assert_eq!(required_bump(&[]), Bump::None);
+    let old = input(json!({"properties": {"a": {"description": "x"}, "b": {}}}));
+    let new = input(json!({"properties": {"a": {"description": "y"}, "c": {}}}));
+    let changes = diff_contracts(&old, &new);
+    let kinds: Vec<ChangeKind> = changes.iter().map(|change| change.kind).collect();
+    assert_eq!(kinds, [K::AnnotationChanged, K::Removed, K::AddedOptional]);
+    assert_eq!(required_bump(&changes), Bump::Major);
+    assert_eq!(required_bump(&changes[..1]), Bump::Patch);
+    assert_eq!(required_bump(&changes[2..]), Bump::Minor);
+    assert!(Bump::None < Bump::Patch && Bump::Patch < Bump::Minor && Bump::Minor < Bump::Major);
+}
+
+#[test]
+fn recursive_definitions_terminate_and_report_once() {
+    let tree = |label: &str| {
+        json!({
+            "$ref": "#/$defs/node",
+            "$defs": {"node": {
+                "type": "object",
+                "properties": {
+                    "label": {"type": label},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                    "parent": {"$ref": "#"},
+                },
+            }},
+        })
+    };
+    let changes = diff_schemas(&tree("string"), &tree("integer"), "/output_schema");
+    let got: Vec<(&str, ChangeKind)> =
+        changes.iter().map(|change| (change.pointer.as_str(), change.kind)).collect();
+    assert_eq!(got, [("/output_schema/$defs/node/properties/label/type", K::Retyped)]);
+
+    // Mutual recursion, one side inlined one level deep.
+    let old = json!({"$defs": {"a": {"properties": {"b": {"$ref": "#/$defs/b"}}},
+                               "b": {"properties": {"a": {"$ref": "#/$defs/a"}}}},
+                     "$ref": "#/$defs/a"});
+    let new = json!({"$defs": {"a": {"properties": {"b": {"$ref": "#/$defs/b"}}},
+                               "b": {"properties": {"a": {"$ref": "#/$defs/a"}, "z": {}}}},
+                     "properties": {"b": {"$ref": "#/$defs/b"}}});
+    let changes = diff_schemas(&old, &new, "");
+    assert!(changes.iter().all(|change| change.kind == K::AddedOptional), "{changes:#?}");
+    assert!(changes.iter().any(|change| change.pointer == "/$defs/b/properties/z"));
+
+    // A self-referencing root with nothing else.
+    let selfish = json!({"$ref": "#"});
+    assert!(diff_schemas(&selfish, &json!({"$ref": "#", "title": "t"}), "").len() == 1);
+}
+
+/// `depth` levels of `{"type": "object", "properties": {"a": ...}}` around `leaf`.
+fn nested(depth: usize, leaf: Value) -> Value {
+    let mut schema = leaf;
+    for _ in 0..depth {
+        // Built by hand: `json!` would serialize `schema` recursively on every level.
+        let mut properties = serde_json::Map::new();
+        properties.insert("a".to_owned(), schema);
+        let mut object = serde_json::Map::new();
+        object.insert("type".to_owned(), json!("object"));
+        object.insert("properties".to_owned(), Value::Object(properties));
+        schema = Value::Object(object);
+    }
+    schema
+}
+
+#[test]
+fn deep_nesting_is_bounded() {
+    // Shallow enough: the exact change is found.
+    let changes = diff_schemas(&nested(30, json!({})), &nested(30, json!({"type": "string"})), "");
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].kind, K::Retyped);
+    assert_eq!(changes[0].pointer.matches("/properties/a").count(), 30);
+
+    // Far past the limit: one conservative change, no stack overflow.
+    let changes =
+        diff_schemas(&nested(400, json!({})), &nested(400, json!({"type": "string"})), "");
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].kind, K::Unclassified);
+    assert!(diff_schemas(&nested(400, json!({})), &nested(400, json!({})), "").is_empty());
+}
+
+#[test]
+fn large_schemas_with_shared_definitions_stay_linear() {
+    // 2,000 properties, each a chain of references through 20 shared definitions: without
+    // per-pair memoisation this would walk 2,000 × 20 definitions.
+    let build = |leaf: &str| {
+        let mut defs = serde_json::Map::new();
+        for i in 0..20 {
+            let next = if i == 19 {
+                json!({"type": leaf})
+            } else {
+                json!({"properties": {"x": {"$ref": format!("#/$defs/d{}", i + 1)},
+                                      "y": {"$ref": format!("#/$defs/d{}", i + 1)}}})
+            };
+            defs.insert(format!("d{i}"), next);
+        }
+        let props: serde_json::Map<String, Value> =
+            (0..2_000).map(|i| (format!("p{i}"), json!({"$ref": "#/$defs/d0"}))).collect();
+        json!({"type": "object", "properties": props, "$defs": defs})
+    };
+    let changes = diff_schemas(&build("string"), &build("integer"), "/input_schema");
+    let got: Vec<(&str, ChangeKind)> =
+        changes.iter().map(|change| (change.pointer.as_str(), change.kind)).collect();
+    assert_eq!(got, [("/input_schema/$defs/d19/type", K::Retyped)]);
+}
+
+#[test]
+fn malformed_input_never_panics() {
+    let odd = [
+        json!(null),
+        json!(1),
+        json!("text"),
+        json!([1, 2]),
+        json!({}),
+        json!({"boundary": 3, "required_context": [], "metadata": "m"}),
+        json!({"required_context": {"ledger_queries": 1, "other": 2}}),
+        json!({"input_schema": 5}),
+        json!({"input_schema": {"type": 5, "enum": 3, "properties": [], "required": "a",
+            "items": 3, "prefixItems": {}, "anyOf": {}, "allOf": 1, "minimum": "x",
+            "patternProperties": 1, "additionalProperties": 7, "multipleOf": -1,
+            "uniqueItems": "yes", "nullable": 1, "$ref": 4}}),
+        json!({"input_schema": {"$ref": "#/%zz"}}),
+        json!({"input_schema": {"$ref": "#/%C3"}}),
+        json!({"input_schema": {"$ref": "#anchor", "type": "string"}}),
+        json!({"input_schema": {"$ref": "#/$defs/missing"}}),
+        json!({"input_schema": {"items": [true, false], "additionalItems": false}}),
+        json!({"output_schema": false, "boundary": {"structured_output": true}}),
+    ];
+    for old in &odd {
+        for new in &odd {
+            let changes = diff_contracts(old, new);
+            if old == new {
+                assert!(changes.is_empty(), "{old} vs itself: {changes:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn names_are_stable_and_match_serde() {
+    let kinds = [
+        K::EditorSchemaChanged,
+        K::AnnotationChanged,
+        K::DefinitionsChanged,
+        K::MetadataChanged,
+        K::ExamplesChanged,
+        K::PackBindingChanged,
+        K::ExtensionChanged,
+        K::AddedOptional,
+        K::TypeWidened,
+        K::EnumWidened,
+        K::BoundRelaxed,
+        K::RequiredRemoved,
+        K::AdditionalPropertiesOpened,
+        K::ConstraintRemoved,
+        K::BranchAdded,
+        K::BoundaryRelaxed,
+        K::TemperatureChanged,
+        K::ProviderRemoved,
+        K::ContextRemoved,
+        K::ExtractionChanged,
+        K::AddedRequired,
+        K::Removed,
+        K::Retyped,
+        K::EnumNarrowed,
+        K::BoundTightened,
+        K::RequiredAdded,
+        K::AdditionalPropertiesClosed,
+        K::ConstraintAdded,
+        K::ConstraintChanged,
+        K::BranchRemoved,
+        K::BoundaryTightened,
+        K::BoundaryChanged,
+        K::ProviderChanged,
+        K::ContextAdded,
+        K::AgentClassChanged,
+        K::TierChanged,
+        K::OutputModeChanged,
+        K::IdentityChanged,
+        K::Unclassified,
+        K::UnknownKeywordChanged,
+    ];
+    for kind in kinds {
+        assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+        assert_eq!(kind.to_string(), kind.as_str());
+    }
+    for bump in [Bump::None, Bump::Patch, Bump::Minor, Bump::Major] {
+        assert_eq!(serde_json::to_value(bump).unwrap(), json!(bump.as_str()));
+    }
+    let change = diff_contracts(&prop(json!({"type": "string"})), &prop(json!({})));
+    assert_eq!(
+        serde_json::to_value(&change).unwrap(),
+        json!([{
+            "pointer": "/input_schema/properties/a/type",
+            "kind": "type_widened",
+            "bump": "minor",
+            "detail": "`type` \"string\" → absent",
+        }])
+    );
+}

@@ -1,0 +1,275 @@
+//! The Anthropic provider: `POST {base_url}/v1/messages` (SPEC §8.5, §13).
+//!
+//! **Request.** Headers `x-api-key`, `anthropic-version` and `content-type:
+//! application/json`; body `{model, max_tokens, temperature, system?, messages}`. The
+//! messages API takes system text as a top-level `system` string, so every system message
+//! is joined into it (separated by a blank line); user and assistant messages go in
+//! `messages` in order. An API key is required: without one the call fails with
+//! `provider_not_configured` before any request is sent.
+//!
+//! **Structured output: a forced tool.** When the contract sets
+//! `boundary.structured_output`, the request declares one tool, [`STRUCTURED_OUTPUT_TOOL`],
+//! whose `input_schema` is the schema, and forces it with
+//! `tool_choice: {"type": "tool", "name": ...}`. The model then answers with a `tool_use`
+//! block whose `input` fits the schema; that `input`, serialized to a JSON string, is the
+//! response body, and the `tool_use` stop reason is reported as [`FinishReason::Stop`]
+//! (the tool is only the carrier of the answer). Anthropic also documents JSON outputs
+//! (`output_config.format` with a `json_schema`, formerly the beta `output_format`), but
+//! only for its newest models; the forced tool works with every model that supports tools
+//! and with Anthropic-compatible proxies, so pactum uses it. A tool's `input_schema` must be
+//! an object schema (`"type": "object"`): a schema of any other root type is not sent, and
+//! the executor's extraction and validation still govern the answer.
+//!
+//! **Response.** The text of every `text` block in `content`, concatenated (or the forced
+//! tool's input, see above). `stop_reason` goes through [`FinishReason::from_api`]
+//! (`max_tokens` is [`FinishReason::Length`]). Usage: `prompt_tokens` is `input_tokens` plus
+//! the cache-write and cache-read input tokens, since all of them are billed input;
+//! `completion_tokens` is `output_tokens`.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{ProviderFailure, Result};
+use crate::gateway::http::{
+    self, DEFAULT_CONNECT_TIMEOUT, HttpClient, HttpReply, RetryPolicy, SettingNames,
+};
+use crate::gateway::{
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Role, Secret, Usage,
+};
+
+/// The public Anthropic API (without the `/v1`).
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent by default.
+pub const DEFAULT_API_VERSION: &str = "2023-06-01";
+/// How long one attempt may take unless the work order sets `constraints.timeout_s`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The name of the tool that carries structured output.
+pub const STRUCTURED_OUTPUT_TOOL: &str = "structured_output";
+
+/// Settings of the Anthropic provider.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnthropicConfig {
+    /// The provider's name in results and the ledger.
+    pub name: String,
+    /// The API root, ending before `/v1/messages`.
+    pub base_url: String,
+    /// Required; sent as `x-api-key`.
+    pub api_key: Option<Secret>,
+    /// The model to ask; required.
+    pub model: String,
+    /// How long one attempt may take unless the request sets its own timeout.
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+    /// The `anthropic-version` header.
+    pub api_version: String,
+}
+
+impl Default for AnthropicConfig {
+    /// Name `anthropic`, the public API, no key, no model, 120 s timeout, default retries,
+    /// API version 2023-06-01.
+    fn default() -> Self {
+        AnthropicConfig {
+            name: "anthropic".to_string(),
+            base_url: DEFAULT_BASE_URL.to_string(),
+            api_key: None,
+            model: String::new(),
+            timeout: DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            api_version: DEFAULT_API_VERSION.to_string(),
+        }
+    }
+}
+
+/// A provider that calls Anthropic's messages API.
+///
+/// ```
+/// use pactum::gateway::Secret;
+/// use pactum::gateway::anthropic::{AnthropicConfig, AnthropicProvider};
+///
+/// let provider = AnthropicProvider::new(AnthropicConfig {
+///     api_key: Some(Secret::new("the key, read by the binary")),
+///     model: "claude-sonnet-4-5".to_string(),
+///     ..AnthropicConfig::default()
+/// });
+/// assert!(!format!("{provider:?}").contains("the key"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct AnthropicProvider {
+    config: AnthropicConfig,
+    client: HttpClient,
+    url: String,
+}
+
+impl AnthropicProvider {
+    /// A provider with these settings. Missing settings are reported by
+    /// [`Provider::complete`], before any request is sent.
+    pub fn new(config: AnthropicConfig) -> Self {
+        let settings = SettingNames {
+            base_url: "ANTHROPIC_BASE_URL".to_string(),
+            api_key: "ANTHROPIC_API_KEY".to_string(),
+        };
+        let client = HttpClient::new(
+            config.name.clone(),
+            DEFAULT_CONNECT_TIMEOUT,
+            config.timeout,
+            config.retry.clone(),
+            settings,
+        );
+        let url = http::join_url(&config.base_url, "v1/messages");
+        AnthropicProvider { config, client, url }
+    }
+
+    pub fn config(&self) -> &AnthropicConfig {
+        &self.config
+    }
+
+    fn key(&self) -> Option<&Secret> {
+        self.config.api_key.as_ref().filter(|key| !key.expose().is_empty())
+    }
+
+    fn not_configured(&self, message: &str) -> crate::Error {
+        http::provider_error(&self.config.name, ProviderFailure::NotConfigured, self.key(), message)
+    }
+
+    /// The JSON body of the messages request.
+    fn request_body(&self, request: &PromptRequest) -> Value {
+        let boundary = &request.boundary;
+        let mut system = Vec::new();
+        let mut messages = Vec::new();
+        for message in &request.messages {
+            match message.role {
+                Role::System => system.push(message.content.as_str()),
+                Role::User | Role::Assistant => {
+                    messages.push(json!({"role": message.role, "content": message.content}));
+                }
+            }
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("max_tokens".into(), json!(boundary.max_tokens));
+        body.insert("temperature".into(), json!(boundary.temperature));
+        if !system.is_empty() {
+            body.insert("system".into(), json!(system.join("\n\n")));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        if let Some(schema) = boundary.structured_output.as_ref().filter(|s| is_object_schema(s)) {
+            body.insert(
+                "tools".into(),
+                json!([{
+                    "name": STRUCTURED_OUTPUT_TOOL,
+                    "description": "Give your complete answer as this tool's input.",
+                    "input_schema": schema,
+                }]),
+            );
+            body.insert(
+                "tool_choice".into(),
+                json!({"type": "tool", "name": STRUCTURED_OUTPUT_TOOL}),
+            );
+        }
+        Value::Object(body)
+    }
+
+    fn invalid(&self, what: &str) -> crate::Error {
+        let message = format!(
+            "the answer from {} is not a message: {what}; check that ANTHROPIC_BASE_URL points \
+             at the Anthropic API",
+            self.url
+        );
+        http::provider_error(
+            &self.config.name,
+            ProviderFailure::InvalidResponse,
+            self.key(),
+            &message,
+        )
+    }
+
+    /// Reads a messages-API answer.
+    fn parse(&self, reply: HttpReply) -> Result<ProviderResponse> {
+        let secret = self.key();
+        let body = &reply.body;
+        let Some(content) = body.get("content").and_then(Value::as_array) else {
+            return Err(match body.get("error") {
+                Some(_) => self.invalid(&format!(
+                    "it carries an error instead of content: {}",
+                    http::excerpt(&body.to_string(), secret)
+                )),
+                None => self.invalid("it has no `content` array"),
+            });
+        };
+        let mut text = String::new();
+        let mut tool_input = None;
+        for block in content {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    text.push_str(block.get("text").and_then(Value::as_str).unwrap_or(""))
+                }
+                Some("tool_use")
+                    if block.get("name").and_then(Value::as_str)
+                        == Some(STRUCTURED_OUTPUT_TOOL) =>
+                {
+                    tool_input = block.get("input");
+                }
+                _ => {}
+            }
+        }
+        let stop_reason = body.get("stop_reason").and_then(Value::as_str);
+        let finish_reason = match (stop_reason, tool_input) {
+            (Some("tool_use"), Some(_)) => Some(FinishReason::Stop),
+            (reason, _) => reason.map(FinishReason::from_api),
+        };
+        if let Some(input) = tool_input {
+            text = input.to_string();
+        }
+        let usage = body.get("usage").filter(|u| u.is_object()).map(|u| {
+            let count = |name: &str| u.get(name).and_then(Value::as_u64).unwrap_or(0);
+            Usage {
+                prompt_tokens: count("input_tokens")
+                    .saturating_add(count("cache_creation_input_tokens"))
+                    .saturating_add(count("cache_read_input_tokens")),
+                completion_tokens: count("output_tokens"),
+            }
+        });
+        Ok(ProviderResponse {
+            body: ResponseBody::Text(http::scrub(secret, &text)),
+            finish_reason,
+            usage,
+            latency: reply.latency,
+            model: body.get("model").and_then(Value::as_str).map(|m| http::scrub(secret, m)),
+            attempts: reply.attempts,
+        })
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
+        let Some(key) = self.key() else {
+            return Err(self.not_configured(
+                "no API key is configured; set ANTHROPIC_API_KEY or the provider's key in \
+                 pactum.toml",
+            ));
+        };
+        if self.config.model.trim().is_empty() {
+            return Err(self.not_configured(
+                "no model is configured; set the provider's `model` in pactum.toml",
+            ));
+        }
+        let headers = [
+            ("x-api-key", key.expose().to_string()),
+            ("anthropic-version", self.config.api_version.clone()),
+        ];
+        let body = self.request_body(request);
+        let reply =
+            self.client.post_json(&self.url, &headers, &body, request.timeout, Some(key))?;
+        self.parse(reply)
+    }
+}
+
+/// Whether a schema can be a tool's `input_schema`: its root type is `object`.
+fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}

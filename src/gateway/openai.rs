@@ -1,0 +1,271 @@
+//! The OpenAI-compatible provider: `POST {base_url}/chat/completions` (SPEC §8.5, §13).
+//!
+//! Works with OpenAI and with servers that speak its chat-completions API: vLLM, Ollama,
+//! llama.cpp's `llama-server`, LM Studio. Local servers usually need no key, so the
+//! `Authorization: Bearer` header is sent only when [`OpenAiConfig::api_key`] is set.
+//!
+//! **Request.** `{model, messages: [{role, content}], max_tokens, temperature}`. When the
+//! contract sets `boundary.structured_output`, the schema goes in
+//! `response_format: {"type": "json_schema", "json_schema": {"name", "schema", "strict": false}}`:
+//! the `json_schema` response format is the form OpenAI, vLLM, llama.cpp, Ollama (0.5+) and
+//! LM Studio all document for schema-constrained output. `name` is the contract id
+//! reduced to the characters OpenAI allows (`a-z A-Z 0-9 _ -`, at most 64). `strict` is
+//! `false` because OpenAI's strict mode rejects schemas that do not list every property as
+//! `required` and set `additionalProperties: false` everywhere, which contract schemas need
+//! not do; the executor validates the output against the schema anyway.
+//!
+//! **`max_tokens`.** OpenAI deprecated `max_tokens` in favour of `max_completion_tokens`, and
+//! its reasoning models (o-series, GPT-5) reject `max_tokens` with 400
+//! `unsupported_parameter`. Most compatible servers still know only `max_tokens`, so that is
+//! the default; set [`OpenAiConfig::max_completion_tokens`] for the newer OpenAI models.
+//!
+//! **Response.** `choices[0].message.content` (a string) is the body; a missing or null
+//! content with a `refusal` is an error quoting the refusal. `choices[0].finish_reason`
+//! goes through [`FinishReason::from_api`], `usage.prompt_tokens` / `completion_tokens` become
+//! [`Usage`], and `model` names the model that answered.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{ProviderFailure, Result};
+use crate::gateway::http::{
+    self, DEFAULT_CONNECT_TIMEOUT, HttpClient, HttpReply, RetryPolicy, SettingNames,
+};
+use crate::gateway::{
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Secret, Usage,
+};
+
+/// The public OpenAI API.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// How long one attempt may take unless the work order sets `constraints.timeout_s`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Settings of an OpenAI-compatible provider.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenAiConfig {
+    /// The provider's name in results and the ledger.
+    pub name: String,
+    /// The API root, ending before `/chat/completions`.
+    pub base_url: String,
+    /// Sent as a bearer token when set (and not empty).
+    pub api_key: Option<Secret>,
+    /// The model to ask; required.
+    pub model: String,
+    /// How long one attempt may take unless the request sets its own timeout.
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+    /// Send the token limit as `max_completion_tokens` instead of `max_tokens`.
+    pub max_completion_tokens: bool,
+}
+
+impl Default for OpenAiConfig {
+    /// Name `openai`, the public API, no key, no model, 120 s timeout, default retries,
+    /// `max_tokens`.
+    fn default() -> Self {
+        OpenAiConfig {
+            name: "openai".to_string(),
+            base_url: DEFAULT_BASE_URL.to_string(),
+            api_key: None,
+            model: String::new(),
+            timeout: DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            max_completion_tokens: false,
+        }
+    }
+}
+
+/// A provider that calls an OpenAI-compatible chat-completions endpoint.
+///
+/// ```
+/// use std::time::Duration;
+/// use pactum::gateway::Provider;
+/// use pactum::gateway::openai::{OpenAiConfig, OpenAiProvider};
+///
+/// // A local Ollama server needs no key.
+/// let provider = OpenAiProvider::new(OpenAiConfig {
+///     name: "ollama".to_string(),
+///     base_url: "http://localhost:11434/v1".to_string(),
+///     model: "llama3.2".to_string(),
+///     timeout: Duration::from_secs(300),
+///     ..OpenAiConfig::default()
+/// });
+/// assert_eq!(provider.name(), "ollama");
+/// ```
+#[derive(Clone, Debug)]
+pub struct OpenAiProvider {
+    config: OpenAiConfig,
+    client: HttpClient,
+    url: String,
+}
+
+impl OpenAiProvider {
+    /// A provider with these settings. Missing settings are reported by
+    /// [`Provider::complete`], before any request is sent.
+    pub fn new(config: OpenAiConfig) -> Self {
+        let settings = SettingNames {
+            base_url: "OPENAI_BASE_URL".to_string(),
+            api_key: "OPENAI_API_KEY".to_string(),
+        };
+        let client = HttpClient::new(
+            config.name.clone(),
+            DEFAULT_CONNECT_TIMEOUT,
+            config.timeout,
+            config.retry.clone(),
+            settings,
+        );
+        let url = http::join_url(&config.base_url, "chat/completions");
+        OpenAiProvider { config, client, url }
+    }
+
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    fn key(&self) -> Option<&Secret> {
+        self.config.api_key.as_ref().filter(|key| !key.expose().is_empty())
+    }
+
+    /// The JSON body of the chat-completions request.
+    fn request_body(&self, request: &PromptRequest) -> Value {
+        let boundary = &request.boundary;
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect();
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("messages".into(), Value::Array(messages));
+        let limit =
+            if self.config.max_completion_tokens { "max_completion_tokens" } else { "max_tokens" };
+        body.insert(limit.into(), json!(boundary.max_tokens));
+        body.insert("temperature".into(), json!(boundary.temperature));
+        if let Some(schema) = &boundary.structured_output {
+            body.insert(
+                "response_format".into(),
+                json!({
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": schema_name(&request.contract_id),
+                        "schema": schema,
+                        "strict": false,
+                    },
+                }),
+            );
+        }
+        Value::Object(body)
+    }
+
+    fn invalid(&self, what: &str) -> crate::Error {
+        let message = format!(
+            "the answer from {} is not a chat completion: {what}; check that OPENAI_BASE_URL \
+             points at an OpenAI-compatible API",
+            self.url
+        );
+        http::provider_error(
+            &self.config.name,
+            ProviderFailure::InvalidResponse,
+            self.key(),
+            &message,
+        )
+    }
+
+    /// Reads a chat completion.
+    fn parse(&self, reply: HttpReply) -> Result<ProviderResponse> {
+        let secret = self.key();
+        let body = &reply.body;
+        let Some(choice) = body.get("choices").and_then(|c| c.get(0)) else {
+            return Err(match body.get("error") {
+                Some(_) => self.invalid(&format!(
+                    "it carries an error instead of choices: {}",
+                    http::excerpt(&body.to_string(), secret)
+                )),
+                None => self.invalid("it has no `choices[0]`"),
+            });
+        };
+        let message = choice.get("message");
+        let field = |name: &str| message.and_then(|m| m.get(name)).and_then(Value::as_str);
+        let Some(content) = field("content") else {
+            return Err(match field("refusal") {
+                Some(refusal) => http::provider_error(
+                    &self.config.name,
+                    ProviderFailure::InvalidResponse,
+                    secret,
+                    &format!(
+                        "the model refused to answer: {}; rephrase the prompt or check the \
+                         contract's instructions",
+                        http::excerpt(refusal, secret)
+                    ),
+                ),
+                None => self.invalid("`choices[0].message.content` is missing or not a string"),
+            });
+        };
+        let usage = body.get("usage").filter(|u| u.is_object()).map(|u| Usage {
+            prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+            completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        });
+        Ok(ProviderResponse {
+            body: ResponseBody::Text(http::scrub(secret, content)),
+            finish_reason: choice
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .map(FinishReason::from_api),
+            usage,
+            latency: reply.latency,
+            model: body.get("model").and_then(Value::as_str).map(|m| http::scrub(secret, m)),
+            attempts: reply.attempts,
+        })
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
+        if self.config.model.trim().is_empty() {
+            return Err(http::provider_error(
+                &self.config.name,
+                ProviderFailure::NotConfigured,
+                self.key(),
+                "no model is configured; set PACTUM_MODEL or the provider's `model` in \
+                 pactum.toml",
+            ));
+        }
+        let mut headers = Vec::new();
+        if let Some(key) = self.key() {
+            headers.push(("authorization", format!("Bearer {}", key.expose())));
+        }
+        let body = self.request_body(request);
+        let reply =
+            self.client.post_json(&self.url, &headers, &body, request.timeout, self.key())?;
+        self.parse(reply)
+    }
+}
+
+/// A `response_format` name from a contract id: `a-z A-Z 0-9 _ -` only, at most 64 long.
+fn schema_name(contract_id: &str) -> String {
+    let name: String = contract_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .take(64)
+        .collect();
+    if name.is_empty() { "output".to_string() } else { name }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_keep_only_allowed_characters() {
+        let check = |id: &str, want: &str| assert_eq!(schema_name(id), want, "{id}");
+        check("PRC-CLASSIFY-001", "PRC-CLASSIFY-001");
+        check("team.billing/summary v2", "team_billing_summary_v2");
+        check("écrire", "_crire");
+        check("", "output");
+        assert_eq!(schema_name(&"a".repeat(100)).len(), 64);
+    }
+}

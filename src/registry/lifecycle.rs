@@ -1,0 +1,516 @@
+//! Lifecycle operations on a registry in memory (SPEC §7): add, promote, deprecate,
+//! remove. Each legal transition appends one hash-chained event to `history`; an illegal
+//! one returns `registry_transition_invalid` (or a more specific code) and changes
+//! nothing. [`store::update`](super::store::update) wraps them in a locked, atomic
+//! read-modify-write.
+//!
+//! ```text
+//! add ──► draft ──promote──► active ──deprecate──► deprecated ──remove──► removed
+//!          ▲  │ (add again refreshes a draft's hash: `update`)
+//!          └──┘
+//! ```
+
+use std::path::Path;
+
+use semver::Version;
+use serde_json::Value;
+
+use crate::compat::{Bump, declared_bump, diff_contracts, required_bump};
+use crate::contract::Contract;
+use crate::digest::ZERO_HASH;
+use crate::document;
+use crate::error::{DocKind, Error, Result};
+use crate::pack::PromptPack;
+use crate::registry::{Action, Entry, EntryKind, Event, Registry, State, check_relative};
+use crate::resolve::{ResolveOptions, resolve};
+
+/// The current time as the registry writes it: RFC 3339, UTC, whole seconds.
+pub fn now() -> String {
+    let now = jiff::Timestamp::now();
+    now.round(jiff::Unit::Second).unwrap_or(now).to_string()
+}
+
+fn append_event(history: &mut Vec<Event>, at: &str, action: Action, entry: &Entry) -> Event {
+    let prev = history.last().map(|e| e.hash.clone()).unwrap_or_else(|| ZERO_HASH.to_string());
+    let mut event = Event {
+        seq: history.len() as u64 + 1,
+        at: at.to_string(),
+        action,
+        id: entry.id.clone(),
+        version: entry.version.to_string(),
+        sha256: entry.sha256.clone(),
+        prev,
+        hash: String::new(),
+    };
+    event.hash = event.compute_hash();
+    history.push(event.clone());
+    event
+}
+
+/// What `add` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Added {
+    /// A new draft entry.
+    New(Entry),
+    /// A draft's file changed and its hash was refreshed.
+    Updated(Entry),
+    /// The draft is already registered with this content: nothing changed.
+    Unchanged(Entry),
+}
+
+impl Added {
+    pub fn entry(&self) -> &Entry {
+        match self {
+            Added::New(e) | Added::Updated(e) | Added::Unchanged(e) => e,
+        }
+    }
+}
+
+/// Registers `file` (a contract or pack inside the registry's folder) as a draft, or
+/// refreshes the hash of an existing draft. The file must fit its schema.
+pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
+    let root = registry.root.canonicalize().map_err(|e| Error::io(&registry.root, e))?;
+    let real = file.canonicalize().map_err(|e| Error::io(file, e))?;
+    let rel = real.strip_prefix(&root).map_err(|_| Error::PathEscape {
+        path: file.display().to_string(),
+        reason: format!("is outside the project root {}", root.display()),
+    })?;
+    let rel = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/");
+    check_relative(&rel).map_err(|reason| Error::PathEscape { path: rel.clone(), reason })?;
+    let doc = document::load(&real, None)?;
+    let (kind, id, version) = identify(&doc)?;
+    if let Some(existing) = registry.get(kind, &id, &version).cloned() {
+        let same = existing.sha256 == doc.sha256 && existing.path == rel;
+        return match existing.state {
+            State::Draft if same => Ok(Added::Unchanged(existing)),
+            State::Draft => Ok(Added::Updated(registry.edit(|entries, history| {
+                let entry = entries.iter_mut().find(|e| **e == existing).map(|e| {
+                    e.sha256 = doc.sha256.clone();
+                    e.path = rel.clone();
+                    e.clone()
+                });
+                let entry = entry.unwrap_or(existing);
+                append_event(history, at, Action::Update, &entry);
+                entry
+            }))),
+            state if same => Err(Error::DuplicateEntry { id, version: format!("{version} ({})", state.as_str()) }),
+            state => Err(Error::EntryImmutable { id, version: version.to_string(), state: state.as_str().to_string() }),
+        };
+    }
+    let entry = Entry {
+        kind,
+        id,
+        version,
+        path: rel,
+        sha256: doc.sha256,
+        state: State::Draft,
+        registered_at: at.to_string(),
+        activated_at: None,
+        deprecated_at: None,
+        successor_version: None,
+        removed_at: None,
+    };
+    registry.edit(|entries, history| {
+        entries.push(entry.clone());
+        append_event(history, at, Action::Add, &entry);
+    });
+    Ok(Added::New(entry))
+}
+
+/// The kind, id and version a governed file declares, after checking its schema.
+fn identify(doc: &document::Document) -> Result<(EntryKind, String, Version)> {
+    if doc.value.get("contract_id").is_some() {
+        let c = Contract::from_document(doc)?;
+        Ok((EntryKind::Contract, c.id, c.version))
+    } else if doc.value.get("prompt_pack_id").is_some() {
+        let p = PromptPack::from_document(doc)?;
+        Ok((EntryKind::PromptPack, p.id, p.version))
+    } else {
+        Err(Error::SchemaInvalid {
+            doc: DocKind::Contract,
+            path: doc.path.clone(),
+            findings: vec![crate::error::Finding::new(
+                "",
+                "not a contract (no contract_id) or prompt pack (no prompt_pack_id)",
+            )],
+        })
+    }
+}
+
+fn entry_of(registry: &Registry, kind: EntryKind, id: &str, version: &Version) -> Result<Entry> {
+    if registry.versions(kind, id).next().is_none() {
+        return Err(Error::NotFound {
+            kind: kind.doc_kind(),
+            id: id.to_string(),
+            suggestions: crate::id::suggest(id, registry.ids(kind)),
+        });
+    }
+    registry.get(kind, id, version).cloned().ok_or_else(|| Error::VersionNotFound {
+        kind: kind.doc_kind(),
+        id: id.to_string(),
+        requirement: format!("={version}"),
+        available: registry.versions(kind, id).map(|e| e.version.to_string()).collect(),
+    })
+}
+
+fn transition(entry: &Entry, action: &str, reason: impl Into<String>) -> Error {
+    Error::TransitionInvalid {
+        id: entry.id.clone(),
+        version: entry.version.to_string(),
+        action: action.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Loads an entry's document with the hash check.
+fn load_entry_value(registry: &Registry, entry: &Entry) -> Result<Value> {
+    let path = registry.file_of(entry)?;
+    let doc = document::load(&path, Some(entry.kind.doc_kind()))?;
+    if doc.sha256 != entry.sha256 {
+        return Err(Error::HashMismatch {
+            path: entry.path.clone().into(),
+            id: entry.id.clone(),
+            version: entry.version.to_string(),
+            expected: entry.sha256.clone(),
+            actual: doc.sha256,
+        });
+    }
+    Ok(doc.value)
+}
+
+/// What `promote` checked.
+#[derive(Clone, Debug)]
+pub struct Promoted {
+    pub entry: Entry,
+    /// The active version compared against, if any.
+    pub compared_with: Option<Version>,
+    pub required: Bump,
+    pub declared: Bump,
+}
+
+/// draft → active, after the compatibility check against the highest active version
+/// below it. A contract's pack must already be active.
+pub fn promote(registry: &mut Registry, kind: EntryKind, id: &str, version: &Version, at: &str) -> Result<Promoted> {
+    let entry = entry_of(registry, kind, id, version)?;
+    if entry.state != State::Draft {
+        return Err(transition(&entry, "promote", format!("it is {}, and only drafts are promoted", entry.state.as_str())));
+    }
+    let value = load_entry_value(registry, &entry)?;
+    let previous = registry
+        .versions(kind, id)
+        .filter(|e| e.state == State::Active && e.version < entry.version)
+        .last()
+        .cloned();
+    let (mut required, mut declared) = (Bump::None, Bump::None);
+    if kind == EntryKind::Contract {
+        let contract = Contract::from_value(value.clone(), &entry.sha256, Path::new(&entry.path))?;
+        resolve(
+            registry,
+            EntryKind::PromptPack,
+            &contract.prompt_pack_id,
+            &contract.prompt_pack_version,
+            ResolveOptions::default(),
+        )
+        .map_err(|e| transition(&entry, "promote", format!("its pack does not resolve to an active version ({e}); promote the pack first")))?;
+        if let Some(prev) = &previous {
+            let old = load_entry_value(registry, prev)?;
+            let changes = diff_contracts(&old, &value);
+            required = required_bump(&changes);
+            declared = declared_bump(&prev.version, &entry.version);
+            if declared < required {
+                return Err(Error::IncompatibleBump {
+                    id: id.to_string(),
+                    from: prev.version.to_string(),
+                    to: entry.version.to_string(),
+                    declared: declared.as_str().to_string(),
+                    required: required.as_str().to_string(),
+                    changes: changes
+                        .iter()
+                        .filter(|c| c.bump > declared)
+                        .map(|c| format!("{} {} ({})", c.pointer, c.kind.as_str(), c.bump.as_str()))
+                        .collect(),
+                });
+            }
+        }
+    }
+    let entry = registry.edit(|entries, history| {
+        let e = entries.iter_mut().find(|e| e.kind == kind && e.id == id && &e.version == version);
+        let e = match e {
+            Some(e) => {
+                e.state = State::Active;
+                e.activated_at = Some(at.to_string());
+                e.clone()
+            }
+            None => entry.clone(),
+        };
+        append_event(history, at, Action::Promote, &e);
+        e
+    });
+    Ok(Promoted { entry, compared_with: previous.map(|p| p.version), required, declared })
+}
+
+/// active → deprecated, naming an existing, higher, active successor.
+pub fn deprecate(
+    registry: &mut Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    successor: &Version,
+    at: &str,
+) -> Result<Entry> {
+    let entry = entry_of(registry, kind, id, version)?;
+    if entry.state != State::Active {
+        return Err(transition(&entry, "deprecate", format!("it is {}, and only active versions are deprecated", entry.state.as_str())));
+    }
+    if successor <= version {
+        return Err(Error::SuccessorMissing {
+            id: id.to_string(),
+            version: version.to_string(),
+            successor: successor.to_string(),
+            reason: format!("is not higher than {version}"),
+        });
+    }
+    match registry.get(kind, id, successor) {
+        Some(s) if s.state == State::Active => {}
+        Some(s) => {
+            return Err(Error::SuccessorMissing {
+                id: id.to_string(),
+                version: version.to_string(),
+                successor: successor.to_string(),
+                reason: format!("is {}; promote it first", s.state.as_str()),
+            });
+        }
+        None => {
+            return Err(Error::SuccessorMissing {
+                id: id.to_string(),
+                version: version.to_string(),
+                successor: successor.to_string(),
+                reason: "is not registered".into(),
+            });
+        }
+    }
+    Ok(registry.edit(|entries, history| {
+        let e = entries.iter_mut().find(|e| e.kind == kind && e.id == id && &e.version == version);
+        let e = match e {
+            Some(e) => {
+                e.state = State::Deprecated;
+                e.deprecated_at = Some(at.to_string());
+                e.successor_version = Some(successor.clone());
+                e.clone()
+            }
+            None => entry.clone(),
+        };
+        append_event(history, at, Action::Deprecate, &e);
+        e
+    }))
+}
+
+/// deprecated → removed. Only deprecated versions can be removed.
+pub fn remove(registry: &mut Registry, kind: EntryKind, id: &str, version: &Version, at: &str) -> Result<Entry> {
+    let entry = entry_of(registry, kind, id, version)?;
+    if entry.state != State::Deprecated {
+        return Err(transition(
+            &entry,
+            "remove",
+            format!("it is {}; deprecate it first (`pactum registry deprecate {} --successor VERSION`)", entry.state.as_str(), entry.key()),
+        ));
+    }
+    Ok(registry.edit(|entries, history| {
+        let e = entries.iter_mut().find(|e| e.kind == kind && e.id == id && &e.version == version);
+        let e = match e {
+            Some(e) => {
+                e.state = State::Removed;
+                e.removed_at = Some(at.to_string());
+                e.clone()
+            }
+            None => entry.clone(),
+        };
+        append_event(history, at, Action::Remove, &e);
+        e
+    }))
+}
+
+/// Every problem `registry verify` reports: the registry's own audit (duplicates, history
+/// chain, paths, successors) plus each entry's file hash and declared id/version.
+pub fn verify(registry: &Registry) -> Vec<crate::diagnostic::Diagnostic> {
+    use crate::diagnostic::Diagnostic;
+    let mut out = registry.audit();
+    for entry in &registry.entries {
+        if entry.state == State::Removed {
+            continue;
+        }
+        let pointer = registry.pointer_of(entry);
+        let Ok(path) = registry.file_of(entry) else { continue };
+        match document::load(&path, Some(entry.kind.doc_kind())) {
+            Err(e) => out.push(Diagnostic::from_error(&e).pointer(format!("{pointer}/path"))),
+            Ok(doc) if doc.sha256 != entry.sha256 => {
+                let e = Error::HashMismatch {
+                    path: entry.path.clone().into(),
+                    id: entry.id.clone(),
+                    version: entry.version.to_string(),
+                    expected: entry.sha256.clone(),
+                    actual: doc.sha256,
+                };
+                out.push(Diagnostic::from_error(&e).pointer(format!("{pointer}/sha256")));
+            }
+            Ok(doc) => {
+                let id_key = match entry.kind {
+                    EntryKind::Contract => "contract_id",
+                    EntryKind::PromptPack => "prompt_pack_id",
+                };
+                let id = doc.value.get(id_key).and_then(Value::as_str).unwrap_or("?");
+                let version = doc.value.get("version").and_then(Value::as_str).unwrap_or("?");
+                if id != entry.id || version != entry.version.to_string() {
+                    let e = Error::IdMismatch {
+                        path: entry.path.clone().into(),
+                        expected: entry.key(),
+                        found: format!("{id}@{version}"),
+                    };
+                    out.push(Diagnostic::from_error(&e).pointer(pointer));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Code;
+    use crate::registry::verify_history;
+    use serde_json::json;
+
+    struct Tree {
+        dir: tempfile::TempDir,
+        registry: Registry,
+    }
+
+    impl Tree {
+        fn new() -> Tree {
+            let dir = tempfile::tempdir().unwrap();
+            let registry = Registry::empty(&dir.path().join("registry.json"));
+            Tree { dir, registry }
+        }
+
+        fn write(&self, rel: &str, value: Value) -> std::path::PathBuf {
+            let path = self.dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+            path
+        }
+
+        fn contract(&self, version: &str, extra: Value) -> std::path::PathBuf {
+            let mut c = json!({"contract_id": "PRC-A-001", "version": version, "prompt_pack_id": "PRM-A-001",
+                               "boundary": {"max_tokens": 10, "temperature": 0},
+                               "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}}});
+            for (k, v) in extra.as_object().unwrap() {
+                c[k] = v.clone();
+            }
+            self.write(&format!("contracts/a/{version}.json"), c)
+        }
+
+        fn pack(&self) -> std::path::PathBuf {
+            self.write("prompt_packs/a/1.0.0.json", json!({"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "{{ x }}"}))
+        }
+    }
+
+    fn v(s: &str) -> Version {
+        Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn full_lifecycle_appends_a_verifiable_chain() {
+        let mut t = Tree::new();
+        let pack = t.pack();
+        let c1 = t.contract("1.0.0", json!({}));
+        let c2 = t.contract("1.1.0", json!({"input_schema": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}}}));
+        assert!(matches!(add(&mut t.registry, &pack, "t").unwrap(), Added::New(_)));
+        add(&mut t.registry, &c1, "t").unwrap();
+        add(&mut t.registry, &c2, "t").unwrap();
+        // A contract cannot go active before its pack.
+        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap_err();
+        assert_eq!(e.code(), Code::RegistryTransitionInvalid);
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), "t").unwrap();
+        promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
+        let p = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.1.0"), "t").unwrap();
+        assert_eq!((p.required, p.declared), (Bump::Minor, Bump::Minor));
+        deprecate(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &v("1.1.0"), "t").unwrap();
+        remove(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
+        let history = t.registry.history.clone().unwrap();
+        assert_eq!(history.len(), 8);
+        verify_history(&history).unwrap();
+        let actions: Vec<_> = history.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(actions, ["add", "add", "add", "promote", "promote", "promote", "deprecate", "remove"]);
+    }
+
+    #[test]
+    fn illegal_transitions_are_refused() {
+        let mut t = Tree::new();
+        let pack = t.pack();
+        add(&mut t.registry, &pack, "t").unwrap();
+        let one = v("1.0.0");
+        let refused = |r: Result<Entry>| r.unwrap_err().code();
+        assert_eq!(refused(remove(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t")), Code::RegistryTransitionInvalid);
+        assert_eq!(
+            refused(deprecate(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &v("2.0.0"), "t")),
+            Code::RegistryTransitionInvalid
+        );
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t").unwrap();
+        let e = promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t").unwrap_err();
+        assert_eq!(e.code(), Code::RegistryTransitionInvalid);
+        assert_eq!(
+            refused(deprecate(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &v("2.0.0"), "t")),
+            Code::SuccessorMissing
+        );
+        assert_eq!(
+            refused(deprecate(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &v("0.9.0"), "t")),
+            Code::SuccessorMissing
+        );
+        let e = promote(&mut t.registry, EntryKind::PromptPack, "PRM-B-001", &one, "t").unwrap_err();
+        assert_eq!(e.code(), Code::PromptPackNotFound);
+        // Re-adding changed content of an active entry is refused.
+        std::fs::write(&pack, r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "changed {{ x }}"}"#).unwrap();
+        assert_eq!(add(&mut t.registry, &pack, "t").unwrap_err().code(), Code::RegistryEntryImmutable);
+    }
+
+    #[test]
+    fn re_adding_a_draft_refreshes_its_hash() {
+        let mut t = Tree::new();
+        let pack = t.pack();
+        add(&mut t.registry, &pack, "t").unwrap();
+        assert!(matches!(add(&mut t.registry, &pack, "t").unwrap(), Added::Unchanged(_)));
+        std::fs::write(&pack, r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "v2 {{ x }}"}"#).unwrap();
+        let added = add(&mut t.registry, &pack, "t").unwrap();
+        assert!(matches!(added, Added::Updated(_)));
+        assert_eq!(t.registry.history.as_ref().unwrap().last().unwrap().action, Action::Update);
+        assert!(verify(&t.registry).is_empty());
+    }
+
+    #[test]
+    fn promote_rejects_a_bump_too_small() {
+        let mut t = Tree::new();
+        let pack = t.pack();
+        add(&mut t.registry, &pack, "t").unwrap();
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), "t").unwrap();
+        let c1 = t.contract("1.0.0", json!({}));
+        let c2 = t.contract("1.0.1", json!({"input_schema": {"type": "object", "required": ["x"], "properties": {"x": {"type": "string"}}}}));
+        add(&mut t.registry, &c1, "t").unwrap();
+        add(&mut t.registry, &c2, "t").unwrap();
+        promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
+        let before = t.registry.to_json();
+        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.1"), "t").unwrap_err();
+        assert_eq!(e.code(), Code::IncompatibleVersionBump);
+        assert!(e.to_string().contains("required_added"), "{e}");
+        assert_eq!(t.registry.to_json(), before);
+    }
+
+    #[test]
+    fn files_outside_the_root_cannot_be_added() {
+        let mut t = Tree::new();
+        let outside = tempfile::tempdir().unwrap();
+        let file = outside.path().join("c.json");
+        std::fs::write(&file, "{}").unwrap();
+        assert_eq!(add(&mut t.registry, &file, "t").unwrap_err().code(), Code::PathEscape);
+    }
+}

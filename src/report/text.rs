@@ -1,0 +1,327 @@
+//! Compiler-style text output for people, laid out like rustc's diagnostics.
+//!
+//! ```text
+//! error[contract_schema_invalid]: /boundary/temperature: 3 is greater than the maximum of 2
+//!  --> contracts/classify/1.0.0.json:7:20
+//!   |
+//! 7 |     "temperature": 3,
+//!   |                    ^
+//!   = help: set boundary.temperature to a number between 0 and 2
+//!
+//! note: no registry.json found above contracts/: registry checks skipped
+//! checked 20 files: 1 error, 0 warnings
+//! ```
+//!
+//! The gutter is as wide as the line number, as in rustc. The caret sits under the
+//! finding's column, counted in characters; a tab in the source line is shown as four
+//! spaces. A finding without a file has only its header (and help); one without a line
+//! has a `--> file` line and no snippet. Control characters in messages and source lines
+//! (escape sequences included) are shown as U+FFFD (`�`), so a hostile file cannot drive the
+//! terminal. ANSI styles appear only when color is asked for.
+
+use anstyle::{AnsiColor, Style};
+
+use super::summary_line;
+use crate::diagnostic::{Diagnostic, Report};
+use crate::error::Severity;
+
+const ERROR: Style = AnsiColor::Red.on_default().bold();
+const WARNING: Style = AnsiColor::Yellow.on_default().bold();
+const NOTE: Style = AnsiColor::Green.on_default().bold();
+const GUTTER: Style = AnsiColor::BrightBlue.on_default().bold();
+const EMPHASIS: Style = Style::new().bold();
+
+/// How many columns a tab in a source line takes.
+const TAB_WIDTH: usize = 4;
+
+/// Renders `report` as compiler-style text; with `color`, adds ANSI styles like rustc's.
+pub fn text(report: &Report, color: bool) -> String {
+    let painter = Painter { color };
+    let mut lines = Vec::new();
+    for diagnostic in &report.diagnostics {
+        diagnostic_lines(diagnostic, &painter, &mut lines);
+        lines.push(String::new());
+    }
+    for note in &report.notes {
+        lines.push(format!("{}: {}", painter.paint(NOTE, "note"), clean(note)));
+    }
+    lines.push(summary_line(report));
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+/// Applies styles only when color output is on.
+struct Painter {
+    color: bool,
+}
+
+impl Painter {
+    fn paint(&self, style: Style, text: &str) -> String {
+        if self.color {
+            format!("{}{text}{}", style.render(), style.render_reset())
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) {
+    let (label, style) = match d.severity {
+        Severity::Error => ("error", ERROR),
+        Severity::Warning => ("warning", WARNING),
+        Severity::Note => ("note", NOTE),
+    };
+    lines.push(format!(
+        "{}{}",
+        painter.paint(style, &format!("{label}[{}]", d.code)),
+        painter.paint(EMPHASIS, &format!(": {}", clean(&d.message))),
+    ));
+
+    let width = d.line.map_or(1, |line| line.to_string().len());
+    let margin = " ".repeat(width + 1);
+    if let Some(file) = &d.file {
+        let location = match (d.line, d.column) {
+            (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
+            (Some(line), None) => format!("{file}:{line}"),
+            (None, _) => file.clone(),
+        };
+        lines.push(format!(
+            "{}{} {}",
+            " ".repeat(width),
+            painter.paint(GUTTER, "-->"),
+            clean(&location)
+        ));
+        if let (Some(line), Some(source)) = (d.line, &d.source_line) {
+            let (shown, caret_at) = expand(source, d.column.unwrap_or(1));
+            lines.push(format!("{margin}{}", painter.paint(GUTTER, "|")));
+            let number = painter.paint(GUTTER, &format!("{line} |"));
+            lines.push(if shown.is_empty() { number } else { format!("{number} {shown}") });
+            if d.column.is_some() {
+                lines.push(format!(
+                    "{margin}{} {}{}",
+                    painter.paint(GUTTER, "|"),
+                    " ".repeat(caret_at),
+                    painter.paint(style, "^"),
+                ));
+            }
+        }
+    }
+    if let Some(help) = &d.help {
+        lines.push(format!(
+            "{margin}{} {}: {}",
+            painter.paint(GUTTER, "="),
+            painter.paint(EMPHASIS, "help"),
+            clean(help),
+        ));
+    }
+}
+
+/// The source line as shown (tabs expanded, control characters replaced, line break
+/// dropped) and the display offset of the 1-based character `column` in it. A column past
+/// the end of the line lands that many places after its last character.
+fn expand(source: &str, column: usize) -> (String, usize) {
+    let target = column.max(1) - 1;
+    let mut shown = String::new();
+    let mut width = 0;
+    let mut caret_at = None;
+    let mut chars = 0;
+    for c in source.trim_end_matches(['\n', '\r']).chars() {
+        if chars == target {
+            caret_at = Some(width);
+        }
+        chars += 1;
+        if c == '\t' {
+            shown.push_str(&" ".repeat(TAB_WIDTH));
+            width += TAB_WIDTH;
+        } else {
+            shown.push(if c.is_control() { char::REPLACEMENT_CHARACTER } else { c });
+            width += 1;
+        }
+    }
+    let caret_at = caret_at.unwrap_or(width + target.saturating_sub(chars));
+    (shown, caret_at)
+}
+
+/// Replaces control characters other than line feed and tab, so that text from a checked
+/// file cannot move the cursor or start an escape sequence. A CRLF becomes a line feed.
+fn clean(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .chars()
+        .map(
+            |c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    char::REPLACEMENT_CHARACTER
+                } else {
+                    c
+                }
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Code;
+    use crate::report::fixtures;
+
+    #[test]
+    fn representative_report() {
+        insta::assert_snapshot!(text(&fixtures::representative(), false), @r#"
+        error[contract_schema_invalid]: /boundary/temperature: 3 is greater than the maximum of 2
+         --> contracts/classify/1.0.0.json:7:20
+          |
+        7 |     "temperature": 3,
+          |                    ^
+          = help: set boundary.temperature to a number between 0 and 2
+
+        warning[template_input_unused]: input_schema declares `locale` but the template never uses it
+          --> packs/classify/1.0.0.yaml:12:5
+
+        error[registry_history_broken]: history entry 3 does not hash-chain
+          = help: restore registry.json from version control
+
+        note: no registry.json found above contracts/: registry checks skipped
+        checked 2 files: 2 errors, 1 warning
+        "#);
+    }
+
+    #[test]
+    fn empty_report_is_only_the_summary() {
+        assert_eq!(text(&Report::default(), false), "checked 0 files: 0 errors, 0 warnings\n");
+        assert_eq!(text(&Report::default(), true), "checked 0 files: 0 errors, 0 warnings\n");
+    }
+
+    #[test]
+    fn gutter_grows_with_the_line_number() {
+        let d = Diagnostic {
+            source_line: Some("  x: 1".into()),
+            ..Diagnostic::new(Code::ContractParseError, "bad")
+        }
+        .file("a.yaml")
+        .at(1234, 3);
+        let report = Report {
+            files: vec!["a.yaml".into()],
+            diagnostics: vec![d.help("fix it")],
+            notes: vec![],
+        };
+        let out = text(&report, false);
+        assert!(out.starts_with(
+            "error[contract_parse_error]: bad\n    --> a.yaml:1234:3\n     |\n1234 |   x: 1\n     |   ^\n     = help: fix it\n"
+        ), "{out}");
+    }
+
+    #[test]
+    fn file_without_line_and_line_without_column() {
+        let report = Report {
+            files: vec!["a.json".into()],
+            diagnostics: vec![
+                Diagnostic::new(Code::FileTooLarge, "too big").file("a.json"),
+                Diagnostic {
+                    line: Some(3),
+                    source_line: Some("{".into()),
+                    ..Diagnostic::new(Code::ContractParseError, "eof")
+                }
+                .file("a.json"),
+            ],
+            notes: vec![],
+        };
+        let out = text(&report, false);
+        assert!(out.contains("error[file_too_large]: too big\n --> a.json\n\n"), "{out}");
+        assert!(out.contains(" --> a.json:3\n  |\n3 | {\n\n"), "{out}");
+    }
+
+    #[test]
+    fn caret_counts_characters_and_expands_tabs() {
+        assert_eq!(expand("héllo wörld", 7), ("héllo wörld".into(), 6));
+        assert_eq!(expand("日本語: 1", 5), ("日本語: 1".into(), 4));
+        assert_eq!(expand("\tkey: 1", 2), ("    key: 1".into(), 4));
+        assert_eq!(expand("a\tb", 3), ("a    b".into(), 5));
+        assert_eq!(expand("abc\r\n", 4), ("abc".into(), 3));
+        assert_eq!(expand("abc", 6), ("abc".into(), 5));
+        assert_eq!(expand("abc", 0), ("abc".into(), 0));
+        assert_eq!(expand("", 1), (String::new(), 0));
+        assert_eq!(expand("a\u{1b}[0mb", 3), ("a\u{fffd}[0mb".into(), 2));
+    }
+
+    #[test]
+    fn unicode_column_in_a_full_diagnostic() {
+        let d = Diagnostic {
+            source_line: Some("  \"名前\": 5,".into()),
+            ..Diagnostic::new(Code::ContractSchemaInvalid, "/名前: not a string")
+        }
+        .file("c.json")
+        .at(2, 9);
+        let out = text(
+            &Report { files: vec!["c.json".into()], diagnostics: vec![d], notes: vec![] },
+            false,
+        );
+        assert!(out.contains("2 |   \"名前\": 5,\n  |         ^\n"), "{out}");
+    }
+
+    #[test]
+    fn no_escape_bytes_without_color_even_from_hostile_input() {
+        let out = text(&fixtures::hostile(), false);
+        assert!(!out.contains('\u{1b}'), "{out}");
+        assert!(!out.contains('\r'), "{out}");
+        assert!(!out.contains('\0'), "{out}");
+        assert!(
+            out.contains("a \"quoted\" 'x' <tag> & ]]> 50% :: a,b\nnext\u{fffd}[31m\u{fffd}"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn color_paints_levels_and_gutter_like_rustc() {
+        let out = text(&fixtures::representative(), true);
+        let red = ERROR.render().to_string();
+        let yellow = WARNING.render().to_string();
+        let blue = GUTTER.render().to_string();
+        assert!(out.starts_with(&format!("{red}error[contract_schema_invalid]")), "{out:?}");
+        assert!(out.contains(&format!("{yellow}warning[template_input_unused]")), "{out:?}");
+        assert!(out.contains(&format!("{blue}-->")), "{out:?}");
+        assert!(out.contains(&format!("{blue}7 |")), "{out:?}");
+        assert!(out.contains(&format!("{red}^")), "{out:?}");
+        // Stripping the styles gives back the plain output.
+        let plain = strip_ansi(&out);
+        assert_eq!(plain, text(&fixtures::representative(), false));
+    }
+
+    #[test]
+    fn hostile_escape_sequences_cannot_reset_colors() {
+        let out = text(&fixtures::hostile(), true);
+        assert!(out.contains('\u{1b}'));
+        assert_eq!(strip_ansi(&out), text(&fixtures::hostile(), false));
+    }
+
+    #[test]
+    fn note_severity_and_warnings_only() {
+        let d = Diagnostic::new(Code::ContractDeprecated, "old").severity(Severity::Note);
+        let out = text(&Report { files: vec![], diagnostics: vec![d], notes: vec![] }, false);
+        assert_eq!(
+            out,
+            "note[contract_deprecated]: old\n\nchecked 0 files: 0 errors, 0 warnings\n"
+        );
+        let out = text(&fixtures::warnings_only(), false);
+        assert!(out.ends_with("checked 1 file: 0 errors, 1 warning\n"), "{out}");
+    }
+
+    /// Removes `ESC [ ... m` sequences.
+    fn strip_ansi(s: &str) -> String {
+        let mut out = String::new();
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                for c in chars.by_ref() {
+                    if c == 'm' {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,94 @@
+//! Compatibility of consecutive versions (SPEC §5 check 8, §7): each version of a contract
+//! must declare at least the semver bump its changes need over the previous version
+//! (`incompatible_version_bump`). Removed versions are skipped; drafts are included so the
+//! author hears about it before promoting.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::compat::{declared_bump, diff_contracts, required_bump};
+use crate::diagnostic::Diagnostic;
+use crate::error::{DocKind, Error};
+use crate::registry::{EntryKind, State};
+use crate::validate::Context;
+
+/// One version of a contract with its document and the file to report on.
+struct Version {
+    version: semver::Version,
+    value: Value,
+    file: Option<String>,
+}
+
+pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
+    for (id, mut versions) in versions_by_id(ctx) {
+        versions.sort_by(|a, b| a.version.cmp(&b.version));
+        for pair in versions.windows(2) {
+            let (old, new) = (&pair[0], &pair[1]);
+            let Some(file) = &new.file else { continue };
+            let changes = diff_contracts(&old.value, &new.value);
+            let required = required_bump(&changes);
+            let declared = declared_bump(&old.version, &new.version);
+            if declared >= required {
+                continue;
+            }
+            let needing: Vec<String> = changes
+                .iter()
+                .filter(|c| c.bump > declared)
+                .map(|c| format!("{} {} ({})", c.pointer, c.kind.as_str(), c.bump.as_str()))
+                .collect();
+            let e = Error::IncompatibleBump {
+                id: id.clone(),
+                from: old.version.to_string(),
+                to: new.version.to_string(),
+                declared: declared.as_str().to_string(),
+                required: required.as_str().to_string(),
+                changes: needing,
+            };
+            out.push(
+                Diagnostic::from_error(&e).file(file.clone()).pointer("/version").help(format!(
+                    "release it as a {} bump, or undo the changes; `pactum diff {id}@{} {id}@{}` lists them",
+                    required.as_str(),
+                    old.version,
+                    new.version
+                )),
+            );
+        }
+    }
+}
+
+/// Every non-removed version of every contract: from the registry when there is one (files
+/// outside the validated folder are loaded), else from the files being validated.
+fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
+    let mut out: BTreeMap<String, Vec<Version>> = BTreeMap::new();
+    match &ctx.registry {
+        Some(registry) => {
+            for entry in registry.entries.iter().filter(|e| e.kind == EntryKind::Contract && e.state != State::Removed) {
+                let Ok(path) = registry.file_of(entry) else { continue };
+                let (value, file) = match ctx.file_at(&path) {
+                    Some(f) => match &f.contract {
+                        Some(c) => (c.raw.clone(), Some(f.rel.clone())),
+                        None => continue,
+                    },
+                    None => match crate::document::load(&path, Some(DocKind::Contract)) {
+                        Ok(doc) => (doc.value, None),
+                        Err(_) => continue,
+                    },
+                };
+                out.entry(entry.id.clone()).or_default().push(Version { version: entry.version.clone(), value, file });
+            }
+        }
+        None => {
+            for f in &ctx.files {
+                if let Some(c) = &f.contract {
+                    out.entry(c.id.clone()).or_default().push(Version {
+                        version: c.version.clone(),
+                        value: c.raw.clone(),
+                        file: Some(f.rel.clone()),
+                    });
+                }
+            }
+        }
+    }
+    out
+}

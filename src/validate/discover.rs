@@ -1,0 +1,120 @@
+//! Which files `validate` checks.
+//!
+//! - PATH is a file: that file.
+//! - PATH is a project root (the registry's folder) with any of `contracts/`,
+//!   `prompt_packs/`, `work_orders/`: those folders, plus every file a registry entry
+//!   names (so an entry is checked wherever its file lives).
+//! - Otherwise: every `.json`, `.yaml` and `.yml` file under PATH.
+//!
+//! Walks skip hidden entries, `target/` and `node_modules/`, shared schemas (`schemas/`
+//! folders and `*.schema.json`) and `registry.json`; symlinks are not followed into
+//! folders, and a symlinked file that leads outside the root is reported as `path_escape`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use walkdir::WalkDir;
+
+use crate::registry::{self, Registry};
+use crate::validate::file::FileKind;
+
+/// A file to check.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub path: PathBuf,
+    /// The kind its folder implies (`contracts/` → contract, ...).
+    pub dir_kind: Option<FileKind>,
+    /// Set when the path is a symlink that leads outside the root.
+    pub escape: Option<String>,
+}
+
+/// The conventional folders of a project and the kind of file each holds.
+pub const FOLDERS: &[(&str, FileKind)] = &[
+    ("contracts", FileKind::Contract),
+    ("prompt_packs", FileKind::Pack),
+    ("work_orders", FileKind::WorkOrder),
+];
+
+fn is_document(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    if name == registry::FILE_NAME || name.ends_with(".schema.json") {
+        return false;
+    }
+    matches!(
+        path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(),
+        Some("json" | "yaml" | "yml")
+    )
+}
+
+fn skipped_dir(name: &str) -> bool {
+    name.starts_with('.') || name == "target" || name == "node_modules" || name == "schemas"
+}
+
+/// The kind implied by the first conventional folder on `path` below `base`.
+pub fn kind_from_folder(base: &Path, path: &Path) -> Option<FileKind> {
+    let rel = path.strip_prefix(base).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    FOLDERS.iter().find(|(name, _)| *name == first).map(|(_, kind)| *kind)
+}
+
+fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
+    let walker = WalkDir::new(dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
+        e.depth() == 0 || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
+    });
+    for entry in walker.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_dir() || !is_document(path) {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        let escape = if entry.path_is_symlink() {
+            match path.canonicalize() {
+                Ok(real) if real.starts_with(root) => {
+                    if !real.is_file() {
+                        continue;
+                    }
+                    None
+                }
+                Ok(real) => Some(format!("symlink leads to {}, outside the project root", real.display())),
+                Err(_) => Some("dangling symlink".to_string()),
+            }
+        } else {
+            None
+        };
+        out.push(Candidate { path: path.to_path_buf(), dir_kind: kind_from_folder(base, path), escape });
+    }
+}
+
+/// The files to check for PATH (see the module docs).
+pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candidate> {
+    let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+    let mut out = Vec::new();
+    if path.is_file() {
+        out.push(Candidate { path: path.to_path_buf(), dir_kind: kind_from_folder(base, path), escape: None });
+        return out;
+    }
+    let at_root = registry.is_some() && path == root;
+    let folders: Vec<PathBuf> = FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()).collect();
+    if at_root && !folders.is_empty() {
+        for folder in &folders {
+            walk(folder, base, &root, &mut out);
+        }
+        if let Some(registry) = registry {
+            let mut seen: BTreeSet<PathBuf> =
+                out.iter().filter_map(|c| c.path.canonicalize().ok()).collect();
+            for entry in &registry.entries {
+                if let Ok(real) = registry.file_of(entry)
+                    && seen.insert(real.clone())
+                {
+                    out.push(Candidate { dir_kind: kind_from_folder(&root, &real), path: real, escape: None });
+                }
+            }
+        }
+    } else {
+        walk(path, base, &root, &mut out);
+    }
+    out
+}

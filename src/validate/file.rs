@@ -1,0 +1,235 @@
+//! The per-file checks of `validate` (checks 1–3), run in parallel: read once, hash,
+//! parse (`contract_parse_error` with line and column), check against the document's
+//! schema (`contract_schema_invalid`, `prompt_pack_invalid`, `work_order_invalid`, each
+//! finding at its pointer), check the schemas a contract embeds, and compile pack
+//! templates.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::contract::Contract;
+use crate::diagnostic::Diagnostic;
+use crate::document::{self, MAX_FILE_BYTES, Syntax};
+use crate::error::{Code, DocKind, Error};
+use crate::pack::PromptPack;
+use crate::render::CompiledPack;
+use crate::schema;
+use crate::validate::discover::Candidate;
+use crate::validate::relative_name;
+use crate::work_order::WorkOrder;
+
+/// What kind of governed file a path holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    Contract,
+    Pack,
+    WorkOrder,
+}
+
+impl FileKind {
+    pub fn doc_kind(self) -> DocKind {
+        match self {
+            FileKind::Contract => DocKind::Contract,
+            FileKind::Pack => DocKind::PromptPack,
+            FileKind::WorkOrder => DocKind::WorkOrder,
+        }
+    }
+
+    /// The kind a parsed document's keys say it is.
+    pub fn from_value(value: &Value) -> Option<FileKind> {
+        if value.get("contract_id").is_some() {
+            Some(FileKind::Contract)
+        } else if value.get("prompt_pack_id").is_some() {
+            Some(FileKind::Pack)
+        } else if value.get("work_order_id").is_some() {
+            Some(FileKind::WorkOrder)
+        } else {
+            None
+        }
+    }
+}
+
+/// One analyzed file.
+#[derive(Debug)]
+pub struct Analyzed {
+    /// Relative to the validation base, `/`-separated.
+    pub rel: String,
+    /// Canonical absolute path.
+    pub abs: PathBuf,
+    pub kind: Option<FileKind>,
+    pub text: Option<String>,
+    pub syntax: Syntax,
+    pub sha256: Option<String>,
+    pub value: Option<Value>,
+    pub contract: Option<Contract>,
+    pub pack: Option<PromptPack>,
+    /// Template variables per template pointer (packs that compiled).
+    pub pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
+    pub work_order: Option<WorkOrder>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Analyzed {
+    fn new(rel: String, abs: PathBuf, syntax: Syntax) -> Self {
+        Analyzed {
+            rel,
+            abs,
+            kind: None,
+            text: None,
+            syntax,
+            sha256: None,
+            value: None,
+            contract: None,
+            pack: None,
+            pack_variables: None,
+            work_order: None,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// The id and version the file itself declares (even when it fails its schema).
+    pub fn declared_id(&self) -> Option<(&str, &str)> {
+        let v = self.value.as_ref()?;
+        let id_key = match self.kind? {
+            FileKind::Contract => "contract_id",
+            FileKind::Pack => "prompt_pack_id",
+            FileKind::WorkOrder => return None,
+        };
+        Some((v.get(id_key)?.as_str()?, v.get("version")?.as_str()?))
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        let d = d.file(self.rel.clone());
+        self.diagnostics.push(d);
+    }
+}
+
+/// Reads and checks one file on its own.
+pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
+    let abs = candidate.path.canonicalize().unwrap_or_else(|_| candidate.path.clone());
+    let rel = relative_name(base, &candidate.path);
+    let syntax = document::syntax_for(&candidate.path);
+    let mut a = Analyzed::new(rel, abs, syntax);
+    a.kind = candidate.dir_kind;
+    if let Some(reason) = &candidate.escape {
+        let e = Error::PathEscape { path: a.rel.clone(), reason: reason.clone() };
+        a.push(Diagnostic::from_error(&e).help("replace the symlink with the file itself, inside the project"));
+        return a;
+    }
+    let bytes = match document::read_limited(&candidate.path, MAX_FILE_BYTES) {
+        Ok(b) => b,
+        Err(e) => {
+            let help = match e.code() {
+                Code::FileTooLarge => "split the file; contracts and packs are expected to be small",
+                _ => "check the file's permissions",
+            };
+            a.push(Diagnostic::from_error(&e).help(help));
+            return a;
+        }
+    };
+    a.sha256 = Some(crate::digest::sha256_hex(&bytes));
+    let doc_kind = a.kind.map(FileKind::doc_kind);
+    let text = match document::utf8(bytes, &candidate.path, doc_kind) {
+        Ok(t) => t,
+        Err(e) => {
+            a.push(parse_diagnostic(&e));
+            return a;
+        }
+    };
+    let value = match document::parse(&text, syntax, &candidate.path, doc_kind) {
+        Ok(v) => v,
+        Err(e) => {
+            a.text = Some(text);
+            a.push(parse_diagnostic(&e));
+            return a;
+        }
+    };
+    a.text = Some(text);
+    if a.kind.is_none() {
+        a.kind = FileKind::from_value(&value);
+    }
+    a.value = Some(value);
+    match a.kind {
+        Some(FileKind::Contract) => check_contract(&mut a, base),
+        Some(FileKind::Pack) => check_pack(&mut a),
+        Some(FileKind::WorkOrder) => check_work_order(&mut a),
+        None => {}
+    }
+    a
+}
+
+fn parse_diagnostic(e: &Error) -> Diagnostic {
+    let mut d = Diagnostic::new(Code::ContractParseError, e.to_string())
+        .help("fix the syntax at the marked position; the file must be valid JSON (or YAML for .yaml/.yml)");
+    if let Error::Parse { line, column, message, .. } = e {
+        d.message = message.clone();
+        d = d.at(*line, *column);
+    } else {
+        d.code = e.code();
+    }
+    d
+}
+
+fn schema_diagnostics(a: &mut Analyzed, e: &Error, help: &str) {
+    for f in e.findings() {
+        let d = Diagnostic::new(e.code(), format!("{}: {}", super::pointer_label(&f.pointer), f.message))
+            .pointer(f.pointer.clone())
+            .help(help);
+        a.push(d);
+    }
+}
+
+fn check_contract(a: &mut Analyzed, base: &Path) {
+    let Some(value) = a.value.clone() else { return };
+    let path = a.abs.clone();
+    match Contract::from_value(value.clone(), a.sha256.as_deref().unwrap_or_default(), &path) {
+        Ok(c) => a.contract = Some(c),
+        Err(e) => schema_diagnostics(
+            a,
+            &e,
+            "make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it)",
+        ),
+    }
+    let dir = path.parent().unwrap_or(base).to_path_buf();
+    for (pointer, embedded) in Contract::embedded_schemas(&value) {
+        for f in schema::check_user_schema(embedded, pointer, &dir, base) {
+            a.push(
+                Diagnostic::new(Code::ContractSchemaInvalid, format!("{}: {}", f.pointer, f.message))
+                    .pointer(f.pointer)
+                    .help("embedded schemas must be valid JSON Schemas (draft 2020-12 unless they declare $schema) and reference only files inside the project"),
+            );
+        }
+    }
+    if a.contract.is_some() && a.diagnostics.iter().any(|d| d.is_error()) {
+        // An invalid embedded schema makes the contract unusable for later rules.
+        a.contract = None;
+    }
+}
+
+fn check_pack(a: &mut Analyzed) {
+    let Some(value) = a.value.clone() else { return };
+    let pack = match PromptPack::from_value(&value, a.sha256.as_deref().unwrap_or_default(), &a.abs) {
+        Ok(p) => p,
+        Err(e) => {
+            schema_diagnostics(a, &e, "make the pack fit schemas/prompt_pack.schema.json: a `template`, or `sections` with at least a `task`");
+            return;
+        }
+    };
+    match CompiledPack::compile(&pack) {
+        Ok(compiled) => {
+            a.pack_variables = Some(compiled.variables_by_template());
+            a.pack = Some(pack);
+        }
+        Err(e) => schema_diagnostics(a, &e, "fix the template syntax (Jinja: {{ name }}, {% for x in xs %}...{% endfor %})"),
+    }
+}
+
+fn check_work_order(a: &mut Analyzed) {
+    let Some(value) = a.value.clone() else { return };
+    match WorkOrder::from_value(&value, &a.abs) {
+        Ok(w) => a.work_order = Some(w),
+        Err(e) => schema_diagnostics(a, &e, "make the work order fit schemas/work_order.schema.json"),
+    }
+}

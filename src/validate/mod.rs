@@ -1,0 +1,262 @@
+//! `pactum validate` (SPEC §5): every finding about a folder of contracts, packs and work
+//! orders, never stopping at the first.
+//!
+//! The run has three stages:
+//! 1. **discover** ([`discover`]): the files to check, found by walking PATH (or, at a
+//!    project root, its `contracts/`, `prompt_packs/` and `work_orders/` plus every file
+//!    the registry names);
+//! 2. **per file, in parallel** ([`file`]): each file is read once, hashed, parsed and
+//!    checked against its schema (checks 1–3);
+//! 3. **across files** (one module per rule family): the registry ([`registry`], checks 4
+//!    and 7), pack bindings and template variables ([`binding`], checks 5 and 6),
+//!    compatibility of consecutive versions ([`compat`], check 8), contract examples run
+//!    offline ([`examples`], check 9), and work-order pins ([`work_orders`], check 10).
+//!
+//! Finally every finding with a JSON pointer gets its `line:column` and source line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::config::Config;
+use crate::diagnostic::{Diagnostic, Report};
+use crate::error::{Error, Result};
+use crate::registry::{self, Registry};
+use crate::source::{self, Syntax};
+
+pub mod binding;
+pub mod compat;
+pub mod discover;
+pub mod examples;
+pub mod file;
+pub mod registry_rules;
+pub mod work_orders;
+
+pub use file::{Analyzed, FileKind};
+
+/// How to validate.
+#[derive(Clone, Debug)]
+pub struct ValidateOptions {
+    /// registry.json to use instead of walking up from PATH (`--registry`).
+    pub registry: Option<PathBuf>,
+    /// The current time (deprecation periods); injectable for tests.
+    pub now: jiff::Timestamp,
+    /// Worker threads for the per-file stage (0 = one per core).
+    pub jobs: usize,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions { registry: None, now: jiff::Timestamp::now(), jobs: 0 }
+    }
+}
+
+/// Progress of the per-file stage; the binary draws it, the library only reports it.
+pub trait Progress: Sync {
+    fn start(&self, total: usize);
+    fn advance(&self);
+    fn finish(&self);
+}
+
+/// Progress that goes nowhere.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: usize) {}
+    fn advance(&self) {}
+    fn finish(&self) {}
+}
+
+/// Everything the cross-file rules look at.
+pub struct Context {
+    /// Folder that file names are relative to (the registry's folder when there is one).
+    pub base: PathBuf,
+    pub registry: Option<Registry>,
+    /// registry.json's name relative to `base`.
+    pub registry_name: String,
+    pub config: Config,
+    pub files: Vec<Analyzed>,
+    /// Canonical path → index into `files`.
+    pub by_path: HashMap<PathBuf, usize>,
+    pub now: jiff::Timestamp,
+}
+
+impl Context {
+    /// The analyzed file at a canonical path.
+    pub fn file_at(&self, path: &Path) -> Option<&Analyzed> {
+        self.by_path.get(path).map(|&i| &self.files[i])
+    }
+}
+
+/// Validates PATH (a project root, a folder, or one file). `Err` only when PATH itself
+/// cannot be read; every problem inside is a finding in the report.
+pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress) -> Result<Report> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let path = path.canonicalize().map_err(|e| Error::io(path, e))?;
+    let mut report = Report::default();
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+
+    let registry_path = match &options.registry {
+        Some(p) => Some(p.canonicalize().map_err(|e| Error::io(p, e))?),
+        None => registry::find_upwards(&path),
+    };
+    let (registry, base) = match &registry_path {
+        Some(rp) => {
+            let root = rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
+            match Registry::load(rp) {
+                Ok(r) => (Some(r), root),
+                Err(e) => {
+                    diagnostics.push(registry_load_diagnostic(&e, rp, &root));
+                    (None, root)
+                }
+            }
+        }
+        None => {
+            report.notes.push(format!(
+                "no {} found in {} or any parent folder: registry checks skipped",
+                registry::FILE_NAME,
+                path.display()
+            ));
+            let base = if meta.is_dir() { path.clone() } else { path.parent().unwrap_or(&path).to_path_buf() };
+            (None, base)
+        }
+    };
+    let registry_name = registry_path
+        .as_deref()
+        .map(|p| relative_name(&base, p))
+        .unwrap_or_else(|| registry::FILE_NAME.to_string());
+    let config = match Config::load(&base) {
+        Ok(c) => c,
+        Err(e) => {
+            diagnostics.push(Diagnostic::from_error(&e).file(crate::config::FILE_NAME).help(
+                "fix pactum.toml or remove the offending setting; see the README for the settings",
+            ));
+            Config::default()
+        }
+    };
+
+    let candidates = discover::files(&path, &base, registry.as_ref());
+    let files = analyze_all(&candidates, &base, options.jobs, progress);
+    let mut by_path = HashMap::with_capacity(files.len());
+    for (i, f) in files.iter().enumerate() {
+        by_path.insert(f.abs.clone(), i);
+    }
+    let ctx = Context { base, registry, registry_name, config, files, by_path, now: options.now };
+
+    for f in &ctx.files {
+        report.files.push(f.rel.clone());
+        diagnostics.extend(f.diagnostics.iter().cloned());
+    }
+    if ctx.registry.is_some() {
+        report.files.push(ctx.registry_name.clone());
+    }
+    registry_rules::check(&ctx, &mut diagnostics);
+    binding::check(&ctx, &mut diagnostics);
+    compat::check(&ctx, &mut diagnostics);
+    examples::check(&ctx, &mut diagnostics);
+    work_orders::check(&ctx, &mut report.notes, &mut diagnostics);
+
+    place(&ctx, &mut diagnostics);
+    report.diagnostics = diagnostics;
+    report.sort();
+    Ok(report)
+}
+
+fn registry_load_diagnostic(e: &Error, registry_path: &Path, root: &Path) -> Diagnostic {
+    let name = relative_name(root, registry_path);
+    let mut d = Diagnostic::new(crate::Code::RegistryInvalid, e.to_string())
+        .file(name)
+        .help("registry.json must be JSON that fits schemas/registry.schema.json; registry checks were skipped");
+    match e {
+        Error::Parse { line, column, message, .. } => {
+            d.message = message.clone();
+            d = d.at(*line, *column);
+        }
+        Error::SchemaInvalid { findings, .. } => {
+            if let Some(first) = findings.first() {
+                d.pointer = Some(first.pointer.clone());
+                d.message = findings.iter().map(|f| format!("{}: {}", pointer_label(&f.pointer), f.message)).collect::<Vec<_>>().join("; ");
+            }
+        }
+        _ => {}
+    }
+    d
+}
+
+/// `(root)` for the empty pointer.
+pub fn pointer_label(pointer: &str) -> &str {
+    if pointer.is_empty() { "(root)" } else { pointer }
+}
+
+/// `path` relative to `base`, `/`-separated (the absolute path when it is outside).
+pub fn relative_name(base: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(base).unwrap_or(path);
+    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    parts.join("/")
+}
+
+/// Runs the per-file stage on a pool of scoped threads pulling from a shared index.
+fn analyze_all(
+    candidates: &[discover::Candidate],
+    base: &Path,
+    jobs: usize,
+    progress: &dyn Progress,
+) -> Vec<Analyzed> {
+    let workers = match jobs {
+        0 => std::thread::available_parallelism().map(usize::from).unwrap_or(1),
+        n => n,
+    }
+    .min(candidates.len().max(1));
+    progress.start(candidates.len());
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, Analyzed)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut local = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(candidate) = candidates.get(i) else { break };
+                        local.push((i, file::analyze(candidate, base)));
+                        progress.advance();
+                    }
+                    local
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    progress.finish();
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, a)| a).collect()
+}
+
+/// Fills in line, column and the source line of every finding that has a file and a
+/// pointer (or a line already).
+fn place(ctx: &Context, diagnostics: &mut [Diagnostic]) {
+    let mut texts: HashMap<&str, (&str, Syntax)> = HashMap::new();
+    for f in &ctx.files {
+        if let Some(text) = &f.text {
+            texts.insert(f.rel.as_str(), (text.as_str(), f.syntax));
+        }
+    }
+    if let Some(r) = &ctx.registry {
+        texts.insert(ctx.registry_name.as_str(), (r.text.as_str(), Syntax::Json));
+    }
+    let mut indexes: HashMap<&str, source::LineIndex> = HashMap::new();
+    for d in diagnostics.iter_mut() {
+        let Some(file) = d.file.as_deref() else { continue };
+        let Some(&(text, syntax)) = texts.get(file) else { continue };
+        if d.line.is_none() {
+            let Some(pointer) = d.pointer.as_deref() else { continue };
+            let span = source::locate_best(text, syntax, pointer);
+            let index = indexes.entry(file).or_insert_with(|| source::LineIndex::new(text));
+            let (line, column) = index.line_col(text, span.start);
+            d.line = Some(line);
+            d.column = Some(column);
+        }
+        if let Some(line) = d.line {
+            d.source_line = Some(source::line_text(text, line).to_string());
+        }
+    }
+}

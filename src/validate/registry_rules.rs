@@ -1,0 +1,140 @@
+//! Registry checks (SPEC §5 checks 4 and 7): the registry's own integrity, every contract
+//! and pack file registered with a matching SHA-256 and id/version, successors of
+//! deprecated entries, and migration periods that are over.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use crate::diagnostic::Diagnostic;
+use crate::error::{Code, Error};
+use crate::registry::{Entry, EntryKind, State};
+use crate::resolve::{ResolveOptions, resolve};
+use crate::validate::{Context, FileKind};
+
+pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
+    let Some(registry) = &ctx.registry else { return };
+    for d in registry.audit() {
+        out.push(d.file(ctx.registry_name.clone()));
+    }
+    let mut by_file: HashMap<PathBuf, Vec<&Entry>> = HashMap::new();
+    for e in &registry.entries {
+        if let Ok(p) = registry.file_of(e) {
+            by_file.entry(p).or_default().push(e);
+        }
+    }
+    let root = ctx.base.canonicalize().unwrap_or_else(|_| ctx.base.clone());
+    for f in &ctx.files {
+        let Some(kind @ (FileKind::Contract | FileKind::Pack)) = f.kind else { continue };
+        if f.value.is_none() || !f.abs.starts_with(&root) {
+            continue;
+        }
+        let Some(entries) = by_file.get(&f.abs) else {
+            let what = f.declared_id().map(|(id, v)| format!(" ({id}@{v})")).unwrap_or_default();
+            out.push(
+                Diagnostic::new(Code::ContractUnregistered, format!("{}{what} is not in {}", f.rel, ctx.registry_name))
+                    .file(f.rel.clone())
+                    .help(format!("register it with `pactum registry add {}`", f.rel)),
+            );
+            continue;
+        };
+        for entry in entries {
+            check_entry_file(f, kind, entry, out);
+        }
+    }
+    deprecation_periods(ctx, out);
+}
+
+fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mut Vec<Diagnostic>) {
+    let expected_kind = match entry.kind {
+        EntryKind::Contract => FileKind::Contract,
+        EntryKind::PromptPack => FileKind::Pack,
+    };
+    if expected_kind != kind {
+        out.push(
+            Diagnostic::new(
+                Code::ContractIdMismatch,
+                format!("registry entry {} ({}) points at a {} file", entry.key(), entry.kind.noun(), kind.doc_kind().noun()),
+            )
+            .file(f.rel.clone())
+            .help("point the entry at the right file"),
+        );
+        return;
+    }
+    if let Some(sha) = &f.sha256
+        && sha != &entry.sha256
+    {
+        let e = Error::HashMismatch {
+            path: f.rel.clone().into(),
+            id: entry.id.clone(),
+            version: entry.version.to_string(),
+            expected: entry.sha256.clone(),
+            actual: sha.clone(),
+        };
+        let help = if entry.state == State::Draft {
+            format!("if the edit is intended, refresh the draft with `pactum registry add {}`", f.rel)
+        } else {
+            "an active version never changes: restore the file and put the change in a new version".to_string()
+        };
+        out.push(Diagnostic::from_error(&e).file(f.rel.clone()).help(help));
+    }
+    if let Some((id, version)) = f.declared_id() {
+        let id_key = if kind == FileKind::Contract { "/contract_id" } else { "/prompt_pack_id" };
+        let problem = if id != entry.id {
+            Some(id_key)
+        } else if version != entry.version.to_string() {
+            Some("/version")
+        } else {
+            None
+        };
+        if let Some(pointer) = problem {
+            let e = Error::IdMismatch { path: f.rel.clone().into(), expected: entry.key(), found: format!("{id}@{version}") };
+            out.push(
+                Diagnostic::from_error(&e)
+                    .file(f.rel.clone())
+                    .pointer(pointer)
+                    .help(format!("make the file say {} or register it under its own id and version", entry.key())),
+            );
+        }
+    }
+}
+
+/// Deprecated versions past their migration period, with the work orders still pinning them.
+fn deprecation_periods(ctx: &Context, out: &mut Vec<Diagnostic>) {
+    let Some(registry) = &ctx.registry else { return };
+    let days = i64::from(ctx.config.project.deprecation_days);
+    for entry in registry.entries.iter().filter(|e| e.state == State::Deprecated) {
+        let Some(since) = entry.deprecated_at.as_deref().and_then(|d| d.parse::<jiff::Timestamp>().ok()) else {
+            continue;
+        };
+        let Ok(end) = since.checked_add(jiff::SignedDuration::from_hours(days * 24)) else { continue };
+        if ctx.now <= end {
+            continue;
+        }
+        let pinning: Vec<String> = ctx
+            .files
+            .iter()
+            .filter_map(|f| f.work_order.as_ref().map(|w| (f, w)))
+            .filter(|(_, w)| {
+                w.pins().iter().any(|(_, pin)| {
+                    resolve(registry, entry.kind, &pin.id, &pin.requirement, ResolveOptions::default())
+                        .is_ok_and(|r| r.entry == entry)
+                })
+            })
+            .map(|(f, _)| f.rel.clone())
+            .collect();
+        let still = if pinning.is_empty() {
+            String::new()
+        } else {
+            format!("; work orders still pinning it: {}", pinning.join(", "))
+        };
+        out.push(
+            Diagnostic::new(
+                Code::DeprecationPeriodOver,
+                format!("{} has been deprecated since {since}, more than {days} days{still}", entry.key()),
+            )
+            .file(ctx.registry_name.clone())
+            .pointer(registry.pointer_of(entry))
+            .help(format!("move the work orders to the successor, then `pactum registry remove {}`", entry.key())),
+        );
+    }
+}
