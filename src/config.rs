@@ -165,7 +165,10 @@ impl Config {
                     format!("{line}:{col}: ")
                 })
                 .unwrap_or_default();
-            Error::Config { path: path.to_path_buf(), message: format!("{position}{}", e.message()) }
+            Error::Config {
+                path: path.to_path_buf(),
+                message: format!("{position}{}", e.message()),
+            }
         })?;
         for (name, p) in &config.providers {
             if !crate::gateway::KINDS.contains(&p.kind.as_str()) {
@@ -229,16 +232,22 @@ api_key_env = "LOCAL_KEY"
 
     #[test]
     fn unknown_keys_and_kinds_are_config_errors_with_positions() {
-        let e = Config::parse("[project]\ndeprecation_dayz = 3\n", Path::new("pactum.toml")).unwrap_err();
+        let e = Config::parse("[project]\ndeprecation_dayz = 3\n", Path::new("pactum.toml"))
+            .unwrap_err();
         assert_eq!(e.code(), crate::Code::ConfigInvalid);
         assert!(e.to_string().contains("2:1"), "{e}");
-        let e = Config::parse("[providers.x]\nkind = \"gpt\"\n", Path::new("pactum.toml")).unwrap_err();
+        let e =
+            Config::parse("[providers.x]\nkind = \"gpt\"\n", Path::new("pactum.toml")).unwrap_err();
         assert!(e.to_string().contains("is not a provider kind"), "{e}");
     }
 
     #[test]
     fn environment_overrides_and_keys_stay_secret() {
-        let mut c = Config::parse("[providers.x]\nkind = \"openai\"\napi_key_env = \"X_KEY\"\n", Path::new("p")).unwrap();
+        let mut c = Config::parse(
+            "[providers.x]\nkind = \"openai\"\napi_key_env = \"X_KEY\"\n",
+            Path::new("p"),
+        )
+        .unwrap();
         c.apply_env(&|name| match name {
             "PACTUM_MODEL" => Some("m".into()),
             "OPENAI_API_KEY" => Some("sk-very-secret".into()),

@@ -36,7 +36,9 @@ pub struct RequiredContext {
 
 impl RequiredContext {
     pub fn is_empty(&self) -> bool {
-        self.ledger_queries.is_empty() && self.framework_refs.is_empty() && self.file_refs.is_empty()
+        self.ledger_queries.is_empty()
+            && self.framework_refs.is_empty()
+            && self.file_refs.is_empty()
     }
 }
 
@@ -109,13 +111,18 @@ impl Contract {
     pub fn from_value(value: Value, sha256: &str, path: &Path) -> Result<Contract> {
         let findings = schema::check_document(DocKind::Contract, &value);
         if !findings.is_empty() {
-            return Err(Error::SchemaInvalid { doc: DocKind::Contract, path: path.to_path_buf(), findings });
+            return Err(Error::SchemaInvalid {
+                doc: DocKind::Contract,
+                path: path.to_path_buf(),
+                findings,
+            });
         }
-        let raw: RawContract = RawContract::deserialize(&value).map_err(|e| Error::SchemaInvalid {
-            doc: DocKind::Contract,
-            path: path.to_path_buf(),
-            findings: vec![Finding::new("", e.to_string())],
-        })?;
+        let raw: RawContract =
+            RawContract::deserialize(&value).map_err(|e| Error::SchemaInvalid {
+                doc: DocKind::Contract,
+                path: path.to_path_buf(),
+                findings: vec![Finding::new("", e.to_string())],
+            })?;
         let invalid = |pointer: &str, message: String| Error::SchemaInvalid {
             doc: DocKind::Contract,
             path: path.to_path_buf(),

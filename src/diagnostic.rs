@@ -114,9 +114,8 @@ impl Report {
         self.files.sort();
         self.files.dedup();
         self.diagnostics.sort_by(|a, b| {
-            (&a.file, a.line, a.column, a.code, &a.pointer, &a.message).cmp(&(
-                &b.file, b.line, b.column, b.code, &b.pointer, &b.message,
-            ))
+            (&a.file, a.line, a.column, a.code, &a.pointer, &a.message)
+                .cmp(&(&b.file, b.line, b.column, b.code, &b.pointer, &b.message))
         });
         self.diagnostics.dedup();
     }

@@ -47,7 +47,11 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(size as usize);
     file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > limit {
-        return Err(Error::FileTooLarge { path: path.to_path_buf(), size: bytes.len() as u64, limit });
+        return Err(Error::FileTooLarge {
+            path: path.to_path_buf(),
+            size: bytes.len() as u64,
+            limit,
+        });
     }
     Ok(bytes)
 }
@@ -162,8 +166,8 @@ mod tests {
 
     #[test]
     fn yaml_parses_with_yaml_12_booleans() {
-        let v = parse("a: yes\nb: true\nc: [1, 2]\n", Syntax::Yaml, Path::new("f.yaml"), None)
-            .unwrap();
+        let v =
+            parse("a: yes\nb: true\nc: [1, 2]\n", Syntax::Yaml, Path::new("f.yaml"), None).unwrap();
         assert_eq!(v, serde_json::json!({"a": "yes", "b": true, "c": [1, 2]}));
         let (line, _, _) = parse_err("a: [1, 2\nb: 3\n", Syntax::Yaml);
         assert!(line >= 1);
@@ -181,7 +185,8 @@ mod tests {
         let e = parse(&deep, Syntax::Json, Path::new("f"), Some(DocKind::Contract)).unwrap_err();
         assert_eq!(e.code(), Code::ContractParseError);
         let deep_yaml = "[".repeat(100_000);
-        let e = parse(&deep_yaml, Syntax::Yaml, Path::new("f"), Some(DocKind::Contract)).unwrap_err();
+        let e =
+            parse(&deep_yaml, Syntax::Yaml, Path::new("f"), Some(DocKind::Contract)).unwrap_err();
         assert_eq!(e.code(), Code::ContractParseError);
     }
 

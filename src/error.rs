@@ -252,7 +252,9 @@ pub enum Error {
     #[error("{} {id}@{version} is a draft; promote it (`pactum registry promote {id}@{version}`) or allow drafts (--allow-draft)", kind.noun())]
     NotActive { kind: DocKind, id: String, version: String },
 
-    #[error("{path}: SHA-256 is {actual} but registry.json says {expected} for {id}@{version}; re-register the file or restore it")]
+    #[error(
+        "{path}: SHA-256 is {actual} but registry.json says {expected} for {id}@{version}; re-register the file or restore it"
+    )]
     HashMismatch { path: PathBuf, id: String, version: String, expected: String, actual: String },
 
     #[error("{path}: file says {found} but its registry entry is {expected}")]
@@ -270,14 +272,23 @@ pub enum Error {
     #[error("cannot {action} {id}@{version}: {reason}")]
     TransitionInvalid { id: String, version: String, action: String, reason: String },
 
-    #[error("{id}@{version} is {state} and its file changed; an entry never changes once active: register a new version instead")]
+    #[error(
+        "{id}@{version} is {state} and its file changed; an entry never changes once active: register a new version instead"
+    )]
     EntryImmutable { id: String, version: String, state: String },
 
     #[error("{id}@{version} is deprecated but its successor {successor} {reason}")]
     SuccessorMissing { id: String, version: String, successor: String, reason: String },
 
     #[error("{id} {from} -> {to} is a {declared} bump but the changes need {required}: {}", changes.join("; "))]
-    IncompatibleBump { id: String, from: String, to: String, declared: String, required: String, changes: Vec<String> },
+    IncompatibleBump {
+        id: String,
+        from: String,
+        to: String,
+        declared: String,
+        required: String,
+        changes: Vec<String>,
+    },
 
     #[error("template `{template}` uses `{name}`, which has no value{}; pass it in the input", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
     TemplateVariableMissing { template: String, name: String, line: Option<usize> },
@@ -297,7 +308,9 @@ pub enum Error {
     #[error("no JSON could be extracted from the response (tried: {}){}", methods_tried.join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]
     ExtractionFailed { methods_tried: Vec<String>, detail: String },
 
-    #[error("the provider cut the response off (finish reason `length`) before any JSON was complete; raise boundary.max_tokens")]
+    #[error(
+        "the provider cut the response off (finish reason `length`) before any JSON was complete; raise boundary.max_tokens"
+    )]
     OutputTruncated { methods_tried: Vec<String> },
 
     #[error("output does not fit {contract}'s output_schema: {}", list_findings(findings))]
@@ -352,7 +365,9 @@ impl Error {
             Error::PinInvalid { .. } => Code::PinInvalid,
             Error::NotFound { kind, .. } => match kind {
                 DocKind::PromptPack => Code::PromptPackNotFound,
-                DocKind::Contract | DocKind::WorkOrder | DocKind::Registry => Code::ContractNotFound,
+                DocKind::Contract | DocKind::WorkOrder | DocKind::Registry => {
+                    Code::ContractNotFound
+                }
             },
             Error::VersionNotFound { kind, .. } => match kind {
                 DocKind::PromptPack => Code::PromptPackNotFound,
@@ -460,7 +475,11 @@ mod tests {
             suggestions: vec!["PRC-CLASSIFY-001".into()],
         };
         assert!(e.to_string().ends_with("did you mean PRC-CLASSIFY-001?"));
-        let e = Error::NotFound { kind: DocKind::PromptPack, id: "PRM-X-001".into(), suggestions: vec![] };
+        let e = Error::NotFound {
+            kind: DocKind::PromptPack,
+            id: "PRM-X-001".into(),
+            suggestions: vec![],
+        };
         assert_eq!(e.code(), Code::PromptPackNotFound);
     }
 }

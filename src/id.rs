@@ -40,7 +40,8 @@ pub fn is_pack_id(id: &str) -> bool {
 /// `^WO-[A-Z0-9-]+$`
 pub fn is_work_order_id(id: &str) -> bool {
     id.strip_prefix("WO-").is_some_and(|rest| {
-        !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-')
+        !rest.is_empty()
+            && rest.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-')
     })
 }
 
@@ -137,7 +138,9 @@ impl Pin {
             return Err(invalid("nothing after `@`; write ID, ID@1.2.0 or ID@^1.2".into()));
         }
         let requirement = Requirement::parse(req).map_err(|e| {
-            invalid(format!("`{req}` is not a version or range ({e}); write 1.2.0, ^1.2 or >=1.0, <2.0"))
+            invalid(format!(
+                "`{req}` is not a version or range ({e}); write 1.2.0, ^1.2 or >=1.0, <2.0"
+            ))
         })?;
         Ok(Pin { id: id.to_string(), requirement })
     }

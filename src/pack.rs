@@ -116,13 +116,19 @@ impl PromptPack {
         if !findings.is_empty() {
             return Err(invalid(findings));
         }
-        let raw = RawPack::deserialize(value).map_err(|e| invalid(vec![Finding::new("", e.to_string())]))?;
+        let raw = RawPack::deserialize(value)
+            .map_err(|e| invalid(vec![Finding::new("", e.to_string())]))?;
         let version = parse_version(&raw.version)
             .ok_or_else(|| invalid(vec![Finding::new("/version", "not a version")]))?;
         let body = match (raw.template, raw.sections) {
             (Some(t), None) => PackBody::Template(t),
             (None, Some(s)) => PackBody::Sections(s),
-            _ => return Err(invalid(vec![Finding::new("", "needs exactly one of `template` and `sections`")])),
+            _ => {
+                return Err(invalid(vec![Finding::new(
+                    "",
+                    "needs exactly one of `template` and `sections`",
+                )]));
+            }
         };
         Ok(PromptPack {
             id: raw.prompt_pack_id,

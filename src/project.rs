@@ -152,10 +152,12 @@ impl Project {
         if pin.kind() != DocKind::Contract {
             return Err(Error::PinInvalid {
                 pin: pin.to_string(),
-                reason: "expected a contract id (PRC-...); packs resolve through their contract".into(),
+                reason: "expected a contract id (PRC-...); packs resolve through their contract"
+                    .into(),
             });
         }
-        let resolution = resolve(&self.registry, EntryKind::Contract, &pin.id, &pin.requirement, options)?;
+        let resolution =
+            resolve(&self.registry, EntryKind::Contract, &pin.id, &pin.requirement, options)?;
         let contract_entry = resolution.entry.clone();
         let mut warnings = resolution.warnings;
         let contract = self.load_contract(&contract_entry)?;
@@ -180,21 +182,27 @@ impl Project {
         if let Some(v) = lock(&self.validators).get(&contract.sha256) {
             return Ok(v.clone());
         }
-        let compile = |schema: &Option<serde_json::Value>, pointer: &str| -> Result<Option<Validator>> {
-            match schema {
-                None => Ok(None),
-                Some(s) => crate::schema::compile(s, contract.dir(), &self.root).map(Some).map_err(|findings| {
-                    Error::SchemaInvalid {
-                        doc: DocKind::Contract,
-                        path: contract.path.clone(),
-                        findings: findings
-                            .into_iter()
-                            .map(|f| crate::error::Finding::new(format!("{pointer}{}", f.pointer), f.message))
-                            .collect(),
-                    }
-                }),
-            }
-        };
+        let compile =
+            |schema: &Option<serde_json::Value>, pointer: &str| -> Result<Option<Validator>> {
+                match schema {
+                    None => Ok(None),
+                    Some(s) => crate::schema::compile(s, contract.dir(), &self.root)
+                        .map(Some)
+                        .map_err(|findings| Error::SchemaInvalid {
+                            doc: DocKind::Contract,
+                            path: contract.path.clone(),
+                            findings: findings
+                                .into_iter()
+                                .map(|f| {
+                                    crate::error::Finding::new(
+                                        format!("{pointer}{}", f.pointer),
+                                        f.message,
+                                    )
+                                })
+                                .collect(),
+                        }),
+                }
+            };
         let validators = Arc::new(Validators {
             input: compile(&contract.input_schema, "/input_schema")?,
             output: compile(&contract.output_schema, "/output_schema")?,

@@ -96,15 +96,21 @@ fn environment() -> Environment<'static> {
     env.set_recursion_limit(RECURSION_LIMIT);
     env.set_formatter(|out, _state, value| {
         if value.is_undefined() {
-            return Err(minijinja::Error::new(ErrorKind::UndefinedError, "undefined value printed"));
+            return Err(minijinja::Error::new(
+                ErrorKind::UndefinedError,
+                "undefined value printed",
+            ));
         }
         if let Some(s) = value.as_str() {
-            out.write_str(s).map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+            out.write_str(s)
+                .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
         } else {
             let json = serde_json::to_string(value).map_err(|e| {
-                minijinja::Error::new(ErrorKind::BadSerialization, "value cannot be printed").with_source(e)
+                minijinja::Error::new(ErrorKind::BadSerialization, "value cannot be printed")
+                    .with_source(e)
             })?;
-            out.write_str(&json).map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+            out.write_str(&json)
+                .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
         }
     });
     env
@@ -127,13 +133,16 @@ fn template_error(template: &str, e: &minijinja::Error) -> Error {
             template: template.to_string(),
             message: format!("output is larger than {MAX_OUTPUT_BYTES} bytes"),
         },
-        ErrorKind::InvalidOperation if detail.contains("recursion") => Error::TemplateLimit {
-            template: template.to_string(),
-            message: detail,
-        },
+        ErrorKind::InvalidOperation if detail.contains("recursion") => {
+            Error::TemplateLimit { template: template.to_string(), message: detail }
+        }
         _ => {
             let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
-            let what = if detail.is_empty() { e.kind().to_string() } else { format!("{}: {detail}", e.kind()) };
+            let what = if detail.is_empty() {
+                e.kind().to_string()
+            } else {
+                format!("{}: {detail}", e.kind())
+            };
             Error::TemplateRender { template: template.to_string(), message: format!("{what}{at}") }
         }
     }
@@ -144,11 +153,8 @@ fn undefined_name(e: &minijinja::Error) -> Option<String> {
     let source = e.template_source()?;
     let range = e.range()?;
     let text = source.get(range)?;
-    let name: String = text
-        .trim()
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
-        .collect();
+    let name: String =
+        text.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
     (!name.is_empty()).then_some(name)
 }
 
@@ -161,17 +167,19 @@ impl CompiledPack {
         let mut literals = Vec::new();
         let mut add = |slot: Slot, pointer: &str, source: &str| -> Result<()> {
             let name = format!("{key}{pointer}");
-            env.add_template_owned(name.clone(), source.to_string()).map_err(|e| Error::SchemaInvalid {
-                doc: crate::error::DocKind::PromptPack,
-                path: pack.path.clone(),
-                findings: vec![crate::error::Finding::new(
-                    pointer,
-                    format!(
-                        "template does not compile: {}{}",
-                        e.detail().unwrap_or("syntax error"),
-                        e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
-                    ),
-                )],
+            env.add_template_owned(name.clone(), source.to_string()).map_err(|e| {
+                Error::SchemaInvalid {
+                    doc: crate::error::DocKind::PromptPack,
+                    path: pack.path.clone(),
+                    findings: vec![crate::error::Finding::new(
+                        pointer,
+                        format!(
+                            "template does not compile: {}{}",
+                            e.detail().unwrap_or("syntax error"),
+                            e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
+                        ),
+                    )],
+                }
             })?;
             parts.push((slot, Part::Template(name)));
             Ok(())
@@ -192,8 +200,11 @@ impl CompiledPack {
                     add(Slot::OutputFormat, "/sections/output_format", t)?;
                 }
                 if !s.required_inputs.is_empty() {
-                    let list: Vec<String> =
-                        s.required_inputs.iter().map(|(name, d)| format!("- **{name}**: {d}")).collect();
+                    let list: Vec<String> = s
+                        .required_inputs
+                        .iter()
+                        .map(|(name, d)| format!("- **{name}**: {d}"))
+                        .collect();
                     literals.push((Slot::RequiredInputs, Part::Literal(list.join("\n"))));
                 }
                 if let Some(t) = &s.context {
@@ -201,7 +212,8 @@ impl CompiledPack {
                 }
                 add(Slot::Task, "/sections/task", &s.task)?;
                 if !s.expected_outputs.is_empty() {
-                    let list: Vec<String> = s.expected_outputs.iter().map(|p| format!("- `{p}`")).collect();
+                    let list: Vec<String> =
+                        s.expected_outputs.iter().map(|p| format!("- `{p}`")).collect();
                     literals.push((Slot::ExpectedOutputs, Part::Literal(list.join("\n"))));
                 }
                 false
@@ -281,7 +293,9 @@ impl CompiledPack {
             };
             if slot.is_system() { system.push((*slot, body)) } else { user.push((*slot, body)) }
         }
-        let section = |n: usize, slot: Slot, body: &str| format!("## {n}. {}\n{}", slot.title(), body.trim_end());
+        let section = |n: usize, slot: Slot, body: &str| {
+            format!("## {n}. {}\n{}", slot.title(), body.trim_end())
+        };
         let join = |sections: &[(Slot, String)], first: usize| -> String {
             sections
                 .iter()
@@ -368,18 +382,32 @@ mod tests {
 
     #[test]
     fn passthrough_renders_one_user_message() {
-        let m = render(&pack(json!({"template": "Hi {{ name }}!"})), &json!({"name": "Ada"}), true).unwrap();
+        let m = render(&pack(json!({"template": "Hi {{ name }}!"})), &json!({"name": "Ada"}), true)
+            .unwrap();
         assert_eq!(m, vec![Message::user("Hi Ada!")]);
     }
 
     #[test]
     fn values_are_verbatim_never_expanded_or_escaped() {
-        assert_eq!(render_text("{{ x }}", json!({"x": "{{ y }} <b>&</b>"})).unwrap(), "{{ y }} <b>&</b>");
-        assert_eq!(render_text("{{ x }}", json!({"x": {"a": [1, true, null]}})).unwrap(), r#"{"a":[1,true,null]}"#);
-        assert_eq!(render_text("{{ n }} {{ f }} {{ b }}", json!({"n": 3, "f": 0.5, "b": false})).unwrap(), "3 0.5 false");
+        assert_eq!(
+            render_text("{{ x }}", json!({"x": "{{ y }} <b>&</b>"})).unwrap(),
+            "{{ y }} <b>&</b>"
+        );
+        assert_eq!(
+            render_text("{{ x }}", json!({"x": {"a": [1, true, null]}})).unwrap(),
+            r#"{"a":[1,true,null]}"#
+        );
+        assert_eq!(
+            render_text("{{ n }} {{ f }} {{ b }}", json!({"n": 3, "f": 0.5, "b": false})).unwrap(),
+            "3 0.5 false"
+        );
         assert_eq!(render_text("{{ item.field }}", json!({"item": {"field": "v"}})).unwrap(), "v");
         assert_eq!(
-            render_text("{% for h in history %}- {{ h }}\n{% endfor %}", json!({"history": ["a", "b"]})).unwrap(),
+            render_text(
+                "{% for h in history %}- {{ h }}\n{% endfor %}",
+                json!({"history": ["a", "b"]})
+            )
+            .unwrap(),
             "- a\n- b\n"
         );
     }
@@ -406,8 +434,12 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
-        let e = render_text("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", json!({})).unwrap_err();
-        assert!(matches!(e.code(), Code::TemplateLimitExceeded | Code::TemplateRenderFailed), "{e}");
+        let e = render_text("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", json!({}))
+            .unwrap_err();
+        assert!(
+            matches!(e.code(), Code::TemplateLimitExceeded | Code::TemplateRenderFailed),
+            "{e}"
+        );
         let e = render_text("{{ 'x' * 50000000 }}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
     }
@@ -445,17 +477,23 @@ mod tests {
         assert_eq!(joined.len(), 1);
         assert!(joined[0].content.starts_with("## 1. Role"));
         assert!(joined[0].content.contains("## 6. Task\nClassify hi"));
-        let only_task = render(&pack(json!({"sections": {"task": "T"}})), &json!({}), true).unwrap();
+        let only_task =
+            render(&pack(json!({"sections": {"task": "T"}})), &json!({}), true).unwrap();
         assert_eq!(only_task, vec![Message::user("## 1. Task\nT")]);
     }
 
     #[test]
     fn variables_lists_what_templates_read() {
-        let p = pack(json!({"sections": {"task": "{{ a }} {% for x in xs %}{{ x.y }}{% endfor %}", "role": "{{ b }}"}}));
+        let p = pack(
+            json!({"sections": {"task": "{{ a }} {% for x in xs %}{{ x.y }}{% endfor %}", "role": "{{ b }}"}}),
+        );
         let vars = CompiledPack::compile(&p).unwrap().variables();
         assert_eq!(vars.into_iter().collect::<Vec<_>>(), ["a", "b", "xs"]);
         assert_eq!(
-            declared_inputs(Some(&json!({"properties": {"a": {}}}))).unwrap().into_iter().collect::<Vec<_>>(),
+            declared_inputs(Some(&json!({"properties": {"a": {}}})))
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
             ["a"]
         );
         assert!(declared_inputs(Some(&json!({"$ref": "#/x"}))).is_none());

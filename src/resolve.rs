@@ -47,7 +47,12 @@ fn usable(entry: &Entry, options: ResolveOptions) -> bool {
 pub fn deprecation_warning(entry: &Entry) -> Warning {
     let since = entry.deprecated_at.as_deref().map(|d| format!(" since {d}")).unwrap_or_default();
     let successor = match &entry.successor_version {
-        Some(s) => format!("; its successor is {s}: pin {}@{s} after checking the changes (`pactum diff {} {}@{s}`)", entry.id, entry.key(), entry.id),
+        Some(s) => format!(
+            "; its successor is {s}: pin {}@{s} after checking the changes (`pactum diff {} {}@{s}`)",
+            entry.id,
+            entry.key(),
+            entry.id
+        ),
         None => "; it names no successor".to_string(),
     };
     Warning {
@@ -91,7 +96,8 @@ pub fn resolve<'r>(
         id: id.to_string(),
         version: e.version.to_string(),
     };
-    let matching: Vec<&Entry> = live.iter().copied().filter(|e| requirement.matches(&e.version)).collect();
+    let matching: Vec<&Entry> =
+        live.iter().copied().filter(|e| requirement.matches(&e.version)).collect();
     // Versions are sorted ascending, so the last match is the highest.
     if let Some(best) = matching.iter().rev().find(|e| usable(e, options)) {
         return Ok(Resolution { entry: best, warnings: Vec::new() });
@@ -137,11 +143,19 @@ mod tests {
 
     fn check(reg: &Registry, pin: &str, allow_draft: bool, expect: Result<&str, Code>) {
         let pin = crate::id::Pin::parse(pin).unwrap();
-        let got = resolve(reg, EntryKind::Contract, &pin.id, &pin.requirement, ResolveOptions { allow_draft });
+        let got = resolve(
+            reg,
+            EntryKind::Contract,
+            &pin.id,
+            &pin.requirement,
+            ResolveOptions { allow_draft },
+        );
         match (got, expect) {
             (Ok(r), Ok(v)) => assert_eq!(r.entry.version.to_string(), v, "{pin}"),
             (Err(e), Err(code)) => assert_eq!(e.code(), code, "{pin}: {e}"),
-            (got, expect) => panic!("{pin}: got {:?}, expected {expect:?}", got.map(|r| r.entry.key())),
+            (got, expect) => {
+                panic!("{pin}: got {:?}, expected {expect:?}", got.map(|r| r.entry.key()))
+            }
         }
     }
 
@@ -186,8 +200,16 @@ mod tests {
 
     #[test]
     fn deprecated_resolution_warns_with_the_successor() {
-        let reg = registry(&[("PRC-A-001", "1.0.0", "deprecated"), ("PRC-A-001", "2.0.0", "active")]);
-        let r = resolve(&reg, EntryKind::Contract, "PRC-A-001", &Requirement::parse("1.0.0").unwrap(), ResolveOptions::default()).unwrap();
+        let reg =
+            registry(&[("PRC-A-001", "1.0.0", "deprecated"), ("PRC-A-001", "2.0.0", "active")]);
+        let r = resolve(
+            &reg,
+            EntryKind::Contract,
+            "PRC-A-001",
+            &Requirement::parse("1.0.0").unwrap(),
+            ResolveOptions::default(),
+        )
+        .unwrap();
         assert_eq!(r.warnings.len(), 1);
         assert_eq!(r.warnings[0].code, Code::ContractDeprecated);
         assert!(r.warnings[0].message.contains("successor is 2.0.0"), "{:?}", r.warnings);
@@ -195,10 +217,27 @@ mod tests {
 
     #[test]
     fn errors_list_versions_and_suggest_ids() {
-        let reg = registry(&[("PRC-CLASSIFY-001", "1.0.0", "active"), ("PRC-CLASSIFY-001", "1.1.0", "draft")]);
-        let e = resolve(&reg, EntryKind::Contract, "PRC-CLASIFY-001", &Requirement::Latest, ResolveOptions::default()).unwrap_err();
+        let reg = registry(&[
+            ("PRC-CLASSIFY-001", "1.0.0", "active"),
+            ("PRC-CLASSIFY-001", "1.1.0", "draft"),
+        ]);
+        let e = resolve(
+            &reg,
+            EntryKind::Contract,
+            "PRC-CLASIFY-001",
+            &Requirement::Latest,
+            ResolveOptions::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("did you mean PRC-CLASSIFY-001?"), "{e}");
-        let e = resolve(&reg, EntryKind::Contract, "PRC-CLASSIFY-001", &Requirement::parse("^2").unwrap(), ResolveOptions::default()).unwrap_err();
+        let e = resolve(
+            &reg,
+            EntryKind::Contract,
+            "PRC-CLASSIFY-001",
+            &Requirement::parse("^2").unwrap(),
+            ResolveOptions::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("available versions: 1.0.0, 1.1.0 (draft)"), "{e}");
     }
 }

@@ -99,7 +99,8 @@ pub fn findings(validator: &Validator, instance: &Value) -> Vec<Finding> {
         let message = shorten(&error.to_string());
         match error.kind() {
             jsonschema::error::ValidationErrorKind::Required { property } => {
-                let name = property.as_str().map(str::to_string).unwrap_or_else(|| property.to_string());
+                let name =
+                    property.as_str().map(str::to_string).unwrap_or_else(|| property.to_string());
                 out.push(Finding::new(join_pointer(&base, &name), message));
             }
             jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
@@ -142,12 +143,18 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
         Ok(meta) => {
             for error in meta.iter_errors(schema) {
                 let pointer = format!("{at}{}", error.instance_path().as_str());
-                out.push(Finding::new(pointer, format!("not a valid JSON Schema: {}", shorten(&error.to_string()))));
+                out.push(Finding::new(
+                    pointer,
+                    format!("not a valid JSON Schema: {}", shorten(&error.to_string())),
+                ));
             }
         }
         Err(error) => out.push(Finding::new(
             format!("{at}/$schema"),
-            format!("unsupported `$schema`: {}; use draft 2020-12, 2019-09, 7, 6 or 4", shorten(&error.to_string())),
+            format!(
+                "unsupported `$schema`: {}; use draft 2020-12, 2019-09, 7, 6 or 4",
+                shorten(&error.to_string())
+            ),
         )),
     }
     if !out.is_empty() {
@@ -161,7 +168,10 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
                 if (fragment.is_empty() || fragment.starts_with('/'))
                     && schema.pointer(&decode_fragment(fragment)).is_none()
                 {
-                    out.push(Finding::new(pointer, format!("`$ref` target `{target}` does not exist in this schema")));
+                    out.push(Finding::new(
+                        pointer,
+                        format!("`$ref` target `{target}` does not exist in this schema"),
+                    ));
                 }
             } else if has_scheme(target) && !target.starts_with("file:") {
                 out.push(Finding::new(
@@ -192,7 +202,9 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
     });
     if out.is_empty() && external_refs {
         if let Err(e) = compile(schema, base_dir, root) {
-            out.extend(e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)));
+            out.extend(
+                e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)),
+            );
         }
     }
     out
@@ -202,7 +214,9 @@ fn has_scheme(s: &str) -> bool {
     match s.split_once(':') {
         Some((scheme, _)) => {
             !scheme.is_empty()
-                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
         }
         None => false,
     }
@@ -219,7 +233,8 @@ fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         if bytes[i] == b'%'
             && i + 2 < bytes.len() + 0
-            && let (Some(h), Some(l)) = (hex_val(bytes[i + 1]), bytes.get(i + 2).and_then(|b| hex_val(*b)))
+            && let (Some(h), Some(l)) =
+                (hex_val(bytes[i + 1]), bytes.get(i + 2).and_then(|b| hex_val(*b)))
         {
             out.push(h * 16 + l);
             i += 3;
@@ -241,11 +256,13 @@ fn hex_val(b: u8) -> Option<u8> {
 }
 
 fn check_regex(re: &str) -> Result<(), String> {
-    regex::RegexBuilder::new(re)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map(|_| ())
-        .map_err(|e| format!("regex `{}` does not compile with pactum's linear-time engine: {}", shorten(re), first_line(&e.to_string())))
+    regex::RegexBuilder::new(re).size_limit(REGEX_SIZE_LIMIT).build().map(|_| ()).map_err(|e| {
+        format!(
+            "regex `{}` does not compile with pactum's linear-time engine: {}",
+            shorten(re),
+            first_line(&e.to_string())
+        )
+    })
 }
 
 fn first_line(s: &str) -> String {
@@ -328,16 +345,22 @@ impl RootRetriever {
 }
 
 impl Retrieve for RootRetriever {
-    fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         let text = uri.as_str();
         let Some(rest) = text.strip_prefix("file://") else {
             return Err(format!("refusing to fetch `{text}`: pactum only follows local references inside the project").into());
         };
         let raw = rest.split('#').next().unwrap_or(rest);
         let path = PathBuf::from(percent_decode(raw));
-        let real = path.canonicalize().map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let real =
+            path.canonicalize().map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
         if !real.starts_with(&self.root) {
-            return Err(format!("refusing `{}`: it is outside the project root", path.display()).into());
+            return Err(
+                format!("refusing `{}`: it is outside the project root", path.display()).into()
+            );
         }
         let doc = crate::document::load(&real, None).map_err(|e| e.to_string())?;
         Ok(doc.value)
@@ -352,7 +375,8 @@ mod tests {
     #[test]
     fn embedded_schemas_are_valid_2020_12_schemas() {
         for (name, text) in EMBEDDED {
-            let schema: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let schema: Value =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(jsonschema::meta::validate(&schema).is_ok(), "{name}");
             assert!(jsonschema::draft202012::new(&schema).is_ok(), "{name}");
         }
@@ -378,7 +402,9 @@ mod tests {
     fn user_schema_checks() {
         let root = std::env::temp_dir();
         let check = |s: Value| check_user_schema(&s, "/input_schema", &root, &root);
-        assert!(check(json!({"type": "object", "properties": {"a": {"type": "string"}}})).is_empty());
+        assert!(
+            check(json!({"type": "object", "properties": {"a": {"type": "string"}}})).is_empty()
+        );
         let f = check(json!({"type": "objekt"}));
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].pointer.starts_with("/input_schema"), "{f:?}");
@@ -406,7 +432,12 @@ mod tests {
         assert!(!v.is_valid(&json!("a")));
         let e = compile(&json!({"$ref": "../../secret.json"}), &base, &root).unwrap_err();
         assert!(e[0].message.contains("outside the project root"), "{e:?}");
-        let f = check_user_schema(&json!({"$ref": "../../secret.json"}), "/output_schema", &base, &root);
+        let f = check_user_schema(
+            &json!({"$ref": "../../secret.json"}),
+            "/output_schema",
+            &base,
+            &root,
+        );
         assert_eq!(f.len(), 1, "{f:?}");
     }
 

@@ -1,15 +1,1283 @@
-//! TEMPORARY scaffolding until the real pointer-to-span module lands (do not ship).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Syntax { Json, Yaml }
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span { pub start: usize, pub end: usize }
-pub fn locate_best(_text: &str, _syntax: Syntax, _pointer: &str) -> Span { Span { start: 0, end: 0 } }
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
-    (line, col)
+//! Source positions for RFC 6901 JSON pointers, for compiler-style diagnostics.
+//!
+//! Validator findings name the offending value with a JSON pointer such as
+//! `/boundary/temperature`. This module maps such a pointer back to a byte [`Span`] in the JSON
+//! or YAML text the value was read from ([`locate`], [`locate_key`], [`locate_best`]), and turns a
+//! byte offset into a 1-based line and column ([`line_col`], or [`LineIndex`] for many lookups)
+//! and the text of that line ([`line_text`]).
+//!
+//! * **JSON** (strict RFC 8259) is walked by a small iterative scanner that compares object keys
+//!   after unescaping them and skips everything off the path without building a tree. It is
+//!   linear in the size of the text, handles any nesting depth, and checks the whole document:
+//!   malformed text locates nothing.
+//! * **YAML** is walked through the event stream of `granit_parser` (re-exported by
+//!   `serde_saphyr`). Block and flow styles, quoted keys, anchors and aliases are understood; only
+//!   the first document of a stream is searched. A scalar key matches a pointer token equal to
+//!   its text (so `1: x` is found by `/1`); complex (collection) keys never match, and merge keys
+//!   (`<<`) are not expanded, so a merged-in value is found by [`locate_best`] at its mapping.
+//!
+//! Conventions shared by both syntaxes:
+//!
+//! * Spans are half-open byte ranges into the text passed in; a value's span covers the whole
+//!   value (an object with its braces, a string with its quotes). A YAML alias is located at its
+//!   `*name` token, and YAML anchors and tags are not part of a node's span. A YAML block
+//!   sequence starts at its first `-`; a `|` or `>` block scalar covers its content lines, without
+//!   the indicator line and trailing line breaks; an empty value (`key:`) has an empty span.
+//! * When an object has duplicate keys, the **last** member wins, as in `serde_json`: the path is
+//!   searched only under the last value of a repeated key.
+//! * A leading byte order mark is skipped, and is not counted as a column.
+//! * Lines end at `\n`; a `\r` before it is not part of the line's text.
+//!
+//! ```
+//! use pactum::source::{Syntax, line_col, line_text, locate};
+//!
+//! let text = "{\n  \"a\": [1, 2]\n}\n";
+//! let span = locate(text, Syntax::Json, "/a/1").unwrap();
+//! assert_eq!(&text[span.start..span.end], "2");
+//! assert_eq!(line_col(text, span.start), (2, 12));
+//! assert_eq!(line_text(text, 2), "  \"a\": [1, 2]");
+//! ```
+
+use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, StructureStyle};
+
+/// The byte order mark some editors put at the start of a file.
+const BOM: &str = "\u{feff}";
+
+/// A half-open range of byte offsets into a source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    /// Offset of the first byte.
+    pub start: usize,
+    /// Offset one past the last byte.
+    pub end: usize,
 }
-pub fn line_text(text: &str, line: usize) -> &str { text.lines().nth(line.saturating_sub(1)).unwrap_or("") }
-pub struct LineIndex;
-impl LineIndex { pub fn new(_t: &str) -> Self { LineIndex } pub fn line_col(&self, t: &str, o: usize) -> (usize, usize) { line_col(t, o) } }
+
+impl Span {
+    /// The span `start..end`.
+    pub const fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+
+    /// The text this span covers, or `None` if it does not fit `text` (out of range, reversed, or
+    /// not on character boundaries).
+    pub fn slice(self, text: &str) -> Option<&str> {
+        text.get(self.start..self.end)
+    }
+}
+
+/// The syntax of a source text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Syntax {
+    /// Strict RFC 8259 JSON.
+    Json,
+    /// YAML 1.2 (only the first document of a stream is searched).
+    Yaml,
+}
+
+/// Where the value at `pointer` sits in `text`.
+///
+/// Returns `None` if the text is malformed, the pointer is not a valid RFC 6901 pointer (it must
+/// be empty or start with `/`), or no value exists at that path. The empty pointer names the whole
+/// document. For a pointer whose last token names an object key that does not exist (e.g. a
+/// missing required property reported at its parent, or `additionalProperties` naming an extra
+/// key), callers pass the parent pointer; for an existing key, [`locate_key`] gives the span of
+/// the key itself.
+pub fn locate(text: &str, syntax: Syntax, pointer: &str) -> Option<Span> {
+    let tokens = strict_tokens(pointer)?;
+    let walk = Walk::run(text, syntax, &tokens);
+    if !walk.complete {
+        return None;
+    }
+    walk.slots.last()?.value
+}
+
+/// The span of the property name (a quoted key includes its quotes) of the object member at
+/// `pointer`.
+///
+/// Returns `None` where [`locate`] would, and also for the whole document and array elements,
+/// which have no name.
+pub fn locate_key(text: &str, syntax: Syntax, pointer: &str) -> Option<Span> {
+    let tokens = strict_tokens(pointer)?;
+    let walk = Walk::run(text, syntax, &tokens);
+    if !walk.complete {
+        return None;
+    }
+    walk.slots.last()?.key
+}
+
+/// Best location for a diagnostic: the value at `pointer`, else the deepest existing ancestor (so
+/// a finding is never without a position).
+///
+/// This never fails: for malformed text it uses whatever was found before the error, and when
+/// nothing was found it returns the empty span at offset 0. A pointer that does not start with
+/// `/` is read as if it did.
+pub fn locate_best(text: &str, syntax: Syntax, pointer: &str) -> Span {
+    let tokens = pointer_tokens(pointer);
+    let walk = Walk::run(text, syntax, &tokens);
+    walk.slots.iter().rev().find_map(|slot| slot.value.or(slot.key)).unwrap_or_default()
+}
+
+/// 1-based line and 1-based column counted in Unicode scalar values (chars), for a byte offset
+/// (clamped to text length / char boundary).
+///
+/// This scans the text up to `offset`; use a [`LineIndex`] for many lookups in one text.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = floor_char_boundary(text, offset);
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|&&byte| byte == b'\n').count() + 1;
+    let line_start = before.iter().rposition(|&byte| byte == b'\n').map_or(0, |i| i + 1);
+    (line, column(text, line_start, offset))
+}
+
+/// The text of 1-based line `line` without its line terminator (handles `\n` and `\r\n`), or ""
+/// if out of range. A byte order mark opening the first line is left out.
+pub fn line_text(text: &str, line: usize) -> &str {
+    match line.checked_sub(1).and_then(|index| text.split('\n').nth(index)) {
+        Some(raw) => trim_line(raw, line),
+        None => "",
+    }
+}
+
+/// A precomputed index of line starts for many lookups in one text (O(log n) per lookup).
+///
+/// Pass the same text the index was built from to its methods. A different text gives wrong
+/// positions, but never a panic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LineIndex {
+    /// Byte offset at which each line starts; the first is always 0.
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Index the line starts of `text`.
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    /// The number of lines (a text ending in `\n` has an empty last line).
+    pub fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Same as the free function [`line_col`], in O(log n) plus the length of the line.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(text, offset);
+        let line = self.starts.partition_point(|&start| start <= offset).max(1);
+        let line_start = self.starts.get(line - 1).map_or(0, |&start| start.min(offset));
+        (line, column(text, line_start, offset))
+    }
+
+    /// Same as the free function [`line_text`], without scanning the text.
+    pub fn line_text<'t>(&self, text: &'t str, line: usize) -> &'t str {
+        let Some(&start) = line.checked_sub(1).and_then(|index| self.starts.get(index)) else {
+            return "";
+        };
+        let end = self.starts.get(line).map_or(text.len(), |&next| next.saturating_sub(1));
+        text.get(start..end).map_or("", |raw| trim_line(raw, line))
+    }
+}
+
+/// Split a pointer into its tokens, each unescaped with [`unescape_token`].
+///
+/// The empty pointer has no tokens, and `/` has one empty token. A pointer that does not start
+/// with `/` is not valid RFC 6901; it is split as if it did.
+pub fn pointer_tokens(pointer: &str) -> Vec<String> {
+    if pointer.is_empty() {
+        return Vec::new();
+    }
+    let rest = pointer.strip_prefix('/').unwrap_or(pointer);
+    rest.split('/').map(unescape_token).collect()
+}
+
+/// Unescape one pointer token: `~1` becomes `/`, then `~0` becomes `~`. Any other `~` is kept.
+pub fn unescape_token(token: &str) -> String {
+    if token.contains('~') { token.replace("~1", "/").replace("~0", "~") } else { token.to_owned() }
+}
+
+/// Escape one key or index for use as a pointer token: `~` becomes `~0` and `/` becomes `~1`.
+pub fn escape_token(token: &str) -> String {
+    if token.contains(['~', '/']) {
+        token.replace('~', "~0").replace('/', "~1")
+    } else {
+        token.to_owned()
+    }
+}
+
+/// The tokens of a valid RFC 6901 pointer (empty, or starting with `/`).
+fn strict_tokens(pointer: &str) -> Option<Vec<String>> {
+    (pointer.is_empty() || pointer.starts_with('/')).then(|| pointer_tokens(pointer))
+}
+
+/// The array index a token names: `0`, or decimal digits without a leading zero.
+fn array_index(token: &str) -> Option<usize> {
+    let digits = token.bytes().all(|byte| byte.is_ascii_digit());
+    if token.is_empty() || !digits || (token.len() > 1 && token.starts_with('0')) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+/// The largest char boundary at or before `offset`, clamped to the text.
+fn floor_char_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// The 1-based column of `offset` on the line starting at `line_start`, skipping a leading BOM.
+fn column(text: &str, line_start: usize, offset: usize) -> usize {
+    let start =
+        if line_start == 0 && text.starts_with(BOM) { BOM.len().min(offset) } else { line_start };
+    text.get(start..offset).map_or(0, |before| before.chars().count()) + 1
+}
+
+/// Line `line`'s raw text without its `\r`, and without a BOM if it is the first line.
+fn trim_line(raw: &str, line: usize) -> &str {
+    let raw = raw.strip_suffix('\r').unwrap_or(raw);
+    if line == 1 { raw.strip_prefix(BOM).unwrap_or(raw) } else { raw }
+}
+
+/// What was found for one prefix of the pointer.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    /// The span of the member's key, for an object member.
+    key: Option<Span>,
+    /// The span of the whole value, once it is complete.
+    value: Option<Span>,
+}
+
+/// The state of a search for one pointer, shared by both syntaxes.
+///
+/// A node is *on the path* when its path is a prefix of the pointer: the node at depth `d` (the
+/// document is at depth 0) matches the first `d` tokens, and what is found for it goes to
+/// `slots[d]`.
+struct Walk<'p> {
+    tokens: &'p [String],
+    /// Each token read as an array index, if it is one.
+    indexes: Vec<Option<usize>>,
+    /// One slot per depth, `0..=tokens.len()`.
+    slots: Vec<Slot>,
+    /// One past the deepest slot that may be filled, so that clearing stays linear overall.
+    filled: usize,
+    /// Whether the whole text (the first document, for YAML) was read without error.
+    complete: bool,
+}
+
+impl<'p> Walk<'p> {
+    /// Search `text` for the path `tokens`.
+    fn run(text: &str, syntax: Syntax, tokens: &'p [String]) -> Self {
+        let mut walk = Walk {
+            tokens,
+            indexes: tokens.iter().map(|token| array_index(token)).collect(),
+            slots: vec![Slot::default(); tokens.len() + 1],
+            filled: 0,
+            complete: false,
+        };
+        walk.complete = match syntax {
+            Syntax::Json => scan_json(text, &mut walk),
+            Syntax::Yaml => scan_yaml(text, &mut walk),
+        }
+        .is_some();
+        walk
+    }
+
+    /// The token a child of an on-path container at depth `parent` must match, if any.
+    fn token(&self, parent: usize) -> Option<&'p str> {
+        self.tokens.get(parent).map(String::as_str)
+    }
+
+    /// Whether the element `index` of an on-path array at depth `parent` is on the path.
+    fn is_index(&self, parent: usize, index: usize) -> bool {
+        self.indexes.get(parent).is_some_and(|&wanted| wanted == Some(index))
+    }
+
+    /// A child at `depth` continues the path: forget what an earlier member with the same key (a
+    /// duplicate, which this one overrides) led to, and note the child's key.
+    fn enter(&mut self, depth: usize, key: Option<Span>) {
+        if let Some(stale) = self.slots.get_mut(depth..self.filled) {
+            stale.fill(Slot::default());
+        }
+        self.filled = self.filled.min(depth);
+        if let Some(slot) = self.slots.get_mut(depth) {
+            slot.key = key;
+            self.filled = depth + 1;
+        }
+    }
+
+    /// The on-path value at `depth` is complete and occupies `span`.
+    fn found(&mut self, depth: usize, span: Span) {
+        if let Some(slot) = self.slots.get_mut(depth) {
+            slot.value = Some(span);
+            self.filled = self.filled.max(depth + 1);
+        }
+    }
+}
+
+/// An object or array the JSON scanner is inside of.
+#[derive(Clone, Copy)]
+struct JsonFrame {
+    object: bool,
+    on_path: bool,
+    /// Offset of the opening bracket.
+    start: usize,
+    /// Index of the current member.
+    count: usize,
+}
+
+/// Walk strict JSON text for `walk`'s path; `None` if the text is malformed.
+///
+/// The loop alternates between reading one value (or opening a container) and, once a value is
+/// complete, closing containers until a `,` starts the next member. Containers live on an
+/// explicit stack, so any depth is fine.
+fn scan_json(text: &str, walk: &mut Walk) -> Option<()> {
+    let start = if text.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut json = JsonScanner { bytes: text.as_bytes(), pos: start };
+    let mut stack: Vec<JsonFrame> = Vec::new();
+    let mut on_path = true;
+    loop {
+        json.skip_whitespace();
+        let start = json.pos;
+        let depth = stack.len();
+        let object = match json.peek()? {
+            b'{' => Some(true),
+            b'[' => Some(false),
+            b'"' => json.string(None).map(|_| None)?,
+            b't' => json.literal(b"true").map(|()| None)?,
+            b'f' => json.literal(b"false").map(|()| None)?,
+            b'n' => json.literal(b"null").map(|()| None)?,
+            b'-' | b'0'..=b'9' => json.number().map(|()| None)?,
+            _ => return None,
+        };
+        if let Some(object) = object {
+            json.pos += 1;
+            json.skip_whitespace();
+            if json.peek() != Some(if object { b'}' } else { b']' }) {
+                let frame = JsonFrame { object, on_path, start, count: 0 };
+                on_path = json.member(frame, depth, walk)?;
+                stack.push(frame);
+                continue;
+            }
+            json.pos += 1;
+        }
+        if on_path {
+            walk.found(depth, Span::new(start, json.pos));
+        }
+        loop {
+            json.skip_whitespace();
+            let Some(top) = stack.last_mut() else {
+                return (json.pos == json.bytes.len()).then_some(());
+            };
+            let byte = json.peek()?;
+            json.pos += 1;
+            if byte == b',' {
+                top.count += 1;
+                let frame = *top;
+                on_path = json.member(frame, stack.len() - 1, walk)?;
+                break;
+            }
+            if byte != if top.object { b'}' } else { b']' } {
+                return None;
+            }
+            let frame = stack.pop()?;
+            if frame.on_path {
+                walk.found(stack.len(), Span::new(frame.start, json.pos));
+            }
+        }
+    }
+}
+
+/// A cursor over JSON text.
+struct JsonScanner<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl JsonScanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Consume `byte`, or fail.
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.pos += 1)
+    }
+
+    /// Start member `frame.count` of the container `frame` at depth `parent`: read the key and
+    /// colon of an object member. Returns whether the member's value is on the path.
+    fn member(&mut self, frame: JsonFrame, parent: usize, walk: &mut Walk) -> Option<bool> {
+        let wanted = if frame.on_path { walk.token(parent) } else { None };
+        if !frame.object {
+            let hit = wanted.is_some() && walk.is_index(parent, frame.count);
+            if hit {
+                walk.enter(parent + 1, None);
+            }
+            return Some(hit);
+        }
+        self.skip_whitespace();
+        let key_start = self.pos;
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let hit = self.string(wanted)?;
+        let key = Span::new(key_start, self.pos);
+        self.skip_whitespace();
+        self.expect(b':')?;
+        if hit {
+            walk.enter(parent + 1, Some(key));
+        }
+        Some(hit)
+    }
+
+    /// Read a string, the cursor being on its opening quote. Returns whether its unescaped
+    /// content equals `wanted` (always `false` without `wanted`).
+    fn string(&mut self, wanted: Option<&str>) -> Option<bool> {
+        self.pos += 1;
+        let wanted = wanted.map(str::as_bytes);
+        let mut equal = wanted.is_some();
+        // Bytes of `wanted` matched so far (meaningful while `equal`).
+        let mut matched = 0;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.pos += 1;
+                    return Some(equal && wanted.is_some_and(|wanted| wanted.len() == matched));
+                }
+                b'\\' => {
+                    let decoded = self.escape()?;
+                    if equal {
+                        let mut buffer = [0; 4];
+                        let decoded = decoded.encode_utf8(&mut buffer).as_bytes();
+                        let rest = wanted.and_then(|wanted| wanted.get(matched..));
+                        equal = rest.is_some_and(|rest| rest.starts_with(decoded));
+                        matched += decoded.len();
+                    }
+                }
+                0..=0x1f => return None,
+                byte => {
+                    if equal {
+                        equal = wanted.and_then(|wanted| wanted.get(matched)) == Some(&byte);
+                        matched += 1;
+                    }
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+
+    /// Decode one escape sequence, the cursor being on its backslash. A `\u` escape of a high
+    /// surrogate must be followed by one of a low surrogate; lone surrogates are malformed (as
+    /// `serde_json` reads them).
+    fn escape(&mut self) -> Option<char> {
+        let kind = *self.bytes.get(self.pos + 1)?;
+        self.pos += 2;
+        let decoded = match kind {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = self.hex4()?;
+                let code = match high {
+                    0xD800..=0xDBFF => {
+                        self.expect(b'\\')?;
+                        self.expect(b'u')?;
+                        let low = self.hex4()?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    _ => high,
+                };
+                return char::from_u32(code);
+            }
+            _ => return None,
+        };
+        Some(decoded)
+    }
+
+    /// Read four hex digits.
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.bytes.get(self.pos..self.pos + 4)?;
+        let mut value = 0;
+        for &digit in digits {
+            value = value * 16 + char::from(digit).to_digit(16)?;
+        }
+        self.pos += 4;
+        Some(value)
+    }
+
+    /// Read a number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek()? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => self.digits()?,
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            self.digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.digits()?;
+        }
+        Some(())
+    }
+
+    /// Read one or more decimal digits.
+    fn digits(&mut self) -> Option<()> {
+        let start = self.pos;
+        while self.peek().is_some_and(|byte| byte.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        (self.pos > start).then_some(())
+    }
+
+    /// Read the keyword `word`.
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let found = self.bytes.get(self.pos..)?.starts_with(word);
+        found.then(|| self.pos += word.len())
+    }
+}
+
+/// A mapping or sequence the YAML walk is inside of.
+struct YamlFrame {
+    mapping: bool,
+    flow: bool,
+    on_path: bool,
+    start: usize,
+    /// End of the last complete child (the end of a block collection).
+    last_end: usize,
+    /// Index of the current sequence element.
+    count: usize,
+    /// Whether the next child of a mapping is a key (else a value).
+    want_key: bool,
+    /// Whether the value after the current key is on the path.
+    pending: bool,
+}
+
+/// Walk the first document of a YAML stream for `walk`'s path; `None` if it is malformed.
+fn scan_yaml(text: &str, walk: &mut Walk) -> Option<()> {
+    let mut stack: Vec<YamlFrame> = Vec::new();
+    for item in Parser::new_from_str(text) {
+        let (event, marks) = item.ok()?;
+        let start = byte_offset(text, marks.start)?;
+        let end = byte_offset(text, marks.end)?.max(start);
+        match event {
+            Event::Scalar(value, style, ..) => {
+                // A block scalar's span runs over the line breaks and blank lines after it.
+                let end = match style {
+                    ScalarStyle::Literal | ScalarStyle::Folded => {
+                        text.get(start..end).map_or(end, |raw| start + raw.trim_end().len())
+                    }
+                    _ => end,
+                };
+                yaml_leaf(&mut stack, walk, Some(&value), Span::new(start, end));
+            }
+            Event::Alias(_) => yaml_leaf(&mut stack, walk, None, Span::new(start, end)),
+            Event::MappingStart(style, ..) => {
+                yaml_open(&mut stack, walk, true, style, Span::new(start, end));
+            }
+            Event::SequenceStart(style, ..) => {
+                // An indentless block sequence starts after its first `- `: include the dash.
+                let start = match style {
+                    StructureStyle::Block => dash_before(text, start),
+                    StructureStyle::Flow => start,
+                };
+                yaml_open(&mut stack, walk, false, style, Span::new(start, end));
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                let frame = stack.pop()?;
+                let end = if frame.flow { end } else { frame.last_end };
+                yaml_close(&mut stack, walk, frame.on_path, Span::new(frame.start, end));
+            }
+            Event::DocumentEnd | Event::StreamEnd => return Some(()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A byte offset for a parser marker, which counts chars and (for string input) bytes.
+fn byte_offset(text: &str, marker: Marker) -> Option<usize> {
+    let offset = match marker.byte_offset() {
+        Some(offset) => offset,
+        None => text.char_indices().map(|(i, _)| i).chain([text.len()]).nth(marker.index())?,
+    };
+    text.is_char_boundary(offset).then_some(offset)
+}
+
+/// Move `start` back over blanks to a `-` just before it, unless it already is at a `-` entry
+/// indicator.
+fn dash_before(text: &str, start: usize) -> usize {
+    let bytes = text.as_bytes();
+    let at_dash = bytes.get(start) == Some(&b'-')
+        && matches!(bytes.get(start + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
+    if at_dash {
+        return start;
+    }
+    let before = bytes.get(..start).unwrap_or_default();
+    let blanks = before.iter().rev().take_while(|&&byte| byte == b' ' || byte == b'\t').count();
+    let at = start - blanks;
+    if at > 0 && before.get(at - 1) == Some(&b'-') { at - 1 } else { start }
+}
+
+/// A YAML node starts: its role in its parent. Returns whether it is on the path. A mapping key
+/// is never on the path itself, but a matching scalar key puts the value after it there.
+fn yaml_begin(stack: &mut [YamlFrame], walk: &mut Walk, key: Option<&str>, span: Span) -> bool {
+    let depth = stack.len();
+    let Some(top) = stack.last_mut() else {
+        return true;
+    };
+    let parent = depth - 1;
+    let wanted = if top.on_path { walk.token(parent) } else { None };
+    if !top.mapping {
+        let hit = wanted.is_some() && walk.is_index(parent, top.count);
+        if hit {
+            walk.enter(depth, None);
+        }
+        hit
+    } else if top.want_key {
+        top.pending = wanted.is_some() && wanted == key;
+        if top.pending {
+            walk.enter(depth, Some(span));
+        }
+        false
+    } else {
+        top.pending
+    }
+}
+
+/// A scalar or alias node.
+fn yaml_leaf(stack: &mut [YamlFrame], walk: &mut Walk, key: Option<&str>, span: Span) {
+    let on_path = yaml_begin(stack, walk, key, span);
+    yaml_close(stack, walk, on_path, span);
+}
+
+/// A mapping or sequence starts.
+fn yaml_open(
+    stack: &mut Vec<YamlFrame>,
+    walk: &mut Walk,
+    mapping: bool,
+    style: StructureStyle,
+    span: Span,
+) {
+    let on_path = yaml_begin(stack, walk, None, span);
+    stack.push(YamlFrame {
+        mapping,
+        flow: style == StructureStyle::Flow,
+        on_path,
+        start: span.start,
+        last_end: span.end,
+        count: 0,
+        want_key: true,
+        pending: false,
+    });
+}
+
+/// A node at depth `stack.len()` is complete: record it and move its parent on.
+fn yaml_close(stack: &mut [YamlFrame], walk: &mut Walk, on_path: bool, span: Span) {
+    if on_path {
+        walk.found(stack.len(), span);
+    }
+    if let Some(top) = stack.last_mut() {
+        top.last_end = top.last_end.max(span.end);
+        if top.mapping {
+            if !top.want_key {
+                top.pending = false;
+            }
+            top.want_key = !top.want_key;
+        } else {
+            top.count += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json(text: &str) -> (Syntax, &str) {
+        (Syntax::Json, text)
+    }
+
+    fn yaml(text: &str) -> (Syntax, &str) {
+        (Syntax::Yaml, text)
+    }
+
+    /// `pointer` locates exactly `expected` in the text; also checks that the line index agrees.
+    #[track_caller]
+    fn check((syntax, text): (Syntax, &str), pointer: &str, expected: &str) -> Span {
+        let span = locate(text, syntax, pointer)
+            .unwrap_or_else(|| panic!("{pointer:?} not found in {text:?}"));
+        assert_eq!(span.slice(text), Some(expected), "{pointer:?} in {text:?}");
+        assert_eq!(locate_best(text, syntax, pointer), span);
+        assert_eq!(LineIndex::new(text).line_col(text, span.start), line_col(text, span.start));
+        span
+    }
+
+    #[track_caller]
+    fn missing((syntax, text): (Syntax, &str), pointer: &str) {
+        assert_eq!(locate(text, syntax, pointer), None, "{pointer:?} in {text:?}");
+        assert_eq!(locate_key(text, syntax, pointer), None, "{pointer:?} in {text:?}");
+    }
+
+    #[track_caller]
+    fn key<'t>((syntax, text): (Syntax, &'t str), pointer: &str) -> Option<&'t str> {
+        locate_key(text, syntax, pointer).and_then(|span| span.slice(text))
+    }
+
+    #[test]
+    fn json_nested_objects_and_arrays() {
+        let text = json(r#"{"a": {"b": [1, {"c": true}, []], "d": null}, "e": -1.5e+3}"#);
+        check(text, "", text.1);
+        check(text, "/a", r#"{"b": [1, {"c": true}, []], "d": null}"#);
+        check(text, "/a/b", r#"[1, {"c": true}, []]"#);
+        check(text, "/a/b/0", "1");
+        check(text, "/a/b/1", r#"{"c": true}"#);
+        check(text, "/a/b/1/c", "true");
+        check(text, "/a/b/2", "[]");
+        check(text, "/a/d", "null");
+        check(text, "/e", "-1.5e+3");
+    }
+
+    #[test]
+    fn json_whole_document_excludes_whitespace() {
+        check(json(" \n\t[1, 2] \r\n"), "", "[1, 2]");
+        check(json("\"s\""), "", "\"s\"");
+        check(json("0"), "", "0");
+    }
+
+    #[test]
+    fn json_escaped_keys() {
+        let text = json(
+            r#"{"a/b": 1, "m~n": 2, "q\"t": 3, "caf\u00e9": 4, "\ud83d\ude00": 5, "\/x\\": 6, "~1": 7, "": 8}"#,
+        );
+        check(text, "/a~1b", "1");
+        check(text, "/m~0n", "2");
+        check(text, "/q\"t", "3");
+        check(text, "/café", "4");
+        check(text, "/😀", "5");
+        check(text, "/~1x\\", "6");
+        check(text, "/~01", "7");
+        check(text, "/", "8");
+        missing(text, "/a/b");
+        missing(text, "/cafe");
+        missing(text, "/caf");
+        missing(text, "/café!");
+    }
+
+    #[test]
+    fn json_non_ascii_columns() {
+        let text = json("{\n  \"日本\": \"語\", \"v\": [\"é\", 2]\n}");
+        let span = check(text, "/v/1", "2");
+        // `  "日本": "語", "v": ["é", ` is 24 chars (31 bytes).
+        assert_eq!(line_col(text.1, span.start), (2, 25));
+        assert_eq!(line_text(text.1, 2), "  \"日本\": \"語\", \"v\": [\"é\", 2]");
+    }
+
+    #[test]
+    fn json_crlf() {
+        let text = json("{\r\n  \"a\": 1,\r\n  \"b\": [\r\n    true\r\n  ]\r\n}\r\n");
+        let span = check(text, "/b/0", "true");
+        assert_eq!(line_col(text.1, span.start), (4, 5));
+        assert_eq!(line_text(text.1, 4), "    true");
+        assert_eq!(LineIndex::new(text.1).line_text(text.1, 4), "    true");
+        check(text, "/b", "[\r\n    true\r\n  ]");
+    }
+
+    #[test]
+    fn json_duplicate_keys_last_wins() {
+        let text = json(r#"{"a": 1, "a": 2}"#);
+        let span = check(text, "/a", "2");
+        assert_eq!(span.start, 14);
+        assert_eq!(locate_key(text.1, text.0, "/a"), Some(Span::new(9, 12)));
+        // The path continues only under the last duplicate.
+        let text = json(r#"{"a": {"b": 1}, "a": {"c": 2}}"#);
+        missing(text, "/a/b");
+        check(text, "/a/c", "2");
+        assert_eq!(locate_best(text.1, text.0, "/a/b").slice(text.1), Some(r#"{"c": 2}"#));
+        let text = json(r#"{"a": {"b": 1}, "x": 0, "a": {"b": [2]}}"#);
+        check(text, "/a/b", "[2]");
+    }
+
+    #[test]
+    fn json_missing_paths() {
+        let text = json(r#"{"a": [10, 20], "s": "x", "o": {}}"#);
+        for pointer in ["/b", "/a/2", "/a/-", "/a/01", "/a/+1", "/a/x", "/s/0", "/o/a", "/a/1/x"] {
+            missing(text, pointer);
+        }
+        missing(json("[0]"), "/a");
+        missing(json("[0]"), "/18446744073709551616");
+        check(json("[0]"), "/0", "0");
+        // Not RFC 6901 pointers.
+        missing(text, "a");
+        missing(text, "#/a");
+    }
+
+    #[test]
+    fn json_bom() {
+        let text = json("\u{feff}{\"a\": 1}");
+        let span = check(text, "/a", "1");
+        assert_eq!(line_col(text.1, span.start), (1, 7));
+        check(text, "", "{\"a\": 1}");
+        assert_eq!(line_text(text.1, 1), "{\"a\": 1}");
+    }
+
+    #[test]
+    fn json_malformed() {
+        for text in [
+            "",
+            "  ",
+            "{",
+            "{\"a\": 1,}",
+            "{\"a\" 1}",
+            "{\"a\": 1 \"b\": 2}",
+            "[1 2]",
+            "[1,]",
+            "[,]",
+            "{\"a\": 01}",
+            "{\"a\": 1.}",
+            "{\"a\": .5}",
+            "{\"a\": 1e}",
+            "{\"a\": -}",
+            "{\"a\": tru}",
+            "{\"a\": True}",
+            "{\"a\": 1} x",
+            "{\"a\": 1}}",
+            "[}",
+            "{]",
+            "{a: 1}",
+            "{'a': 1}",
+            "{\"a\": \"\\ud800\"}",
+            "{\"a\": \"\\udc00\"}",
+            "{\"a\": \"\\ud800\\u0041\"}",
+            "{\"a\": \"\\x\"}",
+            "{\"a\": \"\\u12g4\"}",
+            "{\"a\": \"tab\there\"}",
+            "{\"a\": \"unterminated}",
+            "\u{feff}\u{feff}{}",
+        ] {
+            missing(json(text), "");
+            missing(json(text), "/a");
+        }
+    }
+
+    #[test]
+    fn json_deep_nesting_is_iterative() {
+        let depth = 100_000;
+        let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        check(json(&text), "/0/0/0", &text[3..text.len() - 3]);
+        let pointer = "/0".repeat(depth);
+        assert_eq!(locate(&text, Syntax::Json, &pointer), None);
+        let pointer = "/0".repeat(depth - 1);
+        check(json(&text), &pointer, "[]");
+        // Unclosed: malformed, but the best location still works.
+        let open = "[".repeat(depth);
+        assert_eq!(locate(&open, Syntax::Json, "/0"), None);
+        assert_eq!(locate_best(&open, Syntax::Json, "/0"), Span::default());
+        let text = format!("{}1{}", "{\"k\":".repeat(depth), "}".repeat(depth));
+        check(json(&text), &"/k".repeat(depth), "1");
+    }
+
+    #[test]
+    fn locate_best_falls_back_to_ancestors() {
+        let text = r#"{"a": {"b": [1, 2]}, "c": 3}"#;
+        let best = |pointer| locate_best(text, Syntax::Json, pointer).slice(text);
+        assert_eq!(best("/a/b/1"), Some("2"));
+        assert_eq!(best("/a/b/7"), Some("[1, 2]"));
+        assert_eq!(best("/a/zzz/yyy"), Some(r#"{"b": [1, 2]}"#));
+        assert_eq!(best("/nope"), Some(text));
+        assert_eq!(best("c"), Some("3"));
+        // Malformed text: what was found before the error.
+        let broken = r#"{"a": {"b": [1, 2]}, "c": 3"#;
+        assert_eq!(locate(broken, Syntax::Json, "/a/b/1"), None);
+        let best = locate_best(broken, Syntax::Json, "/a/b/1");
+        assert_eq!(best.slice(broken), Some("2"));
+        let best = locate_best(broken, Syntax::Json, "/a/x");
+        assert_eq!(best.slice(broken), Some(r#"{"b": [1, 2]}"#));
+        assert_eq!(locate_best("", Syntax::Json, "/a"), Span::default());
+        assert_eq!(locate_best("", Syntax::Yaml, "/a"), Span::default());
+        let text = "a:\n  b: [1]\n";
+        assert_eq!(locate_best(text, Syntax::Yaml, "/a/b/3").slice(text), Some("[1]"));
+        assert_eq!(locate_best(text, Syntax::Yaml, "/x").slice(text), Some("a:\n  b: [1]"));
+    }
+
+    #[test]
+    fn locate_key_gives_the_property_name() {
+        let text = json(r#"{"a": {"b c": 1, "l": [{"k\u00e9": 2}]}}"#);
+        assert_eq!(key(text, "/a"), Some(r#""a""#));
+        assert_eq!(key(text, "/a/b c"), Some(r#""b c""#));
+        assert_eq!(key(text, "/a/l/0/ké"), Some(r#""k\u00e9""#));
+        assert_eq!(key(text, ""), None);
+        assert_eq!(key(text, "/a/l/0"), None);
+        assert_eq!(key(text, "/a/zz"), None);
+        let text = yaml("a:\n  \"b c\": 1\n  'd': {e: 2}\n");
+        assert_eq!(key(text, "/a"), Some("a"));
+        assert_eq!(key(text, "/a/b c"), Some("\"b c\""));
+        assert_eq!(key(text, "/a/d"), Some("'d'"));
+        assert_eq!(key(text, "/a/d/e"), Some("e"));
+        assert_eq!(key(text, "/a/x"), None);
+    }
+
+    #[test]
+    fn yaml_block_style() {
+        let text = yaml("a:\n  b: 1\n  c:\n    - x\n    - y\n  d: true\nz: ~\n");
+        check(text, "", "a:\n  b: 1\n  c:\n    - x\n    - y\n  d: true\nz: ~");
+        check(text, "/a", "b: 1\n  c:\n    - x\n    - y\n  d: true");
+        check(text, "/a/b", "1");
+        check(text, "/a/c", "- x\n    - y");
+        let span = check(text, "/a/c/1", "y");
+        assert_eq!(line_col(text.1, span.start), (5, 7));
+        check(text, "/a/d", "true");
+        check(text, "/z", "~");
+        missing(text, "/a/c/2");
+        missing(text, "/a/b/0");
+        missing(text, "/b");
+        // An empty value is an empty span on its key's line.
+        let span = locate("a:\nb: 1\n", Syntax::Yaml, "/a").unwrap();
+        assert_eq!((span.start == span.end, line_col("a:\nb: 1\n", span.start).0), (true, 1));
+    }
+
+    #[test]
+    fn yaml_flow_style() {
+        let text = yaml("a: {b: [1, 2], 'c d': x, e: {}}\nf: [[], {g: h}]\n");
+        check(text, "/a", "{b: [1, 2], 'c d': x, e: {}}");
+        check(text, "/a/b", "[1, 2]");
+        check(text, "/a/b/1", "2");
+        check(text, "/a/c d", "x");
+        check(text, "/a/e", "{}");
+        check(text, "/f/0", "[]");
+        check(text, "/f/1/g", "h");
+        check(yaml("{\"a\": [1, {\"b\": null}]}"), "/a/1/b", "null");
+    }
+
+    #[test]
+    fn yaml_quoted_and_escaped_keys() {
+        let text =
+            yaml("\"a/b\": 1\n'it''s': 2\n\"caf\\u00e9\": 3\n\"~\": 4\n1: 5\nplain key: 6\n");
+        check(text, "/a~1b", "1");
+        check(text, "/it's", "2");
+        check(text, "/café", "3");
+        check(text, "/~0", "4");
+        check(text, "/1", "5");
+        check(text, "/plain key", "6");
+    }
+
+    #[test]
+    fn yaml_multi_line_strings() {
+        let text =
+            yaml("lit: |\n  hi\n  there\n\nfold: >-\n  a\n  b\nq: \"x\n  y\"\np: one\n  two\n");
+        check(text, "/lit", "hi\n  there");
+        check(text, "/fold", "a\n  b");
+        check(text, "/q", "\"x\n  y\"");
+        check(text, "/p", "one\n  two");
+    }
+
+    #[test]
+    fn yaml_sequences_of_mappings() {
+        let text =
+            yaml("items:\n  - name: a\n    v: 1\n  - name: b\nflat:\n- k: v\n- - 1\n  - 2\n");
+        check(text, "/items", "- name: a\n    v: 1\n  - name: b");
+        check(text, "/items/0", "name: a\n    v: 1");
+        check(text, "/items/0/v", "1");
+        check(text, "/items/1/name", "b");
+        check(text, "/flat", "- k: v\n- - 1\n  - 2");
+        check(text, "/flat/0", "k: v");
+        check(text, "/flat/1", "- 1\n  - 2");
+        check(text, "/flat/1/1", "2");
+    }
+
+    #[test]
+    fn yaml_anchors_aliases_and_tags() {
+        let text = yaml("base: &b {x: 1}\nuse: *b\nlist: &l\n  - 1\nt: !!str 5\n");
+        check(text, "/base", "{x: 1}");
+        check(text, "/base/x", "1");
+        check(text, "/use", "*b");
+        missing(text, "/use/x");
+        assert_eq!(locate_best(text.1, text.0, "/use/x").slice(text.1), Some("*b"));
+        check(text, "/list/0", "1");
+        check(text, "/t", "5");
+        missing(yaml("a: *nowhere\n"), "/a");
+    }
+
+    #[test]
+    fn yaml_documents_bom_and_crlf() {
+        let text = yaml("a: 1\n---\na: 2\nb: 3\n");
+        check(text, "/a", "1");
+        missing(text, "/b");
+        check(yaml("--- \na: 1\n...\n--- [\n"), "/a", "1");
+        let text = yaml("\u{feff}k: é\nv: [x]\n");
+        let span = check(text, "/k", "é");
+        assert_eq!(line_col(text.1, span.start), (1, 4));
+        let text = yaml("a:\r\n  b: [1,\r\n    2]\r\n");
+        let span = check(text, "/a/b/1", "2");
+        assert_eq!(line_col(text.1, span.start), (3, 5));
+        check(text, "/a/b", "[1,\r\n    2]");
+        missing(yaml(""), "");
+        missing(yaml("# only a comment\n"), "");
+    }
+
+    #[test]
+    fn yaml_non_ascii_columns_and_complex_keys() {
+        let text = yaml("ключ: значение\nx: [日本, 語]\n");
+        let span = check(text, "/x/1", "語");
+        assert_eq!(line_col(text.1, span.start), (2, 9));
+        let span = check(text, "/ключ", "значение");
+        assert_eq!(line_col(text.1, span.start), (1, 7));
+        let text = yaml("? [a]\n: 1\n? {b: c}\n: 2\nb: 3\n");
+        check(text, "/b", "3");
+        missing(text, "/a");
+        check(yaml("a: 1\na: 2\n"), "/a", "2");
+    }
+
+    #[test]
+    fn yaml_malformed() {
+        for text in ["a: [1, 2\n", "a: b: c\n", "a:\n- b\n c: d\n", "'open\n", "a: 1\n b: 2\n"] {
+            missing(yaml(text), "");
+            missing(yaml(text), "/a");
+        }
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        missing(yaml(&deep), "");
+        let _ = locate_best(&deep, Syntax::Yaml, "/0/0");
+    }
+
+    #[test]
+    fn line_helpers() {
+        let text = "ab\néx\r\n\n\u{1F600}z";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 2), (1, 3));
+        assert_eq!(line_col(text, 3), (2, 1));
+        assert_eq!(line_col(text, 4), (2, 1)); // inside `é`: floored
+        assert_eq!(line_col(text, 5), (2, 2));
+        assert_eq!(line_col(text, 8), (3, 1));
+        assert_eq!(line_col(text, 9), (4, 1));
+        assert_eq!(line_col(text, 13), (4, 2));
+        assert_eq!(line_col(text, 14), (4, 3));
+        assert_eq!(line_col(text, 999), (4, 3));
+        assert_eq!(line_col("", 5), (1, 1));
+        assert_eq!(line_text(text, 1), "ab");
+        assert_eq!(line_text(text, 2), "éx");
+        assert_eq!(line_text(text, 3), "");
+        assert_eq!(line_text(text, 4), "\u{1F600}z");
+        assert_eq!(line_text(text, 0), "");
+        assert_eq!(line_text(text, 5), "");
+        let index = LineIndex::new(text);
+        assert_eq!(index.line_count(), 4);
+        for line in 0..=5 {
+            assert_eq!(index.line_text(text, line), line_text(text, line));
+        }
+        for offset in 0..=text.len() + 1 {
+            assert_eq!(index.line_col(text, offset), line_col(text, offset));
+        }
+        // An index of another text is wrong, but does not panic.
+        let other = LineIndex::new("a\nb\nc\nd\ne\n");
+        let _ = other.line_col(text, 5);
+        let _ = other.line_text(text, 5);
+    }
+
+    #[test]
+    fn pointer_token_helpers() {
+        assert_eq!(pointer_tokens(""), Vec::<String>::new());
+        assert_eq!(pointer_tokens("/"), [""]);
+        assert_eq!(pointer_tokens("/a~1b/~0/~01//0"), ["a/b", "~", "~1", "", "0"]);
+        assert_eq!(pointer_tokens("a/b"), ["a", "b"]);
+        assert_eq!(unescape_token("~2~"), "~2~");
+        assert_eq!(escape_token("a/~b"), "a~1~0b");
+        assert_eq!(escape_token("plain"), "plain");
+        assert_eq!(array_index("0"), Some(0));
+        assert_eq!(array_index("10"), Some(10));
+        for token in ["", "-", "00", "01", "+1", "1.0", "x", "99999999999999999999999"] {
+            assert_eq!(array_index(token), None, "{token:?}");
+        }
+    }
+
+    /// Every node of `value` with its pointer.
+    fn nodes(value: &Value) -> Vec<(String, &Value)> {
+        let mut out = Vec::new();
+        let mut todo = vec![(String::new(), value)];
+        while let Some((pointer, value)) = todo.pop() {
+            match value {
+                Value::Object(map) => todo
+                    .extend(map.iter().map(|(k, v)| (format!("{pointer}/{}", escape_token(k)), v))),
+                Value::Array(items) => todo
+                    .extend(items.iter().enumerate().map(|(i, v)| (format!("{pointer}/{i}"), v))),
+                _ => {}
+            }
+            out.push((pointer, value));
+        }
+        out
+    }
+
+    fn string() -> impl Strategy<Value = String> {
+        "[a-c~/\"\\\\ é😀\t\n\u{1}-]{0,5}"
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1000i32..1000).prop_map(|n| Value::from(f64::from(n) / 8.0)),
+            string().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec((string(), inner), 0..5)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// `value` as block-style YAML, every string double-quoted (JSON escapes are YAML escapes).
+    fn to_yaml(value: &Value, indent: usize, out: &mut String) {
+        let pad = " ".repeat(indent);
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(&pad);
+                    }
+                    out.push_str(&Value::from(k.as_str()).to_string());
+                    out.push(':');
+                    yaml_child(v, indent, out);
+                }
+            }
+            Value::Array(items) if !items.is_empty() => {
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(&pad);
+                    }
+                    out.push('-');
+                    yaml_child(v, indent, out);
+                }
+            }
+            _ => {
+                out.push_str(&value.to_string());
+                out.push('\n');
+            }
+        }
+    }
+
+    fn yaml_child(value: &Value, indent: usize, out: &mut String) {
+        let block = match value {
+            Value::Object(map) => !map.is_empty(),
+            Value::Array(items) => !items.is_empty(),
+            _ => false,
+        };
+        if block {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent + 2));
+            to_yaml(value, indent + 2, out);
+        } else {
+            out.push(' ');
+            to_yaml(value, indent, out);
+        }
+    }
+
+    /// A naive line and column: count chars.
+    fn naive_line_col(text: &str, offset: usize) -> (usize, usize) {
+        let (mut line, mut col) = (1, 1);
+        for c in text[..offset].chars() {
+            if c == '\n' {
+                (line, col) = (line + 1, 1);
+            } else {
+                col += 1;
+            }
+        }
+        (line, col)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn every_json_pointer_locates_its_value(value in value()) {
+            let compact = serde_json::to_string(&value).unwrap();
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            for text in [&compact, &pretty] {
+                let index = LineIndex::new(text);
+                for (pointer, node) in nodes(&value) {
+                    let span = locate(text, Syntax::Json, &pointer).unwrap();
+                    let found: Value = serde_json::from_str(span.slice(text).unwrap()).unwrap();
+                    prop_assert_eq!(&found, node, "{} in {}", pointer, text);
+                    prop_assert_eq!(locate_best(text, Syntax::Json, &pointer), span);
+                    prop_assert_eq!(line_col(text, span.start), naive_line_col(text, span.start));
+                    prop_assert_eq!(index.line_col(text, span.end), naive_line_col(text, span.end));
+                    if let Some(key) = locate_key(text, Syntax::Json, &pointer) {
+                        let key: String = serde_json::from_str(key.slice(text).unwrap()).unwrap();
+                        prop_assert_eq!(escape_token(&key), pointer.rsplit('/').next().unwrap());
+                    }
+                    // JSON is YAML: the YAML walk finds the same spans.
+                    prop_assert_eq!(locate(text, Syntax::Yaml, &pointer), Some(span), "{}", pointer);
+                }
+            }
+        }
+
+        #[test]
+        fn every_yaml_pointer_locates_its_value(value in value()) {
+            let mut text = String::new();
+            to_yaml(&value, 0, &mut text);
+            for (pointer, node) in nodes(&value) {
+                let span = locate(&text, Syntax::Yaml, &pointer);
+                prop_assert!(span.is_some(), "{} in {}", pointer, text);
+                let span = span.unwrap();
+                // Dedent the continuation lines to read the node back on its own.
+                let (_, col) = line_col(&text, span.start);
+                let snippet = span.slice(&text).unwrap().replace(&format!("\n{}", " ".repeat(col - 1)), "\n");
+                let found: Value = serde_saphyr::from_str(&snippet).unwrap();
+                prop_assert_eq!(&found, node, "{} in {}", pointer, text);
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(text in "[\\[\\]{}:,\"'\\\\ \n\r\t\u{feff}a0é&*!|>#?-]{0,40}", pointer in "(/[a0~1]{0,2}){0,3}") {
+            for syntax in [Syntax::Json, Syntax::Yaml] {
+                let _ = locate(&text, syntax, &pointer);
+                let _ = locate_key(&text, syntax, &pointer);
+                let best = locate_best(&text, syntax, &pointer);
+                prop_assert!(best.slice(&text).is_some());
+            }
+            for offset in 0..=text.len() + 1 {
+                prop_assert_eq!(line_col(&text, offset), LineIndex::new(&text).line_col(&text, offset));
+            }
+        }
+
+        #[test]
+        fn truncated_documents_never_panic(value in value(), cut in 0usize..1000) {
+            let text = serde_json::to_string_pretty(&value).unwrap();
+            let cut = floor_char_boundary(&text, cut);
+            let text = &text[..cut];
+            for (pointer, _) in nodes(&value) {
+                for syntax in [Syntax::Json, Syntax::Yaml] {
+                    let best = locate_best(text, syntax, &pointer);
+                    prop_assert!(best.slice(text).is_some());
+                }
+            }
+        }
+    }
+}

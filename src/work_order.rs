@@ -129,7 +129,8 @@ impl WorkOrder {
         if !findings.is_empty() {
             return Err(invalid(findings));
         }
-        let raw = RawWorkOrder::deserialize(value).map_err(|e| invalid(vec![Finding::new("", e.to_string())]))?;
+        let raw = RawWorkOrder::deserialize(value)
+            .map_err(|e| invalid(vec![Finding::new("", e.to_string())]))?;
         let mut bad = Vec::new();
         let mut pin = |pointer: String, text: &str| match Pin::parse(text) {
             Ok(p) => Some(p),
@@ -151,7 +152,11 @@ impl WorkOrder {
                         contracts.insert(role.clone(), p);
                     }
                 }
-                Some(Task::Kernel { request: raw.request.unwrap_or_default(), contracts, tools: raw.tools })
+                Some(Task::Kernel {
+                    request: raw.request.unwrap_or_default(),
+                    contracts,
+                    tools: raw.tools,
+                })
             }
         };
         let Some(task) = task.filter(|_| bad.is_empty()) else {
@@ -159,7 +164,9 @@ impl WorkOrder {
         };
         let provider = match raw.provider {
             None => ProviderChoice::default(),
-            Some(RawProvider::Name(name)) => ProviderChoice { name: Some(name), ..Default::default() },
+            Some(RawProvider::Name(name)) => {
+                ProviderChoice { name: Some(name), ..Default::default() }
+            }
             Some(RawProvider::Object { name, fixtures, cassette, model }) => {
                 ProviderChoice { name, fixtures, cassette, model }
             }
@@ -240,8 +247,10 @@ mod tests {
 
     #[test]
     fn exchange_and_kernel_work_orders() {
-        let wo = load(json!({"work_order_id": "WO-1", "kind": "exchange", "contract": "PRC-CLASSIFY-001@^1",
-                             "input": {"user_input": "hi"}, "constraints": {"token_budget": 1000}}))
+        let wo = load(
+            json!({"work_order_id": "WO-1", "kind": "exchange", "contract": "PRC-CLASSIFY-001@^1",
+                             "input": {"user_input": "hi"}, "constraints": {"token_budget": 1000}}),
+        )
         .unwrap();
         assert_eq!(wo.constraints.ttl, DEFAULT_TTL);
         assert_eq!(wo.constraints.token_budget, Some(1000));

@@ -17,11 +17,12 @@ use serde_json::Value;
 use crate::error::Result;
 
 pub mod anthropic;
-// pub mod dry_run;
+pub mod dry_run;
 pub mod http;
 pub mod openai;
-// pub mod replay;
-// pub mod scripted;
+pub mod replay;
+pub mod scripted;
+pub mod select;
 
 /// The provider kinds a `pactum.toml` entry or `--provider` can name.
 pub const KINDS: &[&str] = &["openai", "anthropic", "scripted", "replay", "dry-run"];
@@ -166,6 +167,20 @@ pub trait Provider: Send + Sync {
 
     /// Answers one request.
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse>;
+}
+
+/// SHA-256 of the rendered messages' canonical JSON: identifies a prompt in the ledger
+/// and in replay cassettes.
+pub fn prompt_hash(messages: &[Message]) -> String {
+    let value = serde_json::to_value(messages).unwrap_or(Value::Null);
+    crate::digest::sha256_hex(crate::digest::canonical_json(&value).as_bytes())
+}
+
+/// A rough offline token count (about four characters per token, plus a little per
+/// message), used only to refuse calls a budget cannot pay for; providers' reported usage
+/// is what gets charged.
+pub fn estimate_tokens(messages: &[Message]) -> u64 {
+    messages.iter().map(|m| (m.content.len() as u64).div_ceil(4) + 4).sum::<u64>() + 2
 }
 
 /// A secret (API key). Its `Debug` and `Display` never show the value.

@@ -54,7 +54,7 @@ pub enum Added {
     New(Entry),
     /// A draft's file changed and its hash was refreshed.
     Updated(Entry),
-    /// The draft is already registered with this content: nothing changed.
+    /// Already registered with this content: nothing changed.
     Unchanged(Entry),
 }
 
@@ -75,14 +75,18 @@ pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
         path: file.display().to_string(),
         reason: format!("is outside the project root {}", root.display()),
     })?;
-    let rel = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/");
+    let rel = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/");
     check_relative(&rel).map_err(|reason| Error::PathEscape { path: rel.clone(), reason })?;
     let doc = document::load(&real, None)?;
     let (kind, id, version) = identify(&doc)?;
     if let Some(existing) = registry.get(kind, &id, &version).cloned() {
         let same = existing.sha256 == doc.sha256 && existing.path == rel;
         return match existing.state {
-            State::Draft if same => Ok(Added::Unchanged(existing)),
+            _ if same => Ok(Added::Unchanged(existing)),
             State::Draft => Ok(Added::Updated(registry.edit(|entries, history| {
                 let entry = entries.iter_mut().find(|e| **e == existing).map(|e| {
                     e.sha256 = doc.sha256.clone();
@@ -93,8 +97,11 @@ pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
                 append_event(history, at, Action::Update, &entry);
                 entry
             }))),
-            state if same => Err(Error::DuplicateEntry { id, version: format!("{version} ({})", state.as_str()) }),
-            state => Err(Error::EntryImmutable { id, version: version.to_string(), state: state.as_str().to_string() }),
+            state => Err(Error::EntryImmutable {
+                id,
+                version: version.to_string(),
+                state: state.as_str().to_string(),
+            }),
         };
     }
     let entry = Entry {
@@ -190,10 +197,20 @@ pub struct Promoted {
 
 /// draft → active, after the compatibility check against the highest active version
 /// below it. A contract's pack must already be active.
-pub fn promote(registry: &mut Registry, kind: EntryKind, id: &str, version: &Version, at: &str) -> Result<Promoted> {
+pub fn promote(
+    registry: &mut Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    at: &str,
+) -> Result<Promoted> {
     let entry = entry_of(registry, kind, id, version)?;
     if entry.state != State::Draft {
-        return Err(transition(&entry, "promote", format!("it is {}, and only drafts are promoted", entry.state.as_str())));
+        return Err(transition(
+            &entry,
+            "promote",
+            format!("it is {}, and only drafts are promoted", entry.state.as_str()),
+        ));
     }
     let value = load_entry_value(registry, &entry)?;
     let previous = registry
@@ -211,7 +228,15 @@ pub fn promote(registry: &mut Registry, kind: EntryKind, id: &str, version: &Ver
             &contract.prompt_pack_version,
             ResolveOptions::default(),
         )
-        .map_err(|e| transition(&entry, "promote", format!("its pack does not resolve to an active version ({e}); promote the pack first")))?;
+        .map_err(|e| {
+            transition(
+                &entry,
+                "promote",
+                format!(
+                    "its pack does not resolve to an active version ({e}); promote the pack first"
+                ),
+            )
+        })?;
         if let Some(prev) = &previous {
             let old = load_entry_value(registry, prev)?;
             let changes = diff_contracts(&old, &value);
@@ -260,7 +285,11 @@ pub fn deprecate(
 ) -> Result<Entry> {
     let entry = entry_of(registry, kind, id, version)?;
     if entry.state != State::Active {
-        return Err(transition(&entry, "deprecate", format!("it is {}, and only active versions are deprecated", entry.state.as_str())));
+        return Err(transition(
+            &entry,
+            "deprecate",
+            format!("it is {}, and only active versions are deprecated", entry.state.as_str()),
+        ));
     }
     if successor <= version {
         return Err(Error::SuccessorMissing {
@@ -306,13 +335,23 @@ pub fn deprecate(
 }
 
 /// deprecated → removed. Only deprecated versions can be removed.
-pub fn remove(registry: &mut Registry, kind: EntryKind, id: &str, version: &Version, at: &str) -> Result<Entry> {
+pub fn remove(
+    registry: &mut Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    at: &str,
+) -> Result<Entry> {
     let entry = entry_of(registry, kind, id, version)?;
     if entry.state != State::Deprecated {
         return Err(transition(
             &entry,
             "remove",
-            format!("it is {}; deprecate it first (`pactum registry deprecate {} --successor VERSION`)", entry.state.as_str(), entry.key()),
+            format!(
+                "it is {}; deprecate it first (`pactum registry deprecate {} --successor VERSION`)",
+                entry.state.as_str(),
+                entry.key()
+            ),
         ));
     }
     Ok(registry.edit(|entries, history| {
@@ -411,7 +450,10 @@ mod tests {
         }
 
         fn pack(&self) -> std::path::PathBuf {
-            self.write("prompt_packs/a/1.0.0.json", json!({"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "{{ x }}"}))
+            self.write(
+                "prompt_packs/a/1.0.0.json",
+                json!({"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "{{ x }}"}),
+            )
         }
     }
 
@@ -429,19 +471,25 @@ mod tests {
         add(&mut t.registry, &c1, "t").unwrap();
         add(&mut t.registry, &c2, "t").unwrap();
         // A contract cannot go active before its pack.
-        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap_err();
+        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t")
+            .unwrap_err();
         assert_eq!(e.code(), Code::RegistryTransitionInvalid);
         promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), "t").unwrap();
         promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
-        let p = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.1.0"), "t").unwrap();
+        let p =
+            promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.1.0"), "t").unwrap();
         assert_eq!((p.required, p.declared), (Bump::Minor, Bump::Minor));
-        deprecate(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &v("1.1.0"), "t").unwrap();
+        deprecate(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &v("1.1.0"), "t")
+            .unwrap();
         remove(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
         let history = t.registry.history.clone().unwrap();
         assert_eq!(history.len(), 8);
         verify_history(&history).unwrap();
         let actions: Vec<_> = history.iter().map(|e| e.action.as_str()).collect();
-        assert_eq!(actions, ["add", "add", "add", "promote", "promote", "promote", "deprecate", "remove"]);
+        assert_eq!(
+            actions,
+            ["add", "add", "add", "promote", "promote", "promote", "deprecate", "remove"]
+        );
     }
 
     #[test]
@@ -451,27 +499,60 @@ mod tests {
         add(&mut t.registry, &pack, "t").unwrap();
         let one = v("1.0.0");
         let refused = |r: Result<Entry>| r.unwrap_err().code();
-        assert_eq!(refused(remove(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t")), Code::RegistryTransitionInvalid);
         assert_eq!(
-            refused(deprecate(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &v("2.0.0"), "t")),
+            refused(remove(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t")),
+            Code::RegistryTransitionInvalid
+        );
+        assert_eq!(
+            refused(deprecate(
+                &mut t.registry,
+                EntryKind::PromptPack,
+                "PRM-A-001",
+                &one,
+                &v("2.0.0"),
+                "t"
+            )),
             Code::RegistryTransitionInvalid
         );
         promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t").unwrap();
-        let e = promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t").unwrap_err();
+        let e =
+            promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t").unwrap_err();
         assert_eq!(e.code(), Code::RegistryTransitionInvalid);
         assert_eq!(
-            refused(deprecate(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &v("2.0.0"), "t")),
+            refused(deprecate(
+                &mut t.registry,
+                EntryKind::PromptPack,
+                "PRM-A-001",
+                &one,
+                &v("2.0.0"),
+                "t"
+            )),
             Code::SuccessorMissing
         );
         assert_eq!(
-            refused(deprecate(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &v("0.9.0"), "t")),
+            refused(deprecate(
+                &mut t.registry,
+                EntryKind::PromptPack,
+                "PRM-A-001",
+                &one,
+                &v("0.9.0"),
+                "t"
+            )),
             Code::SuccessorMissing
         );
-        let e = promote(&mut t.registry, EntryKind::PromptPack, "PRM-B-001", &one, "t").unwrap_err();
+        let e =
+            promote(&mut t.registry, EntryKind::PromptPack, "PRM-B-001", &one, "t").unwrap_err();
         assert_eq!(e.code(), Code::PromptPackNotFound);
         // Re-adding changed content of an active entry is refused.
-        std::fs::write(&pack, r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "changed {{ x }}"}"#).unwrap();
-        assert_eq!(add(&mut t.registry, &pack, "t").unwrap_err().code(), Code::RegistryEntryImmutable);
+        std::fs::write(
+            &pack,
+            r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "changed {{ x }}"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            add(&mut t.registry, &pack, "t").unwrap_err().code(),
+            Code::RegistryEntryImmutable
+        );
     }
 
     #[test]
@@ -480,7 +561,11 @@ mod tests {
         let pack = t.pack();
         add(&mut t.registry, &pack, "t").unwrap();
         assert!(matches!(add(&mut t.registry, &pack, "t").unwrap(), Added::Unchanged(_)));
-        std::fs::write(&pack, r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "v2 {{ x }}"}"#).unwrap();
+        std::fs::write(
+            &pack,
+            r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "v2 {{ x }}"}"#,
+        )
+        .unwrap();
         let added = add(&mut t.registry, &pack, "t").unwrap();
         assert!(matches!(added, Added::Updated(_)));
         assert_eq!(t.registry.history.as_ref().unwrap().last().unwrap().action, Action::Update);
@@ -499,7 +584,8 @@ mod tests {
         add(&mut t.registry, &c2, "t").unwrap();
         promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
         let before = t.registry.to_json();
-        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.1"), "t").unwrap_err();
+        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.1"), "t")
+            .unwrap_err();
         assert_eq!(e.code(), Code::IncompatibleVersionBump);
         assert!(e.to_string().contains("required_added"), "{e}");
         assert_eq!(t.registry.to_json(), before);

@@ -236,10 +236,19 @@ impl Registry {
     }
 
     /// Builds the registry from its parsed JSON.
-    pub fn from_parts(path: &Path, text: String, sha256: String, value: &Value) -> Result<Registry> {
+    pub fn from_parts(
+        path: &Path,
+        text: String,
+        sha256: String,
+        value: &Value,
+    ) -> Result<Registry> {
         let findings = schema::check_document(DocKind::Registry, value);
         if !findings.is_empty() {
-            return Err(Error::SchemaInvalid { doc: DocKind::Registry, path: path.to_path_buf(), findings });
+            return Err(Error::SchemaInvalid {
+                doc: DocKind::Registry,
+                path: path.to_path_buf(),
+                findings,
+            });
         }
         let raw = RawRegistry::deserialize(value).map_err(|e| Error::SchemaInvalid {
             doc: DocKind::Registry,
@@ -247,7 +256,9 @@ impl Registry {
             findings: vec![Finding::new("", e.to_string())],
         })?;
         let mut entries = Vec::with_capacity(raw.contracts.len() + raw.prompt_packs.len());
-        for (kind, list) in [(EntryKind::Contract, raw.contracts), (EntryKind::PromptPack, raw.prompt_packs)] {
+        for (kind, list) in
+            [(EntryKind::Contract, raw.contracts), (EntryKind::PromptPack, raw.prompt_packs)]
+        {
             for (i, e) in list.into_iter().enumerate() {
                 let pointer = format!("/{}/{i}", raw_list_name(kind));
                 entries.push(e.into_entry(kind, &pointer, path)?);
@@ -275,11 +286,7 @@ impl Registry {
 
     /// Every version of an id, lowest first.
     pub fn versions(&self, kind: EntryKind, id: &str) -> impl Iterator<Item = &Entry> {
-        self.index
-            .get(&(kind, id.to_string()))
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.entries[i])
+        self.index.get(&(kind, id.to_string())).into_iter().flatten().map(|&i| &self.entries[i])
     }
 
     /// The entry for an exact id + version.
@@ -343,7 +350,11 @@ impl Registry {
             out.push(
                 Diagnostic::new(
                     Code::RegistryDuplicateEntry,
-                    format!("{} is registered twice (also at {})", e.key(), self.pointer_of(&self.entries[a])),
+                    format!(
+                        "{} is registered twice (also at {})",
+                        e.key(),
+                        self.pointer_of(&self.entries[a])
+                    ),
                 )
                 .pointer(self.pointer_of(e))
                 .help("remove one of the two entries"),
@@ -464,10 +475,16 @@ pub fn check_relative(path: &str) -> std::result::Result<(), String> {
         return Err("path is empty".into());
     }
     let p = Path::new(path);
-    if p.is_absolute() || path.starts_with('/') || path.starts_with('\\') || path.get(1..2) == Some(":") {
+    if p.is_absolute()
+        || path.starts_with('/')
+        || path.starts_with('\\')
+        || path.get(1..2) == Some(":")
+    {
         return Err("absolute paths are not allowed; use a path relative to registry.json".into());
     }
-    if p.components().any(|c| matches!(c, Component::ParentDir)) || path.split(['/', '\\']).any(|s| s == "..") {
+    if p.components().any(|c| matches!(c, Component::ParentDir))
+        || path.split(['/', '\\']).any(|s| s == "..")
+    {
         return Err("`..` is not allowed: the path would leave the project root".into());
     }
     Ok(())
@@ -556,11 +573,14 @@ impl RawEntry {
             EntryKind::PromptPack => self.prompt_pack_id,
         }
         .ok_or_else(|| invalid("", "entry has no id".into()))?;
-        let version =
-            parse_version(&self.version).ok_or_else(|| invalid("version", "not a version".into()))?;
+        let version = parse_version(&self.version)
+            .ok_or_else(|| invalid("version", "not a version".into()))?;
         let successor_version = match self.successor_version {
             None => None,
-            Some(s) => Some(parse_version(&s).ok_or_else(|| invalid("successor_version", "not a version".into()))?),
+            Some(s) => Some(
+                parse_version(&s)
+                    .ok_or_else(|| invalid("successor_version", "not a version".into()))?,
+            ),
         };
         Ok(Entry {
             kind,
@@ -611,7 +631,12 @@ mod tests {
     }
 
     fn registry(value: Value) -> Result<Registry> {
-        Registry::from_parts(Path::new("/nowhere/registry.json"), String::new(), String::new(), &value)
+        Registry::from_parts(
+            Path::new("/nowhere/registry.json"),
+            String::new(),
+            String::new(),
+            &value,
+        )
     }
 
     fn event(seq: u64, prev: &str) -> Event {
@@ -645,7 +670,8 @@ mod tests {
 
     #[test]
     fn schema_errors_are_registry_invalid() {
-        let e = registry(json!({"registry_version": 2, "contracts": [], "prompt_packs": []})).unwrap_err();
+        let e = registry(json!({"registry_version": 2, "contracts": [], "prompt_packs": []}))
+            .unwrap_err();
         assert_eq!(e.code(), Code::RegistryInvalid);
         let e = registry(json!({"registry_version": 1, "contracts": [{"contract_id": "PRC-A-001"}], "prompt_packs": []}))
             .unwrap_err();
@@ -685,7 +711,8 @@ mod tests {
         let root = outer.path().join("root");
         std::fs::create_dir(&root).unwrap();
         std::fs::write(outer.path().join("secret.json"), "{}").unwrap();
-        std::os::unix::fs::symlink(outer.path().join("secret.json"), root.join("link.json")).unwrap();
+        std::os::unix::fs::symlink(outer.path().join("secret.json"), root.join("link.json"))
+            .unwrap();
         std::fs::write(root.join("ok.json"), "{}").unwrap();
         assert!(resolve_inside(&root, "ok.json").is_ok());
         assert!(matches!(resolve_inside(&root, "link.json"), Err(PathProblem::Escape(_))));

@@ -117,8 +117,7 @@ pub fn update<T>(path: &Path, change: impl FnOnce(&mut Registry) -> Result<T>) -
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _lock = Lock::acquire(dir)?;
     remove_stale_temps(path);
-    let mut registry =
-        if path.exists() { Registry::open(path)? } else { Registry::empty(path) };
+    let mut registry = if path.exists() { Registry::open(path)? } else { Registry::empty(path) };
     let out = change(&mut registry)?;
     write_atomic(path, registry.to_json().as_bytes())?;
     Ok(out)
@@ -135,7 +134,8 @@ mod tests {
         write_atomic(&target, b"one").unwrap();
         write_atomic(&target, b"two").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
 

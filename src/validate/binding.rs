@@ -3,7 +3,8 @@
 //! templates read is declared in `input_schema.properties` (`template_variable_undeclared`),
 //! and declared inputs no template reads are warned about (`template_input_unused`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
@@ -17,39 +18,58 @@ use crate::validate::{Analyzed, Context, FileKind};
 
 /// The pack a contract binds to, as far as validation can tell.
 enum Bound {
-    /// Its templates' variables by template pointer, and the pack's key.
-    Variables(String, Vec<(String, BTreeSet<String>)>),
+    /// The compiled pack and its key.
+    Compiled(String, Arc<CompiledPack>),
     /// Resolved, but the pack itself is invalid (reported on the contract).
     Invalid(String, String),
     /// Not found (already reported).
     Missing,
 }
 
-pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
-    for f in &ctx.files {
+/// Checks every contract's binding; returns the compiled pack of each contract that has a
+/// valid one, by the contract file's index (for the examples check).
+pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<CompiledPack>> {
+    let mut bound_packs = HashMap::new();
+    for (i, f) in ctx.files.iter().enumerate() {
         let Some(contract) = &f.contract else { continue };
         let bound = match &ctx.registry {
             Some(_) => bound_via_registry(ctx, f, contract, out),
             None => bound_in_tree(ctx, f, contract, out),
         };
         match bound {
-            Bound::Variables(key, vars) => check_variables(f, contract, &key, &vars, out),
+            Bound::Compiled(key, pack) => {
+                check_variables(f, contract, &key, &pack.variables_by_template(), out);
+                bound_packs.insert(i, pack);
+            }
             Bound::Invalid(key, why) => out.push(
-                Diagnostic::new(Code::PromptPackInvalid, format!("bound pack {key} is invalid: {why}"))
-                    .file(f.rel.clone())
-                    .pointer("/prompt_pack_id")
-                    .help("fix the pack (see its own findings) or bind another version"),
+                Diagnostic::new(
+                    Code::PromptPackInvalid,
+                    format!("bound pack {key} is invalid: {why}"),
+                )
+                .file(f.rel.clone())
+                .pointer("/prompt_pack_id")
+                .help("fix the pack (see its own findings) or bind another version"),
             ),
             Bound::Missing => {}
         }
     }
+    bound_packs
 }
 
 fn pack_pointer(contract: &Contract) -> &'static str {
-    if contract.prompt_pack_version == Requirement::Latest { "/prompt_pack_id" } else { "/prompt_pack_version" }
+    if contract.prompt_pack_version == Requirement::Latest {
+        "/prompt_pack_id"
+    } else {
+        "/prompt_pack_version"
+    }
 }
 
-fn bound_via_registry(ctx: &Context, f: &Analyzed, contract: &Contract, out: &mut Vec<Diagnostic>) -> Bound {
+fn bound_via_registry(
+    ctx: &Context,
+    f: &Analyzed,
+    contract: &Contract,
+    out: &mut Vec<Diagnostic>,
+) -> Bound {
     let Some(registry) = &ctx.registry else { return Bound::Missing };
     let draft = registry
         .versions(EntryKind::Contract, &contract.id)
@@ -69,10 +89,17 @@ fn bound_via_registry(ctx: &Context, f: &Analyzed, contract: &Contract, out: &mu
                 _ => pack_pointer(contract),
             };
             let help = match e.code() {
-                Code::ContractNotActive => "promote the pack first (`pactum registry promote ID@VERSION`)".to_string(),
+                Code::ContractNotActive => {
+                    "promote the pack first (`pactum registry promote ID@VERSION`)".to_string()
+                }
                 _ => format!("register the pack (`pactum registry add FILE`) or fix {pointer}"),
             };
-            out.push(Diagnostic::new(Code::PromptPackNotFound, e.to_string()).file(f.rel.clone()).pointer(pointer).help(help));
+            out.push(
+                Diagnostic::new(Code::PromptPackNotFound, e.to_string())
+                    .file(f.rel.clone())
+                    .pointer(pointer)
+                    .help(help),
+            );
             return Bound::Missing;
         }
     };
@@ -88,8 +115,8 @@ fn bound_via_registry(ctx: &Context, f: &Analyzed, contract: &Contract, out: &mu
     let key = entry.key();
     let Ok(path) = registry.file_of(entry) else { return Bound::Missing };
     if let Some(pack_file) = ctx.file_at(&path) {
-        return match &pack_file.pack_variables {
-            Some(vars) => Bound::Variables(key, vars.clone()),
+        return match &pack_file.compiled {
+            Some(pack) => Bound::Compiled(key, pack.clone()),
             None => Bound::Invalid(key, format!("see the findings in {}", pack_file.rel)),
         };
     }
@@ -98,12 +125,17 @@ fn bound_via_registry(ctx: &Context, f: &Analyzed, contract: &Contract, out: &mu
         .and_then(|doc| crate::pack::PromptPack::from_document(&doc))
         .and_then(|pack| CompiledPack::compile(&pack));
     match loaded {
-        Ok(compiled) => Bound::Variables(key, compiled.variables_by_template()),
+        Ok(compiled) => Bound::Compiled(key, Arc::new(compiled)),
         Err(e) => Bound::Invalid(key, e.to_string()),
     }
 }
 
-fn bound_in_tree(ctx: &Context, f: &Analyzed, contract: &Contract, out: &mut Vec<Diagnostic>) -> Bound {
+fn bound_in_tree(
+    ctx: &Context,
+    f: &Analyzed,
+    contract: &Contract,
+    out: &mut Vec<Diagnostic>,
+) -> Bound {
     let best = ctx
         .files
         .iter()
@@ -116,8 +148,8 @@ fn bound_in_tree(ctx: &Context, f: &Analyzed, contract: &Contract, out: &mut Vec
     match best {
         Some((p, v)) => {
             let key = format!("{}@{v}", contract.prompt_pack_id);
-            match &p.pack_variables {
-                Some(vars) => Bound::Variables(key, vars.clone()),
+            match &p.compiled {
+                Some(pack) => Bound::Compiled(key, pack.clone()),
                 None => Bound::Invalid(key, format!("see the findings in {}", p.rel)),
             }
         }
@@ -132,14 +164,22 @@ fn bound_in_tree(ctx: &Context, f: &Analyzed, contract: &Contract, out: &mut Vec
                 )
                 .file(f.rel.clone())
                 .pointer(pack_pointer(contract))
-                .help("add the pack file, or validate from the project root so the registry is used"),
+                .help(
+                    "add the pack file, or validate from the project root so the registry is used",
+                ),
             );
             Bound::Missing
         }
     }
 }
 
-fn check_variables(f: &Analyzed, contract: &Contract, key: &str, vars: &[(String, BTreeSet<String>)], out: &mut Vec<Diagnostic>) {
+fn check_variables(
+    f: &Analyzed,
+    contract: &Contract,
+    key: &str,
+    vars: &[(String, BTreeSet<String>)],
+    out: &mut Vec<Diagnostic>,
+) {
     let Some(declared) = declared_inputs(contract.input_schema.as_ref()) else { return };
     let anchor = match &contract.input_schema {
         Some(s) if s.get("properties").is_some() => "/input_schema/properties",
@@ -165,10 +205,13 @@ fn check_variables(f: &Analyzed, contract: &Contract, key: &str, vars: &[(String
     }
     for name in declared.difference(&used) {
         out.push(
-            Diagnostic::new(Code::TemplateInputUnused, format!("input `{name}` is declared but no template of {key} uses it"))
-                .file(f.rel.clone())
-                .pointer(join_pointer("/input_schema/properties", name))
-                .help("use it in the pack, or drop it from input_schema"),
+            Diagnostic::new(
+                Code::TemplateInputUnused,
+                format!("input `{name}` is declared but no template of {key} uses it"),
+            )
+            .file(f.rel.clone())
+            .pointer(join_pointer("/input_schema/properties", name))
+            .help("use it in the pack, or drop it from input_schema"),
         );
     }
 }

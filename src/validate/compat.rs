@@ -63,7 +63,11 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
     let mut out: BTreeMap<String, Vec<Version>> = BTreeMap::new();
     match &ctx.registry {
         Some(registry) => {
-            for entry in registry.entries.iter().filter(|e| e.kind == EntryKind::Contract && e.state != State::Removed) {
+            for entry in registry
+                .entries
+                .iter()
+                .filter(|e| e.kind == EntryKind::Contract && e.state != State::Removed)
+            {
                 let Ok(path) = registry.file_of(entry) else { continue };
                 let (value, file) = match ctx.file_at(&path) {
                     Some(f) => match &f.contract {
@@ -75,7 +79,11 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
                         Err(_) => continue,
                     },
                 };
-                out.entry(entry.id.clone()).or_default().push(Version { version: entry.version.clone(), value, file });
+                out.entry(entry.id.clone()).or_default().push(Version {
+                    version: entry.version.clone(),
+                    value,
+                    file,
+                });
             }
         }
         None => {

@@ -58,9 +58,11 @@ pub fn kind_from_folder(base: &Path, path: &Path) -> Option<FileKind> {
 }
 
 fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
-    let walker = WalkDir::new(dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
-        e.depth() == 0 || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
-    });
+    let walker =
+        WalkDir::new(dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
+            e.depth() == 0
+                || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
+        });
     for entry in walker.flatten() {
         let path = entry.path();
         if entry.file_type().is_dir() || !is_document(path) {
@@ -78,13 +80,19 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
                     }
                     None
                 }
-                Ok(real) => Some(format!("symlink leads to {}, outside the project root", real.display())),
+                Ok(real) => {
+                    Some(format!("symlink leads to {}, outside the project root", real.display()))
+                }
                 Err(_) => Some("dangling symlink".to_string()),
             }
         } else {
             None
         };
-        out.push(Candidate { path: path.to_path_buf(), dir_kind: kind_from_folder(base, path), escape });
+        out.push(Candidate {
+            path: path.to_path_buf(),
+            dir_kind: kind_from_folder(base, path),
+            escape,
+        });
     }
 }
 
@@ -93,11 +101,16 @@ pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candi
     let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
     let mut out = Vec::new();
     if path.is_file() {
-        out.push(Candidate { path: path.to_path_buf(), dir_kind: kind_from_folder(base, path), escape: None });
+        out.push(Candidate {
+            path: path.to_path_buf(),
+            dir_kind: kind_from_folder(base, path),
+            escape: None,
+        });
         return out;
     }
     let at_root = registry.is_some() && path == root;
-    let folders: Vec<PathBuf> = FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()).collect();
+    let folders: Vec<PathBuf> =
+        FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()).collect();
     if at_root && !folders.is_empty() {
         for folder in &folders {
             walk(folder, base, &root, &mut out);
@@ -109,7 +122,11 @@ pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candi
                 if let Ok(real) = registry.file_of(entry)
                     && seen.insert(real.clone())
                 {
-                    out.push(Candidate { dir_kind: kind_from_folder(&root, &real), path: real, escape: None });
+                    out.push(Candidate {
+                        dir_kind: kind_from_folder(&root, &real),
+                        path: real,
+                        escape: None,
+                    });
                 }
             }
         }

@@ -1,6 +1,52 @@
-//! Contract examples run offline (SPEC §5 check 9): wired in with the exchange pipeline.
+//! Contract examples run offline (SPEC §5 check 9): each example's input, rendering and
+//! recorded response go through the same dual-validation steps as a live exchange, and the
+//! outcome must be the one the example expects (`ok` or an error code); otherwise
+//! `example_failed`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
+use crate::error::Code;
+use crate::exchange::run_example;
+use crate::project::Validators;
+use crate::render::CompiledPack;
 use crate::validate::Context;
 
-pub fn check(_ctx: &Context, _out: &mut Vec<Diagnostic>) {}
+pub fn check(ctx: &Context, packs: &HashMap<usize, Arc<CompiledPack>>, out: &mut Vec<Diagnostic>) {
+    for (i, f) in ctx.files.iter().enumerate() {
+        let Some(contract) = &f.contract else { continue };
+        if contract.examples.is_empty() {
+            continue;
+        }
+        let Some(pack) = packs.get(&i) else { continue };
+        let compile = |schema: &Option<serde_json::Value>| match schema {
+            None => Ok(None),
+            Some(s) => crate::schema::compile(s, contract.dir(), &ctx.base).map(Some),
+        };
+        // Schemas that do not compile are reported by the per-file checks.
+        let (Ok(input), Ok(output)) =
+            (compile(&contract.input_schema), compile(&contract.output_schema))
+        else {
+            continue;
+        };
+        let validators = Validators { input, output };
+        for (n, example) in contract.examples.iter().enumerate() {
+            let (outcome, error) = run_example(contract, &validators, pack, example);
+            if outcome == example.expect {
+                continue;
+            }
+            let name = example.name.as_deref().map(|n| format!(" `{n}`")).unwrap_or_default();
+            let why = error.map(|e| format!(": {e}")).unwrap_or_default();
+            out.push(
+                Diagnostic::new(
+                    Code::ExampleFailed,
+                    format!("example {n}{name} expects `{}` but gives `{outcome}`{why}", example.expect),
+                )
+                .file(f.rel.clone())
+                .pointer(format!("/examples/{n}"))
+                .help("fix the contract or the example; examples are offline fixtures that must keep passing"),
+            );
+        }
+    }
+}

@@ -4,8 +4,8 @@
 //! finding at its pointer), check the schemas a contract embeds, and compile pack
 //! templates.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -65,8 +65,8 @@ pub struct Analyzed {
     pub value: Option<Value>,
     pub contract: Option<Contract>,
     pub pack: Option<PromptPack>,
-    /// Template variables per template pointer (packs that compiled).
-    pub pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
+    /// The compiled pack (packs whose templates compile).
+    pub compiled: Option<Arc<CompiledPack>>,
     pub work_order: Option<WorkOrder>,
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -83,7 +83,7 @@ impl Analyzed {
             value: None,
             contract: None,
             pack: None,
-            pack_variables: None,
+            compiled: None,
             work_order: None,
             diagnostics: Vec::new(),
         }
@@ -115,14 +115,19 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
     a.kind = candidate.dir_kind;
     if let Some(reason) = &candidate.escape {
         let e = Error::PathEscape { path: a.rel.clone(), reason: reason.clone() };
-        a.push(Diagnostic::from_error(&e).help("replace the symlink with the file itself, inside the project"));
+        a.push(
+            Diagnostic::from_error(&e)
+                .help("replace the symlink with the file itself, inside the project"),
+        );
         return a;
     }
     let bytes = match document::read_limited(&candidate.path, MAX_FILE_BYTES) {
         Ok(b) => b,
         Err(e) => {
             let help = match e.code() {
-                Code::FileTooLarge => "split the file; contracts and packs are expected to be small",
+                Code::FileTooLarge => {
+                    "split the file; contracts and packs are expected to be small"
+                }
                 _ => "check the file's permissions",
             };
             a.push(Diagnostic::from_error(&e).help(help));
@@ -174,9 +179,12 @@ fn parse_diagnostic(e: &Error) -> Diagnostic {
 
 fn schema_diagnostics(a: &mut Analyzed, e: &Error, help: &str) {
     for f in e.findings() {
-        let d = Diagnostic::new(e.code(), format!("{}: {}", super::pointer_label(&f.pointer), f.message))
-            .pointer(f.pointer.clone())
-            .help(help);
+        let d = Diagnostic::new(
+            e.code(),
+            format!("{}: {}", super::pointer_label(&f.pointer), f.message),
+        )
+        .pointer(f.pointer.clone())
+        .help(help);
         a.push(d);
     }
 }
@@ -210,19 +218,28 @@ fn check_contract(a: &mut Analyzed, base: &Path) {
 
 fn check_pack(a: &mut Analyzed) {
     let Some(value) = a.value.clone() else { return };
-    let pack = match PromptPack::from_value(&value, a.sha256.as_deref().unwrap_or_default(), &a.abs) {
+    let pack = match PromptPack::from_value(&value, a.sha256.as_deref().unwrap_or_default(), &a.abs)
+    {
         Ok(p) => p,
         Err(e) => {
-            schema_diagnostics(a, &e, "make the pack fit schemas/prompt_pack.schema.json: a `template`, or `sections` with at least a `task`");
+            schema_diagnostics(
+                a,
+                &e,
+                "make the pack fit schemas/prompt_pack.schema.json: a `template`, or `sections` with at least a `task`",
+            );
             return;
         }
     };
     match CompiledPack::compile(&pack) {
         Ok(compiled) => {
-            a.pack_variables = Some(compiled.variables_by_template());
+            a.compiled = Some(Arc::new(compiled));
             a.pack = Some(pack);
         }
-        Err(e) => schema_diagnostics(a, &e, "fix the template syntax (Jinja: {{ name }}, {% for x in xs %}...{% endfor %})"),
+        Err(e) => schema_diagnostics(
+            a,
+            &e,
+            "fix the template syntax (Jinja: {{ name }}, {% for x in xs %}...{% endfor %})",
+        ),
     }
 }
 
@@ -230,6 +247,8 @@ fn check_work_order(a: &mut Analyzed) {
     let Some(value) = a.value.clone() else { return };
     match WorkOrder::from_value(&value, &a.abs) {
         Ok(w) => a.work_order = Some(w),
-        Err(e) => schema_diagnostics(a, &e, "make the work order fit schemas/work_order.schema.json"),
+        Err(e) => {
+            schema_diagnostics(a, &e, "make the work order fit schemas/work_order.schema.json")
+        }
     }
 }

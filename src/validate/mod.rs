@@ -117,7 +117,11 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                 registry::FILE_NAME,
                 path.display()
             ));
-            let base = if meta.is_dir() { path.clone() } else { path.parent().unwrap_or(&path).to_path_buf() };
+            let base = if meta.is_dir() {
+                path.clone()
+            } else {
+                path.parent().unwrap_or(&path).to_path_buf()
+            };
             (None, base)
         }
     };
@@ -151,9 +155,9 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         report.files.push(ctx.registry_name.clone());
     }
     registry_rules::check(&ctx, &mut diagnostics);
-    binding::check(&ctx, &mut diagnostics);
+    let bound_packs = binding::check(&ctx, &mut diagnostics);
     compat::check(&ctx, &mut diagnostics);
-    examples::check(&ctx, &mut diagnostics);
+    examples::check(&ctx, &bound_packs, &mut diagnostics);
     work_orders::check(&ctx, &mut report.notes, &mut diagnostics);
 
     place(&ctx, &mut diagnostics);
@@ -175,7 +179,11 @@ fn registry_load_diagnostic(e: &Error, registry_path: &Path, root: &Path) -> Dia
         Error::SchemaInvalid { findings, .. } => {
             if let Some(first) = findings.first() {
                 d.pointer = Some(first.pointer.clone());
-                d.message = findings.iter().map(|f| format!("{}: {}", pointer_label(&f.pointer), f.message)).collect::<Vec<_>>().join("; ");
+                d.message = findings
+                    .iter()
+                    .map(|f| format!("{}: {}", pointer_label(&f.pointer), f.message))
+                    .collect::<Vec<_>>()
+                    .join("; ");
             }
         }
         _ => {}
@@ -191,7 +199,8 @@ pub fn pointer_label(pointer: &str) -> &str {
 /// `path` relative to `base`, `/`-separated (the absolute path when it is outside).
 pub fn relative_name(base: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(base).unwrap_or(path);
-    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> =
+        rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
     parts.join("/")
 }
 

@@ -31,9 +31,12 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
         let Some(entries) = by_file.get(&f.abs) else {
             let what = f.declared_id().map(|(id, v)| format!(" ({id}@{v})")).unwrap_or_default();
             out.push(
-                Diagnostic::new(Code::ContractUnregistered, format!("{}{what} is not in {}", f.rel, ctx.registry_name))
-                    .file(f.rel.clone())
-                    .help(format!("register it with `pactum registry add {}`", f.rel)),
+                Diagnostic::new(
+                    Code::ContractUnregistered,
+                    format!("{}{what} is not in {}", f.rel, ctx.registry_name),
+                )
+                .file(f.rel.clone())
+                .help(format!("register it with `pactum registry add {}`", f.rel)),
             );
             continue;
         };
@@ -53,7 +56,12 @@ fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mu
         out.push(
             Diagnostic::new(
                 Code::ContractIdMismatch,
-                format!("registry entry {} ({}) points at a {} file", entry.key(), entry.kind.noun(), kind.doc_kind().noun()),
+                format!(
+                    "registry entry {} ({}) points at a {} file",
+                    entry.key(),
+                    entry.kind.noun(),
+                    kind.doc_kind().noun()
+                ),
             )
             .file(f.rel.clone())
             .help("point the entry at the right file"),
@@ -71,9 +79,13 @@ fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mu
             actual: sha.clone(),
         };
         let help = if entry.state == State::Draft {
-            format!("if the edit is intended, refresh the draft with `pactum registry add {}`", f.rel)
+            format!(
+                "if the edit is intended, refresh the draft with `pactum registry add {}`",
+                f.rel
+            )
         } else {
-            "an active version never changes: restore the file and put the change in a new version".to_string()
+            "an active version never changes: restore the file and put the change in a new version"
+                .to_string()
         };
         out.push(Diagnostic::from_error(&e).file(f.rel.clone()).help(help));
     }
@@ -87,13 +99,17 @@ fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mu
             None
         };
         if let Some(pointer) = problem {
-            let e = Error::IdMismatch { path: f.rel.clone().into(), expected: entry.key(), found: format!("{id}@{version}") };
-            out.push(
-                Diagnostic::from_error(&e)
-                    .file(f.rel.clone())
-                    .pointer(pointer)
-                    .help(format!("make the file say {} or register it under its own id and version", entry.key())),
-            );
+            let e = Error::IdMismatch {
+                path: f.rel.clone().into(),
+                expected: entry.key(),
+                found: format!("{id}@{version}"),
+            };
+            out.push(Diagnostic::from_error(&e).file(f.rel.clone()).pointer(pointer).help(
+                format!(
+                    "make the file say {} or register it under its own id and version",
+                    entry.key()
+                ),
+            ));
         }
     }
 }
@@ -103,10 +119,14 @@ fn deprecation_periods(ctx: &Context, out: &mut Vec<Diagnostic>) {
     let Some(registry) = &ctx.registry else { return };
     let days = i64::from(ctx.config.project.deprecation_days);
     for entry in registry.entries.iter().filter(|e| e.state == State::Deprecated) {
-        let Some(since) = entry.deprecated_at.as_deref().and_then(|d| d.parse::<jiff::Timestamp>().ok()) else {
+        let Some(since) =
+            entry.deprecated_at.as_deref().and_then(|d| d.parse::<jiff::Timestamp>().ok())
+        else {
             continue;
         };
-        let Ok(end) = since.checked_add(jiff::SignedDuration::from_hours(days * 24)) else { continue };
+        let Ok(end) = since.checked_add(jiff::SignedDuration::from_hours(days * 24)) else {
+            continue;
+        };
         if ctx.now <= end {
             continue;
         }
@@ -116,8 +136,14 @@ fn deprecation_periods(ctx: &Context, out: &mut Vec<Diagnostic>) {
             .filter_map(|f| f.work_order.as_ref().map(|w| (f, w)))
             .filter(|(_, w)| {
                 w.pins().iter().any(|(_, pin)| {
-                    resolve(registry, entry.kind, &pin.id, &pin.requirement, ResolveOptions::default())
-                        .is_ok_and(|r| r.entry == entry)
+                    resolve(
+                        registry,
+                        entry.kind,
+                        &pin.id,
+                        &pin.requirement,
+                        ResolveOptions::default(),
+                    )
+                    .is_ok_and(|r| r.entry == entry)
                 })
             })
             .map(|(f, _)| f.rel.clone())
@@ -130,11 +156,17 @@ fn deprecation_periods(ctx: &Context, out: &mut Vec<Diagnostic>) {
         out.push(
             Diagnostic::new(
                 Code::DeprecationPeriodOver,
-                format!("{} has been deprecated since {since}, more than {days} days{still}", entry.key()),
+                format!(
+                    "{} has been deprecated since {since}, more than {days} days{still}",
+                    entry.key()
+                ),
             )
             .file(ctx.registry_name.clone())
             .pointer(registry.pointer_of(entry))
-            .help(format!("move the work orders to the successor, then `pactum registry remove {}`", entry.key())),
+            .help(format!(
+                "move the work orders to the successor, then `pactum registry remove {}`",
+                entry.key()
+            )),
         );
     }
 }

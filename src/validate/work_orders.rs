@@ -8,7 +8,8 @@ use crate::resolve::{ResolveOptions, resolve};
 use crate::validate::Context;
 
 pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) {
-    let orders: Vec<_> = ctx.files.iter().filter_map(|f| f.work_order.as_ref().map(|w| (f, w))).collect();
+    let orders: Vec<_> =
+        ctx.files.iter().filter_map(|f| f.work_order.as_ref().map(|w| (f, w))).collect();
     let Some(registry) = &ctx.registry else {
         if !orders.is_empty() {
             notes.push("work-order pins not checked: no registry".to_string());

@@ -25,8 +25,18 @@ enum Command {
     Validate(cmd::validate::Args),
     /// Resolve ID[@REQUIREMENT] to one registered contract and its pack.
     Resolve(cmd::resolve::Args),
+    /// Render a contract's prompt pack with an input (after validating the input).
+    Render(cmd::render::Args),
+    /// Extract JSON from a raw model response on stdin, optionally validating it.
+    Extract(cmd::extract::Args),
+    /// Run work orders (exchange or kernel) through a provider.
+    Run(cmd::run::Args),
     /// Register, promote, deprecate and remove versions; verify and log the registry.
     Registry(cmd::registry::Args),
+    /// Show every change between two contract versions and the bump it needs.
+    Diff(cmd::diff::Args),
+    /// Verify a ledger's hash chain.
+    Ledger(cmd::ledger::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,7 +51,12 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Command::Validate(args) => cmd::validate::exec(args),
         Command::Resolve(args) => cmd::resolve::exec(args),
+        Command::Render(args) => cmd::render::exec(args),
+        Command::Extract(args) => cmd::extract::exec(args),
+        Command::Run(args) => cmd::run::exec(args),
         Command::Registry(args) => cmd::registry::exec(args),
+        Command::Diff(args) => cmd::diff::exec(args),
+        Command::Ledger(args) => cmd::ledger::exec(args),
     };
     ExitCode::from(status)
 }

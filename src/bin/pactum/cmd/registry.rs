@@ -66,7 +66,10 @@ fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
 fn exact(pin: &str) -> Result<(EntryKind, String, semver::Version)> {
     let parsed = Pin::parse(pin)?;
     let Requirement::Exact(version) = parsed.requirement else {
-        return Err(Error::PinInvalid { pin: pin.to_string(), reason: "needs an exact version: ID@1.2.0".into() });
+        return Err(Error::PinInvalid {
+            pin: pin.to_string(),
+            reason: "needs an exact version: ID@1.2.0".into(),
+        });
     };
     let kind = EntryKind::of_id(&parsed.id).unwrap_or(EntryKind::Contract);
     Ok((kind, parsed.id, version))
@@ -111,7 +114,13 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                     Added::Unchanged(_) => ("unchanged", "unchanged"),
                 };
                 let e = a.entry();
-                text.push_str(&format!("{word} {} ({}) {} sha256 {}\n", e.key(), e.state.as_str(), e.path, e.sha256));
+                text.push_str(&format!(
+                    "{word} {} ({}) {} sha256 {}\n",
+                    e.key(),
+                    e.state.as_str(),
+                    e.path,
+                    e.sha256
+                ));
                 let mut v = entry_json(e);
                 v["result"] = json!(result);
                 entries.push(v);
@@ -128,7 +137,11 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 p.entry.key(),
                 against
                     .as_ref()
-                    .map(|v| format!(" (changes since {v} need a {} bump; declared {})", p.required.as_str(), p.declared.as_str()))
+                    .map(|v| format!(
+                        " (changes since {v} need a {} bump; declared {})",
+                        p.required.as_str(),
+                        p.declared.as_str()
+                    ))
                     .unwrap_or_default()
             );
             let mut value = entry_json(&p.entry);
@@ -146,7 +159,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 reason: "--successor needs a version like 1.3.0".into(),
             })?;
             let path = registry_path(&args.common, false)?;
-            let e = store::update(&path, |reg| lifecycle::deprecate(reg, kind, &id, &version, &successor, &at))?;
+            let e = store::update(&path, |reg| {
+                lifecycle::deprecate(reg, kind, &id, &version, &successor, &at)
+            })?;
             let mut value = entry_json(&e);
             value["ok"] = json!(true);
             value["action"] = json!("deprecate");
@@ -179,7 +194,10 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                     "{}[{}]: {}: {}\n",
                     d.severity.as_str(),
                     d.code,
-                    d.pointer.as_deref().map(|p| format!("{name}#{p}")).unwrap_or_else(|| name.clone()),
+                    d.pointer
+                        .as_deref()
+                        .map(|p| format!("{name}#{p}"))
+                        .unwrap_or_else(|| name.clone()),
                     d.message
                 ));
             }
@@ -224,4 +242,3 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
         }
     }
 }
-

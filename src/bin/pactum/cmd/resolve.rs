@@ -49,7 +49,12 @@ pub fn exec(args: Args) -> u8 {
         println!("{} ({})", r.contract_entry.key(), r.contract_entry.state.as_str());
         println!("  path:   {}", r.contract_entry.path);
         println!("  sha256: {}", r.contract_entry.sha256);
-        println!("  pack:   {} ({}) {}", r.pack_entry.key(), r.pack_entry.state.as_str(), r.pack_entry.path);
+        println!(
+            "  pack:   {} ({}) {}",
+            r.pack_entry.key(),
+            r.pack_entry.state.as_str(),
+            r.pack_entry.path
+        );
         for w in &r.warnings {
             output::eprint_warning(w.code, &w.message);
         }

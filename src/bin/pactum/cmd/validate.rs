@@ -55,14 +55,17 @@ impl Progress for Bar {
 pub fn exec(args: Args) -> u8 {
     let format = if args.json { Format::Json } else { args.format };
     let path = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
-    let options = ValidateOptions { registry: args.registry.clone(), jobs: args.jobs, ..Default::default() };
+    let options =
+        ValidateOptions { registry: args.registry.clone(), jobs: args.jobs, ..Default::default() };
     let bar = Bar(indicatif::ProgressBar::hidden());
     let use_bar = std::io::stderr().is_terminal() && count_hint(&path) > PROGRESS_THRESHOLD;
     if use_bar {
         bar.0.set_draw_target(indicatif::ProgressDrawTarget::stderr());
         bar.0.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} validating {pos}/{len} files {wide_bar}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} validating {pos}/{len} files {wide_bar}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
     }
     let progress: &dyn Progress = if use_bar { &bar } else { &NoProgress };

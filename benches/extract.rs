@@ -1,0 +1,89 @@
+//! Throughput of `pactum::extract` on large prose and on hostile 1 MiB responses.
+//!
+//! Run with `cargo bench --bench extract`. Large prose should extract at 500 MB/s or
+//! more; hostile inputs must finish in milliseconds.
+
+use divan::Bencher;
+use divan::counter::BytesCount;
+use pactum::extract::{ExtractOptions, extract};
+
+fn main() {
+    divan::main();
+}
+
+const MIB: usize = 1 << 20;
+
+/// `unit` repeated to fill about 1 MiB.
+fn fill(unit: &str) -> String {
+    unit.repeat(MIB / unit.len())
+}
+
+/// About 1 MiB of plain prose, with the odd inline `code` span.
+fn prose() -> String {
+    fill("The quick brown fox jumps over the lazy dog; see `fox` in section 4.2, then go on. ")
+}
+
+/// Extraction modes, as bench arguments.
+const MODES: &[&str] = &["strict", "repair"];
+
+/// Runs extraction on `text` in `mode`, counting the bytes of the text.
+fn run(bencher: Bencher, text: String, mode: &str, want_array: bool) {
+    let options = ExtractOptions { want_array, repair: mode == "repair" };
+    bencher.counter(BytesCount::of_str(&text)).bench(|| extract(divan::black_box(&text), &options));
+}
+
+#[divan::bench(args = MODES)]
+fn prose_then_fence(bencher: Bencher, mode: &str) {
+    run(bencher, format!("{}\n```json\n{{\"answer\": 42}}\n```\n", prose()), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn prose_then_embedded(bencher: Bencher, mode: &str) {
+    run(bencher, format!("{} The result is {{\"answer\": 42}}.", prose()), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn prose_without_json(bencher: Bencher, mode: &str) {
+    run(bencher, prose(), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_open_braces(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{"), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_open_brackets(bencher: Bencher, mode: &str) {
+    run(bencher, fill("["), mode, true);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_dangling_keys(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\":"), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_unbalanced_quotes(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\":\"\\\"{"), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_unclosed_strings(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\": \"x "), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_fences(bencher: Bencher, mode: &str) {
+    run(bencher, fill("```\n```json\n{\n"), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_failing_candidates(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\": [1, 2, x]} "), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_deep_nesting(bencher: Bencher, mode: &str) {
+    let half = MIB / 12;
+    run(bencher, format!("{}1{}", "{\"a\":".repeat(half), "}".repeat(half)), mode, false);
+}

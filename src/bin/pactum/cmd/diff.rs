@@ -1,0 +1,113 @@
+//! `pactum diff ID@A ID@B`: every change between two versions of a contract, with the
+//! minimum semver bump it needs.
+
+use pactum::compat::{declared_bump, diff_contracts, required_bump};
+use pactum::error::{Error, Result};
+use pactum::id::{Pin, Requirement};
+use pactum::registry::EntryKind;
+use serde_json::json;
+
+use crate::output::{self, Common, OK};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The older version: ID@1.0.0.
+    from: String,
+    /// The newer version: ID@1.1.0 (or just a version; the id of FROM is used).
+    to: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn exact(text: &str, default_id: Option<&str>) -> Result<(String, semver::Version)> {
+    let text = match (text.contains('@'), default_id) {
+        (false, Some(id)) if pactum::id::parse_version(text).is_some() => format!("{id}@{text}"),
+        _ => text.to_string(),
+    };
+    let pin = Pin::parse(&text)?;
+    match pin.requirement {
+        Requirement::Exact(v) => Ok((pin.id, v)),
+        _ => Err(Error::PinInvalid {
+            pin: text,
+            reason: "diff needs exact versions: ID@1.2.0".into(),
+        }),
+    }
+}
+
+pub fn exec(args: Args) -> u8 {
+    let json = args.common.json();
+    let result = (|| {
+        let (id_a, va) = exact(&args.from, None)?;
+        let (id_b, vb) = exact(&args.to, Some(&id_a))?;
+        let project = args.common.project()?;
+        let load = |id: &str, v: &semver::Version| -> Result<serde_json::Value> {
+            let kind = EntryKind::of_id(id).unwrap_or(EntryKind::Contract);
+            let entry =
+                project.registry.get(kind, id, v).ok_or_else(|| Error::VersionNotFound {
+                    kind: kind.doc_kind(),
+                    id: id.to_string(),
+                    requirement: format!("={v}"),
+                    available: project
+                        .registry
+                        .versions(kind, id)
+                        .map(|e| e.version.to_string())
+                        .collect(),
+                })?;
+            Ok(project.load_contract(entry)?.raw.clone())
+        };
+        let a = load(&id_a, &va)?;
+        let b = load(&id_b, &vb)?;
+        Ok::<_, Error>((
+            format!("{id_a}@{va}"),
+            format!("{id_b}@{vb}"),
+            va,
+            vb,
+            diff_contracts(&a, &b),
+        ))
+    })();
+    let (from, to, va, vb, changes) = match result {
+        Ok(x) => x,
+        Err(e) => return output::fail(&e, json),
+    };
+    let required = required_bump(&changes);
+    let declared = declared_bump(&va, &vb);
+    let compatible = declared >= required;
+    if json {
+        output::print_json(&json!({
+            "ok": true, "from": from, "to": to, "required_bump": required, "declared_bump": declared,
+            "compatible": compatible,
+            "changes": changes.iter().map(|c| json!({"pointer": c.pointer, "kind": c.kind, "bump": c.bump, "detail": c.detail})).collect::<Vec<_>>(),
+        }));
+    } else {
+        println!(
+            "{from} -> {to}: {} change(s); needs a {} bump, declared {}",
+            changes.len(),
+            required.as_str(),
+            declared.as_str()
+        );
+        for c in &changes {
+            println!(
+                "  {:<6} {:<28} {}  ({})",
+                c.bump.as_str(),
+                c.kind.as_str(),
+                c.pointer,
+                c.detail
+            );
+        }
+        if !compatible {
+            output::eprint_error(&Error::IncompatibleBump {
+                id: from.clone(),
+                from: va.to_string(),
+                to: vb.to_string(),
+                declared: declared.as_str().into(),
+                required: required.as_str().into(),
+                changes: changes
+                    .iter()
+                    .filter(|c| c.bump > declared)
+                    .map(|c| format!("{} {}", c.pointer, c.kind.as_str()))
+                    .collect(),
+            });
+        }
+    }
+    OK
+}

@@ -1,0 +1,252 @@
+//! `pactum run WO...`: runs work orders (exchange or kernel) and prints their results —
+//! for people (`Answer:`, `Confidence:`, ...) or, with `--json`, the whole result.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pactum::error::Error;
+use pactum::executor::{RunResult, Runner};
+use pactum::gateway::select::{Choice, select};
+use pactum::ledger::Ledger;
+use pactum::project::Project;
+use pactum::synthesis::FinalAnswer;
+use pactum::work_order::WorkOrder;
+use serde_json::{Value, json};
+
+use crate::output::{self, Common, FAILED, OK, USAGE};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Work order files (JSON or YAML).
+    #[arg(required = true, value_name = "WO")]
+    work_orders: Vec<PathBuf>,
+    /// Provider for every work order: a name from pactum.toml or openai, anthropic, scripted, replay, dry-run.
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// Work orders run at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: usize,
+    /// Ledger file (default: .pactum/ledger.jsonl under the project root).
+    #[arg(long, value_name = "FILE")]
+    ledger: Option<PathBuf>,
+    /// Kernel cycle log (default: the ledger).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Let drafts resolve.
+    #[arg(long)]
+    allow_draft: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn open_project(args: &Args) -> Result<Project, Error> {
+    if args.common.root.is_some() {
+        return args.common.project();
+    }
+    let first =
+        args.work_orders.first().map(|p| p.parent().unwrap_or(Path::new(".")).to_path_buf());
+    let start = match first {
+        Some(dir) if dir.as_os_str().is_empty() => PathBuf::from("."),
+        Some(dir) => dir,
+        None => PathBuf::from("."),
+    };
+    let mut project = Project::discover(&start)?;
+    project.config.apply_env(&output::env_lookup);
+    Ok(project)
+}
+
+pub fn exec(args: Args) -> u8 {
+    let json = args.common.json();
+    let project = match open_project(&args) {
+        Ok(p) => p,
+        Err(e) => return output::fail(&e, json),
+    };
+    let ledger_path =
+        args.ledger.clone().unwrap_or_else(|| project.root.join(".pactum").join("ledger.jsonl"));
+    let ledger = match Ledger::open(&ledger_path) {
+        Ok(l) => l,
+        Err(e) => return output::fail(&e, json),
+    };
+    let log = match &args.log {
+        Some(p) => match Ledger::open(p) {
+            Ok(l) => Some(l),
+            Err(e) => return output::fail(&e, json),
+        },
+        None => None,
+    };
+    let jobs = args.jobs.max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<(usize, Result<RunResult, Error>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..jobs.min(args.work_orders.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut local = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(path) = args.work_orders.get(i) else { break };
+                        local.push((i, run_one(&args, &project, &ledger, log.as_ref(), path)));
+                    }
+                    local
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    let mut status = OK;
+    let mut docs = Vec::new();
+    for (i, result) in &results {
+        match result {
+            Ok(r) => {
+                if !r.ok {
+                    status = status.max(FAILED);
+                }
+                if json {
+                    docs.push(serde_json::to_value(r).unwrap_or(Value::Null));
+                } else {
+                    print_human(r);
+                }
+            }
+            Err(e) => {
+                status = status.max(output::status_of(e));
+                if json {
+                    let mut v = output::error_json(e);
+                    v["work_order"] = json!(args.work_orders[*i].display().to_string());
+                    docs.push(v);
+                } else {
+                    eprintln!("{}:", args.work_orders[*i].display());
+                    output::eprint_error(e);
+                }
+            }
+        }
+    }
+    if json {
+        if docs.len() == 1 {
+            output::print_json(&docs.remove(0));
+        } else {
+            output::print_json(&json!({"ok": status == OK, "results": docs}));
+        }
+    } else if results.len() > 1 {
+        let failed = results.iter().filter(|(_, r)| !matches!(r, Ok(r) if r.ok)).count();
+        println!("{} work order(s): {} ok, {failed} failed", results.len(), results.len() - failed);
+    }
+    if status == USAGE { USAGE } else { status }
+}
+
+fn run_one(
+    args: &Args,
+    project: &Project,
+    ledger: &Ledger,
+    log: Option<&Ledger>,
+    path: &Path,
+) -> Result<RunResult, Error> {
+    let wo = WorkOrder::load(path)?;
+    let choice = Choice {
+        cli: args.provider.as_deref(),
+        work_order: &wo.provider,
+        work_order_dir: wo.dir(),
+    };
+    let selected = select(&project.config, &project.root, choice)?;
+    if let Some(note) = &selected.offline {
+        let mut err = anstream::stderr().lock();
+        let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
+        let _ = writeln!(err, "{style}note{style:#}: {}: {note}", wo.id);
+    }
+    let runner = Runner {
+        project,
+        provider: Arc::clone(&selected.provider),
+        ledger: Some(ledger),
+        cycle_log: Some(log.unwrap_or(ledger)),
+        allow_draft: args.allow_draft,
+    };
+    Ok(runner.run(&wo))
+}
+
+fn print_human(r: &RunResult) {
+    let mut out = anstream::stdout().lock();
+    let bold = anstyle::Style::new().bold();
+    let (color, mark) =
+        if r.ok { (anstyle::AnsiColor::Green, "ok") } else { (anstyle::AnsiColor::Red, "failed") };
+    let status_style = anstyle::Style::new().bold().fg_color(Some(color.into()));
+    let _ = writeln!(
+        out,
+        "{bold}{}{bold:#} ({}) {status_style}{mark}{status_style:#}: {}{} via {}",
+        r.work_order_id,
+        r.kind,
+        r.status,
+        r.contract.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default(),
+        r.provider
+    );
+    if r.kind == "kernel" {
+        print_final_answer(&mut out, r.final_answer.as_ref());
+    } else if let Some(o) = &r.output {
+        let text = match o {
+            Value::String(s) => s.clone(),
+            other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        };
+        let _ = writeln!(out, "Output: {text}");
+        if let Some(x) = &r.extraction {
+            let _ = writeln!(
+                out,
+                "Extracted: {} (bytes {}..{})",
+                x.method.as_str(),
+                x.span.0,
+                x.span.1
+            );
+        }
+    }
+    if r.repair_attempts > 0 {
+        let _ = writeln!(out, "Repair attempts: {}", r.repair_attempts);
+    }
+    let _ = writeln!(
+        out,
+        "Usage: {} prompt + {} completion tokens",
+        r.usage.prompt_tokens, r.usage.completion_tokens
+    );
+    drop(out);
+    for w in &r.warnings {
+        output::eprint_warning(w.code, &w.message);
+    }
+    for e in &r.errors {
+        let code = e.get("code").and_then(Value::as_str).unwrap_or("error");
+        let message = e.get("message").and_then(Value::as_str).unwrap_or("");
+        let mut err = anstream::stderr().lock();
+        let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
+        let _ = writeln!(err, "{style}error[{code}]{style:#}: {message}");
+    }
+}
+
+/// The Phase E answer for people (SPEC §9).
+pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
+    let Some(a) = answer else {
+        let _ = writeln!(out, "No final answer available");
+        return;
+    };
+    let _ = writeln!(out, "Answer: {}", a.answer_text);
+    if let Some(c) = a.confidence {
+        let _ = writeln!(out, "Confidence: {c}");
+    }
+    if a.ttl_exhausted == Some(true) {
+        let _ = writeln!(out, "⚠ Time limit reached: the run used its whole TTL before converging");
+    }
+    if let Some(n) = a.notes.as_deref().filter(|n| !n.is_empty()) {
+        let _ = writeln!(out, "Note: {n}");
+    }
+    if !a.metadata.is_empty() {
+        let summary: Vec<String> = a
+            .metadata
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}={s}"),
+                Value::Bool(_) | Value::Number(_) | Value::Null => format!("{k}={v}"),
+                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+                    format!("{k}={v}")
+                }
+                Value::Array(items) => format!("{k}=({} items)", items.len()),
+                Value::Object(map) => format!("{k}=({} fields)", map.len()),
+            })
+            .collect();
+        let _ = writeln!(out, "Metadata: {}", summary.join(", "));
+    }
+}

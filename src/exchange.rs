@@ -1,0 +1,268 @@
+//! Dual validation of one exchange (SPEC §6), as pure steps over values in memory.
+//!
+//! Before the call: [`check_input`] (the input fits `input_schema`, every failing pointer
+//! reported as `input_schema_invalid`), then [`check_context`] (the work order's
+//! `assembled_context` satisfies `required_context`), then rendering
+//! ([`crate::render`]). After the call: [`check_output`] extracts JSON from the reply
+//! ([`crate::extract`]) and validates it against `output_schema`. The executor does the
+//! I/O around these steps; contract examples (validate check 9) run the same steps
+//! offline through [`run_example`].
+
+use serde_json::Value;
+
+use crate::contract::{Contract, Example};
+use crate::error::{Error, Finding, Result};
+use crate::extract::{self, ExtractOptions, Extracted};
+use crate::gateway::{FinishReason, ResponseBody};
+use crate::project::Validators;
+use crate::render::CompiledPack;
+
+/// The validated output of one exchange.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    /// The extracted, schema-valid value; `None` for a text contract.
+    pub value: Option<Value>,
+    /// The reply's text (an envelope's `text`).
+    pub text: String,
+    /// How the value was found (JSON contracts).
+    pub extraction: Option<Extracted>,
+}
+
+/// Checks the input against the contract's `input_schema`, reporting every failing pointer.
+pub fn check_input(contract: &Contract, validators: &Validators, input: &Value) -> Result<()> {
+    let Some(validator) = &validators.input else { return Ok(()) };
+    let findings = crate::schema::findings(validator, input);
+    if findings.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::InputSchemaInvalid { contract: contract.key(), findings })
+    }
+}
+
+/// Checks the work order's `assembled_context` against the contract's `required_context`:
+/// `ledger` must hold an entry with each query's `event_type` (and `tier`), `frameworks` a
+/// key for each framework ref, `files` a key for each file ref.
+pub fn check_context(contract: &Contract, assembled: Option<&Value>) -> Result<()> {
+    let required = &contract.required_context;
+    if required.is_empty() {
+        return Ok(());
+    }
+    let empty = Value::Null;
+    let ctx = assembled.unwrap_or(&empty);
+    let mut missing = Vec::new();
+    let ledger = ctx.get("ledger").and_then(Value::as_array);
+    for q in &required.ledger_queries {
+        let found = ledger.is_some_and(|entries| {
+            entries.iter().any(|e| {
+                e.get("event_type").and_then(Value::as_str) == Some(q.event_type.as_str())
+                    && e.get("tier").and_then(Value::as_str).is_none_or(|t| t == q.tier)
+            })
+        });
+        if !found {
+            missing.push(format!(
+                "ledger:{}@{} (last {}, {})",
+                q.event_type, q.tier, q.max_entries, q.recency
+            ));
+        }
+    }
+    for f in &required.framework_refs {
+        if ctx.get("frameworks").and_then(|m| m.get(f)).is_none() {
+            missing.push(format!("framework:{f}"));
+        }
+    }
+    for f in &required.file_refs {
+        if ctx.get("files").and_then(|m| m.get(f)).is_none() {
+            missing.push(format!("file:{f}"));
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::RequiredContextMissing { contract: contract.key(), missing })
+    }
+}
+
+/// The extraction options a contract asks for.
+pub fn extract_options(contract: &Contract) -> ExtractOptions {
+    ExtractOptions { want_array: contract.wants_array(), repair: contract.repair }
+}
+
+/// Extracts and validates the reply. An extraction failure is
+/// `output_json_extraction_failed` (or `output_truncated` when the provider said it cut
+/// the reply off); a value that fails the schema — scalars and `null` included — is
+/// `output_schema_invalid` with every failing pointer.
+pub fn check_output(
+    contract: &Contract,
+    validators: &Validators,
+    body: &ResponseBody,
+    finish: Option<&FinishReason>,
+) -> Result<Output> {
+    let truncated = finish == Some(&FinishReason::Length);
+    let Some(validator) = &validators.output else {
+        // A text contract: its output is the text, not JSON-validated.
+        let text = match body {
+            ResponseBody::Text(t) => t.clone(),
+            ResponseBody::Envelope(v) => match v.get("text").and_then(Value::as_str) {
+                Some(t) => t.to_string(),
+                None => {
+                    return Err(Error::ExtractionFailed {
+                        methods_tried: vec!["envelope".into()],
+                        detail: "the envelope has no string `text`".into(),
+                    });
+                }
+            },
+        };
+        return Ok(Output { value: None, text, extraction: None });
+    };
+    let options = extract_options(contract);
+    let (extracted, text) = match body {
+        ResponseBody::Text(t) => (extract::extract(t, &options), t.clone()),
+        ResponseBody::Envelope(v) => (
+            extract::extract_envelope(v, &options),
+            v.get("text").and_then(Value::as_str).unwrap_or_default().to_string(),
+        ),
+    };
+    let extracted = extracted.map_err(|failure| {
+        let methods_tried: Vec<String> =
+            failure.methods_tried.iter().map(|m| m.to_string()).collect();
+        if truncated {
+            Error::OutputTruncated { methods_tried }
+        } else {
+            Error::ExtractionFailed { methods_tried, detail: failure.detail.clone() }
+        }
+    })?;
+    let findings: Vec<Finding> = crate::schema::findings(validator, &extracted.value);
+    if !findings.is_empty() {
+        return Err(Error::OutputSchemaInvalid {
+            contract: contract.key(),
+            value: extracted.value.clone(),
+            findings,
+        });
+    }
+    Ok(Output { value: Some(extracted.value.clone()), text, extraction: Some(extracted) })
+}
+
+/// Runs one contract example offline: input, rendering and the output steps on the
+/// example's recorded response. Returns the outcome: `"ok"` or the error code.
+pub fn run_example(
+    contract: &Contract,
+    validators: &Validators,
+    pack: &CompiledPack,
+    example: &Example,
+) -> (String, Option<Error>) {
+    let outcome = (|| {
+        check_input(contract, validators, &example.input)?;
+        pack.render(&example.input, true)?;
+        let body = match &example.response {
+            Value::String(s) => ResponseBody::Text(s.clone()),
+            other => ResponseBody::Envelope(other.clone()),
+        };
+        let finish = example.finish_reason.as_deref().map(FinishReason::from_api);
+        check_output(contract, validators, &body, finish.as_ref()).map(|_| ())
+    })();
+    match outcome {
+        Ok(()) => ("ok".to_string(), None),
+        Err(e) => (e.code().to_string(), Some(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Code;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn contract(output_schema: Option<Value>) -> (Contract, Validators) {
+        let mut v = json!({
+            "contract_id": "PRC-T-001", "version": "1.0.0", "prompt_pack_id": "PRM-T-001",
+            "boundary": {"max_tokens": 10, "temperature": 0},
+            "input_schema": {"type": "object", "required": ["q"], "properties": {"q": {"type": "string", "maxLength": 5}, "n": {"type": "integer"}}},
+            "required_context": {"framework_refs": ["FMWK-011"], "ledger_queries": [{"event_type": "LLM_CALL", "tier": "ho1", "max_entries": 3, "recency": "1h"}]}
+        });
+        if let Some(s) = output_schema {
+            v["output_schema"] = s;
+        }
+        let c = Contract::from_value(v, "x", Path::new("c.json")).unwrap();
+        let root = std::env::temp_dir();
+        let compile = |s: &Option<Value>| {
+            s.as_ref().map(|s| crate::schema::compile(s, &root, &root).unwrap())
+        };
+        let validators =
+            Validators { input: compile(&c.input_schema), output: compile(&c.output_schema) };
+        (c, validators)
+    }
+
+    #[test]
+    fn input_errors_report_every_pointer() {
+        let (c, v) = contract(None);
+        let e = check_input(&c, &v, &json!({"q": "toolong", "n": "x"})).unwrap_err();
+        assert_eq!(e.code(), Code::InputSchemaInvalid);
+        let pointers: Vec<_> = e.findings().iter().map(|f| f.pointer.as_str()).collect();
+        assert_eq!(pointers.len(), 2, "{pointers:?}");
+        assert!(pointers.contains(&"/q") && pointers.contains(&"/n"));
+        assert!(check_input(&c, &v, &json!({"q": "ok"})).is_ok());
+    }
+
+    #[test]
+    fn required_context_lists_what_is_missing() {
+        let (c, _) = contract(None);
+        let e = check_context(&c, None).unwrap_err();
+        assert_eq!(e.code(), Code::RequiredContextMissing);
+        assert!(e.to_string().contains("framework:FMWK-011"), "{e}");
+        let ok = json!({"frameworks": {"FMWK-011": "..."}, "ledger": [{"event_type": "LLM_CALL", "tier": "ho1", "entries": []}]});
+        assert!(check_context(&c, Some(&ok)).is_ok());
+    }
+
+    #[test]
+    fn output_steps() {
+        let schema = json!({"type": "object", "required": ["label"], "properties": {"label": {"enum": ["a", "b"]}}});
+        let (c, v) = contract(Some(schema));
+        let out = check_output(
+            &c,
+            &v,
+            &ResponseBody::Text("Here:\n```json\n{\"label\": \"a\"}\n```".into()),
+            None,
+        )
+        .unwrap();
+        assert_eq!(out.value, Some(json!({"label": "a"})));
+        let e = check_output(&c, &v, &ResponseBody::Text("{\"label\": \"z\"}".into()), None)
+            .unwrap_err();
+        assert_eq!(e.code(), Code::OutputSchemaInvalid);
+        let e = check_output(&c, &v, &ResponseBody::Text("null".into()), None).unwrap_err();
+        assert_eq!(
+            e.code(),
+            Code::OutputSchemaInvalid,
+            "a null that fails the schema is a schema failure"
+        );
+        let e = check_output(&c, &v, &ResponseBody::Text("no json here".into()), None).unwrap_err();
+        assert_eq!(e.code(), Code::OutputJsonExtractionFailed);
+        let e = check_output(
+            &c,
+            &v,
+            &ResponseBody::Text("{\"label\": \"a".into()),
+            Some(&FinishReason::Length),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), Code::OutputTruncated);
+        let out = check_output(
+            &c,
+            &v,
+            &ResponseBody::Envelope(json!({"text": "{\"label\": \"b\"}"})),
+            None,
+        )
+        .unwrap();
+        assert!(out.extraction.unwrap().envelope);
+        let e = check_output(&c, &v, &ResponseBody::Envelope(json!({"content": "x"})), None)
+            .unwrap_err();
+        assert_eq!(e.code(), Code::OutputJsonExtractionFailed);
+    }
+
+    #[test]
+    fn text_contracts_pass_text_through() {
+        let (c, v) = contract(None);
+        let out = check_output(&c, &v, &ResponseBody::Text("free text {".into()), None).unwrap();
+        assert_eq!(out.value, None);
+        assert_eq!(out.text, "free text {");
+    }
+}

@@ -1,0 +1,308 @@
+//! One contract call through the gateway: resolve the pin → validate the input (no call
+//! when it is invalid) → check required context → render → check the budget → call the
+//! provider → validate the output → append a ledger record. Compiled validators and packs
+//! are cached per file hash, so repeated calls of a contract cost no compilation.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result};
+use crate::exchange::{self, Output};
+use crate::gateway::{
+    PromptRequest, Provider, ProviderResponse, ResponseBody, Usage, estimate_tokens, prompt_hash,
+};
+use crate::id::Pin;
+use crate::ledger::Ledger;
+use crate::project::{Project, Resolved, Validators};
+use crate::render::CompiledPack;
+use crate::resolve::{ResolveOptions, Warning};
+use crate::work_order::WorkOrder;
+
+use super::budget::Budget;
+
+/// The contract a reply is validated against (the called contract, or for a repair the
+/// contract whose output is being repaired).
+#[derive(Clone)]
+pub struct Target {
+    pub contract: Arc<crate::contract::Contract>,
+    pub validators: Arc<Validators>,
+}
+
+/// A call that reached the provider.
+#[derive(Debug)]
+pub struct Exchanged {
+    pub resolved: Resolved,
+    pub response: ProviderResponse,
+    /// The output check against the target contract.
+    pub output: Result<Output>,
+    pub prompt_hash: String,
+}
+
+impl Exchanged {
+    /// The reply's raw text (an envelope's `text`, or the envelope as JSON).
+    pub fn raw_text(&self) -> String {
+        match &self.response.body {
+            ResponseBody::Text(t) => t.clone(),
+            ResponseBody::Envelope(v) => v
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string()),
+        }
+    }
+}
+
+/// Everything calls of one work order share.
+pub struct Caller<'a> {
+    pub project: &'a Project,
+    pub provider: &'a dyn Provider,
+    pub ledger: Option<&'a Ledger>,
+    pub work_order: &'a WorkOrder,
+    pub budget: &'a Budget,
+    pub allow_draft: bool,
+    usage: Mutex<Usage>,
+    warnings: Mutex<Vec<Warning>>,
+    packs: Mutex<HashMap<String, Arc<CompiledPack>>>,
+}
+
+impl<'a> Caller<'a> {
+    pub fn new(
+        project: &'a Project,
+        provider: &'a dyn Provider,
+        ledger: Option<&'a Ledger>,
+        work_order: &'a WorkOrder,
+        budget: &'a Budget,
+        allow_draft: bool,
+    ) -> Caller<'a> {
+        Caller {
+            project,
+            provider,
+            ledger,
+            work_order,
+            budget,
+            allow_draft,
+            usage: Mutex::default(),
+            warnings: Mutex::default(),
+            packs: Mutex::default(),
+        }
+    }
+
+    /// Usage charged so far.
+    pub fn usage(&self) -> Usage {
+        *self.usage.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Resolution warnings collected so far (deprecated contracts or packs), deduplicated.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut w = self.warnings.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        w.dedup();
+        w
+    }
+
+    /// Resolves a pin to its contract and pack.
+    pub fn resolve(&self, pin: &Pin) -> Result<Resolved> {
+        let resolved =
+            self.project.resolve(pin, ResolveOptions { allow_draft: self.allow_draft })?;
+        let mut warnings = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
+        for w in &resolved.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+        Ok(resolved)
+    }
+
+    /// The compiled validators of a resolved contract, as a [`Target`].
+    pub fn target(&self, resolved: &Resolved) -> Result<Target> {
+        Ok(Target {
+            contract: resolved.contract.clone(),
+            validators: self.project.validators(&resolved.contract)?,
+        })
+    }
+
+    fn compiled(&self, resolved: &Resolved) -> Result<Arc<CompiledPack>> {
+        let key = resolved.pack.sha256.clone();
+        if let Some(p) = self.packs.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(p.clone());
+        }
+        let compiled = Arc::new(CompiledPack::compile(&resolved.pack)?);
+        self.packs.lock().unwrap_or_else(|p| p.into_inner()).insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Calls the contract `pin` on `input`. Failures before the provider answers are `Err`
+    /// (no call is made for an invalid input, missing context or an exhausted budget);
+    /// once it answered, the output check against `target` (default: the called contract)
+    /// is in [`Exchanged::output`]. Every call that got past resolution is in the ledger.
+    pub fn call(
+        &self,
+        pin: &Pin,
+        input: &Value,
+        target: Option<&Target>,
+        repair_attempt: u32,
+        role: Option<&str>,
+    ) -> Result<Exchanged> {
+        let resolved = self.resolve(pin)?;
+        let record = |hash: Option<&str>,
+                      response: Option<&ProviderResponse>,
+                      verdict: std::result::Result<&Output, &Error>| {
+            self.record(&resolved, hash, response, verdict, repair_attempt, role)
+        };
+        let own = self.target(&resolved)?;
+        let prepared = (|| {
+            exchange::check_input(&resolved.contract, &own.validators, input)?;
+            exchange::check_context(
+                &resolved.contract,
+                self.work_order.assembled_context.as_ref(),
+            )?;
+            let mut variables = input.clone();
+            if let (Value::Object(map), Some(ctx)) =
+                (&mut variables, &self.work_order.assembled_context)
+            {
+                map.entry("assembled_context").or_insert_with(|| ctx.clone());
+            }
+            let messages = self
+                .compiled(&resolved)?
+                .render(&variables, self.provider.supports_system_messages())?;
+            let estimate = estimate_tokens(&messages);
+            self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
+            Ok(messages)
+        })();
+        let messages = match prepared {
+            Ok(m) => m,
+            Err(e) => {
+                record(None, None, Err(&e))?;
+                return Err(e);
+            }
+        };
+        let hash = prompt_hash(&messages);
+        let request = self.request(&resolved, input, messages);
+        let response = match self.provider.complete(&request) {
+            Ok(r) => r,
+            Err(e) => {
+                record(Some(&hash), None, Err(&e))?;
+                return Err(e);
+            }
+        };
+        let used = response.usage.unwrap_or_else(|| Usage {
+            prompt_tokens: estimate_tokens(&request.messages),
+            completion_tokens: match &response.body {
+                ResponseBody::Text(t) => (t.len() as u64).div_ceil(4),
+                ResponseBody::Envelope(v) => (v.to_string().len() as u64).div_ceil(4),
+            },
+        });
+        self.budget.charge(used.total());
+        {
+            let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+            total.prompt_tokens += used.prompt_tokens;
+            total.completion_tokens += used.completion_tokens;
+        }
+        let target = target.cloned().unwrap_or(own);
+        let output = exchange::check_output(
+            &target.contract,
+            &target.validators,
+            &response.body,
+            response.finish_reason.as_ref(),
+        );
+        record(Some(&hash), Some(&response), output.as_ref())?;
+        Ok(Exchanged { resolved, response, output, prompt_hash: hash })
+    }
+
+    fn request(
+        &self,
+        resolved: &Resolved,
+        input: &Value,
+        messages: Vec<crate::gateway::Message>,
+    ) -> PromptRequest {
+        let c = &resolved.contract;
+        let wo = self.work_order;
+        PromptRequest {
+            contract_id: c.id.clone(),
+            contract_version: c.version.to_string(),
+            prompt_pack_id: resolved.pack.id.clone(),
+            prompt_pack_version: resolved.pack.version.to_string(),
+            boundary: c.boundary.clone(),
+            input_schema: c.input_schema.clone(),
+            output_schema: c.output_schema.clone(),
+            template_variables: input.clone(),
+            messages,
+            work_order_id: Some(wo.id.clone()),
+            session_id: wo.session_id.clone(),
+            agent_id: wo.agent_id.clone(),
+            agent_class: wo.agent_class.clone().or_else(|| c.agent_class.clone()),
+            tier: wo.tier.clone().or_else(|| c.tier.clone()),
+            timeout: wo
+                .constraints
+                .timeout_s
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .map(Duration::from_secs_f64),
+        }
+    }
+
+    fn record(
+        &self,
+        resolved: &Resolved,
+        prompt_hash: Option<&str>,
+        response: Option<&ProviderResponse>,
+        verdict: std::result::Result<&Output, &Error>,
+        repair_attempt: u32,
+        role: Option<&str>,
+    ) -> Result<()> {
+        let Some(ledger) = self.ledger else { return Ok(()) };
+        let mut fields = Map::new();
+        let c = &resolved.contract;
+        fields.insert("work_order_id".into(), json!(self.work_order.id));
+        fields.insert("contract_id".into(), json!(c.id));
+        fields.insert("contract_version".into(), json!(c.version.to_string()));
+        fields.insert("contract_sha256".into(), json!(c.sha256));
+        fields.insert("prompt_pack_id".into(), json!(resolved.pack.id));
+        fields.insert("prompt_pack_version".into(), json!(resolved.pack.version.to_string()));
+        fields.insert("prompt_pack_sha256".into(), json!(resolved.pack.sha256));
+        fields.insert("prompt_hash".into(), json!(prompt_hash.unwrap_or(crate::digest::ZERO_HASH)));
+        fields.insert("provider".into(), json!(self.provider.name()));
+        fields.insert(
+            "raw_response".into(),
+            match response.map(|r| &r.body) {
+                Some(ResponseBody::Text(t)) => json!(t),
+                Some(ResponseBody::Envelope(v)) => v.clone(),
+                None => Value::Null,
+            },
+        );
+        fields
+            .insert("finish_reason".into(), json!(response.and_then(|r| r.finish_reason.clone())));
+        let (verdict_text, method, errors) = match verdict {
+            Ok(out) => (
+                "ok".to_string(),
+                out.extraction.as_ref().map(|x| x.method.as_str().to_string()),
+                vec![],
+            ),
+            Err(e) => (e.code().to_string(), None, vec![error_json(e)]),
+        };
+        fields.insert("extraction_method".into(), json!(method));
+        fields.insert("verdict".into(), json!(verdict_text));
+        fields.insert("errors".into(), Value::Array(errors));
+        fields.insert("usage".into(), json!(response.and_then(|r| r.usage)));
+        fields.insert(
+            "latency_ms".into(),
+            json!(response.map_or(0, |r| r.latency.as_millis() as u64)),
+        );
+        fields.insert("attempts".into(), json!(response.map_or(0, |r| r.attempts)));
+        fields.insert("repair_attempt".into(), json!(repair_attempt));
+        if let Some(role) = role {
+            fields.insert("role".into(), json!(role));
+        }
+        ledger.append("exchange", fields).map(|_| ())
+    }
+}
+
+/// An error as a JSON object: `{code, message, findings?}`.
+pub fn error_json(e: &Error) -> Value {
+    let mut v = json!({"code": e.code(), "message": e.to_string()});
+    if !e.findings().is_empty() {
+        v["findings"] = json!(e.findings());
+    }
+    v
+}

@@ -1,0 +1,338 @@
+//! Tools the kernel can call (SPEC §8.4): each has a name, a description, an input and an
+//! output JSON Schema, and an invoke function. Arguments are validated against the input
+//! schema before the call (`tool_input_invalid`), an unknown or disallowed name is
+//! `tool_not_found`, and an error from the tool (or output that breaks its own output
+//! schema) is `tool_failed`.
+//!
+//! Built in: `echo`, `calculator`, and the memory tools `memory_write`, `memory_read`,
+//! `memory_search`. A work order's `tools` list restricts what a run may use.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jsonschema::Validator;
+use serde_json::{Value, json};
+
+use crate::error::{Error, Finding, Result};
+use crate::executor::calculator;
+use crate::executor::memory::Memory;
+
+/// One tool.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    fn input_schema(&self) -> Value;
+    fn output_schema(&self) -> Value;
+    /// Runs the tool on arguments that already fit its input schema.
+    fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String>;
+}
+
+struct Registered {
+    tool: Arc<dyn Tool>,
+    input: Validator,
+    output: Validator,
+}
+
+/// The tools a run may call, with their compiled schemas.
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Registered>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl ToolRegistry {
+    pub fn empty() -> ToolRegistry {
+        ToolRegistry { tools: BTreeMap::new() }
+    }
+
+    /// `echo`, `calculator` and the memory tools over `memory`.
+    pub fn builtin(memory: Arc<Memory>) -> ToolRegistry {
+        let mut r = ToolRegistry::empty();
+        let tools: [Arc<dyn Tool>; 5] = [
+            Arc::new(Echo),
+            Arc::new(Calculator),
+            Arc::new(MemoryWrite(memory.clone())),
+            Arc::new(MemoryRead(memory.clone())),
+            Arc::new(MemorySearch(memory)),
+        ];
+        for t in tools {
+            // Built-in schemas are tested to compile.
+            let _ = r.register(t);
+        }
+        r
+    }
+
+    /// Adds a tool; its schemas must compile.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
+        let compile = |schema: Value, which: &str| {
+            jsonschema::draft202012::new(&schema).map_err(|e| Error::ToolFailed {
+                tool: tool.name().to_string(),
+                message: format!("its {which} schema does not compile: {e}"),
+            })
+        };
+        let input = compile(tool.input_schema(), "input")?;
+        let output = compile(tool.output_schema(), "output")?;
+        self.tools.insert(tool.name().to_string(), Registered { tool, input, output });
+        Ok(())
+    }
+
+    /// Keeps only the tools in `allow`; a name that is not registered is an error.
+    pub fn restrict(mut self, allow: &[String]) -> Result<ToolRegistry> {
+        for name in allow {
+            if !self.tools.contains_key(name) {
+                return Err(Error::ToolNotFound { tool: name.clone(), available: self.names() });
+            }
+        }
+        self.tools.retain(|name, _| allow.contains(name));
+        Ok(self)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    /// The input schema of a tool.
+    pub fn input_schema(&self, name: &str) -> Option<Value> {
+        self.tools.get(name).map(|r| r.tool.input_schema())
+    }
+
+    /// Name, description and input schema of every tool (what a plan prompt shows).
+    pub fn describe(&self) -> Value {
+        Value::Array(
+            self.tools
+                .values()
+                .map(|r| json!({"name": r.tool.name(), "description": r.tool.description(), "input_schema": r.tool.input_schema()}))
+                .collect(),
+        )
+    }
+
+    /// Checks a call without running it.
+    pub fn check(&self, name: &str, arguments: &Value) -> Result<()> {
+        let Some(r) = self.tools.get(name) else {
+            return Err(Error::ToolNotFound { tool: name.to_string(), available: self.names() });
+        };
+        let findings: Vec<Finding> = crate::schema::findings(&r.input, arguments);
+        if findings.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::ToolInputInvalid { tool: name.to_string(), findings })
+        }
+    }
+
+    /// Validates the arguments, runs the tool and validates its output.
+    pub fn call(&self, name: &str, arguments: &Value) -> Result<Value> {
+        self.check(name, arguments)?;
+        let Some(r) = self.tools.get(name) else {
+            return Err(Error::ToolNotFound { tool: name.to_string(), available: self.names() });
+        };
+        let output = r
+            .tool
+            .invoke(arguments)
+            .map_err(|message| Error::ToolFailed { tool: name.to_string(), message })?;
+        let findings = crate::schema::findings(&r.output, &output);
+        if let Some(f) = findings.first() {
+            return Err(Error::ToolFailed {
+                tool: name.to_string(),
+                message: format!(
+                    "its output does not fit its output schema at {}: {}",
+                    f.pointer, f.message
+                ),
+            });
+        }
+        Ok(output)
+    }
+}
+
+struct Echo;
+
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "Returns its text unchanged."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["text"], "additionalProperties": false, "properties": {"text": {"type": "string"}}})
+    }
+    fn output_schema(&self) -> Value {
+        json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}})
+    }
+    fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String> {
+        Ok(json!({"text": arguments.get("text").cloned().unwrap_or(Value::Null)}))
+    }
+}
+
+struct Calculator;
+
+impl Tool for Calculator {
+    fn name(&self) -> &str {
+        "calculator"
+    }
+    fn description(&self) -> &str {
+        "Evaluates an arithmetic expression with + - * / % ^ and parentheses."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["expression"], "additionalProperties": false,
+               "properties": {"expression": {"type": "string", "minLength": 1, "maxLength": calculator::MAX_LEN}}})
+    }
+    fn output_schema(&self) -> Value {
+        json!({"type": "object", "required": ["result"], "properties": {"result": {"type": "number"}}})
+    }
+    fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String> {
+        let expr = arguments.get("expression").and_then(Value::as_str).unwrap_or_default();
+        let v = calculator::evaluate(expr)?;
+        // Whole results print as integers: 5 + 10 is 15, not 15.0.
+        if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            Ok(json!({"result": v as i64}))
+        } else {
+            Ok(json!({"result": v}))
+        }
+    }
+}
+
+struct MemoryWrite(Arc<Memory>);
+
+impl Tool for MemoryWrite {
+    fn name(&self) -> &str {
+        "memory_write"
+    }
+    fn description(&self) -> &str {
+        "Stores a value under a key in the run's memory."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["key", "value"], "additionalProperties": false,
+               "properties": {"key": {"type": "string", "minLength": 1}, "value": {}}})
+    }
+    fn output_schema(&self) -> Value {
+        json!({"type": "object", "required": ["written"], "properties": {"written": {"type": "boolean"}, "replaced": {"type": "boolean"}}})
+    }
+    fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String> {
+        let key = arguments.get("key").and_then(Value::as_str).unwrap_or_default();
+        let value = arguments.get("value").cloned().unwrap_or(Value::Null);
+        let replaced = self.0.write(key, value).is_some();
+        Ok(json!({"written": true, "replaced": replaced}))
+    }
+}
+
+struct MemoryRead(Arc<Memory>);
+
+impl Tool for MemoryRead {
+    fn name(&self) -> &str {
+        "memory_read"
+    }
+    fn description(&self) -> &str {
+        "Reads the value under a key; a missing key gives found: false."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["key"], "additionalProperties": false, "properties": {"key": {"type": "string"}}})
+    }
+    fn output_schema(&self) -> Value {
+        json!({"type": "object", "required": ["found"], "properties": {"found": {"type": "boolean"}, "value": {}}})
+    }
+    fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String> {
+        let key = arguments.get("key").and_then(Value::as_str).unwrap_or_default();
+        Ok(match self.0.read(key) {
+            Some(value) => json!({"found": true, "value": value}),
+            None => json!({"found": false}),
+        })
+    }
+}
+
+struct MemorySearch(Arc<Memory>);
+
+impl Tool for MemorySearch {
+    fn name(&self) -> &str {
+        "memory_search"
+    }
+    fn description(&self) -> &str {
+        "Lists the entries whose keys start with a prefix."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["prefix"], "additionalProperties": false, "properties": {"prefix": {"type": "string"}}})
+    }
+    fn output_schema(&self) -> Value {
+        json!({"type": "object", "required": ["matches"], "properties": {"matches": {"type": "array"}}})
+    }
+    fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String> {
+        let prefix = arguments.get("prefix").and_then(Value::as_str).unwrap_or_default();
+        let matches: Vec<Value> =
+            self.0.search(prefix).into_iter().map(|(k, v)| json!({"key": k, "value": v})).collect();
+        Ok(json!({"matches": matches}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Code;
+
+    fn registry() -> ToolRegistry {
+        ToolRegistry::builtin(Arc::new(Memory::new()))
+    }
+
+    #[test]
+    fn builtins_are_registered() {
+        assert_eq!(
+            registry().names(),
+            ["calculator", "echo", "memory_read", "memory_search", "memory_write"]
+        );
+    }
+
+    #[test]
+    fn calls_validate_arguments_and_report_failures() {
+        let r = registry();
+        assert_eq!(
+            r.call("calculator", &json!({"expression": "5 + 10"})).unwrap(),
+            json!({"result": 15})
+        );
+        assert_eq!(
+            r.call("calculator", &json!({"expression": "1 / 4"})).unwrap(),
+            json!({"result": 0.25})
+        );
+        assert_eq!(r.call("echo", &json!({"text": "hi"})).unwrap(), json!({"text": "hi"}));
+        assert_eq!(
+            r.call("calculator", &json!({"expr": "1"})).unwrap_err().code(),
+            Code::ToolInputInvalid
+        );
+        let e = r.call("calculator", &json!({"expression": "1 / 0"})).unwrap_err();
+        assert_eq!(e.code(), Code::ToolFailed);
+        assert!(e.to_string().contains("division by zero"), "{e}");
+        let e = r.call("calculater", &json!({})).unwrap_err();
+        assert_eq!(e.code(), Code::ToolNotFound);
+        assert!(e.to_string().contains("calculator"), "{e}");
+    }
+
+    #[test]
+    fn memory_tools_share_one_store() {
+        let r = registry();
+        assert_eq!(r.call("memory_read", &json!({"key": "a"})).unwrap(), json!({"found": false}));
+        r.call("memory_write", &json!({"key": "notes/a", "value": 1})).unwrap();
+        r.call("memory_write", &json!({"key": "notes/b", "value": 2})).unwrap();
+        assert_eq!(
+            r.call("memory_read", &json!({"key": "notes/a"})).unwrap(),
+            json!({"found": true, "value": 1})
+        );
+        let found = r.call("memory_search", &json!({"prefix": "notes/"})).unwrap();
+        assert_eq!(found["matches"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn work_orders_can_restrict_tools() {
+        let r = registry().restrict(&["calculator".to_string()]).unwrap();
+        assert_eq!(r.names(), ["calculator"]);
+        assert_eq!(r.call("echo", &json!({"text": "x"})).unwrap_err().code(), Code::ToolNotFound);
+        assert_eq!(
+            registry().restrict(&["nope".to_string()]).unwrap_err().code(),
+            Code::ToolNotFound
+        );
+    }
+}

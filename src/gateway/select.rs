@@ -1,0 +1,275 @@
+//! Choosing the provider for a run (SPEC §13).
+//!
+//! Precedence, first match wins: `--provider NAME`, the work order's `provider`, the
+//! `PACTUM_PROVIDER` environment variable, `defaults.provider` in pactum.toml. A name is a
+//! `[providers.NAME]` entry of pactum.toml or a built-in kind (`openai`, `anthropic`,
+//! `scripted`, `replay`, `dry-run`). When nothing names a provider the run is **offline**:
+//! the scripted fixtures the work order names, else `dry-run`, and [`Selected::offline`]
+//! says so, so the caller can tell the user nobody asked a model.
+//!
+//! Settings: the environment overrides the file (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
+//! `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `PACTUM_MODEL`); a work order's
+//! `provider.model` overrides both.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{Config, ProviderSettings};
+use crate::error::{Error, ProviderFailure, Result};
+use crate::gateway::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::gateway::dry_run::DryRunProvider;
+use crate::gateway::http::RetryPolicy;
+use crate::gateway::openai::{OpenAiConfig, OpenAiProvider};
+use crate::gateway::replay::{Mode, ReplayProvider};
+use crate::gateway::scripted::ScriptedProvider;
+use crate::gateway::{KINDS, Provider};
+use crate::work_order::ProviderChoice;
+
+/// Where the choice comes from.
+#[derive(Clone, Copy, Debug)]
+pub struct Choice<'a> {
+    /// `--provider` on the command line.
+    pub cli: Option<&'a str>,
+    /// The work order's `provider`.
+    pub work_order: &'a ProviderChoice,
+    /// The work order's folder (its relative paths resolve against it).
+    pub work_order_dir: &'a Path,
+}
+
+/// The provider a run uses.
+pub struct Selected {
+    pub provider: Arc<dyn Provider>,
+    /// Set when the run is offline because nothing named a provider: why, and what answers.
+    pub offline: Option<String>,
+}
+
+impl std::fmt::Debug for Selected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selected")
+            .field("provider", &self.provider.name())
+            .field("offline", &self.offline)
+            .finish()
+    }
+}
+
+fn not_configured(provider: &str, message: String) -> Error {
+    Error::Provider {
+        provider: provider.to_string(),
+        failure: ProviderFailure::NotConfigured,
+        status: None,
+        message,
+    }
+}
+
+/// Picks and builds the provider for a run (see the module docs).
+pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Selected> {
+    let named = choice
+        .cli
+        .map(str::to_string)
+        .or_else(|| choice.work_order.name.clone())
+        .or_else(|| config.env.provider.clone())
+        .or_else(|| config.defaults.provider.clone());
+    match named {
+        Some(name) => Ok(Selected { provider: build(config, root, &name, choice, 0)?, offline: None }),
+        None => match &choice.work_order.fixtures {
+            Some(fixtures) => {
+                let path = choice.work_order_dir.join(fixtures);
+                let provider = Arc::new(ScriptedProvider::load(&path)?);
+                Ok(Selected {
+                    provider,
+                    offline: Some(format!(
+                        "no provider configured: running offline on the scripted fixtures {} (not a model)",
+                        path.display()
+                    )),
+                })
+            }
+            None => Ok(Selected {
+                provider: Arc::new(DryRunProvider),
+                offline: Some(
+                    "no provider configured: running offline with the dry-run provider (minimal schema-valid answers, not a model)"
+                        .to_string(),
+                ),
+            }),
+        },
+    }
+}
+
+fn retry_policy(config: &Config) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: config.retry.attempts.max(1),
+        base_delay: Duration::from_millis(config.retry.base_delay_ms),
+        max_delay: Duration::from_millis(config.retry.max_delay_ms),
+        max_retry_after: Duration::from_secs(config.retry.max_retry_after_s),
+    }
+}
+
+fn timeout(config: &Config, default: Duration) -> Duration {
+    config
+        .defaults
+        .timeout_s
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(default)
+}
+
+fn build(
+    config: &Config,
+    root: &Path,
+    name: &str,
+    choice: Choice<'_>,
+    depth: u8,
+) -> Result<Arc<dyn Provider>> {
+    if depth > 2 {
+        return Err(not_configured(name, "record_with points back at a replay provider".into()));
+    }
+    let (kind, settings) = match config.providers.get(name) {
+        Some(s) => (s.kind.as_str(), s.clone()),
+        None if KINDS.contains(&name) => {
+            (name, ProviderSettings { kind: name.to_string(), ..Default::default() })
+        }
+        None => {
+            return Err(not_configured(
+                name,
+                format!(
+                    "unknown provider `{name}`; configure [providers.{name}] in pactum.toml or use one of {}",
+                    KINDS.join(", ")
+                ),
+            ));
+        }
+    };
+    let model = choice
+        .work_order
+        .model
+        .clone()
+        .or_else(|| config.env.model.clone())
+        .or_else(|| settings.model.clone())
+        .or_else(|| config.defaults.model.clone())
+        .unwrap_or_default();
+    let key_from = |fallback: &Option<crate::gateway::Secret>| match &settings.api_key_env {
+        Some(var) => config.env.named_keys.get(var).cloned(),
+        None => fallback.clone(),
+    };
+    match kind {
+        "openai" => Ok(Arc::new(OpenAiProvider::new(OpenAiConfig {
+            name: name.to_string(),
+            base_url: config
+                .env
+                .openai_base_url
+                .clone()
+                .or(settings.base_url.clone())
+                .unwrap_or_else(|| crate::gateway::openai::DEFAULT_BASE_URL.to_string()),
+            api_key: key_from(&config.env.openai_api_key),
+            model,
+            timeout: timeout(config, crate::gateway::openai::DEFAULT_TIMEOUT),
+            retry: retry_policy(config),
+            max_completion_tokens: settings.max_completion_tokens.unwrap_or(false),
+        }))),
+        "anthropic" => Ok(Arc::new(AnthropicProvider::new(AnthropicConfig {
+            name: name.to_string(),
+            base_url: config
+                .env
+                .anthropic_base_url
+                .clone()
+                .or(settings.base_url.clone())
+                .unwrap_or_else(|| crate::gateway::anthropic::DEFAULT_BASE_URL.to_string()),
+            api_key: key_from(&config.env.anthropic_api_key),
+            model,
+            timeout: timeout(config, crate::gateway::anthropic::DEFAULT_TIMEOUT),
+            retry: retry_policy(config),
+            api_version: crate::gateway::anthropic::DEFAULT_API_VERSION.to_string(),
+        }))),
+        "scripted" => {
+            let path = match (&choice.work_order.fixtures, &settings.fixtures) {
+                (Some(f), _) => choice.work_order_dir.join(f),
+                (None, Some(f)) => root.join(f),
+                (None, None) => {
+                    return Err(not_configured(
+                        name,
+                        "the scripted provider needs fixtures: the work order's provider.fixtures or fixtures in pactum.toml".into(),
+                    ));
+                }
+            };
+            Ok(Arc::new(ScriptedProvider::load(&path)?))
+        }
+        "replay" => {
+            let path = match (&choice.work_order.cassette, &settings.cassette) {
+                (Some(c), _) => choice.work_order_dir.join(c),
+                (None, Some(c)) => root.join(c),
+                (None, None) => {
+                    return Err(not_configured(
+                        name,
+                        "the replay provider needs a cassette: the work order's provider.cassette or cassette in pactum.toml".into(),
+                    ));
+                }
+            };
+            let mode = match settings.mode.as_deref() {
+                None | Some("replay") => Mode::Replay,
+                Some("record") => Mode::Record,
+                Some(other) => {
+                    return Err(not_configured(
+                        name,
+                        format!("mode `{other}` is neither replay nor record"),
+                    ));
+                }
+            };
+            let inner = match (&mode, &settings.record_with) {
+                (Mode::Record, Some(with)) => Some(build(config, root, with, choice, depth + 1)?),
+                (Mode::Record, None) => {
+                    return Err(not_configured(
+                        name,
+                        "record mode needs record_with = \"PROVIDER\"".into(),
+                    ));
+                }
+                (Mode::Replay, _) => None,
+            };
+            Ok(Arc::new(ReplayProvider::open(&path, mode, inner)?))
+        }
+        _ => Ok(Arc::new(DryRunProvider)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choice<'a>(cli: Option<&'a str>, wo: &'a ProviderChoice) -> Choice<'a> {
+        Choice { cli, work_order: wo, work_order_dir: Path::new(".") }
+    }
+
+    #[test]
+    fn nothing_configured_is_offline_dry_run() {
+        let config = Config::default();
+        let wo = ProviderChoice::default();
+        let s = select(&config, Path::new("."), choice(None, &wo)).unwrap();
+        assert_eq!(s.provider.name(), "dry-run");
+        assert!(s.offline.unwrap().contains("offline"));
+    }
+
+    #[test]
+    fn precedence_is_cli_then_work_order_then_env_then_file() {
+        let mut config = Config::parse("[defaults]\nprovider = \"file\"\n[providers.file]\nkind = \"dry-run\"\n[providers.wo]\nkind = \"openai\"\nmodel = \"m\"\n", Path::new("p")).unwrap();
+        let wo = ProviderChoice { name: Some("wo".into()), ..Default::default() };
+        let s = select(&config, Path::new("."), choice(Some("anthropic"), &wo)).unwrap();
+        assert_eq!(s.provider.name(), "anthropic");
+        assert!(s.offline.is_none());
+        let s = select(&config, Path::new("."), choice(None, &wo)).unwrap();
+        assert_eq!(s.provider.name(), "wo");
+        config.env.provider = Some("dry-run".into());
+        let s = select(&config, Path::new("."), choice(None, &ProviderChoice::default())).unwrap();
+        assert_eq!(s.provider.name(), "dry-run");
+        config.env.provider = None;
+        let s = select(&config, Path::new("."), choice(None, &ProviderChoice::default())).unwrap();
+        assert_eq!(s.provider.name(), "dry-run");
+    }
+
+    #[test]
+    fn unknown_names_and_missing_fixtures_are_not_configured() {
+        let config = Config::default();
+        let wo = ProviderChoice::default();
+        let e = select(&config, Path::new("."), choice(Some("gpt"), &wo)).unwrap_err();
+        assert_eq!(e.code(), crate::Code::ProviderNotConfigured);
+        let e = select(&config, Path::new("."), choice(Some("scripted"), &wo)).unwrap_err();
+        assert_eq!(e.code(), crate::Code::ProviderNotConfigured);
+    }
+}
