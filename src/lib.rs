@@ -30,8 +30,6 @@
 //! ```
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
-// Errors are built on the cold path; a large `Err` costs nothing measurable there.
-#![allow(clippy::result_large_err)]
 
 pub mod compat;
 pub mod config;

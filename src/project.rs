@@ -114,10 +114,11 @@ impl Project {
 
     /// Loads (or returns the cached) contract of a registry entry, with every check.
     pub fn load_contract(&self, entry: &Entry) -> Result<Arc<Contract>> {
-        if let Some(c) = lock(&self.contracts).get(&entry.sha256) {
-            if c.id == entry.id && c.version == entry.version {
-                return Ok(c.clone());
-            }
+        if let Some(c) = lock(&self.contracts).get(&entry.sha256)
+            && c.id == entry.id
+            && c.version == entry.version
+        {
+            return Ok(c.clone());
         }
         let doc = self.load_checked(entry)?;
         let contract = Contract::from_document(&doc)?;
@@ -131,10 +132,11 @@ impl Project {
 
     /// Loads (or returns the cached) pack of a registry entry, with every check.
     pub fn load_pack(&self, entry: &Entry) -> Result<Arc<PromptPack>> {
-        if let Some(p) = lock(&self.packs).get(&entry.sha256) {
-            if p.id == entry.id && p.version == entry.version {
-                return Ok(p.clone());
-            }
+        if let Some(p) = lock(&self.packs).get(&entry.sha256)
+            && p.id == entry.id
+            && p.version == entry.version
+        {
+            return Ok(p.clone());
         }
         let doc = self.load_checked(entry)?;
         let pack = PromptPack::from_document(&doc)?;

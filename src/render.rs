@@ -219,7 +219,6 @@ impl CompiledPack {
                 false
             }
         };
-        drop(add);
         parts.extend(literals);
         // Fixed order regardless of how the pack lists its sections.
         let order = [

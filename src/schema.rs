@@ -200,8 +200,11 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
         }
         _ => {}
     });
-    if out.is_empty() && external_refs {
-        if let Err(e) = compile(schema, base_dir, root) {
+    if out.is_empty()
+        && external_refs
+        && let Err(e) = compile(schema, base_dir, root)
+    {
+        {
             out.extend(
                 e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)),
             );
@@ -232,9 +235,10 @@ fn percent_decode(s: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%'
-            && i + 2 < bytes.len() + 0
-            && let (Some(h), Some(l)) =
-                (hex_val(bytes[i + 1]), bytes.get(i + 2).and_then(|b| hex_val(*b)))
+            && let (Some(h), Some(l)) = (
+                bytes.get(i + 1).and_then(|b| hex_val(*b)),
+                bytes.get(i + 2).and_then(|b| hex_val(*b)),
+            )
         {
             out.push(h * 16 + l);
             i += 3;

@@ -217,8 +217,7 @@ impl Kernel<'_> {
                     st,
                     phase,
                     &problem,
-                    &first.raw_text(),
-                    supervisor::error_messages(e),
+                    (&first.raw_text(), supervisor::error_messages(e)),
                     &target,
                     &|x: &Exchanged| match &x.output {
                         Ok(out) => Ok(out.value.clone().unwrap_or(Value::Null)),
@@ -268,7 +267,7 @@ impl Kernel<'_> {
                         tools: self.tools.describe(),
                     }
                 };
-                self.repair(st, "B", &problem, &first.raw_text(), errors, &target, &accept)?
+                self.repair(st, "B", &problem, (&first.raw_text(), errors), &target, &accept)?
             }
         };
         Plan::from_model(&value).map_err(|e| {
@@ -285,8 +284,7 @@ impl Kernel<'_> {
         st: &mut State,
         phase: &str,
         problem: &Problem,
-        bad: &str,
-        errors: Vec<String>,
+        (bad, errors): (&str, Vec<String>),
         target: &Target,
         accept: &dyn Fn(&Exchanged) -> Result<Value, Vec<String>>,
     ) -> Flow<Value> {
@@ -396,8 +394,7 @@ impl Kernel<'_> {
                 st,
                 "C",
                 &problem,
-                &step_value().to_string(),
-                errors,
+                (&step_value().to_string(), errors),
                 &target,
                 &accept,
             )?;
@@ -440,8 +437,7 @@ impl Kernel<'_> {
                 st,
                 "C",
                 &problem,
-                &args.to_string(),
-                supervisor::error_messages(&e),
+                (&args.to_string(), supervisor::error_messages(&e)),
                 &target,
                 &accept,
             )?;

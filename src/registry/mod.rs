@@ -389,10 +389,10 @@ impl Registry {
                         .help("restore the file, or fix the entry's path"),
                 ),
             }
-            if entry.state == State::Deprecated {
-                if let Some(d) = self.successor_problem(entry) {
-                    out.push(d.pointer(format!("{pointer}/successor_version")));
-                }
+            if entry.state == State::Deprecated
+                && let Some(d) = self.successor_problem(entry)
+            {
+                out.push(d.pointer(format!("{pointer}/successor_version")));
             }
         }
         out
