@@ -50,10 +50,12 @@ pub mod registry;
 pub mod render;
 pub mod report;
 pub mod resolve;
+pub mod scaffold;
 pub mod schema;
 pub mod source;
 pub mod synthesis;
 pub mod validate;
+pub mod watch;
 pub mod work_order;
 
 pub use diagnostic::{Diagnostic, Report};

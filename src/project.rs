@@ -89,6 +89,16 @@ impl Project {
         }
     }
 
+    /// Seeds this project's caches with what `other` already loaded and compiled (keyed by
+    /// file hash, so only unchanged files are reused).
+    pub fn reuse_cache_of(&self, other: &Project) {
+        lock(&self.contracts)
+            .extend(lock(&other.contracts).iter().map(|(k, v)| (k.clone(), v.clone())));
+        lock(&self.packs).extend(lock(&other.packs).iter().map(|(k, v)| (k.clone(), v.clone())));
+        lock(&self.validators)
+            .extend(lock(&other.validators).iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+
     fn load_checked(&self, entry: &Entry) -> Result<document::Document> {
         let path = self.registry.file_of(entry)?;
         let doc = document::load(&path, Some(entry.kind.doc_kind()))?;

@@ -37,6 +37,10 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Verify a ledger's hash chain.
     Ledger(cmd::ledger::Args),
+    /// Re-validate on every change (debounced) and print fresh diagnostics.
+    Watch(cmd::watch::Args),
+    /// Scaffold a contract and its pack, registered as drafts.
+    New(cmd::new::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +61,8 @@ fn main() -> ExitCode {
         Command::Registry(args) => cmd::registry::exec(args),
         Command::Diff(args) => cmd::diff::exec(args),
         Command::Ledger(args) => cmd::ledger::exec(args),
+        Command::Watch(args) => cmd::watch::exec(args),
+        Command::New(args) => cmd::new::exec(args),
     };
     ExitCode::from(status)
 }

@@ -28,6 +28,9 @@ pub struct Args {
     /// registry.json to use instead of the one found by walking up from PATH.
     #[arg(long, value_name = "FILE")]
     registry: Option<PathBuf>,
+    /// Keep running: re-validate on every change.
+    #[arg(long)]
+    watch: bool,
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     jobs: usize,
@@ -55,6 +58,9 @@ impl Progress for Bar {
 pub fn exec(args: Args) -> u8 {
     let format = if args.json { Format::Json } else { args.format };
     let path = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
+    if args.watch {
+        return crate::cmd::watch::watch(&path, args.strict, format);
+    }
     let options =
         ValidateOptions { registry: args.registry.clone(), jobs: args.jobs, ..Default::default() };
     let bar = Bar(indicatif::ProgressBar::hidden());

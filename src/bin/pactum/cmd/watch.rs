@@ -1,0 +1,80 @@
+//! `pactum watch [PATH]` (and `validate --watch`): re-validates on every change, debounced,
+//! and prints fresh diagnostics. Runs until interrupted.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pactum::report::{self, Format, RenderOptions};
+use pactum::validate::{NoProgress, ValidateOptions, validate};
+
+use crate::output;
+
+/// Debounce between a change and the re-validation.
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A project root or folder (default: the current folder).
+    path: Option<PathBuf>,
+    /// Treat warnings as errors.
+    #[arg(long)]
+    strict: bool,
+}
+
+fn run_once(path: &Path, strict: bool, format: Format) {
+    let mut out = anstream::stdout().lock();
+    match validate(path, &ValidateOptions::default(), &NoProgress) {
+        Ok(mut r) => {
+            if strict {
+                r.make_strict();
+            }
+            let text = report::render(
+                &r,
+                format,
+                &RenderOptions { color: format == Format::Text, ..Default::default() },
+            );
+            let _ = out.write_all(text.as_bytes());
+        }
+        Err(e) => {
+            drop(out);
+            output::eprint_error(&e);
+            return;
+        }
+    }
+    let _ = out.flush();
+}
+
+/// Validates, then re-validates on every change until the process is stopped.
+pub fn watch(path: &Path, strict: bool, format: Format) -> u8 {
+    let root = match pactum::registry::find_upwards(path) {
+        Some(reg) => reg.parent().map(Path::to_path_buf).unwrap_or_else(|| path.to_path_buf()),
+        None => path.to_path_buf(),
+    };
+    run_once(path, strict, format);
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
+    let watch = pactum::watch::watch_tree(&root, DEBOUNCE, move |paths| {
+        let _ = tx.send(paths);
+    });
+    let _watch = match watch {
+        Ok(w) => w,
+        Err(e) => {
+            output::eprint_error(&e);
+            return output::USAGE;
+        }
+    };
+    eprintln!("watching {} (Ctrl-C to stop)", root.display());
+    while let Ok(paths) = rx.recv() {
+        let shown: Vec<String> = paths.iter().take(3).map(|p| output::shown(&root, p)).collect();
+        let more =
+            if paths.len() > 3 { format!(" and {} more", paths.len() - 3) } else { String::new() };
+        println!("\n--- {} changed{more}: re-validating ---", shown.join(", "));
+        run_once(path, strict, format);
+    }
+    output::OK
+}
+
+pub fn exec(args: Args) -> u8 {
+    let path = args.path.unwrap_or_else(|| PathBuf::from("."));
+    watch(&path, args.strict, Format::Text)
+}

@@ -1,0 +1,136 @@
+//! `pactum new contract ID`: a contract and its pack, with `$schema` for editors,
+//! registered as drafts, that pass `pactum validate` as they are. The texts are
+//! placeholders for the author to replace.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::registry::{self, EntryKind, lifecycle, store};
+
+/// The files `new contract` wrote, relative to the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scaffolded {
+    pub contract: String,
+    pub pack: String,
+    pub pack_id: String,
+}
+
+fn write_new(path: &Path, value: &Value) -> Result<()> {
+    if path.exists() {
+        return Err(Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "already exists; pick another id",
+            ),
+        ));
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+}
+
+/// Writes `contracts/<name>/1.0.0.json` and `prompt_packs/<name>/1.0.0.json` under `root`
+/// and registers both as drafts in `root/registry.json` (created when missing).
+pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
+    if !crate::id::is_contract_id(id) {
+        return Err(Error::PinInvalid {
+            pin: id.to_string(),
+            reason: "a contract id looks like PRC-NAME-001".into(),
+        });
+    }
+    let (word, number) = id.trim_start_matches("PRC-").split_once('-').unwrap_or(("", ""));
+    let pack_id = format!("PRM-{word}-{number}");
+    let name = word.to_ascii_lowercase();
+    let registry_path = root.join(registry::FILE_NAME);
+    if registry_path.is_file() {
+        let reg = registry::Registry::load(&registry_path)?;
+        for (kind, i) in [(EntryKind::Contract, id), (EntryKind::PromptPack, pack_id.as_str())] {
+            if reg.versions(kind, i).next().is_some() {
+                return Err(Error::DuplicateEntry { id: i.to_string(), version: "(any)".into() });
+            }
+        }
+    }
+    let contract_rel = format!("contracts/{name}/1.0.0.json");
+    let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
+    let pack = json!({
+        "$schema": "../../schemas/prompt_pack.schema.json",
+        "prompt_pack_id": pack_id,
+        "version": "1.0.0",
+        "description": format!("Prompt text of {id}."),
+        "sections": {
+            "role": "(the role the model plays)",
+            "task": "(what to do with the input)\n\n{{ input }}",
+            "output_format": "(the exact output shape, e.g. a JSON object with a `result` string)"
+        }
+    });
+    let contract = json!({
+        "$schema": "../../schemas/prompt_contract.schema.json",
+        "contract_id": id,
+        "version": "1.0.0",
+        "prompt_pack_id": pack_id,
+        "prompt_pack_version": "1.0.0",
+        "boundary": {"max_tokens": 512, "temperature": 0},
+        "input_schema": {
+            "type": "object",
+            "required": ["input"],
+            "additionalProperties": false,
+            "properties": {"input": {"type": "string", "minLength": 1, "description": "The text the prompt works on."}}
+        },
+        "output_schema": {
+            "type": "object",
+            "required": ["result"],
+            "properties": {"result": {"type": "string"}}
+        },
+        "examples": [
+            {"name": "a fenced reply", "input": {"input": "example"}, "response": "```json\n{\"result\": \"example\"}\n```", "expect": "ok"}
+        ],
+        "metadata": {"description": "(one sentence: what this exchange is for)"}
+    });
+    let pack_path = root.join(&pack_rel);
+    let contract_path = root.join(&contract_rel);
+    write_new(&pack_path, &pack)?;
+    if let Err(e) = write_new(&contract_path, &contract) {
+        let _ = std::fs::remove_file(&pack_path);
+        return Err(e);
+    }
+    let registered = store::update(&registry_path, |reg| {
+        lifecycle::add(reg, &pack_path, at)?;
+        lifecycle::add(reg, &contract_path, at)
+    });
+    if let Err(e) = registered {
+        let _ = std::fs::remove_file(&pack_path);
+        let _ = std::fs::remove_file(&contract_path);
+        return Err(e);
+    }
+    Ok(Scaffolded { contract: contract_rel, pack: pack_rel, pack_id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::{NoProgress, ValidateOptions, validate};
+
+    #[test]
+    fn scaffold_registers_drafts_that_validate_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = new_contract(dir.path(), "PRC-SUMMARIZE-001", "2026-01-01T00:00:00Z").unwrap();
+        assert_eq!(s.pack_id, "PRM-SUMMARIZE-001");
+        let report = validate(dir.path(), &ValidateOptions::default(), &NoProgress).unwrap();
+        assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
+        assert_eq!(report.files.len(), 3);
+        let reg = registry::Registry::open(&dir.path().join("registry.json")).unwrap();
+        assert!(reg.entries.iter().all(|e| e.state == registry::State::Draft));
+        let e = new_contract(dir.path(), "PRC-SUMMARIZE-001", "2026-01-01T00:00:00Z").unwrap_err();
+        assert_eq!(e.code(), crate::Code::RegistryDuplicateEntry);
+        assert_eq!(
+            new_contract(dir.path(), "summarize", "x").unwrap_err().code(),
+            crate::Code::PinInvalid
+        );
+    }
+}
