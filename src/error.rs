@@ -196,6 +196,15 @@ fn did_you_mean(suggestions: &[String]) -> String {
     }
 }
 
+fn tool_hint(tool: &str, available: &[String]) -> String {
+    if available.is_empty() {
+        return "; this run allows no tools".to_string();
+    }
+    let close: Vec<String> =
+        available.iter().filter(|a| crate::id::levenshtein(tool, a) <= 2).cloned().collect();
+    format!("{}; available tools: {}", did_you_mean(&close), available.join(", "))
+}
+
 fn versions_list(available: &[String]) -> String {
     if available.is_empty() { "none".to_string() } else { available.join(", ") }
 }
@@ -263,7 +272,7 @@ pub enum Error {
     #[error("{id}@{version}: registry entry points at {path}, which does not exist")]
     RegistryFileMissing { id: String, version: String, path: String },
 
-    #[error("{id}@{version} is registered more than once")]
+    #[error("{id}@{version} is already registered")]
     DuplicateEntry { id: String, version: String },
 
     #[error("registry history is broken at event {seq}: {reason}")]
@@ -322,7 +331,7 @@ pub enum Error {
     #[error("provider `{provider}`: {message}")]
     Provider { provider: String, failure: ProviderFailure, status: Option<u16>, message: String },
 
-    #[error("tool `{tool}` is not available{}", did_you_mean(available))]
+    #[error("tool `{tool}` is not available{}", tool_hint(tool, available))]
     ToolNotFound { tool: String, available: Vec<String> },
 
     #[error("arguments for tool `{tool}` do not fit its input_schema: {}", list_findings(findings))]

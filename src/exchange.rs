@@ -17,20 +17,46 @@ use crate::gateway::{FinishReason, ResponseBody};
 use crate::project::Validators;
 use crate::render::CompiledPack;
 
-/// The validated output of one exchange.
+/// The validated output of one exchange: the extracted, schema-valid value with its
+/// provenance (JSON contracts), or the reply's text (text contracts).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Output {
-    /// The extracted, schema-valid value; `None` for a text contract.
-    pub value: Option<Value>,
-    /// The reply's text (an envelope's `text`).
-    pub text: String,
+pub enum Output {
+    Json(Extracted),
+    Text(String),
+}
+
+impl Output {
+    /// The extracted value (`None` for a text contract).
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            Output::Json(x) => Some(&x.value),
+            Output::Text(_) => None,
+        }
+    }
+
+    /// The value, or the text as a JSON string.
+    pub fn into_value(self) -> Value {
+        match self {
+            Output::Json(x) => x.value,
+            Output::Text(t) => Value::String(t),
+        }
+    }
+
     /// How the value was found (JSON contracts).
-    pub extraction: Option<Extracted>,
+    pub fn extraction(&self) -> Option<&Extracted> {
+        match self {
+            Output::Json(x) => Some(x),
+            Output::Text(_) => None,
+        }
+    }
 }
 
 /// Checks the input against the contract's `input_schema`, reporting every failing pointer.
 pub fn check_input(contract: &Contract, validators: &Validators, input: &Value) -> Result<()> {
     let Some(validator) = &validators.input else { return Ok(()) };
+    if validator.is_valid(input) {
+        return Ok(());
+    }
     let findings = crate::schema::findings(validator, input);
     if findings.is_empty() {
         Ok(())
@@ -112,15 +138,12 @@ pub fn check_output(
                 }
             },
         };
-        return Ok(Output { value: None, text, extraction: None });
+        return Ok(Output::Text(text));
     };
     let options = extract_options(contract);
-    let (extracted, text) = match body {
-        ResponseBody::Text(t) => (extract::extract(t, &options), t.clone()),
-        ResponseBody::Envelope(v) => (
-            extract::extract_envelope(v, &options),
-            v.get("text").and_then(Value::as_str).unwrap_or_default().to_string(),
-        ),
+    let extracted = match body {
+        ResponseBody::Text(t) => extract::extract(t, &options),
+        ResponseBody::Envelope(v) => extract::extract_envelope(v, &options),
     };
     let extracted = extracted.map_err(|failure| {
         let methods_tried: Vec<String> =
@@ -131,15 +154,11 @@ pub fn check_output(
             Error::ExtractionFailed { methods_tried, detail: failure.detail.clone() }
         }
     })?;
-    let findings: Vec<Finding> = crate::schema::findings(validator, &extracted.value);
-    if !findings.is_empty() {
-        return Err(Error::OutputSchemaInvalid {
-            contract: contract.key(),
-            value: extracted.value.clone(),
-            findings,
-        });
+    if validator.is_valid(&extracted.value) {
+        return Ok(Output::Json(extracted));
     }
-    Ok(Output { value: Some(extracted.value.clone()), text, extraction: Some(extracted) })
+    let findings: Vec<Finding> = crate::schema::findings(validator, &extracted.value);
+    Err(Error::OutputSchemaInvalid { contract: contract.key(), value: extracted.value, findings })
 }
 
 /// Runs one contract example offline: input, rendering and the output steps on the
@@ -225,7 +244,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(out.value, Some(json!({"label": "a"})));
+        assert_eq!(out.value(), Some(&json!({"label": "a"})));
         let e = check_output(&c, &v, &ResponseBody::Text("{\"label\": \"z\"}".into()), None)
             .unwrap_err();
         assert_eq!(e.code(), Code::OutputSchemaInvalid);
@@ -252,7 +271,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert!(out.extraction.unwrap().envelope);
+        assert!(out.extraction().unwrap().envelope);
         let e = check_output(&c, &v, &ResponseBody::Envelope(json!({"content": "x"})), None)
             .unwrap_err();
         assert_eq!(e.code(), Code::OutputJsonExtractionFailed);
@@ -262,7 +281,6 @@ mod tests {
     fn text_contracts_pass_text_through() {
         let (c, v) = contract(None);
         let out = check_output(&c, &v, &ResponseBody::Text("free text {".into()), None).unwrap();
-        assert_eq!(out.value, None);
-        assert_eq!(out.text, "free text {");
+        assert_eq!(out, Output::Text("free text {".into()));
     }
 }

@@ -51,8 +51,11 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
     if registry_path.is_file() {
         let reg = registry::Registry::load(&registry_path)?;
         for (kind, i) in [(EntryKind::Contract, id), (EntryKind::PromptPack, pack_id.as_str())] {
-            if reg.versions(kind, i).next().is_some() {
-                return Err(Error::DuplicateEntry { id: i.to_string(), version: "(any)".into() });
+            if let Some(existing) = reg.versions(kind, i).last() {
+                return Err(Error::DuplicateEntry {
+                    id: i.to_string(),
+                    version: existing.version.to_string(),
+                });
             }
         }
     }

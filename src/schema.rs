@@ -96,7 +96,16 @@ pub fn findings(validator: &Validator, instance: &Value) -> Vec<Finding> {
     let mut out = Vec::new();
     for error in validator.iter_errors(instance) {
         let base = error.instance_path().as_str().to_string();
-        let message = shorten(&error.to_string());
+        // Quote small values ("3 is greater than the maximum of 2"); mask big ones, which
+        // would bury the message (and could carry data that belongs in no log).
+        let small = match error.instance().as_ref() {
+            serde_json::Value::Object(m) => m.is_empty(),
+            serde_json::Value::Array(a) => a.is_empty(),
+            serde_json::Value::String(s) => s.len() <= 60,
+            _ => true,
+        };
+        let message =
+            if small { shorten(&error.to_string()) } else { shorten(&error.masked().to_string()) };
         match error.kind() {
             jsonschema::error::ValidationErrorKind::Required { property } => {
                 let name =

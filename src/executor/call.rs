@@ -11,8 +11,9 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::exchange::{self, Output};
+use crate::gateway::select::ProviderSet;
 use crate::gateway::{
-    PromptRequest, Provider, ProviderResponse, ResponseBody, Usage, estimate_tokens, prompt_hash,
+    PromptRequest, ProviderResponse, ResponseBody, Usage, estimate_tokens, prompt_hash,
 };
 use crate::id::Pin;
 use crate::ledger::Ledger;
@@ -35,6 +36,8 @@ pub struct Target {
 #[derive(Debug)]
 pub struct Exchanged {
     pub resolved: Resolved,
+    /// The provider that answered.
+    pub provider: String,
     pub response: ProviderResponse,
     /// The output check against the target contract.
     pub output: Result<Output>,
@@ -58,7 +61,7 @@ impl Exchanged {
 /// Everything calls of one work order share.
 pub struct Caller<'a> {
     pub project: &'a Project,
-    pub provider: &'a dyn Provider,
+    pub providers: &'a ProviderSet,
     pub ledger: Option<&'a Ledger>,
     pub work_order: &'a WorkOrder,
     pub budget: &'a Budget,
@@ -71,7 +74,7 @@ pub struct Caller<'a> {
 impl<'a> Caller<'a> {
     pub fn new(
         project: &'a Project,
-        provider: &'a dyn Provider,
+        providers: &'a ProviderSet,
         ledger: Option<&'a Ledger>,
         work_order: &'a WorkOrder,
         budget: &'a Budget,
@@ -79,7 +82,7 @@ impl<'a> Caller<'a> {
     ) -> Caller<'a> {
         Caller {
             project,
-            provider,
+            providers,
             ledger,
             work_order,
             budget,
@@ -146,10 +149,13 @@ impl<'a> Caller<'a> {
         role: Option<&str>,
     ) -> Result<Exchanged> {
         let resolved = self.resolve(pin)?;
+        let provider =
+            self.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
+        let provider = provider.as_ref();
         let record = |hash: Option<&str>,
                       response: Option<&ProviderResponse>,
                       verdict: std::result::Result<&Output, &Error>| {
-            self.record(&resolved, hash, response, verdict, repair_attempt, role)
+            self.record(&resolved, provider.name(), hash, response, verdict, repair_attempt, role)
         };
         let own = self.target(&resolved)?;
         let prepared = (|| {
@@ -166,7 +172,7 @@ impl<'a> Caller<'a> {
             }
             let messages = self
                 .compiled(&resolved)?
-                .render(&variables, self.provider.supports_system_messages())?;
+                .render(&variables, provider.supports_system_messages())?;
             let estimate = estimate_tokens(&messages);
             self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
             Ok(messages)
@@ -180,7 +186,7 @@ impl<'a> Caller<'a> {
         };
         let hash = prompt_hash(&messages);
         let request = self.request(&resolved, input, messages);
-        let response = match self.provider.complete(&request) {
+        let response = match provider.complete(&request) {
             Ok(r) => r,
             Err(e) => {
                 record(Some(&hash), None, Err(&e))?;
@@ -208,7 +214,13 @@ impl<'a> Caller<'a> {
             response.finish_reason.as_ref(),
         );
         record(Some(&hash), Some(&response), output.as_ref())?;
-        Ok(Exchanged { resolved, response, output, prompt_hash: hash })
+        Ok(Exchanged {
+            resolved,
+            provider: provider.name().to_string(),
+            response,
+            output,
+            prompt_hash: hash,
+        })
     }
 
     fn request(
@@ -242,9 +254,11 @@ impl<'a> Caller<'a> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         resolved: &Resolved,
+        provider: &str,
         prompt_hash: Option<&str>,
         response: Option<&ProviderResponse>,
         verdict: std::result::Result<&Output, &Error>,
@@ -262,7 +276,7 @@ impl<'a> Caller<'a> {
         fields.insert("prompt_pack_version".into(), json!(resolved.pack.version.to_string()));
         fields.insert("prompt_pack_sha256".into(), json!(resolved.pack.sha256));
         fields.insert("prompt_hash".into(), json!(prompt_hash.unwrap_or(crate::digest::ZERO_HASH)));
-        fields.insert("provider".into(), json!(self.provider.name()));
+        fields.insert("provider".into(), json!(provider));
         fields.insert(
             "raw_response".into(),
             match response.map(|r| &r.body) {
@@ -274,11 +288,9 @@ impl<'a> Caller<'a> {
         fields
             .insert("finish_reason".into(), json!(response.and_then(|r| r.finish_reason.clone())));
         let (verdict_text, method, errors) = match verdict {
-            Ok(out) => (
-                "ok".to_string(),
-                out.extraction.as_ref().map(|x| x.method.as_str().to_string()),
-                vec![],
-            ),
+            Ok(out) => {
+                ("ok".to_string(), out.extraction().map(|x| x.method.as_str().to_string()), vec![])
+            }
             Err(e) => (e.code().to_string(), None, vec![error_json(e)]),
         };
         fields.insert("extraction_method".into(), json!(method));
@@ -295,6 +307,19 @@ impl<'a> Caller<'a> {
             fields.insert("role".into(), json!(role));
         }
         ledger.append("exchange", fields).map(|_| ())
+    }
+}
+
+/// Every failure of an error as `{code, pointer?, message}` entries: one per finding, or
+/// one for the whole error (the `errors` of SPEC §12).
+pub fn error_entries(e: &Error) -> Vec<Value> {
+    if e.findings().is_empty() {
+        vec![json!({"code": e.code(), "message": e.to_string()})]
+    } else {
+        e.findings()
+            .iter()
+            .map(|f| json!({"code": e.code(), "pointer": f.pointer, "message": f.message}))
+            .collect()
     }
 }
 

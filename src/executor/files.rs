@@ -34,6 +34,25 @@ pub fn output_dir(wo: &WorkOrder) -> PathBuf {
     }
 }
 
+/// Refuses a target whose real folder (symlinks resolved) is outside the output folder,
+/// or which is itself a symlink.
+fn inside(dir: &std::path::Path, target: &std::path::Path, shown: &str) -> Result<(), Error> {
+    let escape = |reason: String| Error::PathEscape { path: shown.to_string(), reason };
+    let real_dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    let parent = target.parent().unwrap_or(dir);
+    let real_parent = parent.canonicalize().map_err(|e| Error::io(parent, e))?;
+    if !real_parent.starts_with(&real_dir) {
+        return Err(escape(format!(
+            "leads through a symlink to {}, outside the output folder",
+            real_parent.display()
+        )));
+    }
+    if std::fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(escape("is a symlink; pactum does not write through links".into()));
+    }
+    Ok(())
+}
+
 pub fn handle(wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled {
     let mut out = Handled::default();
     let files = match body {
@@ -45,6 +64,12 @@ pub fn handle(wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled
         return out;
     }
     let dir = output_dir(wo);
+    if files.is_some_and(|f| !f.is_empty())
+        && let Err(e) = std::fs::create_dir_all(&dir)
+    {
+        out.errors.push(error_json(&Error::io(&dir, e)));
+        return out;
+    }
     for (path, content) in files.into_iter().flatten() {
         if let Err(reason) = check_relative(path) {
             out.errors.push(error_json(&Error::PathEscape { path: path.clone(), reason }));
@@ -56,6 +81,7 @@ pub fn handle(wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
             .map_err(|e| Error::io(&target, e))
+            .and_then(|_| inside(&dir, &target, path))
             .and_then(|_| crate::registry::store::write_atomic(&target, text.as_bytes()));
         match written {
             Ok(()) => out.written.push(path.clone()),

@@ -62,6 +62,17 @@ pub struct State {
     pub supervisor_actions: Vec<Action>,
     /// Tool calls not yet logged with a cycle.
     pub pending_tool_calls: Vec<Value>,
+    /// Cycle records written (numbers them).
+    pub records: u32,
+}
+
+/// What the Phase E call did, for its cycle record.
+#[derive(Debug, Default)]
+pub struct PhaseECall {
+    pub llm_output: Value,
+    pub errors: Vec<Value>,
+    pub usage: Option<crate::gateway::Usage>,
+    pub latency_ms: u64,
 }
 
 /// One kernel run.
@@ -120,7 +131,6 @@ impl Kernel<'_> {
                 json!({"request": self.request, "task_profile": st.task_profile, "tools": self.tools.describe()}),
             )
         } else {
-            st.refinements += 1;
             (
                 Role::Refinement,
                 json!({"request": self.request, "previous_plan": st.plan.as_ref().map(Plan::to_value),
@@ -129,6 +139,9 @@ impl Kernel<'_> {
             )
         };
         let mut plan = self.ask_plan(st, role, &input)?;
+        if !first {
+            st.refinements += 1;
+        }
         if let Some(previous) = &st.plan {
             plan.carry_over(previous);
         }
@@ -137,9 +150,20 @@ impl Kernel<'_> {
         let mut ran = Vec::new();
         while let Some(i) = st.plan.as_ref().and_then(Plan::next_pending) {
             self.live(st)?;
-            let Some(mut step) = st.plan.as_ref().map(|p| p.steps[i].clone()) else { break };
+            // The plan shows the step running while it runs (the cycle log sees it).
+            let Some(mut step) = st.plan.as_mut().map(|p| {
+                let _ = p.steps[i].start();
+                p.steps[i].clone()
+            }) else {
+                break;
+            };
             let outcome = self.run_step(st, &mut step, true);
             ran.push(step.step_id.clone());
+            if let Err(stop) = &outcome
+                && step.status == Status::Running
+            {
+                let _ = step.fail(format!("the loop stopped during this step ({})", stop.status()));
+            }
             if let Some(plan) = st.plan.as_mut() {
                 plan.steps[i] = step;
             }
@@ -185,7 +209,8 @@ impl Kernel<'_> {
         let reached_model = match &result {
             Ok(_) => true,
             Err(e) => {
-                e.code().as_str().starts_with("provider_")
+                (e.code().as_str().starts_with("provider_")
+                    && e.code() != Code::ProviderNotConfigured)
                     || matches!(e.code(), Code::ReplayMiss | Code::ScriptExhausted)
             }
         };
@@ -203,7 +228,7 @@ impl Kernel<'_> {
         let first = self.cycle(st, phase, role, input, None, 0)?;
         let target = self.caller.target(&first.resolved).map_err(Stop::Halted)?;
         match &first.output {
-            Ok(out) => Ok(out.value.clone().unwrap_or(Value::Null)),
+            Ok(out) => Ok(out.value().cloned().unwrap_or(Value::Null)),
             Err(e) => {
                 let problem = Problem::MalformedJson {
                     contract_id: first.resolved.contract.key(),
@@ -220,7 +245,7 @@ impl Kernel<'_> {
                     (&first.raw_text(), supervisor::error_messages(e)),
                     &target,
                     &|x: &Exchanged| match &x.output {
-                        Ok(out) => Ok(out.value.clone().unwrap_or(Value::Null)),
+                        Ok(out) => Ok(out.value().cloned().unwrap_or(Value::Null)),
                         Err(e) => Err(supervisor::error_messages(e)),
                     },
                 )
@@ -237,8 +262,8 @@ impl Kernel<'_> {
                 .output
                 .as_ref()
                 .map_err(supervisor::error_messages)?
-                .value
-                .clone()
+                .value()
+                .cloned()
                 .unwrap_or(Value::Null);
             Plan::from_model(&value).map(|_| value).map_err(|e| vec![e])
         };
@@ -316,7 +341,9 @@ impl Kernel<'_> {
 
     /// Runs one step (and, at the top level, its substeps when it asks to be decomposed).
     fn run_step(&self, st: &mut State, step: &mut Step, top: bool) -> Flow<()> {
-        step.start().map_err(|t| Stop::Halted(bad_transition(&t)))?;
+        if step.status != Status::Running {
+            step.start().map_err(|t| Stop::Halted(bad_transition(&t)))?;
+        }
         if step.decompose && top {
             let input = json!({"request": self.request, "goal": self.goal(st), "step": {"step_id": step.step_id, "description": step.description}});
             let value = self.ask_json(st, "C", Role::Subplan, &input)?;
@@ -389,7 +416,7 @@ impl Kernel<'_> {
                     None => Ok(v),
                 }
             };
-            let target = self.any_target(st)?;
+            let target = self.role_target(Role::RepairMissingTool)?;
             let repaired = self.repair(
                 st,
                 "C",
@@ -432,7 +459,7 @@ impl Kernel<'_> {
                 let args = v.get("arguments").cloned().unwrap_or(v);
                 tools.check(&name, &args).map(|_| args).map_err(|e| supervisor::error_messages(&e))
             };
-            let target = self.any_target(st)?;
+            let target = self.role_target(Role::RepairToolCall)?;
             args = self.repair(
                 st,
                 "C",
@@ -460,11 +487,10 @@ impl Kernel<'_> {
         done.map_err(|t| Stop::Halted(bad_transition(&t)))
     }
 
-    /// The target for repairs whose result is checked by the caller, not a contract: the
-    /// repair role's own contract (a text contract).
-    fn any_target(&self, _st: &State) -> Flow<Target> {
-        let resolved =
-            self.caller.resolve(&self.pins.pin(Role::RepairToolCall)).map_err(Stop::Halted)?;
+    /// The target for repairs whose result the caller checks itself (tool calls, missing
+    /// tools): the repair role's own contract, a text contract.
+    fn role_target(&self, role: Role) -> Flow<Target> {
+        let resolved = self.caller.resolve(&self.pins.pin(role)).map_err(Stop::Halted)?;
         self.caller.target(&resolved).map_err(Stop::Halted)
     }
 
@@ -481,7 +507,8 @@ impl Kernel<'_> {
             return;
         };
         let mut f = Map::new();
-        f.insert("step_number".into(), json!(st.cycles));
+        st.records += 1;
+        f.insert("step_number".into(), json!(st.records));
         f.insert("phase".into(), json!(phase));
         f.insert("role".into(), json!(role.name()));
         f.insert("plan_state".into(), json!(st.plan.as_ref().map(Plan::to_value)));
@@ -535,20 +562,21 @@ impl Kernel<'_> {
     }
 
     /// Logs the Phase E call as the last cycle record (it flushes pending tool calls).
-    pub fn log_phase_e(&self, st: &mut State, llm_output: Value, errors: Vec<Value>) {
+    pub fn log_phase_e(&self, st: &mut State, call: PhaseECall) {
         let Some(log) = self.log else { return };
         let pin = self.pins.pin(Role::Synthesis);
         let c = self.caller.resolve(&pin).ok();
         let mut f = Map::new();
-        f.insert("step_number".into(), json!(st.cycles + 1));
+        st.records += 1;
+        f.insert("step_number".into(), json!(st.records));
         f.insert("phase".into(), json!("E"));
         f.insert("role".into(), json!(Role::Synthesis.name()));
         f.insert("plan_state".into(), json!(st.plan.as_ref().map(Plan::to_value)));
-        f.insert("llm_output".into(), llm_output);
+        f.insert("llm_output".into(), call.llm_output);
         f.insert("supervisor_actions".into(), json!([]));
         f.insert("tool_calls".into(), Value::Array(std::mem::take(&mut st.pending_tool_calls)));
         f.insert("ttl_remaining".into(), json!(st.ttl));
-        f.insert("errors".into(), json!(errors));
+        f.insert("errors".into(), json!(call.errors));
         f.insert("timestamp".into(), json!(crate::registry::lifecycle::now()));
         f.insert("work_order_id".into(), json!(self.caller.work_order.id));
         f.insert("contract_id".into(), json!(pin.id));
@@ -564,8 +592,8 @@ impl Kernel<'_> {
                     .unwrap_or_else(|| crate::digest::ZERO_HASH.into())
             ),
         );
-        f.insert("usage".into(), Value::Null);
-        f.insert("latency_ms".into(), json!(0));
+        f.insert("usage".into(), json!(call.usage));
+        f.insert("latency_ms".into(), json!(call.latency_ms));
         if let Err(e) = log.append("cycle", f) {
             st.errors.push(error_json(&e));
         }
@@ -573,11 +601,9 @@ impl Kernel<'_> {
 }
 
 fn text_of(x: &Exchanged) -> Value {
-    match x.output.as_ref().ok().and_then(|o| o.value.clone()) {
-        Some(v) => v,
-        None => Value::String(
-            x.output.as_ref().map(|o| o.text.clone()).unwrap_or_else(|_| x.raw_text()),
-        ),
+    match &x.output {
+        Ok(out) => out.clone().into_value(),
+        Err(_) => Value::String(x.raw_text()),
     }
 }
 

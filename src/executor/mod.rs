@@ -33,7 +33,7 @@ pub mod supervisor;
 pub mod tools;
 
 use budget::Budget;
-use call::{Caller, error_json};
+use call::{Caller, error_entries};
 use roles::{Role, RolePins};
 
 /// What a run produced (SPEC §12 `run` shape, plus provenance).
@@ -53,6 +53,11 @@ pub struct RunResult {
     pub errors: Vec<Value>,
     pub warnings: Vec<Warning>,
     pub provider: String,
+    /// The main failure's code and message (failed runs only, SPEC §12).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contract: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,6 +86,8 @@ impl RunResult {
             errors: Vec::new(),
             warnings: Vec::new(),
             provider: provider.name().to_string(),
+            code: None,
+            message: None,
             contract: None,
             extraction: None,
             repair_attempts: 0,
@@ -90,17 +97,12 @@ impl RunResult {
             supervisor_actions: Vec::new(),
         }
     }
-
-    /// The code of the first error (the run's main failure).
-    pub fn code(&self) -> Option<&str> {
-        self.errors.iter().find_map(|e| e.get("code").and_then(Value::as_str))
-    }
 }
 
 /// Runs work orders of one project through one provider.
 pub struct Runner<'a> {
     pub project: &'a Project,
-    pub provider: Arc<dyn Provider>,
+    pub providers: crate::gateway::select::ProviderSet,
     /// Exchange records go here.
     pub ledger: Option<&'a Ledger>,
     /// Kernel cycle records go here (the ledger, or a separate `--log` file).
@@ -112,15 +114,9 @@ impl Runner<'_> {
     /// Runs one work order. Never fails: errors are in the result.
     pub fn run(&self, wo: &WorkOrder) -> RunResult {
         let budget = Budget::new(wo.constraints.token_budget);
-        let caller = Caller::new(
-            self.project,
-            self.provider.as_ref(),
-            self.ledger,
-            wo,
-            &budget,
-            self.allow_draft,
-        );
-        let mut result = RunResult::new(wo, self.provider.as_ref());
+        let caller =
+            Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft);
+        let mut result = RunResult::new(wo, self.providers.selected().provider.as_ref());
         match &wo.task {
             Task::Exchange { contract, input } => {
                 self.exchange(&caller, wo, contract, input, &mut result)
@@ -130,6 +126,16 @@ impl Runner<'_> {
             }
         }
         result.usage = caller.usage();
+        if !result.ok {
+            let main = result.errors.iter().find(|e| e.get("code").is_some());
+            let code = main.and_then(|e| e.get("code")).and_then(Value::as_str);
+            result.code = Some(code.unwrap_or(result.status.as_str()).to_string());
+            let message =
+                main.and_then(|e| e.get("message")).and_then(Value::as_str).map(str::to_string);
+            result.message = Some(
+                message.unwrap_or_else(|| format!("the run ended with status {}", result.status)),
+            );
+        }
         let mut warnings = caller.warnings();
         warnings.append(&mut result.warnings);
         result.warnings = warnings;
@@ -147,82 +153,27 @@ impl Runner<'_> {
         let first = match caller.call(pin, input, None, 0, None) {
             Ok(x) => x,
             Err(e) => {
-                result.errors.push(error_json(&e));
+                result.errors.extend(error_entries(&e));
                 return;
             }
         };
         result.contract = Some(first.resolved.contract.key());
-        let mut outcome =
-            first.output.as_ref().map(|o| o.clone()).map_err(supervisor::error_messages);
-        let mut last_error = first.output.as_ref().err().map(error_json);
-        let response = first.response.clone();
-        if let (Err(errors), Ok(target)) = (&outcome, caller.target(&first.resolved)) {
-            let repair_pin = Pin {
-                id: Role::RepairJson.contract_id().to_string(),
-                requirement: crate::id::Requirement::Latest,
-            };
-            let registered = self
-                .project
-                .registry
-                .versions(crate::registry::EntryKind::Contract, &repair_pin.id)
-                .next()
-                .is_some();
-            if wo.constraints.max_repair_attempts > 0 && registered {
-                let problem = supervisor::Problem::MalformedJson {
-                    contract_id: first.resolved.contract.key(),
-                    output_schema: target
-                        .contract
-                        .output_schema
-                        .clone()
-                        .unwrap_or(Value::Bool(true)),
-                };
-                let mut attempts = 0;
-                let mut actions = Vec::new();
-                let repaired = supervisor::repair(
-                    &problem,
-                    &first.raw_text(),
-                    errors.clone(),
-                    wo.constraints.max_repair_attempts,
-                    &mut |_, input, attempt| {
-                        attempts = attempt;
-                        caller.call(
-                            &repair_pin,
-                            input,
-                            Some(&target),
-                            attempt,
-                            Some(Role::RepairJson.name()),
-                        )
-                    },
-                    &|x| {
-                        x.output
-                            .as_ref()
-                            .map(|o| json!(o.value))
-                            .map_err(supervisor::error_messages)
-                    },
-                    &mut actions,
-                );
-                result.repair_attempts = attempts;
-                result.supervisor_actions = actions;
-                match repaired {
-                    Ok(value) => {
-                        outcome = Ok(crate::exchange::Output {
-                            value: Some(value),
-                            text: String::new(),
-                            extraction: None,
-                        });
-                        last_error = None;
-                    }
-                    Err(e) => last_error = Some(error_json(&e)),
-                }
-            }
-        }
+        result.provider = first.provider.clone();
+        let outcome: Result<(Value, Option<Extracted>), Error> = match &first.output {
+            Ok(out) => Ok((out.clone().into_value(), out.extraction().cloned())),
+            Err(e) => match self.repair_exchange(caller, wo, &first, e, result) {
+                Some(Ok(value)) => Ok((value, None)),
+                Some(Err(unrecoverable)) => Err(unrecoverable),
+                None => Err(clone_error(e)),
+            },
+        };
         match outcome {
-            Ok(out) => {
+            Ok((value, extraction)) => {
                 result.ok = true;
                 result.status = "completed".into();
-                result.extraction = out.extraction.clone();
-                result.output = Some(out.value.clone().unwrap_or(Value::String(out.text.clone())));
-                let handled = files::handle(wo, &first.resolved.pack, &response.body);
+                result.output = Some(value);
+                result.extraction = extraction;
+                let handled = files::handle(wo, &first.resolved.pack, &first.response.body);
                 result.files = handled.written;
                 result.warnings.extend(handled.warnings);
                 if !handled.errors.is_empty() {
@@ -231,12 +182,66 @@ impl Runner<'_> {
                     result.errors.extend(handled.errors);
                 }
             }
-            Err(_) => {
-                if let Some(e) = last_error {
-                    result.errors.push(e);
-                }
-            }
+            Err(e) => result.errors.extend(error_entries(&e)),
         }
+    }
+
+    /// Supervisor repair of an invalid exchange output through the repair-JSON contract,
+    /// when one is registered and the work order allows attempts. `None`: no repair tried.
+    fn repair_exchange(
+        &self,
+        caller: &Caller<'_>,
+        wo: &WorkOrder,
+        first: &call::Exchanged,
+        error: &Error,
+        result: &mut RunResult,
+    ) -> Option<Result<Value, Error>> {
+        let repair_pin = Pin {
+            id: Role::RepairJson.contract_id().to_string(),
+            requirement: crate::id::Requirement::Latest,
+        };
+        let registered = self
+            .project
+            .registry
+            .versions(crate::registry::EntryKind::Contract, &repair_pin.id)
+            .next()
+            .is_some();
+        if wo.constraints.max_repair_attempts == 0 || !registered {
+            return None;
+        }
+        let target = caller.target(&first.resolved).ok()?;
+        let problem = supervisor::Problem::MalformedJson {
+            contract_id: first.resolved.contract.key(),
+            output_schema: target.contract.output_schema.clone().unwrap_or(Value::Bool(true)),
+        };
+        let mut attempts = 0;
+        let mut actions = Vec::new();
+        let repaired = supervisor::repair(
+            &problem,
+            &first.raw_text(),
+            supervisor::error_messages(error),
+            wo.constraints.max_repair_attempts,
+            &mut |_, input, attempt| {
+                attempts = attempt;
+                caller.call(
+                    &repair_pin,
+                    input,
+                    Some(&target),
+                    attempt,
+                    Some(Role::RepairJson.name()),
+                )
+            },
+            &|x| {
+                x.output
+                    .as_ref()
+                    .map(|o| o.clone().into_value())
+                    .map_err(supervisor::error_messages)
+            },
+            &mut actions,
+        );
+        result.repair_attempts = attempts;
+        result.supervisor_actions = actions;
+        Some(repaired)
     }
 
     fn kernel(
@@ -258,12 +263,9 @@ impl Runner<'_> {
             };
             Ok((pins, registry))
         });
-        let (pins, registry) = match setup {
-            Ok(x) => x,
-            Err(e) => {
-                result.errors.push(error_json(&e));
-                (RolePins::default(), tools::ToolRegistry::empty())
-            }
+        let (pins, registry, setup_error) = match setup {
+            Ok((pins, registry)) => (pins, registry, None),
+            Err(e) => (RolePins::default(), tools::ToolRegistry::empty(), Some(e)),
         };
         let k = kernel::Kernel {
             caller,
@@ -273,18 +275,18 @@ impl Runner<'_> {
             max_repairs: wo.constraints.max_repair_attempts,
             request,
         };
-        let (mut st, stop) = if result.errors.is_empty() {
-            k.run(wo.constraints.ttl)
-        } else {
-            let e = Error::SupervisorUnrecoverable {
-                what: "the work order".into(),
-                attempts: 0,
-                last_error: "setup failed".into(),
-            };
-            (
-                kernel::State { ttl: wo.constraints.ttl, ..Default::default() },
-                kernel::Stop::Halted(e),
-            )
+        let (mut st, stop) = match setup_error {
+            None => k.run(wo.constraints.ttl),
+            // A work order the kernel cannot start (an unknown tool in `tools`) fails;
+            // Phase E still answers.
+            Some(e) => {
+                let st = kernel::State {
+                    ttl: wo.constraints.ttl,
+                    errors: error_entries(&e),
+                    ..Default::default()
+                };
+                (st, kernel::Stop::Halted(e))
+            }
         };
         let status = stop.status();
         let ttl_exhausted =
@@ -308,8 +310,7 @@ impl Runner<'_> {
             semantic_validation: st.semantic_validation.clone(),
             task_profile: st.task_profile.clone(),
         };
-        let mut llm_output = Value::Null;
-        let mut phase_e_errors = Vec::new();
+        let mut phase_e = kernel::PhaseECall::default();
         let answer = synthesis::synthesize(&input, ttl_exhausted, &mut |value| {
             let x = caller.call(
                 &pins.pin(Role::Synthesis),
@@ -318,24 +319,46 @@ impl Runner<'_> {
                 0,
                 Some(Role::Synthesis.name()),
             )?;
-            llm_output = json!(x.raw_text());
-            match x.output {
-                Ok(out) => Ok(out.value.unwrap_or(Value::Null)),
-                Err(e) => Err(e),
-            }
+            phase_e.llm_output = json!(x.raw_text());
+            phase_e.usage = x.response.usage;
+            phase_e.latency_ms = x.response.latency.as_millis() as u64;
+            x.output.map(|out| out.into_value())
         });
         if answer.is_degraded()
             && let Some(reason) = answer.metadata.get("reason")
         {
-            phase_e_errors.push(json!({"degraded": reason}));
+            phase_e.errors.push(json!({"message": reason}));
         }
-        k.log_phase_e(&mut st, llm_output, phase_e_errors);
+        k.log_phase_e(&mut st, phase_e);
         result.errors.append(&mut st.errors);
         result.status = status.to_string();
         result.ok = status == "converged";
         result.cycles = Some(st.cycles);
         result.ttl_remaining = Some(st.ttl);
         result.supervisor_actions = std::mem::take(&mut st.supervisor_actions);
+        result.repair_attempts = result.supervisor_actions.len() as u32;
         result.final_answer = Some(answer);
+    }
+}
+
+/// A copy of an output failure (output errors hold no I/O sources, so nothing is lost).
+fn clone_error(e: &Error) -> Error {
+    match e {
+        Error::ExtractionFailed { methods_tried, detail } => {
+            Error::ExtractionFailed { methods_tried: methods_tried.clone(), detail: detail.clone() }
+        }
+        Error::OutputTruncated { methods_tried } => {
+            Error::OutputTruncated { methods_tried: methods_tried.clone() }
+        }
+        Error::OutputSchemaInvalid { contract, value, findings } => Error::OutputSchemaInvalid {
+            contract: contract.clone(),
+            value: value.clone(),
+            findings: findings.clone(),
+        },
+        other => Error::SupervisorUnrecoverable {
+            what: "the output".into(),
+            attempts: 0,
+            last_error: other.to_string(),
+        },
     }
 }

@@ -121,12 +121,34 @@ impl ReplayProvider {
         Ok(ReplayProvider { path: path.to_path_buf(), mode, inner, entries: Mutex::new(entries) })
     }
 
-    fn save(&self, entries: &BTreeMap<String, Recording>) -> Result<()> {
-        let cassette =
-            Cassette { cassette_version: 1, entries: entries.values().cloned().collect() };
+    /// Adds one recording to the cassette on disk: under a lock on `<cassette>.lock`, the
+    /// file is re-read and merged, so recorders running at once (`--jobs`, several
+    /// processes) lose nothing.
+    fn save(&self, recording: &Recording) -> Result<()> {
+        let lock_path = self.path.with_extension("lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+        let mut entries = BTreeMap::new();
+        if self.path.exists() {
+            let doc = crate::document::load(&self.path, None)?;
+            if let Ok(cassette) = Cassette::deserialize(&doc.value) {
+                for r in cassette.entries {
+                    entries.insert(r.key.clone(), r);
+                }
+            }
+        }
+        entries.insert(recording.key.clone(), recording.clone());
+        let cassette = Cassette { cassette_version: 1, entries: entries.into_values().collect() };
         let mut text = serde_json::to_string_pretty(&cassette).unwrap_or_default();
         text.push('\n');
-        crate::registry::store::write_atomic(&self.path, text.as_bytes())
+        let written = crate::registry::store::write_atomic(&self.path, text.as_bytes());
+        let _ = lock.unlock();
+        written
     }
 }
 
@@ -198,9 +220,8 @@ impl Provider for ReplayProvider {
             usage: response.usage,
             recorded_from: Some(inner.name().to_string()),
         };
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.insert(key, recording);
-        self.save(&entries)?;
+        self.save(&recording)?;
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).insert(key, recording);
         Ok(response)
     }
 }

@@ -107,6 +107,9 @@ fn failure_of(code: &str) -> ProviderFailure {
         "provider_unreachable" => ProviderFailure::Unreachable,
         "provider_rate_limited" => ProviderFailure::RateLimited,
         "provider_response_invalid" => ProviderFailure::InvalidResponse,
+        "provider_not_configured" => ProviderFailure::NotConfigured,
+        "replay_miss" => ProviderFailure::ReplayMiss,
+        "script_exhausted" => ProviderFailure::ScriptExhausted,
         _ => ProviderFailure::Status,
     }
 }

@@ -42,6 +42,9 @@ pub struct Selected {
     pub provider: Arc<dyn Provider>,
     /// Set when the run is offline because nothing named a provider: why, and what answers.
     pub offline: Option<String>,
+    /// True when `--provider` or the work order named the provider: a contract's
+    /// `boundary.provider_id` then does not override it.
+    pub explicit: bool,
 }
 
 impl std::fmt::Debug for Selected {
@@ -64,6 +67,7 @@ fn not_configured(provider: &str, message: String) -> Error {
 
 /// Picks and builds the provider for a run (see the module docs).
 pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Selected> {
+    let explicit = choice.cli.is_some() || choice.work_order.name.is_some();
     let named = choice
         .cli
         .map(str::to_string)
@@ -71,7 +75,7 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
         .or_else(|| config.env.provider.clone())
         .or_else(|| config.defaults.provider.clone());
     match named {
-        Some(name) => Ok(Selected { provider: build(config, root, &name, choice, 0)?, offline: None }),
+        Some(name) => Ok(Selected { provider: build(config, root, &name, choice, 0)?, offline: None, explicit }),
         None => match &choice.work_order.fixtures {
             Some(fixtures) => {
                 let path = choice.work_order_dir.join(fixtures);
@@ -82,6 +86,7 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
                         "no provider configured: running offline on the scripted fixtures {} (not a model)",
                         path.display()
                     )),
+                    explicit,
                 })
             }
             None => Ok(Selected {
@@ -90,8 +95,87 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
                     "no provider configured: running offline with the dry-run provider (minimal schema-valid answers, not a model)"
                         .to_string(),
                 ),
+                explicit,
             }),
         },
+    }
+}
+
+/// The providers of one work order: the selected one, plus the named providers contracts
+/// pin with `boundary.provider_id` (built on first use). A pin applies unless the run named
+/// its provider explicitly (`--provider`, the work order's `provider`).
+pub struct ProviderSet {
+    selected: Selected,
+    config: Config,
+    root: std::path::PathBuf,
+    work_order: ProviderChoice,
+    work_order_dir: std::path::PathBuf,
+    named: std::sync::Mutex<std::collections::HashMap<String, Arc<dyn Provider>>>,
+}
+
+impl std::fmt::Debug for ProviderSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSet").field("selected", &self.selected).finish_non_exhaustive()
+    }
+}
+
+impl ProviderSet {
+    /// Selects the work order's provider (see [`select`]).
+    pub fn new(config: &Config, root: &Path, choice: Choice<'_>) -> Result<ProviderSet> {
+        Ok(ProviderSet {
+            selected: select(config, root, choice)?,
+            config: config.clone(),
+            root: root.to_path_buf(),
+            work_order: choice.work_order.clone(),
+            work_order_dir: choice.work_order_dir.to_path_buf(),
+            named: std::sync::Mutex::default(),
+        })
+    }
+
+    /// One provider for everything (tests, library users with their own provider).
+    pub fn single(provider: Arc<dyn Provider>) -> ProviderSet {
+        ProviderSet {
+            selected: Selected { provider, offline: None, explicit: true },
+            config: Config::default(),
+            root: std::path::PathBuf::from("."),
+            work_order: ProviderChoice::default(),
+            work_order_dir: std::path::PathBuf::from("."),
+            named: std::sync::Mutex::default(),
+        }
+    }
+
+    pub fn selected(&self) -> &Selected {
+        &self.selected
+    }
+
+    /// The provider a contract is called through.
+    pub fn for_contract(&self, provider_id: Option<&str>) -> Result<Arc<dyn Provider>> {
+        let Some(id) = provider_id.filter(|_| !self.selected.explicit) else {
+            return Ok(Arc::clone(&self.selected.provider));
+        };
+        if self.selected.provider.name() == id {
+            return Ok(Arc::clone(&self.selected.provider));
+        }
+        let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = named.get(id) {
+            return Ok(Arc::clone(p));
+        }
+        if !self.config.providers.contains_key(id) {
+            return Err(not_configured(
+                id,
+                format!(
+                    "the contract's boundary.provider_id names `{id}`; configure [providers.{id}] in pactum.toml"
+                ),
+            ));
+        }
+        let choice = Choice {
+            cli: None,
+            work_order: &self.work_order,
+            work_order_dir: &self.work_order_dir,
+        };
+        let provider = build(&self.config, &self.root, id, choice, 0)?;
+        named.insert(id.to_string(), Arc::clone(&provider));
+        Ok(provider)
     }
 }
 

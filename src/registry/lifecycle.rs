@@ -215,7 +215,9 @@ pub fn promote(
     let value = load_entry_value(registry, &entry)?;
     let previous = registry
         .versions(kind, id)
-        .filter(|e| e.state == State::Active && e.version < entry.version)
+        .filter(|e| {
+            matches!(e.state, State::Active | State::Deprecated) && e.version < entry.version
+        })
         .last()
         .cloned();
     let (mut required, mut declared) = (Bump::None, Bump::None);
@@ -271,7 +273,9 @@ pub fn promote(
         append_event(history, at, Action::Promote, &e);
         e
     });
-    Ok(Promoted { entry, compared_with: previous.map(|p| p.version), required, declared })
+    let compared_with =
+        if kind == EntryKind::Contract { previous.map(|p| p.version) } else { None };
+    Ok(Promoted { entry, compared_with, required, declared })
 }
 
 /// active → deprecated, naming an existing, higher, active successor.
@@ -353,6 +357,50 @@ pub fn remove(
                 entry.key()
             ),
         ));
+    }
+    // A removal must not strand anything that still depends on the version.
+    if let Some(dependent) = registry
+        .versions(kind, id)
+        .find(|e| e.state == State::Deprecated && e.successor_version.as_ref() == Some(version))
+    {
+        return Err(transition(
+            &entry,
+            "remove",
+            format!(
+                "{} is deprecated with it as successor; remove {} first",
+                dependent.key(),
+                dependent.key()
+            ),
+        ));
+    }
+    if kind == EntryKind::PromptPack {
+        for c in registry.entries.iter().filter(|e| {
+            e.kind == EntryKind::Contract && matches!(e.state, State::Active | State::Deprecated)
+        }) {
+            let Ok(path) = registry.file_of(c) else { continue };
+            let Ok(doc) = document::load(&path, Some(DocKind::Contract)) else { continue };
+            let Ok(contract) = Contract::from_document(&doc) else { continue };
+            if contract.prompt_pack_id != id {
+                continue;
+            }
+            let resolved = resolve(
+                registry,
+                kind,
+                id,
+                &contract.prompt_pack_version,
+                ResolveOptions::default(),
+            );
+            if resolved.is_ok_and(|r| &r.entry.version == version) {
+                return Err(transition(
+                    &entry,
+                    "remove",
+                    format!(
+                        "{} still binds to it; move the contract to another pack version first",
+                        c.key()
+                    ),
+                ));
+            }
+        }
     }
     Ok(registry.edit(|entries, history| {
         let e = entries.iter_mut().find(|e| e.kind == kind && e.id == id && &e.version == version);

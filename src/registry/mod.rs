@@ -316,7 +316,15 @@ impl Registry {
         out
     }
 
-    /// The JSON pointer of an entry inside registry.json.
+    /// The JSON pointer of the entry at `index` in [`Registry::entries`].
+    pub fn pointer_at(&self, index: usize) -> String {
+        let kind = self.entries.get(index).map_or(EntryKind::Contract, |e| e.kind);
+        let before = &self.entries[..index.min(self.entries.len())];
+        let position = before.iter().filter(|e| e.kind == kind).count();
+        format!("/{}/{position}", raw_list_name(kind))
+    }
+
+    /// The JSON pointer of an entry inside registry.json (the first equal entry).
     pub fn pointer_of(&self, entry: &Entry) -> String {
         let position = self
             .entries
@@ -350,13 +358,9 @@ impl Registry {
             out.push(
                 Diagnostic::new(
                     Code::RegistryDuplicateEntry,
-                    format!(
-                        "{} is registered twice (also at {})",
-                        e.key(),
-                        self.pointer_of(&self.entries[a])
-                    ),
+                    format!("{} is registered twice (also at {})", e.key(), self.pointer_at(a)),
                 )
-                .pointer(self.pointer_of(e))
+                .pointer(self.pointer_at(b))
                 .help("remove one of the two entries"),
             );
         }
@@ -376,7 +380,13 @@ impl Registry {
         }
         for entry in &self.entries {
             let pointer = self.pointer_of(entry);
-            match self.file_of(entry) {
+            // A removed version's file may be deleted; nothing resolves to it any more.
+            let file = if entry.state == State::Removed {
+                Ok(PathBuf::new())
+            } else {
+                self.file_of(entry)
+            };
+            match file {
                 Ok(_) => {}
                 Err(e @ Error::PathEscape { .. }) => out.push(
                     Diagnostic::from_error(&e)
@@ -400,16 +410,19 @@ impl Registry {
 
     fn successor_problem(&self, entry: &Entry) -> Option<Diagnostic> {
         let reason = match &entry.successor_version {
-            None => "is not named (successor_version is missing)".to_string(),
-            Some(s) if s <= &entry.version => format!("{s} is not higher than {}", entry.version),
+            None => "is not named: successor_version is missing".to_string(),
+            Some(s) if s <= &entry.version => format!("is not higher than {}", entry.version),
             Some(s) => match self.get(entry.kind, &entry.id, s) {
-                None => format!("{s} is not registered"),
-                Some(e) if e.state == State::Removed => format!("{s} is removed"),
+                None => "is not registered".to_string(),
+                Some(e) if e.state == State::Removed => "is removed".to_string(),
                 Some(_) => return None,
             },
         };
-        let successor =
-            entry.successor_version.as_ref().map(ToString::to_string).unwrap_or_else(|| "?".into());
+        let successor = entry
+            .successor_version
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "(none)".into());
         let e = Error::SuccessorMissing {
             id: entry.id.clone(),
             version: entry.version.to_string(),

@@ -217,7 +217,7 @@ pub fn sarif(report: &Report, tool_version: &str) -> String {
                             uri: encode_uri_path(file),
                             uri_base_id: SRCROOT,
                         },
-                        region: d.file.as_ref().and(region(d)),
+                        region: region(d),
                     },
                 }],
                 partial_fingerprints: Fingerprints {
@@ -293,8 +293,10 @@ fn message_text(d: &Diagnostic) -> String {
     }
 }
 
+/// GitHub code scanning needs a start line for every result: a finding about a whole
+/// file (or the project) points at line 1.
 fn region(d: &Diagnostic) -> Option<Region> {
-    let line = d.line?.max(1);
+    let line = d.line.unwrap_or(1).max(1);
     let start_column = d.column.map(|c| c.max(1));
     let end_column = d.source_line.as_ref().map(|source| {
         let end = source.trim_end_matches(['\n', '\r']).chars().count() + 1;
@@ -712,6 +714,10 @@ mod tests {
                         "artifactLocation": {
                           "uri": "registry.json",
                           "uriBaseId": "%SRCROOT%"
+                        },
+                        "region": {
+                          "startLine": 1,
+                          "endLine": 1
                         }
                       }
                     }
@@ -887,10 +893,10 @@ mod tests {
         let location = |i: usize| results(&doc)[i]["locations"][0]["physicalLocation"].clone();
         assert_eq!(
             location(0),
-            json!({"artifactLocation": {"uri": "a.json", "uriBaseId": "%SRCROOT%"}})
+            json!({"artifactLocation": {"uri": "a.json", "uriBaseId": "%SRCROOT%"}, "region": {"startLine": 1, "endLine": 1}})
         );
         assert_eq!(location(1)["artifactLocation"]["uri"], "registry.json");
-        assert!(location(1).get("region").is_none());
+        assert_eq!(location(1)["region"]["startLine"], 1);
         assert_eq!(results(&doc)[1]["properties"], json!({"projectLevel": true}));
 
         let nested = Report {

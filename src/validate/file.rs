@@ -124,13 +124,14 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
     let bytes = match document::read_limited(&candidate.path, MAX_FILE_BYTES) {
         Ok(b) => b,
         Err(e) => {
-            let help = match e.code() {
-                Code::FileTooLarge => {
-                    "split the file; contracts and packs are expected to be small"
-                }
-                _ => "check the file's permissions",
+            let (message, help) = match &e {
+                Error::FileTooLarge { size, limit, .. } => (
+                    format!("{}: file is {size} bytes, more than the {limit}-byte limit", a.rel),
+                    "split the file; contracts and packs are expected to be small",
+                ),
+                other => (other.to_string(), "check the file's permissions"),
             };
-            a.push(Diagnostic::from_error(&e).help(help));
+            a.push(Diagnostic::new(e.code(), message).help(help));
             return a;
         }
     };

@@ -43,11 +43,14 @@ pub struct ValidateOptions {
     pub now: jiff::Timestamp,
     /// Worker threads for the per-file stage (0 = one per core).
     pub jobs: usize,
+    /// Without a registry, file names are relative to this folder when PATH is inside it
+    /// (the binary passes the current folder); otherwise relative to PATH.
+    pub names_from: Option<PathBuf>,
 }
 
 impl Default for ValidateOptions {
     fn default() -> Self {
-        ValidateOptions { registry: None, now: jiff::Timestamp::now(), jobs: 0 }
+        ValidateOptions { registry: None, now: jiff::Timestamp::now(), jobs: 0, names_from: None }
     }
 }
 
@@ -100,13 +103,16 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         Some(p) => Some(p.canonicalize().map_err(|e| Error::io(p, e))?),
         None => registry::find_upwards(&path),
     };
+    let mut registry_text = None;
     let (registry, base) = match &registry_path {
         Some(rp) => {
             let root = rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
             match Registry::load(rp) {
                 Ok(r) => (Some(r), root),
                 Err(e) => {
-                    diagnostics.push(registry_load_diagnostic(&e, rp, &root));
+                    // Keep the text so the findings can show their lines.
+                    registry_text = std::fs::read_to_string(rp).ok();
+                    diagnostics.extend(registry_load_diagnostics(&e, rp, &root));
                     (None, root)
                 }
             }
@@ -117,10 +123,17 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                 registry::FILE_NAME,
                 path.display()
             ));
-            let base = if meta.is_dir() {
+            let dir = if meta.is_dir() {
                 path.clone()
             } else {
                 path.parent().unwrap_or(&path).to_path_buf()
+            };
+            // Name files relative to `names_from` (the binary passes the current folder)
+            // when PATH is inside it, so paths match the repository (GitHub, SARIF).
+            let names_from = options.names_from.as_ref().and_then(|c| c.canonicalize().ok());
+            let base = match names_from {
+                Some(from) if dir.starts_with(&from) => from,
+                _ => dir,
             };
             (None, base)
         }
@@ -151,7 +164,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         report.files.push(f.rel.clone());
         diagnostics.extend(f.diagnostics.iter().cloned());
     }
-    if ctx.registry.is_some() {
+    if ctx.registry.is_some() || registry_text.is_some() {
         report.files.push(ctx.registry_name.clone());
     }
     registry_rules::check(&ctx, &mut diagnostics);
@@ -160,35 +173,42 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     examples::check(&ctx, &bound_packs, &mut diagnostics);
     work_orders::check(&ctx, &mut report.notes, &mut diagnostics);
 
-    place(&ctx, &mut diagnostics);
+    place(&ctx, registry_text.as_deref(), &mut diagnostics);
     report.diagnostics = diagnostics;
     report.sort();
     Ok(report)
 }
 
-fn registry_load_diagnostic(e: &Error, registry_path: &Path, root: &Path) -> Diagnostic {
+/// Findings for a registry.json that does not load: its parse error, or one finding per
+/// schema violation. The other checks still run without it.
+fn registry_load_diagnostics(e: &Error, registry_path: &Path, root: &Path) -> Vec<Diagnostic> {
     let name = relative_name(root, registry_path);
-    let mut d = Diagnostic::new(crate::Code::RegistryInvalid, e.to_string())
-        .file(name)
-        .help("registry.json must be JSON that fits schemas/registry.schema.json; registry checks were skipped");
+    let help = "registry.json must be JSON that fits schemas/registry.schema.json; registry checks were skipped";
     match e {
         Error::Parse { line, column, message, .. } => {
-            d.message = message.clone();
-            d = d.at(*line, *column);
+            vec![
+                Diagnostic::new(crate::Code::RegistryInvalid, message.clone())
+                    .file(name)
+                    .at(*line, *column)
+                    .help(help),
+            ]
         }
-        Error::SchemaInvalid { findings, .. } => {
-            if let Some(first) = findings.first() {
-                d.pointer = Some(first.pointer.clone());
-                d.message = findings
-                    .iter()
-                    .map(|f| format!("{}: {}", pointer_label(&f.pointer), f.message))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-            }
-        }
-        _ => {}
+        Error::SchemaInvalid { findings, .. } => findings
+            .iter()
+            .map(|f| {
+                Diagnostic::new(
+                    crate::Code::RegistryInvalid,
+                    format!("{}: {}", pointer_label(&f.pointer), f.message),
+                )
+                .file(name.clone())
+                .pointer(f.pointer.clone())
+                .help(help)
+            })
+            .collect(),
+        other => vec![
+            Diagnostic::new(crate::Code::RegistryInvalid, other.to_string()).file(name).help(help),
+        ],
     }
-    d
 }
 
 /// `(root)` for the empty pointer.
@@ -242,7 +262,7 @@ fn analyze_all(
 
 /// Fills in line, column and the source line of every finding that has a file and a
 /// pointer (or a line already).
-fn place(ctx: &Context, diagnostics: &mut [Diagnostic]) {
+fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnostic]) {
     let mut texts: HashMap<&str, (&str, Syntax)> = HashMap::new();
     for f in &ctx.files {
         if let Some(text) = &f.text {
@@ -251,6 +271,8 @@ fn place(ctx: &Context, diagnostics: &mut [Diagnostic]) {
     }
     if let Some(r) = &ctx.registry {
         texts.insert(ctx.registry_name.as_str(), (r.text.as_str(), Syntax::Json));
+    } else if let Some(text) = registry_text {
+        texts.insert(ctx.registry_name.as_str(), (text, Syntax::Json));
     }
     let mut indexes: HashMap<&str, source::LineIndex> = HashMap::new();
     for d in diagnostics.iter_mut() {

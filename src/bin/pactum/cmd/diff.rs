@@ -96,7 +96,7 @@ pub fn exec(args: Args) -> u8 {
         }
         if !compatible {
             output::eprint_error(&Error::IncompatibleBump {
-                id: from.clone(),
+                id: from.split('@').next().unwrap_or(&from).to_string(),
                 from: va.to_string(),
                 to: vb.to_string(),
                 declared: declared.as_str().into(),

@@ -3,11 +3,10 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use pactum::error::Error;
 use pactum::executor::{RunResult, Runner};
-use pactum::gateway::select::{Choice, select};
+use pactum::gateway::select::{Choice, ProviderSet};
 use pactum::ledger::Ledger;
 use pactum::project::Project;
 use pactum::synthesis::FinalAnswer;
@@ -147,15 +146,15 @@ fn run_one(
         work_order: &wo.provider,
         work_order_dir: wo.dir(),
     };
-    let selected = select(&project.config, &project.root, choice)?;
-    if let Some(note) = &selected.offline {
+    let providers = ProviderSet::new(&project.config, &project.root, choice)?;
+    if let Some(note) = &providers.selected().offline {
         let mut err = anstream::stderr().lock();
         let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
         let _ = writeln!(err, "{style}note{style:#}: {}: {note}", wo.id);
     }
     let runner = Runner {
         project,
-        provider: Arc::clone(&selected.provider),
+        providers,
         ledger: Some(ledger),
         cycle_log: Some(log.unwrap_or(ledger)),
         allow_draft: args.allow_draft,

@@ -61,8 +61,12 @@ pub fn exec(args: Args) -> u8 {
     if args.watch {
         return crate::cmd::watch::watch(&path, args.strict, format);
     }
-    let options =
-        ValidateOptions { registry: args.registry.clone(), jobs: args.jobs, ..Default::default() };
+    let options = ValidateOptions {
+        registry: args.registry.clone(),
+        jobs: args.jobs,
+        names_from: std::env::current_dir().ok(),
+        ..Default::default()
+    };
     let bar = Bar(indicatif::ProgressBar::hidden());
     let use_bar = std::io::stderr().is_terminal() && count_hint(&path) > PROGRESS_THRESHOLD;
     if use_bar {
@@ -78,7 +82,11 @@ pub fn exec(args: Args) -> u8 {
     let mut report = match validate(&path, &options, progress) {
         Ok(r) => r,
         Err(e) => {
-            output::eprint_error(&e);
+            if format == Format::Json {
+                output::print_json(&output::error_json(&e));
+            } else {
+                output::eprint_error(&e);
+            }
             return output::USAGE;
         }
     };

@@ -24,7 +24,9 @@ pub struct Args {
 
 fn run_once(path: &Path, strict: bool, format: Format) {
     let mut out = anstream::stdout().lock();
-    match validate(path, &ValidateOptions::default(), &NoProgress) {
+    let options =
+        ValidateOptions { names_from: std::env::current_dir().ok(), ..Default::default() };
+    match validate(path, &options, &NoProgress) {
         Ok(mut r) => {
             if strict {
                 r.make_strict();

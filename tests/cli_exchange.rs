@@ -1,0 +1,764 @@
+//! End-to-end tests of exchange work orders through the `pactum` binary, offline: the
+//! scripted and dry-run providers, supervisor repair, `--jobs`, files a provider returns,
+//! and the `render` and `extract` commands (SPEC §3.4, §6, §8.3, §8.5, §12, §13).
+//!
+//! HTTP providers, replay and secret hygiene are in `cli_exchange_http.rs`; the ledger in
+//! `cli_exchange_ledger.rs`. Every test builds its own project in a tempdir.
+
+#[path = "fixtures/exchange/harness.rs"]
+mod harness;
+
+use harness::{Project, classify_output_schema, first_code, schema_errors};
+use serde_json::{Value, json};
+
+// --- scripted ----------------------------------------------------------------------------
+
+#[test]
+fn scripted_fixtures_run_offline_and_say_so() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-SCRIPTED-1", json!({"provider": {"fixtures": "fx.json"}}));
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(0);
+    assert!(out.stderr.contains("offline"), "the run must say it is offline:\n{out}");
+    assert!(out.stderr.contains("scripted"), "and what answers:\n{out}");
+    assert_eq!(r["ok"], true);
+    assert_eq!(r["work_order_id"], "WO-SCRIPTED-1");
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["provider"], "scripted");
+    assert_eq!(r["contract"], "PRC-CLASSIFY-001@1.0.0");
+    assert_eq!(
+        r["output"],
+        json!({"label": "billing", "confidence": 0.92, "reasons": ["double charge"]})
+    );
+    assert_eq!(r["extraction"]["method"], "fenced");
+    assert_eq!(r["usage"], json!({"prompt_tokens": 120, "completion_tokens": 30}));
+    assert_eq!(r["errors"], json!([]));
+    assert_eq!(r["repair_attempts"], 0);
+    let records = p.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["provider"], "scripted");
+    assert_eq!(records[0]["verdict"], "ok");
+}
+
+#[test]
+fn scripted_run_prints_a_summary_for_people() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-SCRIPTED-TEXT", json!({"provider": {"fixtures": "fx.json"}}));
+
+    let out = p.run(&[&wo], &[], &[]);
+
+    out.status(0);
+    assert!(out.stdout.contains("WO-SCRIPTED-TEXT"), "{out}");
+    assert!(out.stdout.contains("Output:") && out.stdout.contains("billing"), "{out}");
+    assert!(out.stdout.contains("via scripted"), "{out}");
+    assert!(out.stderr.contains("offline"), "{out}");
+    assert!(serde_json::from_str::<Value>(&out.stdout).is_err(), "text output is not JSON");
+}
+
+#[test]
+fn scripted_simulated_failures_fail_the_run_with_their_code() {
+    let p = Project::new();
+    p.fixtures(
+        "down.json",
+        json!([{"error": {"code": "provider_unreachable", "message": "simulated outage"}}]),
+    );
+    p.fixtures("empty.json", json!([]));
+    let down = p.classify_wo("WO-SCRIPTED-DOWN", json!({"provider": {"fixtures": "down.json"}}));
+    let empty = p.classify_wo("WO-SCRIPTED-EMPTY", json!({"provider": {"fixtures": "empty.json"}}));
+
+    let (out, r) = p.run_json(&down, &[], &[]);
+    out.status(1);
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["status"], "failed");
+    assert_eq!(first_code(&r), "provider_unreachable");
+    assert!(r.get("output").is_none(), "a failed run has no output: {r:#}");
+
+    let (out, r) = p.run_json(&empty, &[], &[]);
+    out.status(1);
+    assert_eq!(first_code(&r), "script_exhausted");
+}
+
+#[test]
+fn a_failed_run_json_names_its_code_and_message_at_top_level() {
+    let p = Project::new();
+    p.fixtures("down.json", json!([{"error": {"code": "provider_timeout"}}]));
+    let wo = p.classify_wo("WO-SCRIPTED-SHAPE", json!({"provider": {"fixtures": "down.json"}}));
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["code"], "provider_timeout", "{r:#}");
+    assert!(r["message"].is_string(), "{r:#}");
+}
+
+#[test]
+fn a_missing_or_invalid_work_order_is_reported() {
+    let p = Project::new();
+    let out = p.run(&[&p.path("wo/none.json")], &["--json"], &[]);
+    out.status(2);
+    let doc = out.json();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["code"], "io_error", "{doc:#}");
+
+    let bad = p.write_json(
+        "wo/bad.json",
+        &json!({"work_order_id": "wo-lowercase", "kind": "exchange", "contract": "PRC-CLASSIFY-001"}),
+    );
+    let out = p.run(&[&bad], &["--json"], &[]);
+    out.status(1);
+    assert_eq!(out.json()["code"], "work_order_invalid", "{out}");
+}
+
+#[test]
+fn missing_fixtures_file_is_an_error_not_a_model_call() {
+    let p = Project::new();
+    let wo = p.classify_wo("WO-SCRIPTED-NOFILE", json!({"provider": {"fixtures": "nope.json"}}));
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    assert_ne!(out.code, 0, "{out}");
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["code"], "provider_not_configured", "{r:#}");
+}
+
+#[test]
+fn yaml_work_orders_and_fixtures_run_like_json_ones() {
+    let p = Project::new();
+    p.write(
+        "wo/fx.yaml",
+        "responses:\n  - contract_id: PRC-CLASSIFY-001\n    text: '{\"label\": \"account\", \"confidence\": 0.7}'\n",
+    );
+    let wo = p.write(
+        "wo/yaml.yaml",
+        "work_order_id: WO-YAML-1\nkind: exchange\ncontract: PRC-CLASSIFY-001@1.0.0\ninput:\n  user_input: I cannot log in\nprovider:\n  fixtures: fx.yaml\n",
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(0);
+    assert_eq!(r["work_order_id"], "WO-YAML-1");
+    assert_eq!(r["output"], json!({"label": "account", "confidence": 0.7}));
+}
+
+#[test]
+fn an_unresolvable_pin_fails_before_any_call() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo(
+        "WO-PIN-MISSING",
+        json!({"contract": "PRC-CLASSIFY-001@=2.0.0", "provider": {"fixtures": "fx.json"}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(first_code(&r), "contract_version_not_found", "{r:#}");
+    assert!(r["errors"][0]["message"].as_str().unwrap().contains("1.0.0"), "lists versions: {r:#}");
+
+    let wo = p.classify_wo(
+        "WO-PIN-UNKNOWN",
+        json!({"contract": "PRC-CLASIFY-001", "provider": {"fixtures": "fx.json"}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(first_code(&r), "contract_not_found", "{r:#}");
+    assert!(r["errors"][0]["message"].as_str().unwrap().contains("PRC-CLASSIFY-001"), "{r:#}");
+}
+
+// --- dry-run -----------------------------------------------------------------------------
+
+#[test]
+fn dry_run_output_fits_the_output_schema() {
+    let p = Project::new();
+    let wo = p.classify_wo("WO-DRY-1", json!({}));
+
+    let (out, r) = p.run_json(&wo, &["--provider", "dry-run"], &[]);
+
+    out.status(0);
+    assert_eq!(r["ok"], true);
+    assert_eq!(r["provider"], "dry-run");
+    let errors = schema_errors(&classify_output_schema(), &r["output"]);
+    assert!(errors.is_empty(), "dry-run output {} does not fit: {errors:?}", r["output"]);
+    assert_eq!(p.records().len(), 1);
+}
+
+#[test]
+fn dry_run_fits_a_second_contracts_schema() {
+    let p = Project::new();
+    p.register_report();
+    let wo = p.write_json(
+        "wo/dry-report.json",
+        &json!({"work_order_id": "WO-DRY-REPORT", "kind": "exchange", "contract": "PRC-REPORT-001",
+                "input": {"subject": "uptime", "audience": "ops"}}),
+    );
+    let (out, r) = p.run_json(&wo, &["--provider", "dry-run"], &[]);
+    out.status(0);
+    let contract: Value = serde_json::from_str(
+        &std::fs::read_to_string(harness::fixture("report/contract.json")).unwrap(),
+    )
+    .unwrap();
+    let errors = schema_errors(&contract["output_schema"], &r["output"]);
+    assert!(errors.is_empty(), "{} does not fit: {errors:?}", r["output"]);
+}
+
+#[test]
+fn nothing_configured_falls_back_to_dry_run_and_says_so() {
+    let p = Project::new();
+    let wo = p.classify_wo("WO-DRY-DEFAULT", json!({}));
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(0);
+    assert_eq!(r["provider"], "dry-run");
+    assert!(out.stderr.contains("offline") && out.stderr.contains("dry-run"), "{out}");
+}
+
+// --- supervisor repair (scripted) --------------------------------------------------------
+
+#[test]
+fn repair_fixes_an_output_that_fails_the_schema() {
+    let p = Project::new();
+    p.copy_fixture("scripted/repair_once.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-REPAIR-ONCE", json!({"provider": {"fixtures": "fx.json"}}));
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(0);
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert_eq!(r["repair_attempts"], 1);
+    assert_eq!(r["output"], json!({"label": "billing", "confidence": 0.8}));
+    assert_eq!(r["errors"], json!([]));
+    assert_eq!(r["supervisor_actions"][0]["outcome"], "repaired", "{r:#}");
+    // Usage covers both calls.
+    assert_eq!(r["usage"], json!({"prompt_tokens": 400, "completion_tokens": 24}));
+    let records = p.records();
+    assert_eq!(records.len(), 2, "one record for the exchange, one per repair attempt");
+    assert_eq!(records[0]["contract_id"], "PRC-CLASSIFY-001");
+    assert_eq!(records[0]["verdict"], "output_schema_invalid");
+    assert_eq!(records[0]["repair_attempt"], 0);
+    assert_eq!(records[1]["contract_id"], "PRC-REPAIRJSON-001");
+    assert_eq!(records[1]["verdict"], "ok");
+    assert_eq!(records[1]["repair_attempt"], 1);
+}
+
+#[test]
+fn zero_repair_attempts_fail_at_once_with_the_original_code() {
+    let p = Project::new();
+    p.copy_fixture("scripted/repair_once.json", "wo/fx.json");
+    let wo = p.classify_wo(
+        "WO-REPAIR-ZERO",
+        json!({"provider": {"fixtures": "fx.json"}, "constraints": {"max_repair_attempts": 0}}),
+    );
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(1);
+    assert_eq!(r["ok"], false);
+    assert_eq!(first_code(&r), "output_schema_invalid");
+    assert_eq!(r["repair_attempts"], 0);
+    let pointers: Vec<&str> =
+        r["errors"].as_array().unwrap().iter().map(|f| f["pointer"].as_str().unwrap()).collect();
+    assert_eq!(pointers, ["/label"]);
+    assert_eq!(p.records().len(), 1, "no repair call was made");
+}
+
+#[test]
+fn replies_that_never_fit_end_in_supervisor_unrecoverable() {
+    let p = Project::new();
+    p.copy_fixture("scripted/repair_never.json", "wo/fx.json");
+    let wo = p.classify_wo(
+        "WO-REPAIR-NEVER",
+        json!({"provider": {"fixtures": "fx.json"}, "constraints": {"max_repair_attempts": 2}}),
+    );
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(1);
+    assert_eq!(r["ok"], false);
+    assert_eq!(first_code(&r), "supervisor_unrecoverable", "{r:#}");
+    assert_eq!(r["repair_attempts"], 2);
+    let outcomes: Vec<&str> = r["supervisor_actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["rejected", "rejected"]);
+    let records = p.records();
+    assert_eq!(records.len(), 3, "the exchange and two repair attempts, never a third");
+    let verdicts: Vec<&str> = records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
+    assert_eq!(
+        verdicts,
+        ["output_json_extraction_failed", "output_json_extraction_failed", "output_schema_invalid"]
+    );
+    let attempts: Vec<u64> =
+        records.iter().map(|r| r["repair_attempt"].as_u64().unwrap()).collect();
+    assert_eq!(attempts, [0, 1, 2]);
+}
+
+#[test]
+fn default_repair_budget_is_two_attempts() {
+    let p = Project::new();
+    p.copy_fixture("scripted/repair_never.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-REPAIR-DEFAULT", json!({"provider": {"fixtures": "fx.json"}}));
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(first_code(&r), "supervisor_unrecoverable");
+    assert_eq!(r["repair_attempts"], 2);
+    assert_eq!(p.records().len(), 3);
+}
+
+// --- --jobs ------------------------------------------------------------------------------
+
+#[test]
+fn jobs_run_eight_work_orders_and_report_them_in_input_order() {
+    let p = Project::new();
+    let labels = ["billing", "technical", "account", "other"];
+    let mut paths = Vec::new();
+    for i in 0..8 {
+        let text = format!(r#"{{"label": "{}", "confidence": 0.{i}}}"#, labels[i % 4]);
+        p.fixtures(&format!("fx{i}.json"), json!([{"text": text}]));
+        paths.push(p.classify_wo(
+            &format!("WO-JOBS-{i}"),
+            json!({"provider": {"fixtures": format!("fx{i}.json")},
+                   "input": {"user_input": format!("message number {i}")}}),
+        ));
+    }
+    let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
+
+    let out = p.run(&refs, &["--jobs", "4", "--json"], &[]);
+
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["ok"], true);
+    let results = doc["results"].as_array().expect("a results array");
+    assert_eq!(results.len(), 8);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["work_order_id"], format!("WO-JOBS-{i}"), "results keep the input order");
+        assert_eq!(r["ok"], true);
+        assert_eq!(r["output"]["label"], labels[i % 4]);
+        assert_eq!(r["output"]["confidence"].as_f64(), Some(i as f64 / 10.0));
+    }
+    let verify = p.pactum(&["ledger", "verify", &p.ledger().display().to_string(), "--json"], &[]);
+    verify.status(0);
+    assert!(verify.json()["records"].as_u64().unwrap() >= 8, "{verify}");
+    assert_eq!(p.records().len(), 8);
+}
+
+#[test]
+fn one_failing_work_order_among_several_fails_the_batch() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    p.fixtures("bad.json", json!([{"text": "no json at all"}]));
+    let good = p.classify_wo("WO-BATCH-GOOD", json!({"provider": {"fixtures": "fx.json"}}));
+    let bad = p.classify_wo(
+        "WO-BATCH-BAD",
+        json!({"provider": {"fixtures": "bad.json"}, "constraints": {"max_repair_attempts": 0}}),
+    );
+    let out = p.run(&[&good, &bad], &["--jobs", "2", "--json"], &[]);
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["results"][0]["ok"], true);
+    assert_eq!(doc["results"][1]["ok"], false);
+    assert_eq!(first_code(&doc["results"][1]), "output_json_extraction_failed");
+}
+
+// --- files a provider returns ------------------------------------------------------------
+
+fn report_wo(p: &Project, id: &str, fixtures: &str, extra: Value) -> std::path::PathBuf {
+    let mut wo = json!({
+        "work_order_id": id, "kind": "exchange", "contract": "PRC-REPORT-001@^1",
+        "input": {"subject": "the outage", "audience": "engineers"},
+        "provider": {"fixtures": fixtures},
+    });
+    harness::merge(&mut wo, extra);
+    p.write_json(&format!("wo/{id}.json"), &wo)
+}
+
+fn envelope(files: Value) -> Value {
+    json!([{"envelope": {"text": "{\"summary\": \"written\"}", "files": files}}])
+}
+
+#[test]
+fn envelope_files_are_written_under_the_default_output_folder() {
+    let p = Project::new();
+    p.register_report();
+    p.fixtures("files.json", envelope(json!({"a.md": "# A", "notes/b.md": "# B\n"})));
+    let wo = report_wo(&p, "WO-FILES-1", "files.json", json!({}));
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(0);
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert_eq!(r["output"], json!({"summary": "written"}));
+    assert_eq!(r["extraction"]["envelope"], true);
+    let dir = p.path("wo/out/WO-FILES-1");
+    assert_eq!(std::fs::read_to_string(dir.join("a.md")).unwrap(), "# A");
+    assert_eq!(std::fs::read_to_string(dir.join("notes/b.md")).unwrap(), "# B\n");
+    let mut files: Vec<&str> =
+        r["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["a.md", "notes/b.md"]);
+    assert_eq!(r["warnings"], json!([]), "every expected file exists");
+}
+
+#[test]
+fn envelope_files_go_to_the_work_orders_output_dir() {
+    let p = Project::new();
+    p.register_report();
+    p.fixtures("files.json", envelope(json!({"a.md": "# A", "notes/b.md": "# B"})));
+    let wo = report_wo(&p, "WO-FILES-DIR", "files.json", json!({"output_dir": "reports/here"}));
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(0);
+    assert_eq!(std::fs::read_to_string(p.path("wo/reports/here/a.md")).unwrap(), "# A");
+    assert!(p.path("wo/reports/here/notes/b.md").is_file());
+    assert!(!p.path("wo/out").exists(), "nothing under the default folder");
+    assert_eq!(r["files"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_missing_expected_file_is_a_warning() {
+    let p = Project::new();
+    p.register_report();
+    p.fixtures("files.json", envelope(json!({"a.md": "# A"})));
+    let wo = report_wo(&p, "WO-FILES-MISSING", "files.json", json!({}));
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(0);
+    assert_eq!(r["ok"], true, "a missing file is a warning, not a failure: {r:#}");
+    assert_eq!(r["files"], json!(["a.md"]));
+    let warnings = r["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{r:#}");
+    assert_eq!(warnings[0]["code"], "expected_output_missing");
+    assert!(warnings[0]["message"].as_str().unwrap().contains("notes/b.md"), "{r:#}");
+
+    // For people, the warning goes to stderr.
+    p.fixtures("files2.json", envelope(json!({"a.md": "# A"})));
+    let wo = report_wo(&p, "WO-FILES-MISSING-TEXT", "files2.json", json!({}));
+    let out = p.run(&[&wo], &[], &[]);
+    out.status(0);
+    assert!(out.stderr.contains("warning[expected_output_missing]"), "{out}");
+}
+
+#[test]
+fn a_text_reply_without_files_warns_for_every_expected_file() {
+    let p = Project::new();
+    p.register_report();
+    p.fixtures("text.json", json!([{"text": "{\"summary\": \"no files\"}"}]));
+    let wo = report_wo(&p, "WO-FILES-NONE", "text.json", json!({}));
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(0);
+    let codes: Vec<&str> =
+        r["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["expected_output_missing", "expected_output_missing"], "{r:#}");
+}
+
+#[test]
+fn a_null_file_is_one_the_provider_wrote_itself() {
+    let p = Project::new();
+    p.register_report();
+    p.write("wo/out/WO-FILES-NULL/notes/b.md", "written by the provider");
+    p.fixtures("files.json", envelope(json!({"a.md": "# A", "notes/b.md": null})));
+    let wo = report_wo(&p, "WO-FILES-NULL", "files.json", json!({}));
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(0);
+    assert_eq!(r["warnings"], json!([]), "{r:#}");
+    assert_eq!(
+        std::fs::read_to_string(p.path("wo/out/WO-FILES-NULL/notes/b.md")).unwrap(),
+        "written by the provider",
+        "a null content leaves the file alone"
+    );
+}
+
+#[test]
+fn file_paths_that_escape_the_output_folder_are_refused() {
+    let p = Project::new();
+    p.register_report();
+    let outside = p.path("abs-escape.md");
+    p.fixtures(
+        "files.json",
+        envelope(json!({
+            "a.md": "# A",
+            "../escape.md": "escaped",
+            "notes/../../escape2.md": "escaped",
+            outside.display().to_string(): "escaped",
+        })),
+    );
+    let wo = report_wo(&p, "WO-FILES-ESCAPE", "files.json", json!({}));
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(1);
+    assert_eq!(r["ok"], false);
+    let codes: Vec<&str> =
+        r["errors"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["path_escape", "path_escape", "path_escape"], "{r:#}");
+    let dir = p.path("wo/out/WO-FILES-ESCAPE");
+    assert!(dir.join("a.md").is_file(), "the safe file is still written");
+    for (path, _) in p.all_files() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            !["escape.md", "escape2.md", "abs-escape.md"].contains(&name.as_str()),
+            "{} was written",
+            path.display()
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn file_paths_through_a_symlink_do_not_leave_the_output_folder() {
+    let p = Project::new();
+    p.register_report();
+    let outside = tempfile::tempdir().unwrap();
+    let dir = p.path("wo/out/WO-FILES-LINK");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.join("link")).unwrap();
+    p.fixtures("files.json", envelope(json!({"a.md": "# A", "link/owned.md": "escaped"})));
+    let wo = report_wo(&p, "WO-FILES-LINK", "files.json", json!({}));
+
+    let (_out, r) = p.run_json(&wo, &[], &[]);
+
+    assert!(
+        !outside.path().join("owned.md").exists(),
+        "a file was written outside the output folder through a symlink"
+    );
+    assert_eq!(r["ok"], false, "{r:#}");
+    assert!(r["errors"].as_array().unwrap().iter().any(|e| e["code"] == "path_escape"), "{r:#}");
+}
+
+// --- render ------------------------------------------------------------------------------
+
+#[test]
+fn render_prints_the_messages_as_json() {
+    let p = Project::new();
+    let input =
+        p.write_json("input.json", &json!({"user_input": "My login fails", "mode": "careful"}));
+
+    let out = p.pactum(
+        &["render", "PRC-CLASSIFY-001", "--input", &input.display().to_string(), "--json"],
+        &[],
+    );
+
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["ok"], true);
+    let messages = doc["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[1]["role"], "user");
+    let system = messages[0]["content"].as_str().unwrap();
+    let user = messages[1]["content"].as_str().unwrap();
+    assert!(system.contains("triage step"), "role goes in the system message: {system}");
+    assert!(user.contains("My login fails"), "{user}");
+    assert!(user.contains("weighing every plausible label"), "mode=careful: {user}");
+    assert!(user.contains("## ") && user.contains("Task"), "numbered headings: {user}");
+}
+
+#[test]
+fn render_reads_the_input_from_stdin_and_prints_text() {
+    let p = Project::new();
+    let out = p.pactum_stdin(
+        &["render", "PRC-CLASSIFY-001@=1.0.0", "--input", "-"],
+        &[],
+        Some(r#"{"user_input": "a {{ literal }} stays"}"#),
+    );
+    out.status(0);
+    assert!(out.stdout.contains("--- system ---") && out.stdout.contains("--- user ---"), "{out}");
+    assert!(out.stdout.contains("a {{ literal }} stays"), "values are never expanded: {out}");
+}
+
+#[test]
+fn render_rejects_invalid_input_with_every_pointer() {
+    let p = Project::new();
+    let out = p.pactum_stdin(
+        &["render", "PRC-CLASSIFY-001", "--input", "-", "--json"],
+        &[],
+        Some(r#"{"user_input": "", "mode": "sloppy", "extra": 1}"#),
+    );
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["code"], "input_schema_invalid");
+    assert!(doc["message"].is_string());
+    let mut pointers: Vec<&str> =
+        doc["errors"].as_array().unwrap().iter().map(|e| e["pointer"].as_str().unwrap()).collect();
+    pointers.sort();
+    assert_eq!(pointers, ["/extra", "/mode", "/user_input"], "{doc:#}");
+}
+
+#[test]
+fn render_reports_a_missing_template_variable() {
+    let p = Project::new();
+    p.register_report();
+    let out = p.pactum_stdin(
+        &["render", "PRC-REPORT-001", "--input", "-", "--json"],
+        &[],
+        Some(r#"{"subject": "uptime"}"#),
+    );
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["code"], "template_variable_missing", "{doc:#}");
+    assert!(doc["message"].as_str().unwrap().contains("audience"), "{doc:#}");
+
+    let out = p.pactum_stdin(
+        &["render", "PRC-REPORT-001", "--input", "-", "--json"],
+        &[],
+        Some(r#"{"subject": "uptime", "audience": "ops"}"#),
+    );
+    out.status(0);
+    let user = out.json()["messages"][1]["content"].as_str().unwrap().to_string();
+    assert!(user.contains("about uptime for ops"), "{user}");
+    assert!(user.contains("a.md") && user.contains("notes/b.md"), "expected outputs: {user}");
+}
+
+#[test]
+fn run_reports_a_missing_template_variable_without_calling() {
+    let p = Project::new();
+    p.register_report();
+    p.fixtures("fx.json", json!([{"text": "{\"summary\": \"x\"}"}]));
+    let wo = p.write_json(
+        "wo/tv.json",
+        &json!({"work_order_id": "WO-TV", "kind": "exchange", "contract": "PRC-REPORT-001",
+                "input": {"subject": "uptime"}, "provider": {"fixtures": "fx.json"}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(first_code(&r), "template_variable_missing");
+}
+
+// --- extract -----------------------------------------------------------------------------
+
+#[test]
+fn extract_reports_method_span_and_value() {
+    let p = Project::new();
+    let response = "Sure!\n```json\n{\"label\": \"technical\", \"confidence\": 0.4}\n```\nBye";
+
+    let out = p.pactum_stdin(
+        &["extract", "--contract", "PRC-CLASSIFY-001", "--json"],
+        &[],
+        Some(response),
+    );
+
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["method"], "fenced");
+    assert_eq!(doc["envelope"], false);
+    assert_eq!(doc["value"], json!({"label": "technical", "confidence": 0.4}));
+    assert_eq!(doc["repairs"], json!([]));
+    let (s, e) =
+        (doc["span"][0].as_u64().unwrap() as usize, doc["span"][1].as_u64().unwrap() as usize);
+    let spanned: Value = serde_json::from_str(&response[s..e]).unwrap();
+    assert_eq!(spanned, doc["value"], "the span points at the value");
+}
+
+#[test]
+fn extract_methods_embedded_and_direct() {
+    let p = Project::new();
+    let out = p.pactum_stdin(&["extract", "--json"], &[], Some("The answer is {\"a\": \"}\"} ok"));
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["method"], "embedded");
+    assert_eq!(doc["value"], json!({"a": "}"}));
+    assert_eq!(doc["span"], json!([14, 24]));
+
+    let out = p.pactum_stdin(&["extract", "--json"], &[], Some("  [1, 2, 3]\n"));
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["method"], "direct");
+    assert_eq!(doc["value"], json!([1, 2, 3]));
+}
+
+#[test]
+fn extract_with_a_schema_file_prefers_arrays_when_the_schema_wants_one() {
+    let p = Project::new();
+    let schema = p.write_json(
+        "list.schema.json",
+        &json!({"type": "array", "items": {"type": "integer"}, "minItems": 1}),
+    );
+    let schema = schema.display().to_string();
+    let out = p.pactum_stdin(
+        &["extract", "--schema", &schema, "--json"],
+        &[],
+        Some("meta {\"x\": 1} then [4, 5]"),
+    );
+    out.status(0);
+    assert_eq!(out.json()["value"], json!([4, 5]), "{out}");
+
+    let out = p.pactum_stdin(&["extract", "--schema", &schema, "--json"], &[], Some("[\"a\"]"));
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["code"], "output_schema_invalid");
+    assert_eq!(doc["value"], json!(["a"]));
+}
+
+#[test]
+fn extract_envelope_takes_the_text_field() {
+    let p = Project::new();
+    let out = p.pactum_stdin(
+        &["extract", "--envelope", "--json"],
+        &[],
+        Some(r##"{"text": "x {\"k\": true} y", "files": {"a.md": "# A"}}"##),
+    );
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["envelope"], true);
+    assert_eq!(doc["value"], json!({"k": true}));
+    assert_eq!(doc["span"], json!([2, 13]));
+
+    let out = p.pactum_stdin(&["extract", "--envelope", "--json"], &[], Some(r#"{"text": 5}"#));
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["code"], "output_json_extraction_failed");
+    assert_eq!(doc["methods_tried"], json!(["envelope"]));
+}
+
+#[test]
+fn extract_failures_name_the_methods_tried_and_the_bad_value() {
+    let p = Project::new();
+    let out = p.pactum_stdin(&["extract", "--json"], &[], Some("no json here, sorry"));
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["code"], "output_json_extraction_failed");
+    assert_eq!(doc["methods_tried"], json!(["fenced", "embedded", "direct"]));
+    assert!(doc["message"].is_string());
+
+    let out = p.pactum_stdin(
+        &["extract", "--contract", "PRC-CLASSIFY-001", "--json"],
+        &[],
+        Some(r#"{"label": "refund", "confidence": 7}"#),
+    );
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["code"], "output_schema_invalid");
+    assert_eq!(doc["value"], json!({"label": "refund", "confidence": 7}));
+    let mut pointers: Vec<&str> =
+        doc["errors"].as_array().unwrap().iter().map(|e| e["pointer"].as_str().unwrap()).collect();
+    pointers.sort();
+    assert_eq!(pointers, ["/confidence", "/label"]);
+
+    // Text mode: the value on stdout, provenance or the error on stderr.
+    let out = p.pactum_stdin(&["extract"], &[], Some("```\n{\"z\": 1}\n```"));
+    out.status(0);
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap(), json!({"z": 1}));
+    assert!(out.stderr.contains("fenced"), "{out}");
+    let out = p.pactum_stdin(&["extract"], &[], Some("nothing"));
+    out.status(1);
+    assert!(out.stderr.contains("output_json_extraction_failed"), "{out}");
+}
+
+#[test]
+fn extract_repair_is_opt_in_and_reported() {
+    let p = Project::new();
+    let text = "{'label': 'billing', 'confidence': 0.5,}";
+    let out = p.pactum_stdin(&["extract", "--json"], &[], Some(text));
+    out.status(1);
+    let out = p.pactum_stdin(&["extract", "--repair", "--json"], &[], Some(text));
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["method"], "repaired");
+    assert_eq!(doc["value"], json!({"label": "billing", "confidence": 0.5}));
+    assert!(!doc["repairs"].as_array().unwrap().is_empty(), "{doc:#}");
+}

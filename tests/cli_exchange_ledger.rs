@@ -1,0 +1,263 @@
+//! End-to-end tests of the ledger written by exchange work orders (SPEC §10): one record
+//! per exchange and per repair attempt, every record fits `schemas/ledger_entry.schema.json`
+//! and carries the provenance fields, and `pactum ledger verify` names the first edited,
+//! removed or reordered line.
+
+#[path = "fixtures/exchange/harness.rs"]
+mod harness;
+
+use harness::{Project, read_records, repo, schema_errors};
+use serde_json::{Value, json};
+
+/// A project whose ledger holds five records: an exchange, an exchange repaired once (two
+/// records), a dry-run exchange and a failed exchange.
+fn ledger_of_five() -> Project {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/ok.json");
+    p.copy_fixture("scripted/repair_once.json", "wo/repair.json");
+    p.fixtures("bad.json", json!([{"text": "not json"}]));
+    let ok = p.classify_wo("WO-LEDGER-OK", json!({"provider": {"fixtures": "ok.json"}}));
+    let repaired =
+        p.classify_wo("WO-LEDGER-REPAIR", json!({"provider": {"fixtures": "repair.json"}}));
+    let dry = p.classify_wo("WO-LEDGER-DRY", json!({"provider": "dry-run"}));
+    let bad = p.classify_wo(
+        "WO-LEDGER-BAD",
+        json!({"provider": {"fixtures": "bad.json"}, "constraints": {"max_repair_attempts": 0}}),
+    );
+    p.run(&[&ok], &[], &[]).status(0);
+    p.run(&[&repaired], &[], &[]).status(0);
+    p.run(&[&dry], &[], &[]).status(0);
+    p.run(&[&bad], &[], &[]).status(1);
+    p
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn lines(p: &Project) -> Vec<String> {
+    std::fs::read_to_string(p.ledger()).unwrap().lines().map(str::to_string).collect()
+}
+
+fn write_lines(p: &Project, lines: &[String]) {
+    std::fs::write(p.ledger(), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+}
+
+fn verify(p: &Project, json: bool) -> harness::Out {
+    let ledger = p.ledger().display().to_string();
+    let mut args = vec!["ledger", "verify", ledger.as_str()];
+    if json {
+        args.push("--json");
+    }
+    p.pactum(&args, &[])
+}
+
+/// Verifies the tampered ledger and returns the line it names (text and JSON agree).
+fn broken_line(p: &Project) -> String {
+    let out = verify(p, false);
+    out.status(1);
+    assert!(out.stderr.contains("ledger_broken"), "{out}");
+    let out = verify(p, true);
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["code"], "ledger_broken");
+    let message = doc["message"].as_str().unwrap().to_string();
+    let ledger = p.ledger().display().to_string();
+    let rest = message.strip_prefix(&format!("{ledger}:")).unwrap_or_else(|| panic!("{message}"));
+    rest.split(':').next().unwrap().to_string()
+}
+
+#[test]
+fn one_record_per_exchange_and_per_repair_attempt() {
+    let p = ledger_of_five();
+    let records = p.records();
+    assert_eq!(records.len(), 5);
+    let summary: Vec<(String, String, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["work_order_id"].as_str().unwrap().to_string(),
+                r["contract_id"].as_str().unwrap().to_string(),
+                r["repair_attempt"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("WO-LEDGER-OK", "PRC-CLASSIFY-001", 0),
+        ("WO-LEDGER-REPAIR", "PRC-CLASSIFY-001", 0),
+        ("WO-LEDGER-REPAIR", "PRC-REPAIRJSON-001", 1),
+        ("WO-LEDGER-DRY", "PRC-CLASSIFY-001", 0),
+        ("WO-LEDGER-BAD", "PRC-CLASSIFY-001", 0),
+    ];
+    let expected: Vec<(String, String, u64)> =
+        expected.iter().map(|(w, c, n)| (w.to_string(), c.to_string(), *n)).collect();
+    assert_eq!(summary, expected);
+    let verdicts: Vec<&str> = records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
+    assert_eq!(
+        verdicts,
+        ["ok", "output_schema_invalid", "ok", "ok", "output_json_extraction_failed"]
+    );
+    let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+
+    let out = verify(&p, false);
+    out.status(0);
+    assert!(out.stdout.contains("5 records"), "{out}");
+    let out = verify(&p, true);
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["records"], 5);
+    assert_eq!(doc["last_hash"], records[4]["hash"]);
+}
+
+#[test]
+fn records_fit_the_ledger_schema_and_carry_their_provenance() {
+    let p = ledger_of_five();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("schemas/ledger_entry.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let records = p.records();
+    let contract_sha =
+        sha256_hex(&std::fs::read(repo().join("contracts/classify/1.0.0.json")).unwrap());
+    let pack_sha =
+        sha256_hex(&std::fs::read(repo().join("prompt_packs/classify/1.0.0.json")).unwrap());
+    let mut prev = "0".repeat(64);
+    for r in &records {
+        let errors = schema_errors(&schema, r);
+        assert!(errors.is_empty(), "record {r:#} does not fit the schema: {errors:?}");
+        assert_eq!(r["kind"], "exchange");
+        for field in [
+            "contract_id",
+            "contract_version",
+            "contract_sha256",
+            "prompt_pack_id",
+            "prompt_pack_version",
+            "prompt_pack_sha256",
+            "prompt_hash",
+            "provider",
+            "raw_response",
+            "extraction_method",
+            "verdict",
+            "usage",
+            "latency_ms",
+            "repair_attempt",
+            "work_order_id",
+        ] {
+            assert!(r.get(field).is_some(), "record lacks {field}: {r:#}");
+        }
+        assert_eq!(r["prev"], prev.as_str(), "records chain");
+        prev = r["hash"].as_str().unwrap().to_string();
+    }
+    let first = &records[0];
+    assert_eq!(first["contract_version"], "1.0.0");
+    assert_eq!(first["contract_sha256"], contract_sha, "the hash of the contract file's bytes");
+    assert_eq!(first["prompt_pack_id"], "PRM-CLASSIFY-001");
+    assert_eq!(first["prompt_pack_version"], "1.0.0");
+    assert_eq!(first["prompt_pack_sha256"], pack_sha);
+    assert_eq!(first["provider"], "scripted");
+    assert_eq!(first["extraction_method"], "fenced");
+    assert!(first["raw_response"].as_str().unwrap().starts_with("Here is my answer."));
+    assert_eq!(first["usage"], json!({"prompt_tokens": 120, "completion_tokens": 30}));
+    assert_ne!(first["prompt_hash"], "0".repeat(64).as_str());
+    assert_eq!(records[3]["provider"], "dry-run");
+    assert_eq!(records[4]["extraction_method"], Value::Null, "nothing was extracted");
+    // The same prompt renders to the same hash: the first three classify calls share input.
+    assert_eq!(records[0]["prompt_hash"], records[1]["prompt_hash"]);
+    assert_ne!(records[1]["prompt_hash"], records[2]["prompt_hash"], "the repair prompt differs");
+}
+
+#[test]
+fn verify_names_an_edited_line() {
+    let p = ledger_of_five();
+    let mut edited = lines(&p);
+    let mut record: Value = serde_json::from_str(&edited[1]).unwrap();
+    record["verdict"] = json!("ok");
+    edited[1] = serde_json::to_string(&record).unwrap();
+    write_lines(&p, &edited);
+    assert_eq!(broken_line(&p), "2");
+}
+
+#[test]
+fn verify_names_the_line_after_a_removed_one() {
+    let p = ledger_of_five();
+    let mut removed = lines(&p);
+    removed.remove(2);
+    write_lines(&p, &removed);
+    assert_eq!(broken_line(&p), "3");
+}
+
+#[test]
+fn verify_names_the_first_out_of_order_line() {
+    let p = ledger_of_five();
+    let mut swapped = lines(&p);
+    swapped.swap(1, 3);
+    write_lines(&p, &swapped);
+    assert_eq!(broken_line(&p), "2");
+}
+
+#[test]
+fn verify_names_a_line_that_is_not_json_and_a_cut_off_last_line() {
+    let p = ledger_of_five();
+    let original = lines(&p);
+    let mut garbled = original.clone();
+    garbled[3] = "{not json".to_string();
+    write_lines(&p, &garbled);
+    assert_eq!(broken_line(&p), "4");
+
+    let mut text: String = original.iter().map(|l| format!("{l}\n")).collect();
+    text.truncate(text.len() - 20);
+    std::fs::write(p.ledger(), text).unwrap();
+    assert_eq!(broken_line(&p), "5");
+}
+
+#[test]
+fn a_rehashed_edit_still_breaks_the_chain_at_the_next_line() {
+    // Whoever edits a record and recomputes its hash breaks the `prev` of the next one.
+    let p = ledger_of_five();
+    let mut edited = lines(&p);
+    let mut record: Value = serde_json::from_str(&edited[1]).unwrap();
+    record["raw_response"] = json!("{\"label\": \"billing\", \"confidence\": 1}");
+    record["hash"] = json!(pactum::digest::chain_hash(&record));
+    edited[1] = pactum::digest::canonical_json(&record);
+    write_lines(&p, &edited);
+    // The edited line now checks out on its own; the next line's `prev` no longer does.
+    assert_eq!(broken_line(&p), "3");
+}
+
+#[test]
+fn appending_after_verification_continues_the_chain() {
+    let p = ledger_of_five();
+    p.copy_fixture("scripted/classify_ok.json", "wo/again.json");
+    let again = p.classify_wo("WO-LEDGER-AGAIN", json!({"provider": {"fixtures": "again.json"}}));
+    p.run(&[&again], &[], &[]).status(0);
+    let records = read_records(&p.ledger());
+    assert_eq!(records.len(), 6);
+    assert_eq!(records[5]["seq"], 6);
+    assert_eq!(records[5]["prev"], records[4]["hash"]);
+    verify(&p, false).status(0);
+}
+
+#[test]
+fn verify_of_a_missing_file_is_a_usage_error() {
+    let p = Project::new();
+    let out = p.pactum(&["ledger", "verify", "no-such-ledger.jsonl", "--json"], &[]);
+    out.status(2);
+    assert_eq!(out.json()["ok"], false);
+}
+
+#[test]
+fn the_default_ledger_is_under_the_project_root() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-LEDGER-DEFAULT", json!({"provider": {"fixtures": "fx.json"}}));
+    // No --root and no --ledger: the project is found from the work order.
+    let out = p.pactum(&["run", &wo.display().to_string()], &[]);
+    out.status(0);
+    let records = read_records(&p.path(".pactum/ledger.jsonl"));
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["work_order_id"], "WO-LEDGER-DEFAULT");
+}

@@ -1,0 +1,438 @@
+//! `pactum resolve ID[@REQ]` end to end (SPEC §4, §11, §12): the real binary on a fixture
+//! project copied into a temporary folder.
+//!
+//! `tests/fixtures/resolve/project/` registers PRC-ROUTE-001 (all versions bind
+//! PRM-ROUTE-001 `^1`, pack 1.0.0 active) through `pactum registry`:
+//!
+//! | version | state                         |
+//! |---------|-------------------------------|
+//! | 1.0.0   | deprecated, successor 1.2.0   |
+//! | 1.1.0   | removed                       |
+//! | 1.2.0   | active                        |
+//! | 1.2.1   | active                        |
+//! | 1.3.0   | active                        |
+//! | 2.0.0   | draft                         |
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/resolve/project")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The fixture project copied into `<tmp>/project`.
+struct Project {
+    tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Project {
+    fn new() -> Project {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("project");
+        copy_tree(&fixture(), &root);
+        Project { tmp, root }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn edit(&self, rel: &str, from: &str, to: &str) {
+        let text = fs::read_to_string(self.path(rel)).unwrap();
+        assert!(text.contains(from), "`{from}` not in {rel}");
+        fs::write(self.path(rel), text.replacen(from, to, 1)).unwrap();
+    }
+
+    /// Drops the history and records every entry file's current SHA-256.
+    fn resync(&self) {
+        let path = self.path("registry.json");
+        let mut r: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        r.as_object_mut().unwrap().remove("history");
+        for list in ["contracts", "prompt_packs"] {
+            for entry in r[list].as_array_mut().unwrap() {
+                let bytes = fs::read(self.path(entry["path"].as_str().unwrap())).unwrap();
+                entry["sha256"] = json!(sha256_hex(&bytes));
+            }
+        }
+        fs::write(&path, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    }
+
+    fn resolve(&self, args: &[&str]) -> Output {
+        pactum_in(&self.root).arg("resolve").args(args).output().unwrap()
+    }
+
+    /// `resolve --format json ARGS`: the one JSON document on stdout and the exit status.
+    fn resolve_json(&self, args: &[&str]) -> (Value, i32) {
+        let out = pactum_in(&self.root)
+            .args(["resolve", "--format", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        json_of(&out)
+    }
+}
+
+fn pactum_in(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("pactum").unwrap();
+    cmd.current_dir(dir).env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
+    cmd
+}
+
+fn json_of(out: &Output) -> (Value, i32) {
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    let doc = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "JSON mode writes nothing on stderr");
+    (doc, out.status.code().unwrap())
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+/// The resolved version of a successful JSON resolution.
+fn resolved_version(project: &Project, pin: &str, extra: &[&str]) -> String {
+    let mut args = vec![pin];
+    args.extend_from_slice(extra);
+    let (doc, status) = project.resolve_json(&args);
+    assert_eq!(status, 0, "{pin}: {doc:#}");
+    assert_eq!(doc["ok"], true, "{pin}: {doc:#}");
+    doc["version"].as_str().unwrap().to_string()
+}
+
+/// A failed JSON resolution: its code, after checking the failure shape.
+fn failure_code(doc: &Value) -> String {
+    let keys: BTreeSet<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, BTreeSet::from(["ok", "code", "message", "errors"]), "{doc:#}");
+    assert_eq!(doc["ok"], false);
+    let code = doc["code"].as_str().unwrap().to_string();
+    let errors = doc["errors"].as_array().unwrap();
+    assert!(!errors.is_empty(), "{doc:#}");
+    for e in errors {
+        assert!(e["code"].is_string() && e["message"].is_string(), "{doc:#}");
+    }
+    assert_eq!(errors[0]["code"], code.as_str(), "{doc:#}");
+    assert!(!doc["message"].as_str().unwrap().is_empty());
+    code
+}
+
+#[test]
+fn resolve_without_requirement_picks_the_highest_active_version() {
+    let project = Project::new();
+    // 2.0.0 is a draft and does not count.
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001", &[]), "1.3.0");
+    let out = project.resolve(&["PRC-ROUTE-001"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.starts_with("PRC-ROUTE-001@1.3.0 (active)\n"), "{text}");
+    assert!(text.contains("path:   contracts/route/1.3.0.json"), "{text}");
+    assert!(text.contains("pack:   PRM-ROUTE-001@1.0.0 (active) prompt_packs/route/1.0.0.json"));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn resolve_bare_version_is_an_exact_pin() {
+    let project = Project::new();
+    // Unlike Cargo's caret default, 1.2.0 does not float to 1.3.0.
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@1.2.0", &[]), "1.2.0");
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@1.2.1", &[]), "1.2.1");
+}
+
+#[test]
+fn resolve_equals_version_is_an_exact_pin() {
+    let project = Project::new();
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@=1.2.0", &[]), "1.2.0");
+}
+
+#[test]
+fn resolve_ranges_pick_the_highest_matching_active_version() {
+    let project = Project::new();
+    for (pin, expected) in [
+        ("PRC-ROUTE-001@^1.2", "1.3.0"),
+        ("PRC-ROUTE-001@~1.2", "1.2.1"),
+        ("PRC-ROUTE-001@>=1.0, <2.0", "1.3.0"),
+        ("PRC-ROUTE-001@>=1.0, <1.3", "1.2.1"),
+        ("PRC-ROUTE-001@^1", "1.3.0"),
+    ] {
+        assert_eq!(resolved_version(&project, pin, &[]), expected, "{pin}");
+    }
+}
+
+#[test]
+fn resolve_deprecated_version_warns_naming_the_successor_on_stderr() {
+    let project = Project::new();
+    let out = project.resolve(&["PRC-ROUTE-001@1.0.0"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).starts_with("PRC-ROUTE-001@1.0.0 (deprecated)\n"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("warning"), "warnings go to stderr");
+    let err = stderr(&out);
+    assert!(err.starts_with("warning[contract_deprecated]: "), "{err}");
+    assert!(err.contains("successor is 1.2.0"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn resolve_deprecated_version_warns_in_json() {
+    let project = Project::new();
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@=1.0.0"]);
+    assert_eq!(status, 0);
+    assert_eq!(doc["state"], "deprecated");
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{doc:#}");
+    let keys: BTreeSet<&str> =
+        warnings[0].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, BTreeSet::from(["code", "message"]));
+    assert_eq!(warnings[0]["code"], "contract_deprecated");
+    assert!(warnings[0]["message"].as_str().unwrap().contains("successor is 1.2.0"), "{doc:#}");
+}
+
+#[test]
+fn resolve_range_matching_only_a_deprecated_version_resolves_with_the_warning() {
+    let project = Project::new();
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@~1.0"]);
+    assert_eq!(status, 0, "{doc:#}");
+    assert_eq!(doc["version"], "1.0.0");
+    assert_eq!(doc["warnings"][0]["code"], "contract_deprecated");
+}
+
+#[test]
+fn resolve_refuses_a_draft_without_allow_draft() {
+    let project = Project::new();
+    let out = project.resolve(&["PRC-ROUTE-001@2.0.0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(err.starts_with("error[contract_not_active]: "), "{err}");
+    assert!(err.contains("--allow-draft"), "{err}");
+
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@2.0.0"]);
+    assert_eq!(status, 1);
+    assert_eq!(failure_code(&doc), "contract_not_active");
+}
+
+#[test]
+fn resolve_allow_draft_lets_drafts_resolve() {
+    let project = Project::new();
+    let allow = ["--allow-draft"];
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@2.0.0", &allow), "2.0.0");
+    // Drafts count as active: "latest" picks the draft being worked on.
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001", &allow), "2.0.0");
+    let (doc, _) = project.resolve_json(&["PRC-ROUTE-001@2.0.0", "--allow-draft"]);
+    assert_eq!(doc["state"], "draft");
+    assert_eq!(doc["warnings"], json!([]));
+}
+
+#[test]
+fn resolve_removed_version_is_not_found_listing_available_versions() {
+    let project = Project::new();
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@1.1.0"]);
+    assert_eq!(status, 1);
+    assert_eq!(failure_code(&doc), "contract_version_not_found");
+    let message = doc["message"].as_str().unwrap();
+    assert!(
+        message
+            .contains("available versions: 1.0.0 (deprecated), 1.2.0, 1.2.1, 1.3.0, 2.0.0 (draft)"),
+        "{message}"
+    );
+    // The removed version is not offered.
+    assert!(!message.contains("1.1.0 ("), "{message}");
+
+    let out = project.resolve(&["PRC-ROUTE-001@^3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("error[contract_version_not_found]: "), "{}", stderr(&out));
+}
+
+#[test]
+fn resolve_unknown_id_suggests_the_closest_one() {
+    let project = Project::new();
+    let (doc, status) = project.resolve_json(&["PRC-ROTUE-001"]);
+    assert_eq!(status, 1);
+    assert_eq!(failure_code(&doc), "contract_not_found");
+    assert!(doc["message"].as_str().unwrap().contains("did you mean PRC-ROUTE-001?"), "{doc:#}");
+
+    let out = project.resolve(&["PRC-ROUTES-001@^1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.starts_with("error[contract_not_found]: "), "{err}");
+    assert!(err.contains("did you mean PRC-ROUTE-001?"), "{err}");
+}
+
+#[test]
+fn resolve_malformed_pin_is_a_usage_error() {
+    let project = Project::new();
+    for pin in ["PRC-ROUTE-001@", "route", "PRC-ROUTE-001@^x", "PRC-route-001", "PRM-ROUTE-001"] {
+        let out = project.resolve(&[pin]);
+        assert_eq!(out.status.code(), Some(2), "{pin}");
+        assert!(stderr(&out).starts_with("error[pin_invalid]: "), "{pin}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{pin}");
+
+        let (doc, status) = project.resolve_json(&[pin]);
+        assert_eq!(status, 2, "{pin}");
+        assert_eq!(failure_code(&doc), "pin_invalid", "{pin}");
+    }
+}
+
+#[test]
+fn resolve_without_a_registry_is_an_io_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    for folder in tmp.path().ancestors() {
+        assert!(!folder.join("registry.json").exists(), "a registry.json above the temp folder");
+    }
+    let out = pactum_in(tmp.path()).args(["resolve", "PRC-ROUTE-001"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error[io_error]: "), "{}", stderr(&out));
+    assert!(stderr(&out).contains("registry.json"), "{}", stderr(&out));
+
+    let out = pactum_in(tmp.path()).args(["resolve", "--json", "PRC-ROUTE-001"]).output().unwrap();
+    let (doc, status) = json_of(&out);
+    assert_eq!(status, 2);
+    assert_eq!(failure_code(&doc), "io_error");
+
+    // --root naming a folder without one.
+    let project = Project::new();
+    let empty = project.tmp.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let out = project.resolve(&["--root", empty.to_str().unwrap(), "PRC-ROUTE-001"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--root"), "{}", stderr(&out));
+}
+
+#[test]
+fn resolve_finds_the_project_from_a_subfolder_or_with_root() {
+    let project = Project::new();
+    let out = pactum_in(&project.path("contracts/route"))
+        .args(["resolve", "--json", "PRC-ROUTE-001@~1.2"])
+        .output()
+        .unwrap();
+    let (doc, status) = json_of(&out);
+    assert_eq!(status, 0);
+    assert_eq!(doc["version"], "1.2.1");
+
+    let elsewhere = project.tmp.path();
+    let out = pactum_in(elsewhere)
+        .args(["resolve", "--json", "--root", "project", "PRC-ROUTE-001@~1.2"])
+        .output()
+        .unwrap();
+    let (again, status) = json_of(&out);
+    assert_eq!(status, 0);
+    assert_eq!(again, doc);
+}
+
+#[test]
+fn resolve_json_success_has_exactly_the_documented_shape() {
+    let project = Project::new();
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@^1.2"]);
+    assert_eq!(status, 0);
+    let keys: BTreeSet<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from([
+            "ok",
+            "contract_id",
+            "version",
+            "state",
+            "path",
+            "sha256",
+            "prompt_pack",
+            "warnings"
+        ])
+    );
+    let pack_keys: BTreeSet<&str> =
+        doc["prompt_pack"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(pack_keys, BTreeSet::from(["prompt_pack_id", "version", "path", "sha256"]));
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["contract_id"], "PRC-ROUTE-001");
+    assert_eq!(doc["version"], "1.3.0");
+    assert_eq!(doc["state"], "active");
+    assert_eq!(doc["path"], "contracts/route/1.3.0.json");
+    assert_eq!(doc["warnings"], json!([]));
+    // The hashes are the files' real SHA-256.
+    let contract = fs::read(project.path("contracts/route/1.3.0.json")).unwrap();
+    assert_eq!(doc["sha256"], sha256_hex(&contract));
+    let pack = &doc["prompt_pack"];
+    assert_eq!(pack["prompt_pack_id"], "PRM-ROUTE-001");
+    assert_eq!(pack["version"], "1.0.0");
+    assert_eq!(pack["path"], "prompt_packs/route/1.0.0.json");
+    let pack_bytes = fs::read(project.path("prompt_packs/route/1.0.0.json")).unwrap();
+    assert_eq!(pack["sha256"], sha256_hex(&pack_bytes));
+    insta::assert_json_snapshot!("resolve_caret_json", doc);
+}
+
+#[test]
+fn resolve_checks_the_file_hash_on_load() {
+    let project = Project::new();
+    project.edit("contracts/route/1.3.0.json", "\"max_tokens\": 64", "\"max_tokens\": 65");
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001"]);
+    assert_eq!(status, 1);
+    assert_eq!(failure_code(&doc), "contract_hash_mismatch");
+    assert!(doc["message"].as_str().unwrap().contains("contracts/route/1.3.0.json"), "{doc:#}");
+    // Other versions still resolve.
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@~1.2", &[]), "1.2.1");
+}
+
+#[test]
+fn resolve_checks_the_file_id_and_schema_on_load() {
+    let project = Project::new();
+    project.edit("contracts/route/1.3.0.json", "\"version\": \"1.3.0\"", "\"version\": \"1.3.1\"");
+    project.edit("contracts/route/1.2.1.json", "\"temperature\": 0", "\"temperature\": 5");
+    project.resync();
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@1.3.0"]);
+    assert_eq!(status, 1);
+    assert_eq!(failure_code(&doc), "contract_id_mismatch");
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@1.2.1"]);
+    assert_eq!(status, 1);
+    assert_eq!(failure_code(&doc), "contract_schema_invalid");
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@1.2.0", &[]), "1.2.0");
+}
+
+#[test]
+fn resolve_refuses_a_registry_whose_history_is_broken() {
+    let project = Project::new();
+    let path = project.path("registry.json");
+    let mut r: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    r["history"][2]["at"] = json!("2001-01-01T00:00:00Z");
+    fs::write(&path, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001"]);
+    assert_eq!(status, 1);
+    assert_eq!(failure_code(&doc), "registry_history_broken");
+}
+
+#[test]
+fn resolve_fixture_registry_hashes_its_files_exactly() {
+    let root = fixture();
+    let r: Value =
+        serde_json::from_str(&fs::read_to_string(root.join("registry.json")).unwrap()).unwrap();
+    for list in ["contracts", "prompt_packs"] {
+        for entry in r[list].as_array().unwrap() {
+            let bytes = fs::read(root.join(entry["path"].as_str().unwrap())).unwrap();
+            assert_eq!(entry["sha256"], sha256_hex(&bytes), "{entry:#}");
+        }
+    }
+}

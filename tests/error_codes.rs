@@ -1,0 +1,1051 @@
+//! One reproducer per error code (SPEC §11): each `reproduces_<code>` test triggers its code
+//! the way a user would meet it — through the library API or the `pactum` binary, on a
+//! small project built in a temporary folder — and asserts the code. The meta test at the
+//! end keeps this file and `docs/error-codes.md` in step with `Code::ALL`.
+//!
+//! No network: the HTTP providers talk to the mock server in `support/mock_http.rs`.
+
+#[path = "support/mock_http.rs"]
+mod mock_http;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mock_http::{MockReply, MockServer, refused_url};
+use pactum::diagnostic::{Diagnostic, Report};
+use pactum::executor::memory::Memory;
+use pactum::executor::tools::ToolRegistry;
+use pactum::gateway::http::RetryPolicy;
+use pactum::gateway::openai::{OpenAiConfig, OpenAiProvider};
+use pactum::gateway::replay::{Mode, ReplayProvider};
+use pactum::gateway::scripted::ScriptedProvider;
+use pactum::gateway::{Boundary, Message, PromptRequest, Provider};
+use pactum::id::Pin;
+use pactum::pack::PromptPack;
+use pactum::project::{Project, Resolved};
+use pactum::registry::lifecycle::{self, Added, Promoted};
+use pactum::registry::{EntryKind, Registry, store};
+use pactum::resolve::ResolveOptions;
+use pactum::validate::{NoProgress, ValidateOptions, validate};
+use pactum::{Code, Error, Severity};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+// --- Helpers ------------------------------------------------------------------------------
+
+/// The time every registry write in these tests is stamped with.
+const AT: &str = "2026-01-01T00:00:00Z";
+
+/// PRC-T-001@1.0.0: classifies `text`, bound to PRM-T-001, answers `{"label": ...}`.
+fn contract() -> Value {
+    json!({
+        "contract_id": "PRC-T-001",
+        "version": "1.0.0",
+        "prompt_pack_id": "PRM-T-001",
+        "boundary": {"max_tokens": 64, "temperature": 0},
+        "input_schema": {
+            "type": "object",
+            "required": ["text"],
+            "properties": {"text": {"type": "string"}},
+        },
+        "output_schema": {
+            "type": "object",
+            "required": ["label"],
+            "properties": {"label": {"enum": ["greeting", "other"]}},
+        },
+    })
+}
+
+/// PRM-T-001@1.0.0: one template that uses `text`.
+fn pack() -> Value {
+    json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0", "template": "Classify: {{ text }}"})
+}
+
+/// Where a contract or pack file lives in a test project: `contracts/t/1.0.0.json`.
+fn file_of(doc: &Value) -> String {
+    let folder = if doc.get("contract_id").is_some() { "contracts" } else { "prompt_packs" };
+    format!("{folder}/t/{}.json", doc["version"].as_str().unwrap())
+}
+
+fn write_json(root: &Path, rel: &str, value: &Value) -> PathBuf {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+    path
+}
+
+fn registry_path(root: &Path) -> PathBuf {
+    root.join("registry.json")
+}
+
+/// A project with an empty registry.json.
+fn empty_project() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    store::update(&registry_path(dir.path()), |_| Ok(())).unwrap();
+    dir
+}
+
+/// Writes `doc` to its file and registers it as a draft (`pactum registry add`).
+fn add(root: &Path, doc: &Value) -> Result<Added, Error> {
+    let file = write_json(root, &file_of(doc), doc);
+    store::update(&registry_path(root), |reg| lifecycle::add(reg, &file, AT))
+}
+
+/// `pactum registry promote ID@VERSION`.
+fn promote(root: &Path, id: &str, version: &str) -> Result<Promoted, Error> {
+    let kind = EntryKind::of_id(id).unwrap();
+    let version = pactum::id::parse_version(version).unwrap();
+    store::update(&registry_path(root), |reg| lifecycle::promote(reg, kind, id, &version, AT))
+}
+
+/// `pactum registry deprecate ID@VERSION --successor SUCCESSOR`.
+fn deprecate(root: &Path, id: &str, version: &str, successor: &str) -> Result<(), Error> {
+    let kind = EntryKind::of_id(id).unwrap();
+    let (version, successor) = (
+        pactum::id::parse_version(version).unwrap(),
+        pactum::id::parse_version(successor).unwrap(),
+    );
+    store::update(&registry_path(root), |reg| {
+        lifecycle::deprecate(reg, kind, id, &version, &successor, AT).map(drop)
+    })
+}
+
+/// A project where `contract` and `pack` are registered and active.
+fn project_with(contract: Value, pack: Value) -> TempDir {
+    let dir = empty_project();
+    let root = dir.path();
+    add(root, &pack).unwrap();
+    add(root, &contract).unwrap();
+    promote(root, pack["prompt_pack_id"].as_str().unwrap(), pack["version"].as_str().unwrap())
+        .unwrap();
+    promote(root, contract["contract_id"].as_str().unwrap(), contract["version"].as_str().unwrap())
+        .unwrap();
+    dir
+}
+
+/// The standard project: PRC-T-001@1.0.0 and PRM-T-001@1.0.0, both active.
+fn classify_project() -> TempDir {
+    project_with(contract(), pack())
+}
+
+/// Edits registry.json by hand (what a careless merge or a tamperer does).
+fn edit_registry(root: &Path, edit: impl FnOnce(&mut Value)) {
+    let path = registry_path(root);
+    let mut value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut value);
+    fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+}
+
+/// What `pactum resolve PIN` does in the library.
+fn resolve(root: &Path, pin: &str, allow_draft: bool) -> Result<Resolved, Error> {
+    let project = Project::open(&registry_path(root))?;
+    project.resolve(&Pin::parse(pin)?, ResolveOptions { allow_draft })
+}
+
+/// The error of a call that must fail.
+fn err<T: std::fmt::Debug>(result: Result<T, Error>) -> Error {
+    match result {
+        Ok(value) => panic!("expected an error, got {value:?}"),
+        Err(e) => e,
+    }
+}
+
+/// Asserts an error's code and returns its message.
+fn assert_code(error: &Error, code: Code) -> String {
+    assert_eq!(error.code(), code, "{error}");
+    error.to_string()
+}
+
+/// `pactum validate ROOT` in the library.
+fn validate_tree(root: &Path) -> Report {
+    validate(root, &ValidateOptions::default(), &NoProgress).unwrap()
+}
+
+/// The first finding with `code`; fails listing every finding when there is none.
+fn finding(report: &Report, code: Code) -> Diagnostic {
+    match report.diagnostics.iter().find(|d| d.code == code) {
+        Some(d) => d.clone(),
+        None => panic!("no {code} finding in {:#?}", report.diagnostics),
+    }
+}
+
+/// The `pactum` binary, run in `dir`, with no provider settings from the environment.
+fn pactum(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("pactum").unwrap();
+    cmd.current_dir(dir).env("NO_COLOR", "1");
+    for var in [
+        "PACTUM_PROVIDER",
+        "PACTUM_MODEL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs a command that prints one JSON document; returns it with the exit status.
+fn json_of(cmd: &mut assert_cmd::Command) -> (Value, i32) {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{stderr}")
+    });
+    (value, out.status.code().unwrap_or(-1))
+}
+
+/// `pactum run WO --json` on a work order written into `root/work_orders/`, answered by
+/// scripted `responses` (the run is offline: no provider is configured).
+fn run_json(root: &Path, work_order: Value, responses: Value) -> (Value, i32) {
+    write_json(root, "work_orders/fixtures.json", &json!({"responses": responses}));
+    let mut wo = work_order;
+    wo["provider"] = json!({"fixtures": "fixtures.json"});
+    let path = write_json(root, "work_orders/wo.json", &wo);
+    json_of(pactum(root).arg("run").arg(path).arg("--json"))
+}
+
+/// The codes of a run result's `errors`.
+fn error_codes(result: &Value) -> Vec<&str> {
+    result["errors"].as_array().unwrap().iter().filter_map(|e| e["code"].as_str()).collect()
+}
+
+/// A project holding a copy of the shipped kernel contracts and packs.
+fn kernel_project() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for folder in ["contracts", "prompt_packs"] {
+        copy_dir(&repo.join(folder), &dir.path().join(folder));
+    }
+    fs::copy(repo.join("registry.json"), registry_path(dir.path())).unwrap();
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A kernel work order on a sum, with `constraints`.
+fn kernel_work_order(constraints: Value) -> Value {
+    json!({"work_order_id": "WO-SUM-001", "kind": "kernel", "request": "sum 5 and 10",
+           "tools": ["calculator"], "constraints": constraints})
+}
+
+/// A prompt request as the executor builds it for PRC-T-001.
+fn request() -> PromptRequest {
+    PromptRequest {
+        contract_id: "PRC-T-001".to_string(),
+        contract_version: "1.0.0".to_string(),
+        prompt_pack_id: "PRM-T-001".to_string(),
+        prompt_pack_version: "1.0.0".to_string(),
+        boundary: Boundary {
+            max_tokens: 64,
+            temperature: 0.0,
+            provider_id: None,
+            structured_output: None,
+        },
+        input_schema: None,
+        output_schema: None,
+        template_variables: json!({"text": "hello"}),
+        messages: vec![Message::user("Classify: hello")],
+        work_order_id: None,
+        session_id: None,
+        agent_id: None,
+        agent_class: None,
+        tier: None,
+        timeout: None,
+    }
+}
+
+/// An OpenAI-compatible provider at `url` that tries once and waits at most `timeout`.
+fn openai(url: &str, timeout: Duration) -> OpenAiProvider {
+    OpenAiProvider::new(OpenAiConfig {
+        base_url: format!("{url}/v1"),
+        model: "gpt-test".to_string(),
+        timeout,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+            max_retry_after: Duration::from_millis(1),
+        },
+        ..OpenAiConfig::default()
+    })
+}
+
+/// The error an OpenAI-compatible server at `url` makes a call fail with.
+fn openai_error(reply: MockReply) -> Error {
+    let server = MockServer::start(vec![reply]);
+    err(openai(&server.url(), Duration::from_secs(5)).complete(&request()))
+}
+
+/// A pack built in memory (no file), for rendering.
+fn pack_in_memory(template: &str) -> PromptPack {
+    let value = json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0", "template": template});
+    PromptPack::from_value(&value, "0", Path::new("prompt_packs/t/1.0.0.json")).unwrap()
+}
+
+fn render(template: &str, input: Value) -> Result<Vec<Message>, Error> {
+    pactum::render::render(&pack_in_memory(template), &input, true)
+}
+
+// --- Files and documents ------------------------------------------------------------------
+
+#[test]
+fn reproduces_contract_parse_error() {
+    let dir = empty_project();
+    let file = dir.path().join("contracts/t/1.0.0.json");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, "{\n  \"contract_id\": \"PRC-T-001\",\n}\n").unwrap();
+
+    let d = finding(&validate_tree(dir.path()), Code::ContractParseError);
+
+    assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
+    assert_eq!((d.line, d.column), (Some(3), Some(1)), "{d:?}");
+}
+
+#[test]
+fn reproduces_contract_schema_invalid() {
+    let dir = empty_project();
+    let mut c = contract();
+    c["boundary"]["max_tokens"] = json!(0);
+
+    let e = err(add(dir.path(), &c));
+
+    assert_code(&e, Code::ContractSchemaInvalid);
+    assert_eq!(e.findings()[0].pointer, "/boundary/max_tokens");
+}
+
+#[test]
+fn reproduces_prompt_pack_invalid() {
+    let dir = empty_project();
+    let mut p = pack();
+    p["template"] = json!("Classify: {{ text");
+    write_json(dir.path(), &file_of(&p), &p);
+
+    let d = finding(&validate_tree(dir.path()), Code::PromptPackInvalid);
+
+    assert_eq!(d.pointer.as_deref(), Some("/template"));
+    assert!(d.message.contains("does not compile"), "{}", d.message);
+}
+
+#[test]
+fn reproduces_work_order_invalid() {
+    let dir = classify_project();
+    let wo = write_json(
+        dir.path(),
+        "work_orders/wo.json",
+        &json!({"work_order_id": "WO-T-001", "contract": "PRC-T-001", "input": {"text": "hi"}}),
+    );
+
+    let (out, status) = json_of(pactum(dir.path()).arg("run").arg(wo).arg("--json"));
+
+    assert_eq!(out["code"], "work_order_invalid", "{out:#}");
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_registry_invalid() {
+    let dir = empty_project();
+    edit_registry(dir.path(), |r| r["registry_version"] = json!(2));
+
+    let e = err(Registry::load(&registry_path(dir.path())));
+
+    assert_code(&e, Code::RegistryInvalid);
+    assert_eq!(e.findings()[0].pointer, "/registry_version");
+}
+
+#[test]
+fn reproduces_config_invalid() {
+    let dir = empty_project();
+    fs::write(dir.path().join("pactum.toml"), "[project]\ndeprecation_dayz = 14\n").unwrap();
+
+    let e = err(Project::open(&registry_path(dir.path())));
+
+    let message = assert_code(&e, Code::ConfigInvalid);
+    assert!(message.contains("2:1") && message.contains("deprecation_dayz"), "{message}");
+}
+
+#[test]
+fn reproduces_file_too_large() {
+    let dir = empty_project();
+    let file = dir.path().join("contracts/t/1.0.0.json");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // A sparse file: the size is checked before anything is read.
+    fs::File::create(&file).unwrap().set_len(pactum::document::MAX_FILE_BYTES + 1).unwrap();
+
+    let d = finding(&validate_tree(dir.path()), Code::FileTooLarge);
+
+    assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
+}
+
+#[test]
+fn reproduces_path_escape() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("project");
+    fs::create_dir(&root).unwrap();
+    store::update(&registry_path(&root), |_| Ok(())).unwrap();
+    let outside = write_json(outer.path(), "elsewhere/1.0.0.json", &contract());
+
+    let e = err(store::update(&registry_path(&root), |reg| lifecycle::add(reg, &outside, AT)));
+
+    let message = assert_code(&e, Code::PathEscape);
+    assert!(message.contains("outside the project root"), "{message}");
+}
+
+#[test]
+fn reproduces_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+
+    let (out, status) =
+        json_of(pactum(dir.path()).args(["resolve", "PRC-T-001", "--root", "missing", "--json"]));
+
+    assert_eq!(out["code"], "io_error", "{out:#}");
+    assert_eq!(status, 2, "I/O errors exit 2");
+}
+
+#[test]
+fn reproduces_input_parse_error() {
+    let dir = classify_project();
+
+    let (out, status) = json_of(
+        pactum(dir.path())
+            .args(["render", "PRC-T-001", "--input", "-", "--json"])
+            .write_stdin("{\"text\": "),
+    );
+
+    assert_eq!(out["code"], "input_parse_error", "{out:#}");
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_pin_invalid() {
+    let dir = classify_project();
+
+    let (out, status) = json_of(pactum(dir.path()).args(["resolve", "PRC-T-001@latest", "--json"]));
+
+    assert_eq!(out["code"], "pin_invalid", "{out:#}");
+    assert_eq!(status, 2, "a malformed pin is a usage error");
+}
+
+// --- Registry and resolution --------------------------------------------------------------
+
+#[test]
+fn reproduces_contract_not_found() {
+    let dir = classify_project();
+
+    let e = err(resolve(dir.path(), "PRC-TT-001", false));
+
+    let message = assert_code(&e, Code::ContractNotFound);
+    assert!(message.ends_with("did you mean PRC-T-001?"), "{message}");
+}
+
+#[test]
+fn reproduces_contract_version_not_found() {
+    let dir = classify_project();
+
+    let e = err(resolve(dir.path(), "PRC-T-001@^2", false));
+
+    let message = assert_code(&e, Code::ContractVersionNotFound);
+    assert!(message.ends_with("available versions: 1.0.0"), "{message}");
+}
+
+#[test]
+fn reproduces_contract_not_active() {
+    let dir = classify_project();
+    let mut draft = contract();
+    draft["version"] = json!("1.1.0");
+    add(dir.path(), &draft).unwrap();
+
+    let e = err(resolve(dir.path(), "PRC-T-001@1.1.0", false));
+
+    assert_code(&e, Code::ContractNotActive);
+    assert!(resolve(dir.path(), "PRC-T-001@1.1.0", true).is_ok(), "--allow-draft resolves it");
+}
+
+#[test]
+fn reproduces_contract_deprecated() {
+    let dir = classify_project();
+    let mut successor = contract();
+    successor["version"] = json!("1.1.0");
+    add(dir.path(), &successor).unwrap();
+    promote(dir.path(), "PRC-T-001", "1.1.0").unwrap();
+    deprecate(dir.path(), "PRC-T-001", "1.0.0", "1.1.0").unwrap();
+
+    let resolved = resolve(dir.path(), "PRC-T-001@1.0.0", false).unwrap();
+
+    let warning = &resolved.warnings[0];
+    assert_eq!(warning.code, Code::ContractDeprecated);
+    assert_eq!(warning.code.default_severity(), Severity::Warning);
+    assert!(warning.message.contains("its successor is 1.1.0"), "{}", warning.message);
+}
+
+#[test]
+fn reproduces_contract_hash_mismatch() {
+    let dir = classify_project();
+    let mut edited = contract();
+    edited["boundary"]["max_tokens"] = json!(128);
+    write_json(dir.path(), &file_of(&edited), &edited);
+
+    let e = err(resolve(dir.path(), "PRC-T-001", false));
+
+    let message = assert_code(&e, Code::ContractHashMismatch);
+    assert!(message.contains("re-register the file or restore it"), "{message}");
+}
+
+#[test]
+fn reproduces_contract_id_mismatch() {
+    let dir = classify_project();
+    // The entry now claims 1.0.1 for a file (hash unchanged) that says 1.0.0.
+    edit_registry(dir.path(), |r| r["contracts"][0]["version"] = json!("1.0.1"));
+
+    let e = err(resolve(dir.path(), "PRC-T-001@1.0.1", false));
+
+    let message = assert_code(&e, Code::ContractIdMismatch);
+    assert!(message.contains("file says PRC-T-001@1.0.0"), "{message}");
+}
+
+#[test]
+fn reproduces_contract_unregistered() {
+    let dir = empty_project();
+    write_json(dir.path(), &file_of(&contract()), &contract());
+
+    let d = finding(&validate_tree(dir.path()), Code::ContractUnregistered);
+
+    assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
+    assert!(d.help.unwrap().contains("pactum registry add"));
+}
+
+#[test]
+fn reproduces_prompt_pack_not_found() {
+    let dir = empty_project();
+    let mut c = contract();
+    c["prompt_pack_id"] = json!("PRM-NOPE-001");
+    add(dir.path(), &c).unwrap();
+
+    let e = err(resolve(dir.path(), "PRC-T-001", true));
+
+    let message = assert_code(&e, Code::PromptPackNotFound);
+    assert!(message.contains("prompt pack PRM-NOPE-001 is not registered"), "{message}");
+}
+
+#[test]
+fn reproduces_registry_file_missing() {
+    let dir = classify_project();
+    fs::remove_file(dir.path().join(file_of(&contract()))).unwrap();
+
+    let e = err(resolve(dir.path(), "PRC-T-001", false));
+
+    assert_code(&e, Code::RegistryFileMissing);
+}
+
+#[test]
+fn reproduces_registry_duplicate_entry() {
+    let dir = classify_project();
+    edit_registry(dir.path(), |r| {
+        let entry = r["contracts"][0].clone();
+        r["contracts"].as_array_mut().unwrap().push(entry);
+    });
+
+    let e = err(Registry::open(&registry_path(dir.path())));
+
+    assert_code(&e, Code::RegistryDuplicateEntry);
+}
+
+#[test]
+fn reproduces_registry_history_broken() {
+    let dir = classify_project();
+    edit_registry(dir.path(), |r| r["history"][1]["at"] = json!("2025-06-01T00:00:00Z"));
+
+    let e = err(Registry::open(&registry_path(dir.path())));
+
+    let message = assert_code(&e, Code::RegistryHistoryBroken);
+    assert!(message.contains("at event 2"), "{message}");
+}
+
+#[test]
+fn reproduces_registry_transition_invalid() {
+    let dir = classify_project();
+    let version = pactum::id::parse_version("1.0.0").unwrap();
+
+    let e = err(store::update(&registry_path(dir.path()), |reg| {
+        lifecycle::remove(reg, EntryKind::Contract, "PRC-T-001", &version, AT)
+    }));
+
+    let message = assert_code(&e, Code::RegistryTransitionInvalid);
+    assert!(message.contains("deprecate it first"), "{message}");
+}
+
+#[test]
+fn reproduces_registry_entry_immutable() {
+    let dir = classify_project();
+    let mut edited = contract();
+    edited["boundary"]["temperature"] = json!(0.7);
+
+    let e = err(add(dir.path(), &edited));
+
+    assert_code(&e, Code::RegistryEntryImmutable);
+}
+
+#[test]
+fn reproduces_successor_missing() {
+    let dir = classify_project();
+
+    let e = err(deprecate(dir.path(), "PRC-T-001", "1.0.0", "2.0.0"));
+
+    let message = assert_code(&e, Code::SuccessorMissing);
+    assert!(message.contains("successor 2.0.0 is not registered"), "{message}");
+}
+
+#[test]
+fn reproduces_deprecation_period_over() {
+    let dir = classify_project();
+    let mut successor = contract();
+    successor["version"] = json!("1.1.0");
+    add(dir.path(), &successor).unwrap();
+    promote(dir.path(), "PRC-T-001", "1.1.0").unwrap();
+    deprecate(dir.path(), "PRC-T-001", "1.0.0", "1.1.0").unwrap();
+    // Deprecated on 2026-01-01; 60 days later the 30-day migration period is over.
+    let options =
+        ValidateOptions { now: "2026-03-02T00:00:00Z".parse().unwrap(), ..Default::default() };
+
+    let report = validate(dir.path(), &options, &NoProgress).unwrap();
+
+    let d = finding(&report, Code::DeprecationPeriodOver);
+    assert_eq!(d.severity, Severity::Warning);
+    assert_eq!(report.errors(), 0, "{:#?}", report.diagnostics);
+}
+
+#[test]
+fn reproduces_incompatible_version_bump() {
+    let dir = classify_project();
+    // A new required input is a breaking change, but 1.0.1 declares a patch.
+    let mut next = contract();
+    next["version"] = json!("1.0.1");
+    next["input_schema"]["required"] = json!(["text", "lang"]);
+    next["input_schema"]["properties"]["lang"] = json!({"type": "string"});
+    add(dir.path(), &next).unwrap();
+
+    let e = err(promote(dir.path(), "PRC-T-001", "1.0.1"));
+
+    let message = assert_code(&e, Code::IncompatibleVersionBump);
+    assert!(message.contains("is a patch bump but the changes need major"), "{message}");
+}
+
+// --- Templates ----------------------------------------------------------------------------
+
+#[test]
+fn reproduces_template_variable_missing() {
+    let e = err(render("Classify: {{ text }}", json!({})));
+
+    let message = assert_code(&e, Code::TemplateVariableMissing);
+    assert!(message.contains("uses `text`, which has no value"), "{message}");
+}
+
+#[test]
+fn reproduces_template_variable_undeclared() {
+    let mut p = pack();
+    p["template"] = json!("Classify this {{ lang }} text: {{ text }}");
+    let dir = project_with(contract(), p);
+
+    let d = finding(&validate_tree(dir.path()), Code::TemplateVariableUndeclared);
+
+    assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
+    assert!(d.message.contains("uses `lang`"), "{}", d.message);
+}
+
+#[test]
+fn reproduces_template_input_unused() {
+    let mut c = contract();
+    c["input_schema"]["properties"]["tone"] = json!({"type": "string"});
+    let dir = project_with(c, pack());
+
+    let report = validate_tree(dir.path());
+
+    let d = finding(&report, Code::TemplateInputUnused);
+    assert_eq!(d.severity, Severity::Warning);
+    assert_eq!(d.pointer.as_deref(), Some("/input_schema/properties/tone"));
+}
+
+#[test]
+fn reproduces_template_render_failed() {
+    let e = err(render("{{ text + 1 }}", json!({"text": "hello"})));
+
+    assert_code(&e, Code::TemplateRenderFailed);
+}
+
+#[test]
+fn reproduces_template_limit_exceeded() {
+    let spin = "{% for i in range(1000) %}{% for j in range(1000) %}.{% endfor %}{% endfor %}";
+
+    let e = err(render(spin, json!({})));
+
+    let message = assert_code(&e, Code::TemplateLimitExceeded);
+    assert!(message.contains("ran out of fuel"), "{message}");
+}
+
+// --- One exchange -------------------------------------------------------------------------
+
+#[test]
+fn reproduces_input_schema_invalid() {
+    let dir = classify_project();
+
+    let (out, status) = json_of(
+        pactum(dir.path())
+            .args(["render", "PRC-T-001", "--input", "-", "--json"])
+            .write_stdin(r#"{"text": 42}"#),
+    );
+
+    assert_eq!(out["code"], "input_schema_invalid", "{out:#}");
+    assert_eq!(out["errors"][0]["pointer"], "/text");
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_required_context_missing() {
+    let mut c = contract();
+    c["required_context"] = json!({"framework_refs": ["FMWK-STYLE-001"]});
+    let dir = project_with(c, pack());
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}});
+
+    let (out, status) = run_json(dir.path(), wo, json!([{"text": "{\"label\": \"greeting\"}"}]));
+
+    assert_eq!(error_codes(&out), ["required_context_missing"], "{out:#}");
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_output_json_extraction_failed() {
+    let dir = tempfile::tempdir().unwrap();
+
+    let (out, status) = json_of(
+        pactum(dir.path()).args(["extract", "--json"]).write_stdin("Sorry, I cannot help."),
+    );
+
+    assert_eq!(out["code"], "output_json_extraction_failed", "{out:#}");
+    assert_eq!(out["methods_tried"], json!(["fenced", "embedded", "direct"]));
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_output_schema_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    write_json(dir.path(), "label.json", &contract()["output_schema"]);
+
+    let (out, status) = json_of(
+        pactum(dir.path())
+            .args(["extract", "--schema", "label.json", "--json"])
+            .write_stdin("Here you go: {\"label\": \"farewell\"}"),
+    );
+
+    assert_eq!(out["code"], "output_schema_invalid", "{out:#}");
+    assert_eq!(out["errors"][0]["pointer"], "/label");
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_output_truncated() {
+    let dir = classify_project();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}});
+    let cut_off = json!([{"text": "{\"label\": \"gree", "finish_reason": "length"}]);
+
+    let (out, status) = run_json(dir.path(), wo, cut_off);
+
+    assert_eq!(error_codes(&out), ["output_truncated"], "{out:#}");
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_example_failed() {
+    let mut c = contract();
+    c["examples"] = json!([{"name": "greeting", "input": {"text": "hi"},
+                            "response": "{\"label\": \"hello\"}", "expect": "ok"}]);
+    let dir = project_with(c, pack());
+
+    let d = finding(&validate_tree(dir.path()), Code::ExampleFailed);
+
+    assert_eq!(d.pointer.as_deref(), Some("/examples/0"));
+    assert!(d.message.contains("gives `output_schema_invalid`"), "{}", d.message);
+}
+
+#[test]
+fn reproduces_expected_output_missing() {
+    let p = json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0",
+                   "sections": {"task": "Classify: {{ text }}", "expected_outputs": ["label.md"]}});
+    let dir = project_with(contract(), p);
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}});
+
+    let (out, status) = run_json(dir.path(), wo, json!([{"text": "{\"label\": \"greeting\"}"}]));
+
+    assert_eq!(out["warnings"][0]["code"], "expected_output_missing", "{out:#}");
+    assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "a warning does not fail the run");
+}
+
+#[test]
+fn reproduces_budget_exceeded() {
+    let dir = classify_project();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}, "constraints": {"token_budget": 50}});
+
+    let (out, status) = run_json(dir.path(), wo, json!([{"text": "{\"label\": \"greeting\"}"}]));
+
+    assert_eq!(error_codes(&out), ["budget_exceeded"], "{out:#}");
+    assert_eq!(status, 1);
+}
+
+// --- Providers ----------------------------------------------------------------------------
+
+#[test]
+fn reproduces_provider_error() {
+    let e = openai_error(MockReply::json(400, &json!({"error": {"message": "unknown model"}})));
+
+    assert_code(&e, Code::ProviderError);
+    assert!(matches!(e, Error::Provider { status: Some(400), .. }), "{e:?}");
+}
+
+#[test]
+fn reproduces_provider_timeout() {
+    let server =
+        MockServer::start(vec![MockReply::json(200, &json!({})).delay(Duration::from_millis(500))]);
+    let provider = openai(&server.url(), Duration::from_millis(50));
+
+    let e = err(provider.complete(&request()));
+
+    assert_code(&e, Code::ProviderTimeout);
+}
+
+#[test]
+fn reproduces_provider_unreachable() {
+    let provider = openai(&refused_url(), Duration::from_secs(5));
+
+    let e = err(provider.complete(&request()));
+
+    assert_code(&e, Code::ProviderUnreachable);
+}
+
+#[test]
+fn reproduces_provider_rate_limited() {
+    let e = openai_error(MockReply::text(429, "slow down").header("retry-after", "0"));
+
+    assert_code(&e, Code::ProviderRateLimited);
+}
+
+#[test]
+fn reproduces_provider_response_invalid() {
+    let e = openai_error(MockReply::json(200, &json!({"object": "list", "data": []})));
+
+    let message = assert_code(&e, Code::ProviderResponseInvalid);
+    assert!(message.contains("no `choices[0]`"), "{message}");
+}
+
+#[test]
+fn reproduces_provider_not_configured() {
+    // Nothing listens there: the missing model is reported before any request is sent.
+    let provider = OpenAiProvider::new(OpenAiConfig {
+        base_url: refused_url(),
+        model: String::new(),
+        ..OpenAiConfig::default()
+    });
+
+    let e = err(provider.complete(&request()));
+
+    let message = assert_code(&e, Code::ProviderNotConfigured);
+    assert!(message.contains("no model is configured"), "{message}");
+}
+
+#[test]
+fn reproduces_replay_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette =
+        write_json(dir.path(), "cassette.json", &json!({"cassette_version": 1, "entries": []}));
+    let provider = ReplayProvider::open(&cassette, Mode::Replay, None).unwrap();
+
+    let e = err(provider.complete(&request()));
+
+    assert_code(&e, Code::ReplayMiss);
+}
+
+#[test]
+fn reproduces_script_exhausted() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = write_json(dir.path(), "fixtures.json", &json!({"responses": []}));
+    let provider = ScriptedProvider::load(&fixtures).unwrap();
+
+    let e = err(provider.complete(&request()));
+
+    let message = assert_code(&e, Code::ScriptExhausted);
+    assert!(message.contains("no response left for PRC-T-001@1.0.0"), "{message}");
+}
+
+// --- Kernel -------------------------------------------------------------------------------
+
+fn builtin_tools() -> ToolRegistry {
+    ToolRegistry::builtin(Arc::new(Memory::new()))
+}
+
+#[test]
+fn reproduces_tool_not_found() {
+    let e = err(builtin_tools().call("calculater", &json!({"expression": "5 + 10"})));
+
+    let message = assert_code(&e, Code::ToolNotFound);
+    assert!(message.contains("calculator"), "{message}");
+}
+
+#[test]
+fn reproduces_tool_input_invalid() {
+    let e = err(builtin_tools().call("calculator", &json!({"expr": "5 + 10"})));
+
+    assert_code(&e, Code::ToolInputInvalid);
+}
+
+#[test]
+fn reproduces_tool_failed() {
+    let e = err(builtin_tools().call("calculator", &json!({"expression": "1 / 0"})));
+
+    let message = assert_code(&e, Code::ToolFailed);
+    assert!(message.contains("division by zero"), "{message}");
+}
+
+#[test]
+fn reproduces_supervisor_unrecoverable() {
+    let dir = kernel_project();
+    // The plan is not JSON, and neither is the one repair the work order allows.
+    let responses = json!([
+        {"contract_id": "PRC-PROFILE-001", "text": "Exact arithmetic."},
+        {"contract_id": "PRC-PLAN-001", "text": "First add, then report."},
+        {"contract_id": "PRC-REPAIRJSON-001", "text": "Still no JSON, sorry."},
+    ]);
+    let wo = kernel_work_order(json!({"ttl": 10, "max_repair_attempts": 1}));
+
+    let (out, status) = run_json(dir.path(), wo, responses);
+
+    assert_eq!(error_codes(&out)[0], "supervisor_unrecoverable", "{out:#}");
+    assert_eq!(out["status"], "unrecoverable");
+    assert!(out["final_answer"]["answer_text"].is_string(), "Phase E still answers");
+    assert_eq!(status, 1);
+}
+
+#[test]
+fn reproduces_ttl_expired() {
+    let dir = kernel_project();
+    let responses = json!([{"contract_id": "PRC-PROFILE-001", "text": "Exact arithmetic."}]);
+    let wo = kernel_work_order(json!({"ttl": 1}));
+
+    let (out, status) = run_json(dir.path(), wo, responses);
+
+    assert_eq!(error_codes(&out)[0], "ttl_expired", "{out:#}");
+    assert_eq!(out["final_answer"]["ttl_exhausted"], true);
+    assert_eq!(status, 1);
+}
+
+// --- Ledger -------------------------------------------------------------------------------
+
+#[test]
+fn reproduces_ledger_broken() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.jsonl");
+    let ledger = pactum::ledger::Ledger::open(&path).unwrap();
+    for verdict in ["ok", "ok"] {
+        let mut fields = serde_json::Map::new();
+        fields.insert("verdict".into(), json!(verdict));
+        ledger.append("exchange", fields).unwrap();
+    }
+    drop(ledger);
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, text.replacen("\"ok\"", "\"failed\"", 1)).unwrap();
+
+    let e = err(pactum::ledger::verify(&path));
+
+    let message = assert_code(&e, Code::LedgerBroken);
+    assert!(message.contains(":1: record 1 was edited"), "{message}");
+}
+
+// --- Codes in --json output (SPEC §12: a failure has a top-level "code") ---------------
+
+#[test]
+fn run_json_names_the_main_failure_at_top_level() {
+    let dir = classify_project();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}, "constraints": {"token_budget": 50}});
+
+    let (out, _) = run_json(dir.path(), wo, json!([]));
+
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["code"], "budget_exceeded", "{out:#}");
+    assert!(out["message"].is_string(), "{out:#}");
+}
+
+#[test]
+fn validate_json_reports_an_unreadable_path_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+
+    let (out, status) = json_of(pactum(dir.path()).args(["validate", "missing", "--json"]));
+
+    assert_eq!(out["code"], "io_error", "{out:#}");
+    assert_eq!(status, 2);
+}
+
+// --- The codes, their reproducers and their docs ------------------------------------------
+
+/// The body of `fn reproduces_<code>(` in this file, up to the next test.
+fn reproducer_body<'a>(source: &'a str, code: &str) -> Option<&'a str> {
+    let start = source.find(&format!("fn reproduces_{code}("))?;
+    let rest = &source[start..];
+    let end = rest[1..].find("\n#[test]").map_or(rest.len(), |i| i + 1);
+    Some(&rest[..end])
+}
+
+#[test]
+fn every_code_has_a_reproducer_and_a_doc_section() {
+    let source = include_str!("error_codes.rs");
+    let docs_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/error-codes.md");
+    let docs = fs::read_to_string(&docs_path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", docs_path.display()));
+    let headings: Vec<&str> = docs.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+
+    let mut problems = Vec::new();
+    for &code in Code::ALL {
+        let name = code.as_str();
+        match reproducer_body(source, name) {
+            None => problems
+                .push(format!("{name}: no `fn reproduces_{name}()` in tests/error_codes.rs")),
+            Some(body) => {
+                let variant = format!("Code::{code:?}");
+                if !body.contains(&variant) && !body.contains(&format!("\"{name}\"")) {
+                    problems.push(format!("{name}: reproduces_{name} never asserts {variant}"));
+                }
+            }
+        }
+        if !headings.contains(&name) {
+            problems.push(format!("{name}: no `## {name}` section in docs/error-codes.md"));
+        }
+    }
+    for heading in &headings {
+        if Code::from_name(heading).is_none() {
+            problems.push(format!("docs/error-codes.md: `## {heading}` is not a code"));
+        }
+    }
+    let documented: Vec<&str> =
+        headings.iter().copied().filter(|h| Code::from_name(h).is_some()).collect();
+    let all: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+    if problems.is_empty() && documented != all {
+        problems.push("docs/error-codes.md: sections are not in Code::ALL order".to_string());
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -1,0 +1,504 @@
+//! Architecture invariants of the shipped tree (SPEC §8.2, §2):
+//! - no prompt prose in `src/`: all prompt text lives in packs (string literals of the
+//!   library and binary are scanned for instruction phrasing; unit-test modules are not
+//!   shipped and are skipped);
+//! - every shipped contract has an `input_schema`; every JSON-producing kernel role's
+//!   contract has an `output_schema` and the text roles' contracts do not; PRC-SYNTH-001's
+//!   output schema is `schemas/final_answer.schema.json`;
+//! - every contract and pack file is registered with its SHA-256, every kernel role resolves,
+//!   and the tree validates clean;
+//! - every source file opens with a `//!` module doc.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use pactum::executor::roles::Role;
+use pactum::id::{Pin, Requirement};
+use pactum::project::Project;
+use pactum::resolve::ResolveOptions;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn files_under(dir: &str, ext: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(repo().join(dir))
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    out.sort();
+    out
+}
+
+// --- no prompt prose in src/ -------------------------------------------------------------
+
+/// Phrases that give instruction prose away.
+const INSTRUCTION_PHRASES: [&str; 10] = [
+    "You are",
+    "you are",
+    "Respond",
+    "respond with",
+    "Reply with",
+    "reply with",
+    "Your task",
+    "Return only",
+    "Answer with",
+    "answer with",
+];
+
+/// Literals shorter than this are labels or messages, not prompts.
+const MIN_PROSE_CHARS: usize = 60;
+
+/// A string literal in a source file.
+#[derive(Debug, PartialEq)]
+struct Literal {
+    line: usize,
+    text: String,
+    in_test_module: bool,
+}
+
+/// The string literals of Rust source (plain, raw, byte), skipping comments and char
+/// literals, each marked when it sits inside a `#[cfg(test)]` module.
+fn string_literals(source: &str) -> Vec<Literal> {
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = Vec::new();
+    // Code with literals and comments blanked, for finding test modules.
+    let mut code = String::with_capacity(chars.len());
+    let mut spans = Vec::new();
+    let mut i = 0;
+    let mut line = 1;
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '/' && at(i + 1) == '/' {
+            while i < chars.len() && chars[i] != '\n' {
+                code.push(' ');
+                i += 1;
+            }
+            continue;
+        }
+        if c == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            loop {
+                if i >= chars.len() {
+                    break;
+                }
+                if chars[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    code.push_str("  ");
+                    i += 2;
+                } else if chars[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    code.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    if chars[i] == '\n' {
+                        line += 1;
+                    }
+                    code.push(if chars[i] == '\n' { '\n' } else { ' ' });
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // Raw strings: r"..", r#".."#, br#".."#.
+        let raw_start = if c == 'r' && (at(i + 1) == '"' || at(i + 1) == '#') {
+            Some(i + 1)
+        } else if c == 'b' && at(i + 1) == 'r' && (at(i + 2) == '"' || at(i + 2) == '#') {
+            Some(i + 2)
+        } else {
+            None
+        };
+        let ident_before = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        if let (Some(mut j), false) = (raw_start, ident_before) {
+            let mut hashes = 0;
+            while at(j) == '#' {
+                hashes += 1;
+                j += 1;
+            }
+            if at(j) == '"' {
+                let start_line = line;
+                let begin = j + 1;
+                let mut k = begin;
+                let closes = |k: usize| at(k) == '"' && (1..=hashes).all(|h| at(k + h) == '#');
+                while k < chars.len() && !closes(k) {
+                    if chars[k] == '\n' {
+                        line += 1;
+                    }
+                    k += 1;
+                }
+                let text: String = chars[begin..k.min(chars.len())].iter().collect();
+                spans.push((code.len(), start_line, text));
+                let end = (k + 1 + hashes).min(chars.len());
+                for ch in &chars[i..end] {
+                    code.push(if *ch == '\n' { '\n' } else { ' ' });
+                }
+                i = end;
+                continue;
+            }
+        }
+        if c == '"' {
+            let start_line = line;
+            let mut k = i + 1;
+            let mut text = String::new();
+            while k < chars.len() && chars[k] != '"' {
+                if chars[k] == '\\' && at(k + 1) == '\n' {
+                    // A line continuation: the newline and the next line's indent vanish.
+                    k += 1;
+                    while k < chars.len() && chars[k].is_whitespace() {
+                        if chars[k] == '\n' {
+                            line += 1;
+                        }
+                        k += 1;
+                    }
+                    continue;
+                }
+                if chars[k] == '\\' {
+                    // `\n` reads as the line break it is (so "\nYou are" starts a word);
+                    // `\"`, `\\`, `\'` as their character; `\u{..}` and `\x..` roughly.
+                    k += 1;
+                    text.push(match at(k) {
+                        'n' | 'r' => '\n',
+                        't' => '\t',
+                        other => other,
+                    });
+                    k += 1;
+                    continue;
+                }
+                if k < chars.len() {
+                    if chars[k] == '\n' {
+                        line += 1;
+                    }
+                    text.push(chars[k]);
+                    k += 1;
+                }
+            }
+            spans.push((code.len(), start_line, text));
+            let end = (k + 1).min(chars.len());
+            for ch in &chars[i..end] {
+                code.push(if *ch == '\n' { '\n' } else { ' ' });
+            }
+            i = end;
+            continue;
+        }
+        if c == '\'' {
+            // A char literal ('x', '\n', '\u{..}', '"') or a lifetime ('a).
+            let end = if at(i + 1) == '\\' {
+                let mut k = i + 3;
+                while k < chars.len() && chars[k] != '\'' {
+                    k += 1;
+                }
+                Some(k + 1)
+            } else if at(i + 2) == '\'' {
+                Some(i + 3)
+            } else {
+                None
+            };
+            if let Some(end) = end {
+                for _ in i..end.min(chars.len()) {
+                    code.push(' ');
+                }
+                i = end;
+                continue;
+            }
+        }
+        if c == '\n' {
+            line += 1;
+        }
+        code.push(c);
+        i += 1;
+    }
+    // `#[cfg(test)] mod name { ... }` ranges, in byte offsets of `code`.
+    let mut test_ranges = Vec::new();
+    let mut from = 0;
+    while let Some(found) = code[from..].find("#[cfg(test)]") {
+        let start = from + found;
+        let rest = &code[start..];
+        let item = rest["#[cfg(test)]".len()..].trim_start();
+        if item.starts_with("mod ")
+            && let Some(open) = rest.find('{')
+        {
+            let mut depth = 0;
+            let mut end = code.len();
+            for (offset, ch) in code[start + open..].char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = start + open + offset;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            test_ranges.push(start..end);
+        }
+        from = start + 1;
+    }
+    for (offset, line, text) in spans {
+        let in_test_module = test_ranges.iter().any(|r| r.contains(&offset));
+        out.push(Literal { line, text, in_test_module });
+    }
+    out
+}
+
+/// Whether `phrase` occurs in `text` as whole words ("answer with" is not in "answer
+/// within").
+fn contains_phrase(text: &str, phrase: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(phrase).any(|(at, _)| {
+        !word(text[..at].chars().next_back()) && !word(text[at + phrase.len()..].chars().next())
+    })
+}
+
+/// Whether a literal reads like prompt prose.
+fn is_prompt_prose(text: &str) -> bool {
+    text.chars().count() >= MIN_PROSE_CHARS
+        && INSTRUCTION_PHRASES.iter().any(|p| contains_phrase(text, p))
+}
+
+#[test]
+fn the_literal_scanner_finds_strings_and_skips_comments_chars_and_lifetimes() {
+    let source = r####"
+//! You are reading a doc comment, which is not a literal at all, however long it gets here.
+fn f<'a>(x: &'a str) -> char {
+    let q = '"';
+    let e = '\'';
+    let s = "plain \"quoted\" text";
+    /* "not a literal" */
+    let r = r#"raw "inner" text"#;
+    let b = br"bytes";
+    let _ = format!("{x}{s}{r}{q}{e}");
+    'x'
+}
+#[cfg(test)]
+mod tests {
+    fn t() { let _ = "inside tests"; }
+}
+fn after() -> &'static str { "after tests" }
+fn cont() -> &'static str { "one \
+    two" }
+"####;
+    let literals = string_literals(source);
+    let found: Vec<(usize, &str, bool)> =
+        literals.iter().map(|l| (l.line, l.text.as_str(), l.in_test_module)).collect();
+    assert_eq!(
+        found,
+        [
+            (6, r#"plain "quoted" text"#, false),
+            (8, r#"raw "inner" text"#, false),
+            (9, "bytes", false),
+            (10, "{x}{s}{r}{q}{e}", false),
+            (15, "inside tests", true),
+            (17, "after tests", false),
+            (18, "one two", false),
+        ]
+    );
+}
+
+#[test]
+fn the_prose_detector_flags_instructions_and_spares_messages() {
+    let prompt = "You are a careful planner. Break the request into steps and list them.";
+    assert!(is_prompt_prose(prompt));
+    assert!(is_prompt_prose(
+        "Reply with one JSON object and nothing else, following the schema below exactly."
+    ));
+    assert!(!is_prompt_prose("You are here."), "short literals are labels");
+    assert!(!is_prompt_prose(
+        "POST https://example.test did not answer within 60 s; raise constraints.timeout_s"
+    ));
+    assert!(contains_phrase("Then respond with JSON.", "respond with"));
+    assert!(!contains_phrase("Correspond with", "respond with"));
+    assert!(!is_prompt_prose(
+        "no registry.json here or in any parent folder; pass --root DIR or create one"
+    ));
+    // The scanner and the detector together catch a literal added to a source file.
+    let source = format!("fn system() -> &'static str {{\n    \"{prompt}\"\n}}\n");
+    let flagged: Vec<Literal> =
+        string_literals(&source).into_iter().filter(|l| is_prompt_prose(&l.text)).collect();
+    assert_eq!(flagged.len(), 1);
+    assert_eq!(flagged[0].line, 2);
+}
+
+#[test]
+fn no_prompt_prose_in_src() {
+    let mut offenders = Vec::new();
+    let (mut scanned, mut in_tests) = (0, 0);
+    for path in files_under("src", "rs") {
+        let source = std::fs::read_to_string(&path).unwrap();
+        for literal in string_literals(&source) {
+            scanned += 1;
+            if literal.in_test_module {
+                in_tests += 1;
+                if is_prompt_prose(&literal.text) {
+                    eprintln!("(skipped, unit-test module) {}:{}", path.display(), literal.line);
+                }
+            } else if is_prompt_prose(&literal.text) {
+                let rel = path.strip_prefix(repo()).unwrap().display().to_string();
+                offenders.push(format!("{rel}:{}: {:?}", literal.line, literal.text));
+            }
+        }
+    }
+    assert!(scanned > 500, "the scanner saw only {scanned} literals");
+    assert!(in_tests > 100 && in_tests < scanned, "{in_tests} of {scanned} in test modules");
+    assert!(
+        offenders.is_empty(),
+        "prompt text belongs in prompt_packs/, not src/:\n{}",
+        offenders.join("\n")
+    );
+}
+
+// --- contracts ---------------------------------------------------------------------------
+
+fn contracts() -> Vec<(PathBuf, Value)> {
+    files_under("contracts", "json").into_iter().map(|p| (p.clone(), read_json(&p))).collect()
+}
+
+fn contract(id: &str) -> Value {
+    contracts()
+        .into_iter()
+        .map(|(_, c)| c)
+        .find(|c| c["contract_id"] == id)
+        .unwrap_or_else(|| panic!("no shipped contract {id}"))
+}
+
+#[test]
+fn every_shipped_contract_has_an_input_schema() {
+    let all = contracts();
+    assert!(all.len() >= 14, "13 kernel roles + PRC-CLASSIFY-001");
+    for (path, c) in all {
+        assert!(c["input_schema"].is_object(), "{} has no input_schema", path.display());
+    }
+}
+
+#[test]
+fn json_roles_have_an_output_schema_and_text_roles_do_not() {
+    let json_roles: BTreeSet<&str> =
+        Role::ALL.into_iter().filter(|r| r.produces_json()).map(Role::name).collect();
+    assert_eq!(
+        json_roles,
+        BTreeSet::from([
+            "plan",
+            "subplan",
+            "refinement",
+            "convergence",
+            "repair_json",
+            "synthesis"
+        ]),
+        "SPEC §8.2 names the JSON roles"
+    );
+    for role in Role::ALL {
+        let c = contract(role.contract_id());
+        if role.produces_json() {
+            assert!(
+                c["output_schema"].is_object(),
+                "{} ({}) produces JSON and needs an output_schema",
+                role.contract_id(),
+                role.name()
+            );
+        } else {
+            assert!(
+                c.get("output_schema").is_none(),
+                "{} ({}) is a text role and must not have an output_schema",
+                role.contract_id(),
+                role.name()
+            );
+        }
+    }
+    assert!(contract("PRC-CLASSIFY-001")["output_schema"].is_object());
+}
+
+#[test]
+fn the_synthesis_output_schema_is_the_final_answer_schema() {
+    let mut expected = read_json(&repo().join("schemas/final_answer.schema.json"));
+    for key in ["$schema", "$id", "title", "description"] {
+        expected.as_object_mut().unwrap().remove(key);
+    }
+    assert_eq!(contract("PRC-SYNTH-001")["output_schema"], expected);
+}
+
+#[test]
+fn every_contract_and_pack_file_is_registered_with_its_sha256() {
+    let registry = read_json(&repo().join("registry.json"));
+    for (dir, list, id_key) in [
+        ("contracts", "contracts", "contract_id"),
+        ("prompt_packs", "prompt_packs", "prompt_pack_id"),
+    ] {
+        let entries = registry[list].as_array().unwrap();
+        let mut files = files_under(dir, "json");
+        files.extend(files_under(dir, "yaml"));
+        files.extend(files_under(dir, "yml"));
+        assert!(!files.is_empty());
+        for path in files {
+            let rel = path.strip_prefix(repo()).unwrap().to_string_lossy().replace('\\', "/");
+            let entry = entries
+                .iter()
+                .find(|e| e["path"] == rel.as_str())
+                .unwrap_or_else(|| panic!("{rel} is not registered in registry.json"));
+            let bytes = std::fs::read(&path).unwrap();
+            let sha: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(entry["sha256"], sha.as_str(), "{rel}: sha256 differs from the registry");
+            if rel.ends_with(".json") {
+                let doc = read_json(&path);
+                assert_eq!(entry[id_key], doc[id_key], "{rel}");
+                assert_eq!(entry["version"], doc["version"], "{rel}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_kernel_role_resolves_to_its_shipped_contract_and_pack() {
+    let project = Project::open(&repo().join("registry.json")).unwrap();
+    for role in Role::ALL {
+        let pin = Pin { id: role.contract_id().to_string(), requirement: Requirement::Latest };
+        let resolved = project
+            .resolve(&pin, ResolveOptions::default())
+            .unwrap_or_else(|e| panic!("{} ({}): {e}", role.contract_id(), role.name()));
+        assert_eq!(resolved.contract.id, role.contract_id());
+        assert!(resolved.warnings.is_empty(), "{}: {:?}", role.name(), resolved.warnings);
+        assert!(resolved.pack.id.starts_with("PRM-"), "{}", resolved.pack.id);
+    }
+}
+
+#[test]
+fn the_shipped_tree_validates_clean() {
+    let out = assert_cmd::Command::cargo_bin("pactum")
+        .unwrap()
+        .current_dir(repo())
+        .args(["validate", ".", "--json", "--strict"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report:#}");
+    assert_eq!(report["summary"]["errors"], 0, "{report:#}");
+    assert_eq!(report["summary"]["warnings"], 0, "{report:#}");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+// --- module docs -------------------------------------------------------------------------
+
+#[test]
+fn every_source_file_starts_with_a_module_doc() {
+    let missing: Vec<String> = files_under("src", "rs")
+        .into_iter()
+        .filter(|p| !std::fs::read_to_string(p).unwrap().starts_with("//!"))
+        .map(|p| p.strip_prefix(repo()).unwrap().display().to_string())
+        .collect();
+    assert!(missing.is_empty(), "files without a `//!` module doc: {missing:?}");
+}
