@@ -264,7 +264,7 @@ impl CompiledPack {
 
     fn render_part(&self, name: &str, ctx: &JinjaValue) -> Result<String> {
         let template = self.env.get_template(name).map_err(|e| template_error(name, &e))?;
-        let mut out = Capped { buf: Vec::new() };
+        let mut out = Capped { buf: Vec::with_capacity(512) };
         template.render_captured_to(ctx.clone(), &mut out).map_err(|e| template_error(name, &e))?;
         String::from_utf8(out.buf).map_err(|_| Error::TemplateRender {
             template: name.to_string(),
@@ -275,7 +275,7 @@ impl CompiledPack {
     /// Renders the pack with `variables` (a JSON object). `system_messages` says whether
     /// the provider takes a separate system message.
     pub fn render(&self, variables: &Value, system_messages: bool) -> Result<Vec<Message>> {
-        let ctx = JinjaValue::from(minijinja::value::Serde(variables));
+        let ctx = to_jinja(variables, 0);
         if self.passthrough {
             let text = match self.parts.first() {
                 Some((_, Part::Template(name))) => self.render_part(name, &ctx)?,
@@ -319,6 +319,32 @@ impl CompiledPack {
 
     pub fn key(&self) -> &str {
         &self.key
+    }
+}
+
+/// Nesting of input values rendering converts (deeper values print as `none`; parsed
+/// JSON never nests deeper than 128).
+const MAX_VALUE_DEPTH: usize = 128;
+
+/// A JSON value as a template value. Direct conversion: about twice as fast as going
+/// through serde, and rendering runs on every exchange.
+fn to_jinja(value: &Value, depth: usize) -> JinjaValue {
+    match value {
+        Value::Null => JinjaValue::from(()),
+        Value::Bool(b) => JinjaValue::from(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => JinjaValue::from(i),
+            (None, Some(u)) => JinjaValue::from(u),
+            _ => JinjaValue::from(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => JinjaValue::from(s.as_str()),
+        _ if depth >= MAX_VALUE_DEPTH => JinjaValue::from(()),
+        Value::Array(items) => items.iter().map(|v| to_jinja(v, depth + 1)).collect(),
+        Value::Object(map) => JinjaValue::from_object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), to_jinja(v, depth + 1)))
+                .collect::<std::collections::BTreeMap<String, JinjaValue>>(),
+        ),
     }
 }
 

@@ -236,7 +236,7 @@ pub fn extract(text: &str, options: &ExtractOptions) -> Result<Extracted, Extrac
     }
     let mut blocks = vec![];
     let found = run
-        .fenced(&mut blocks)
+        .fenced(&mut blocks, options.repair)
         .or_else(|| run.embedded(options.want_array))
         .or_else(|| run.direct())
         .or_else(|| if options.repair { run.repaired(&blocks, options.want_array) } else { None });
@@ -320,7 +320,8 @@ impl<'a> Run<'a> {
     fn new(text: &'a str) -> Self {
         let floor = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
         let budget = text.len().saturating_mul(8).saturating_add(64 * 1024);
-        let (tried, notes) = (vec![], vec![]);
+        // Room for every method up front: one allocation, none on the hot path's pushes.
+        let (tried, notes) = (Vec::with_capacity(5), vec![]);
         Self { text, floor, budget_total: budget, budget, exhausted: false, tried, notes }
     }
 
@@ -356,11 +357,16 @@ impl<'a> Run<'a> {
         Extracted { value, method, span, envelope: false, repairs: vec![] }
     }
 
-    fn fenced(&mut self, blocks: &mut Vec<Block>) -> Option<Extracted> {
+    /// Fenced blocks in order; with `keep`, every block is kept for the repair stage.
+    fn fenced(&mut self, blocks: &mut Vec<Block>, keep: bool) -> Option<Extracted> {
         self.tried.push("fenced");
         let mut unclosed = false;
+        let mut seen = 0usize;
         for block in Fences::new(self.text.as_bytes(), self.floor) {
-            blocks.push(block.clone());
+            seen += 1;
+            if keep {
+                blocks.push(block.clone());
+            }
             if !block.closed {
                 unclosed = true;
                 continue;
@@ -372,7 +378,7 @@ impl<'a> Run<'a> {
                 return Some(Self::found(value, Method::Fenced, (start, end)));
             }
         }
-        self.notes.push(match (blocks.len(), unclosed) {
+        self.notes.push(match (seen, unclosed) {
             (0, _) => "no fenced code block".to_owned(),
             (1, true) => "the only fenced block is unclosed".to_owned(),
             (n, true) => format!("{n} fenced blocks, none holds JSON (the last is unclosed)"),
