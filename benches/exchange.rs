@@ -2,7 +2,7 @@
 //! `input_schema`, render the pack, extract JSON from a fenced reply, validate it against
 //! `output_schema`. Validators and the pack are compiled once, as the executor does.
 //!
-//! Run: `cargo bench --bench exchange`. The comparable Python pipeline (jsonschema compiled
+//! Run: `cargo bench --bench exchange`. The bench uses mimalloc, like the `pactum` binary. The comparable Python pipeline (jsonschema compiled
 //! once, Jinja2 strict, fence/brace/direct extraction) is measured by the peer script
 //! described in BENCHMARKS.md.
 
@@ -15,6 +15,11 @@ use pactum::pack::PromptPack;
 use pactum::project::Validators;
 use pactum::render::CompiledPack;
 use serde_json::{Value, json};
+
+/// The allocator the `pactum` binary uses (see ARCHITECTURE.md); BENCHMARKS.md also
+/// gives the figure with the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     divan::main();

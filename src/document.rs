@@ -14,8 +14,10 @@ use crate::digest::sha256_hex;
 use crate::error::{DocKind, Error, Result};
 pub use crate::source::Syntax;
 
-/// The largest governed file pactum reads (contracts, packs, work orders, registry.json).
+/// The largest contract, pack or work order pactum reads.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest registry.json pactum reads (tens of thousands of entries with history).
+pub const MAX_REGISTRY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A governed file: its exact text, the SHA-256 of its bytes, and its parsed value.
 #[derive(Clone, Debug)]
@@ -134,7 +136,8 @@ fn column_in_chars(text: &str, line: usize, byte_column: usize) -> usize {
 
 /// Reads, hashes and parses one governed file.
 pub fn load(path: &Path, doc: Option<DocKind>) -> Result<Document> {
-    let bytes = read_limited(path, MAX_FILE_BYTES)?;
+    let limit = if doc == Some(DocKind::Registry) { MAX_REGISTRY_BYTES } else { MAX_FILE_BYTES };
+    let bytes = read_limited(path, limit)?;
     let sha256 = sha256_hex(&bytes);
     let text = utf8(bytes, path, doc)?;
     let syntax = syntax_for(path);

@@ -10,6 +10,7 @@ use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Code, Error};
 use crate::id::Requirement;
+use crate::pack::PromptPack;
 use crate::registry::{EntryKind, State};
 use crate::render::{CompiledPack, declared_inputs};
 use crate::resolve::{ResolveOptions, resolve};
@@ -18,28 +19,62 @@ use crate::validate::{Analyzed, Context, FileKind};
 
 /// The pack a contract binds to, as far as validation can tell.
 enum Bound {
-    /// The compiled pack and its key.
-    Compiled(String, Arc<CompiledPack>),
+    /// A valid pack: its key, its templates' variables, and where it is.
+    Valid { key: String, variables: Vec<(String, BTreeSet<String>)>, pack: Source },
     /// Resolved, but the pack itself is invalid (reported on the contract).
     Invalid(String, String),
     /// Not found (already reported).
     Missing,
 }
 
-/// Checks every contract's binding; returns the compiled pack of each contract that has a
-/// valid one, by the contract file's index (for the examples check).
+/// Where a bound pack's model is.
+enum Source {
+    /// One of the files being validated (index into `Context::files`).
+    File(usize),
+    /// Loaded from outside the validated folder.
+    Loaded(Box<PromptPack>),
+}
+
+/// Packs of the validated files by id, with their versions (for trees without a registry).
+fn packs_by_id(ctx: &Context) -> HashMap<&str, Vec<(semver::Version, usize)>> {
+    let mut map: HashMap<&str, Vec<(semver::Version, usize)>> = HashMap::new();
+    for (i, p) in ctx.files.iter().enumerate() {
+        if p.kind != Some(FileKind::Pack) {
+            continue;
+        }
+        if let Some((id, v)) = p.declared_id()
+            && let Some(v) = crate::id::parse_version(v)
+        {
+            map.entry(id).or_default().push((v, i));
+        }
+    }
+    map
+}
+
+/// Checks every contract's binding; returns, for each contract that has examples and a
+/// valid pack, the compiled pack (by the contract file's index) for the examples check.
 pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<CompiledPack>> {
-    let mut bound_packs = HashMap::new();
+    let in_tree = if ctx.registry.is_none() { packs_by_id(ctx) } else { HashMap::new() };
+    let mut for_examples = HashMap::new();
     for (i, f) in ctx.files.iter().enumerate() {
         let Some(contract) = &f.contract else { continue };
         let bound = match &ctx.registry {
             Some(_) => bound_via_registry(ctx, f, contract, out),
-            None => bound_in_tree(ctx, f, contract, out),
+            None => bound_in_tree(ctx, &in_tree, f, contract, out),
         };
         match bound {
-            Bound::Compiled(key, pack) => {
-                check_variables(f, contract, &key, &pack.variables_by_template(), out);
-                bound_packs.insert(i, pack);
+            Bound::Valid { key, variables, pack } => {
+                check_variables(f, contract, &key, &variables, out);
+                if contract.examples.is_empty() {
+                    continue;
+                }
+                let pack = match &pack {
+                    Source::File(j) => ctx.files[*j].pack.as_ref(),
+                    Source::Loaded(p) => Some(p.as_ref()),
+                };
+                if let Some(compiled) = pack.and_then(|p| CompiledPack::compile(p).ok()) {
+                    for_examples.insert(i, Arc::new(compiled));
+                }
             }
             Bound::Invalid(key, why) => out.push(
                 Diagnostic::new(
@@ -53,7 +88,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<Com
             Bound::Missing => {}
         }
     }
-    bound_packs
+    for_examples
 }
 
 fn pack_pointer(contract: &Contract) -> &'static str {
@@ -61,6 +96,17 @@ fn pack_pointer(contract: &Contract) -> &'static str {
         "/prompt_pack_id"
     } else {
         "/prompt_pack_version"
+    }
+}
+
+/// The binding of an analyzed pack file.
+fn bound_file(ctx: &Context, index: usize, key: String) -> Bound {
+    let file = &ctx.files[index];
+    match &file.pack_variables {
+        Some(variables) => {
+            Bound::Valid { key, variables: variables.clone(), pack: Source::File(index) }
+        }
+        None => Bound::Invalid(key, format!("see the findings in {}", file.rel)),
     }
 }
 
@@ -114,45 +160,36 @@ fn bound_via_registry(
     let entry = resolution.entry;
     let key = entry.key();
     let Ok(path) = registry.file_of(entry) else { return Bound::Missing };
-    if let Some(pack_file) = ctx.file_at(&path) {
-        return match &pack_file.compiled {
-            Some(pack) => Bound::Compiled(key, pack.clone()),
-            None => Bound::Invalid(key, format!("see the findings in {}", pack_file.rel)),
-        };
+    if let Some(&index) = ctx.by_path.get(&path) {
+        return bound_file(ctx, index, key);
     }
     // The pack is outside the folder being validated: load it now.
     let loaded = crate::document::load(&path, Some(crate::error::DocKind::PromptPack))
-        .and_then(|doc| crate::pack::PromptPack::from_document(&doc))
-        .and_then(|pack| CompiledPack::compile(&pack));
+        .and_then(|doc| PromptPack::from_document(&doc))
+        .and_then(|pack| CompiledPack::compile(&pack).map(|c| (c.variables_by_template(), pack)));
     match loaded {
-        Ok(compiled) => Bound::Compiled(key, Arc::new(compiled)),
+        Ok((variables, pack)) => {
+            Bound::Valid { key, variables, pack: Source::Loaded(Box::new(pack)) }
+        }
         Err(e) => Bound::Invalid(key, e.to_string()),
     }
 }
 
 fn bound_in_tree(
     ctx: &Context,
+    packs: &HashMap<&str, Vec<(semver::Version, usize)>>,
     f: &Analyzed,
     contract: &Contract,
     out: &mut Vec<Diagnostic>,
 ) -> Bound {
-    let best = ctx
-        .files
-        .iter()
-        .filter(|p| p.kind == Some(FileKind::Pack))
-        .filter_map(|p| p.declared_id().map(|(id, v)| (p, id, v)))
-        .filter(|(_, id, _)| *id == contract.prompt_pack_id)
-        .filter_map(|(p, _, v)| crate::id::parse_version(v).map(|v| (p, v)))
-        .filter(|(_, v)| contract.prompt_pack_version.matches(v))
-        .max_by(|a, b| a.1.cmp(&b.1));
+    let best = packs
+        .get(contract.prompt_pack_id.as_str())
+        .into_iter()
+        .flatten()
+        .filter(|(v, _)| contract.prompt_pack_version.matches(v))
+        .max_by(|a, b| a.0.cmp(&b.0));
     match best {
-        Some((p, v)) => {
-            let key = format!("{}@{v}", contract.prompt_pack_id);
-            match &p.compiled {
-                Some(pack) => Bound::Compiled(key, pack.clone()),
-                None => Bound::Invalid(key, format!("see the findings in {}", p.rel)),
-            }
-        }
+        Some((v, index)) => bound_file(ctx, *index, format!("{}@{v}", contract.prompt_pack_id)),
         None => {
             out.push(
                 Diagnostic::new(

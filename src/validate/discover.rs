@@ -26,6 +26,9 @@ pub struct Candidate {
     pub dir_kind: Option<FileKind>,
     /// Set when the path is a symlink that leads outside the root.
     pub escape: Option<String>,
+    /// True when `path` is known to be canonical (walked under the canonical base, not a
+    /// symlink), so it need not be resolved again.
+    pub canonical: bool,
 }
 
 /// The conventional folders of a project and the kind of file each holds.
@@ -88,16 +91,34 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
         } else {
             None
         };
+        let canonical = !entry.path_is_symlink();
         out.push(Candidate {
             path: path.to_path_buf(),
             dir_kind: kind_from_folder(base, path),
             escape,
+            canonical,
         });
     }
 }
 
 /// The files to check for PATH (see the module docs).
 pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candidate> {
+    let mut out = walk_path(path, base, registry.is_some());
+    if let Some(registry) = registry {
+        add_registry_files(&mut out, path, base, registry);
+    }
+    out
+}
+
+/// Whether PATH is a project root with conventional folders (then only those are walked,
+/// and the registry's files are added by [`add_registry_files`]).
+fn at_project_root(path: &Path, base: &Path, has_registry: bool) -> bool {
+    let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+    has_registry && path == root && FOLDERS.iter().any(|(n, _)| path.join(n).is_dir())
+}
+
+/// The walked part of [`files`]: runs before (or while) the registry loads.
+pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate> {
     let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
     let mut out = Vec::new();
     if path.is_file() {
@@ -105,33 +126,40 @@ pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candi
             path: path.to_path_buf(),
             dir_kind: kind_from_folder(base, path),
             escape: None,
+            canonical: false,
         });
         return out;
     }
-    let at_root = registry.is_some() && path == root;
-    let folders: Vec<PathBuf> =
-        FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()).collect();
-    if at_root && !folders.is_empty() {
-        for folder in &folders {
-            walk(folder, base, &root, &mut out);
-        }
-        if let Some(registry) = registry {
-            let mut seen: BTreeSet<PathBuf> =
-                out.iter().filter_map(|c| c.path.canonicalize().ok()).collect();
-            for entry in &registry.entries {
-                if let Ok(real) = registry.file_of(entry)
-                    && seen.insert(real.clone())
-                {
-                    out.push(Candidate {
-                        dir_kind: kind_from_folder(&root, &real),
-                        path: real,
-                        escape: None,
-                    });
-                }
-            }
+    if at_project_root(path, base, has_registry) {
+        for folder in FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()) {
+            walk(&folder, base, &root, &mut out);
         }
     } else {
         walk(path, base, &root, &mut out);
     }
     out
+}
+
+/// At a project root: every file a registry entry names that the walk did not find.
+pub fn add_registry_files(out: &mut Vec<Candidate>, path: &Path, base: &Path, registry: &Registry) {
+    if !at_project_root(path, base, true) {
+        return;
+    }
+    let root = registry.real_root().to_path_buf();
+    let mut seen: BTreeSet<PathBuf> = out
+        .iter()
+        .filter_map(|c| if c.canonical { Some(c.path.clone()) } else { c.path.canonicalize().ok() })
+        .collect();
+    for entry in &registry.entries {
+        if let Ok(real) = registry.file_of(entry)
+            && seen.insert(real.clone())
+        {
+            out.push(Candidate {
+                dir_kind: kind_from_folder(&root, &real),
+                path: real,
+                escape: None,
+                canonical: true,
+            });
+        }
+    }
 }

@@ -4,8 +4,8 @@
 //! finding at its pointer), check the schemas a contract embeds, and compile pack
 //! templates.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -62,11 +62,16 @@ pub struct Analyzed {
     pub text: Option<String>,
     pub syntax: Syntax,
     pub sha256: Option<String>,
-    pub value: Option<Value>,
+    /// Whether the file parsed.
+    pub parsed: bool,
+    /// The id and version the file declares (even when it fails its schema).
+    pub declared: Option<(String, String)>,
     pub contract: Option<Contract>,
     pub pack: Option<PromptPack>,
-    /// The compiled pack (packs whose templates compile).
-    pub compiled: Option<Arc<CompiledPack>>,
+    /// The variables each template of a valid pack reads, by template pointer. The
+    /// compiled templates themselves are dropped (they are large); a pack is compiled
+    /// again only when a contract example needs it.
+    pub pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
     pub work_order: Option<WorkOrder>,
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -80,10 +85,11 @@ impl Analyzed {
             text: None,
             syntax,
             sha256: None,
-            value: None,
+            parsed: false,
+            declared: None,
             contract: None,
             pack: None,
-            compiled: None,
+            pack_variables: None,
             work_order: None,
             diagnostics: Vec::new(),
         }
@@ -91,13 +97,7 @@ impl Analyzed {
 
     /// The id and version the file itself declares (even when it fails its schema).
     pub fn declared_id(&self) -> Option<(&str, &str)> {
-        let v = self.value.as_ref()?;
-        let id_key = match self.kind? {
-            FileKind::Contract => "contract_id",
-            FileKind::Pack => "prompt_pack_id",
-            FileKind::WorkOrder => return None,
-        };
-        Some((v.get(id_key)?.as_str()?, v.get("version")?.as_str()?))
+        self.declared.as_ref().map(|(id, v)| (id.as_str(), v.as_str()))
     }
 
     fn push(&mut self, d: Diagnostic) {
@@ -108,7 +108,12 @@ impl Analyzed {
 
 /// Reads and checks one file on its own.
 pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
-    let abs = candidate.path.canonicalize().unwrap_or_else(|_| candidate.path.clone());
+    // Walked paths under the canonical base are canonical already, symlinks aside.
+    let abs = if candidate.canonical {
+        candidate.path.clone()
+    } else {
+        candidate.path.canonicalize().unwrap_or_else(|_| candidate.path.clone())
+    };
     let rel = relative_name(base, &candidate.path);
     let syntax = document::syntax_for(&candidate.path);
     let mut a = Analyzed::new(rel, abs, syntax);
@@ -156,11 +161,22 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
     if a.kind.is_none() {
         a.kind = FileKind::from_value(&value);
     }
-    a.value = Some(value);
+    a.parsed = true;
+    let id_key = match a.kind {
+        Some(FileKind::Contract) => Some("contract_id"),
+        Some(FileKind::Pack) => Some("prompt_pack_id"),
+        _ => None,
+    };
+    if let Some(key) = id_key
+        && let (Some(id), Some(version)) =
+            (value.get(key).and_then(Value::as_str), value.get("version").and_then(Value::as_str))
+    {
+        a.declared = Some((id.to_string(), version.to_string()));
+    }
     match a.kind {
-        Some(FileKind::Contract) => check_contract(&mut a, base),
-        Some(FileKind::Pack) => check_pack(&mut a),
-        Some(FileKind::WorkOrder) => check_work_order(&mut a),
+        Some(FileKind::Contract) => check_contract(&mut a, value, base),
+        Some(FileKind::Pack) => check_pack(&mut a, &value),
+        Some(FileKind::WorkOrder) => check_work_order(&mut a, &value),
         None => {}
     }
     a
@@ -190,17 +206,8 @@ fn schema_diagnostics(a: &mut Analyzed, e: &Error, help: &str) {
     }
 }
 
-fn check_contract(a: &mut Analyzed, base: &Path) {
-    let Some(value) = a.value.clone() else { return };
+fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
     let path = a.abs.clone();
-    match Contract::from_value(value.clone(), a.sha256.as_deref().unwrap_or_default(), &path) {
-        Ok(c) => a.contract = Some(c),
-        Err(e) => schema_diagnostics(
-            a,
-            &e,
-            "make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it)",
-        ),
-    }
     let dir = path.parent().unwrap_or(base).to_path_buf();
     for (pointer, embedded) in Contract::embedded_schemas(&value) {
         for f in schema::check_user_schema(embedded, pointer, &dir, base) {
@@ -211,15 +218,22 @@ fn check_contract(a: &mut Analyzed, base: &Path) {
             );
         }
     }
-    if a.contract.is_some() && a.diagnostics.iter().any(|d| d.is_error()) {
+    let embedded_ok = a.diagnostics.is_empty();
+    // The value moves into the contract (as `raw`): one copy of each document in memory.
+    match Contract::from_value(value, a.sha256.as_deref().unwrap_or_default(), &path) {
         // An invalid embedded schema makes the contract unusable for later rules.
-        a.contract = None;
+        Ok(c) if embedded_ok => a.contract = Some(c),
+        Ok(_) => {}
+        Err(e) => schema_diagnostics(
+            a,
+            &e,
+            "make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it)",
+        ),
     }
 }
 
-fn check_pack(a: &mut Analyzed) {
-    let Some(value) = a.value.clone() else { return };
-    let pack = match PromptPack::from_value(&value, a.sha256.as_deref().unwrap_or_default(), &a.abs)
+fn check_pack(a: &mut Analyzed, value: &Value) {
+    let pack = match PromptPack::from_value(value, a.sha256.as_deref().unwrap_or_default(), &a.abs)
     {
         Ok(p) => p,
         Err(e) => {
@@ -233,7 +247,7 @@ fn check_pack(a: &mut Analyzed) {
     };
     match CompiledPack::compile(&pack) {
         Ok(compiled) => {
-            a.compiled = Some(Arc::new(compiled));
+            a.pack_variables = Some(compiled.variables_by_template());
             a.pack = Some(pack);
         }
         Err(e) => schema_diagnostics(
@@ -244,9 +258,8 @@ fn check_pack(a: &mut Analyzed) {
     }
 }
 
-fn check_work_order(a: &mut Analyzed) {
-    let Some(value) = a.value.clone() else { return };
-    match WorkOrder::from_value(&value, &a.abs) {
+fn check_work_order(a: &mut Analyzed, value: &Value) {
+    match WorkOrder::from_value(value, &a.abs) {
         Ok(w) => a.work_order = Some(w),
         Err(e) => {
             schema_diagnostics(a, &e, "make the work order fit schemas/work_order.schema.json")

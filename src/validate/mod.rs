@@ -104,10 +104,33 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         None => registry::find_upwards(&path),
     };
     let mut registry_text = None;
+    let base_of = |rp: &Path| rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
+    // Load the registry (and resolve its files) on one thread while this one walks PATH.
+    let (loaded, mut walked) = std::thread::scope(|scope| {
+        let loading = registry_path.as_ref().map(|rp| {
+            scope.spawn(move || {
+                let loaded = Registry::load(rp);
+                if let Ok(r) = &loaded {
+                    for entry in &r.entries {
+                        let _ = r.file_of(entry);
+                    }
+                }
+                loaded
+            })
+        });
+        let walk_base = registry_path.as_deref().map(base_of);
+        let walked = walk_base.map(|b| discover::walk_path(&path, &b, true));
+        let loaded = loading.map(|h| {
+            h.join().unwrap_or_else(|_| {
+                Err(Error::io(&path, std::io::Error::other("registry loader panicked")))
+            })
+        });
+        (loaded, walked)
+    });
     let (registry, base) = match &registry_path {
         Some(rp) => {
-            let root = rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
-            match Registry::load(rp) {
+            let root = base_of(rp);
+            match loaded.unwrap_or_else(|| Registry::load(rp)) {
                 Ok(r) => (Some(r), root),
                 Err(e) => {
                     // Keep the text so the findings can show their lines.
@@ -152,7 +175,14 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         }
     };
 
-    let candidates = discover::files(&path, &base, registry.as_ref());
+    let candidates = match (walked.take(), &registry) {
+        (Some(mut walked), Some(r)) => {
+            discover::add_registry_files(&mut walked, &path, &base, r);
+            walked
+        }
+        (Some(walked), None) => walked,
+        (None, _) => discover::files(&path, &base, registry.as_ref()),
+    };
     let files = analyze_all(&candidates, &base, options.jobs, progress);
     let mut by_path = HashMap::with_capacity(files.len());
     for (i, f) in files.iter().enumerate() {

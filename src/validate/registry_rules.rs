@@ -25,7 +25,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
     let root = ctx.base.canonicalize().unwrap_or_else(|_| ctx.base.clone());
     for f in &ctx.files {
         let Some(kind @ (FileKind::Contract | FileKind::Pack)) = f.kind else { continue };
-        if f.value.is_none() || !f.abs.starts_with(&root) {
+        if !f.parsed || !f.abs.starts_with(&root) {
             continue;
         }
         let Some(entries) = by_file.get(&f.abs) else {

@@ -11,6 +11,11 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod output;
 
+/// pactum allocates many small values (parsed JSON, template values, diagnostics);
+/// mimalloc makes `validate` over large trees and every exchange markedly cheaper.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Governed prompt contracts: versioned, validated and auditable LLM exchanges.
 #[derive(Parser)]
 #[command(name = "pactum", version, about, propagate_version = true)]
