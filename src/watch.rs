@@ -14,6 +14,7 @@
 //! writes (`.pactum/`, registry temp and lock files) and editor droppings, and calls back
 //! once per settled batch of changes.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +36,30 @@ pub struct Snapshot {
     pub project: Project,
     /// Counts successful loads, starting at 1.
     pub generation: u64,
+    /// The stamp and verified hash of every entry file, so the next reload can skip
+    /// files that did not change (like git's index).
+    stamps: HashMap<PathBuf, (Stamp, String)>,
+    /// registry.json's stamp: when it did not change, the next reload reuses the parsed
+    /// registry.
+    registry_stamp: Option<Stamp>,
+}
+
+/// What identifies a file's content cheaply: size, modification time (nanoseconds on
+/// Linux) and inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(Stamp { len: meta.len(), modified: meta.modified().ok(), inode })
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -50,19 +75,41 @@ pub fn load_snapshot(
     previous: Option<&Snapshot>,
     generation: u64,
 ) -> std::result::Result<Snapshot, Vec<Diagnostic>> {
-    let registry = Registry::open(registry_path).map_err(|e| vec![Diagnostic::from_error(&e)])?;
+    let registry_stamp = stamp(registry_path);
+    let registry = match previous {
+        Some(p) if registry_stamp.is_some() && p.registry_stamp == registry_stamp => {
+            p.project.registry.clone()
+        }
+        _ => Registry::open(registry_path).map_err(|e| vec![Diagnostic::from_error(&e)])?,
+    };
     let config = Config::load(&registry.root).map_err(|e| vec![Diagnostic::from_error(&e)])?;
     let project = Project::new(registry, config);
     if let Some(prev) = previous {
         project.reuse_cache_of(&prev.project);
     }
     let mut problems = Vec::new();
+    let mut stamps = HashMap::new();
     for entry in &project.registry.entries {
         if !matches!(entry.state, State::Active | State::Deprecated) {
             continue;
         }
-        // Re-read and re-hash: the registry may be unchanged while the file changed.
+        // Re-hash files that may have changed: the registry may be unchanged while a
+        // file changed. A file whose stamp matches the previous snapshot's, verified
+        // against the same hash, is not read again.
         let checked = project.registry.file_of(entry).and_then(|path| {
+            let before = stamp(&path);
+            let unchanged = previous
+                .and_then(|p| p.stamps.get(&path))
+                .is_some_and(|(s, sha)| Some(*s) == before && *sha == entry.sha256);
+            if unchanged {
+                if let Some(s) = before {
+                    stamps.insert(path, (s, entry.sha256.clone()));
+                }
+                return match entry.kind {
+                    EntryKind::Contract => project.load_contract(entry).map(|_| ()),
+                    EntryKind::PromptPack => project.load_pack(entry).map(|_| ()),
+                };
+            }
             let bytes = document::read_limited(&path, document::MAX_FILE_BYTES)?;
             let sha = crate::digest::sha256_hex(&bytes);
             if sha != entry.sha256 {
@@ -74,6 +121,9 @@ pub fn load_snapshot(
                     actual: sha,
                 });
             }
+            if let Some(s) = before {
+                stamps.insert(path, (s, sha));
+            }
             match entry.kind {
                 EntryKind::Contract => project.load_contract(entry).map(|_| ()),
                 EntryKind::PromptPack => project.load_pack(entry).map(|_| ()),
@@ -83,7 +133,11 @@ pub fn load_snapshot(
             problems.push(Diagnostic::from_error(&e).file(entry.path.clone()));
         }
     }
-    if problems.is_empty() { Ok(Snapshot { project, generation }) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(Snapshot { project, generation, stamps, registry_stamp })
+    } else {
+        Err(problems)
+    }
 }
 
 /// A registry that reloads on change and always serves its last good snapshot.

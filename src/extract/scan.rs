@@ -10,12 +10,20 @@
 /// a hit is always on a UTF-8 character boundary.
 #[inline]
 pub(super) fn find_any<const N: usize>(needles: [u8; N], hay: &[u8]) -> Option<usize> {
-    match needles.as_slice() {
-        [a] => memchr::memchr(*a, hay),
-        [a, b] => memchr::memchr2(*a, *b, hay),
-        [a, b, c] => memchr::memchr3(*a, *b, *c, hay),
-        _ => hay.iter().position(|b| needles.contains(b)),
+    // Delimiters are often dense (JSON, hostile input): look at the first bytes one by one
+    // before paying for a SIMD search.
+    if let Some(found) = hay.iter().take(16).position(|b| needles.contains(b)) {
+        return Some(found);
     }
+    let skip = hay.len().min(16);
+    let rest = hay.get(skip..).unwrap_or_default();
+    let found = match needles.as_slice() {
+        [a] => memchr::memchr(*a, rest),
+        [a, b] => memchr::memchr2(*a, *b, rest),
+        [a, b, c] => memchr::memchr3(*a, *b, *c, rest),
+        _ => rest.iter().position(|b| needles.contains(b)),
+    };
+    found.map(|at| at + skip)
 }
 
 /// Position of the first `needle` in `hay`.
