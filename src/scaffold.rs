@@ -17,7 +17,41 @@ pub struct Scaffolded {
     pub pack_id: String,
 }
 
-fn write_new(path: &Path, value: &Value) -> Result<()> {
+/// A contract in the order people read it (a JSON map would sort the keys).
+#[derive(serde::Serialize)]
+struct ContractFile {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    contract_id: String,
+    version: &'static str,
+    prompt_pack_id: String,
+    prompt_pack_version: &'static str,
+    boundary: Value,
+    input_schema: Value,
+    output_schema: Value,
+    examples: Value,
+    metadata: Value,
+}
+
+/// A pack in the order people read it.
+#[derive(serde::Serialize)]
+struct PackFile {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    prompt_pack_id: String,
+    version: &'static str,
+    description: String,
+    sections: PackSections,
+}
+
+#[derive(serde::Serialize)]
+struct PackSections {
+    role: &'static str,
+    task: &'static str,
+    output_format: &'static str,
+}
+
+fn write_new(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     if path.exists() {
         return Err(Error::io(
             path,
@@ -61,40 +95,36 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
     }
     let contract_rel = format!("contracts/{name}/1.0.0.json");
     let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
-    let pack = json!({
-        "$schema": "../../schemas/prompt_pack.schema.json",
-        "prompt_pack_id": pack_id,
-        "version": "1.0.0",
-        "description": format!("Prompt text of {id}."),
-        "sections": {
-            "role": "(the role the model plays)",
-            "task": "(what to do with the input)\n\n{{ input }}",
-            "output_format": "(the exact output shape, e.g. a JSON object with a `result` string)"
-        }
-    });
-    let contract = json!({
-        "$schema": "../../schemas/prompt_contract.schema.json",
-        "contract_id": id,
-        "version": "1.0.0",
-        "prompt_pack_id": pack_id,
-        "prompt_pack_version": "1.0.0",
-        "boundary": {"max_tokens": 512, "temperature": 0},
-        "input_schema": {
+    let pack = PackFile {
+        schema: "../../schemas/prompt_pack.schema.json",
+        prompt_pack_id: pack_id.clone(),
+        version: "1.0.0",
+        description: format!("Prompt text of {id}."),
+        sections: PackSections {
+            role: "(the role the model plays)",
+            task: "(what to do with the input)\n\n{{ input }}",
+            output_format: "(the exact output shape, e.g. a JSON object with a `result` string)",
+        },
+    };
+    let contract = ContractFile {
+        schema: "../../schemas/prompt_contract.schema.json",
+        contract_id: id.to_string(),
+        version: "1.0.0",
+        prompt_pack_id: pack_id.clone(),
+        prompt_pack_version: "1.0.0",
+        boundary: json!({"max_tokens": 512, "temperature": 0}),
+        input_schema: json!({
             "type": "object",
             "required": ["input"],
             "additionalProperties": false,
             "properties": {"input": {"type": "string", "minLength": 1, "description": "The text the prompt works on."}}
-        },
-        "output_schema": {
-            "type": "object",
-            "required": ["result"],
-            "properties": {"result": {"type": "string"}}
-        },
-        "examples": [
+        }),
+        output_schema: json!({"type": "object", "required": ["result"], "properties": {"result": {"type": "string"}}}),
+        examples: json!([
             {"name": "a fenced reply", "input": {"input": "example"}, "response": "```json\n{\"result\": \"example\"}\n```", "expect": "ok"}
-        ],
-        "metadata": {"description": "(one sentence: what this exchange is for)"}
-    });
+        ]),
+        metadata: json!({"description": "(one sentence: what this exchange is for)"}),
+    };
     let pack_path = root.join(&pack_rel);
     let contract_path = root.join(&contract_rel);
     write_new(&pack_path, &pack)?;

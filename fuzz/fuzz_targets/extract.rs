@@ -1,0 +1,21 @@
+//! Fuzzes JSON extraction (strict and lenient, object and array candidates, envelopes):
+//! it must never panic, and every span it reports must slice the text on character
+//! boundaries.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use pactum::extract::{ExtractOptions, extract, extract_envelope};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    for want_array in [false, true] {
+        for repair in [false, true] {
+            let options = ExtractOptions { want_array, repair };
+            if let Ok(found) = extract(text, &options) {
+                assert!(text.get(found.span.0..found.span.1).is_some(), "span off a char boundary");
+            }
+        }
+    }
+    let envelope = serde_json::json!({ "text": text });
+    let _ = extract_envelope(&envelope, &ExtractOptions::default());
+});
