@@ -6,7 +6,7 @@
 #[path = "fixtures/exchange/harness.rs"]
 mod harness;
 
-use harness::{Project, read_records, repo, schema_errors};
+use harness::{Project, read_records, repo, schema_errors, sha256_hex};
 use serde_json::{Value, json};
 
 /// A project whose ledger holds five records: an exchange, an exchange repaired once (two
@@ -29,11 +29,6 @@ fn ledger_of_five() -> Project {
     p.run(&[&dry], &[], &[]).status(0);
     p.run(&[&bad], &[], &[]).status(1);
     p
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn lines(p: &Project) -> Vec<String> {

@@ -7,11 +7,14 @@
 //! re-verified here with an independent canonical-JSON + SHA-256 implementation, not with
 //! the library's.
 
+#[path = "support/common.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::sha256_hex;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pactum");
 const ID: &str = "PRC-NOTES-001";
@@ -50,10 +53,6 @@ fn one_json(args: &[&str], out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!("stdout is not one JSON document ({e})\n{}", describe(args, out))
     })
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Canonical form: object keys sorted at every level (arrays keep their order).

@@ -13,33 +13,19 @@
 //! | 1.3.0   | active                        |
 //! | 2.0.0   | draft                         |
 
+#[path = "support/common.rs"]
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use common::{copy_tree, pactum_in, sha256_hex};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/resolve/project")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The fixture project copied into `<tmp>/project`.
@@ -93,12 +79,6 @@ impl Project {
             .unwrap();
         json_of(&out)
     }
-}
-
-fn pactum_in(dir: &Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("pactum").unwrap();
-    cmd.current_dir(dir).env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
-    cmd
 }
 
 fn json_of(out: &Output) -> (Value, i32) {

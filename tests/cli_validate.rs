@@ -17,14 +17,17 @@
 //! SHA-256; tests that want one finding only call [`Tree::resync`], which drops the history
 //! (allowed for hand-written registries) and records the files' current hashes.
 
+#[path = "support/common.rs"]
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use common::{copy_tree, pactum_in, sha256_hex};
 use quick_xml::events::Event;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -32,24 +35,6 @@ use sha2::{Digest, Sha256};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate").join(name)
-}
-
-/// Copies a folder recursively (files and folders only; fixtures hold no symlinks).
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// 1-based line and character column of the character right after the first `prefix`.
@@ -184,12 +169,6 @@ impl Tree {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-}
-
-fn pactum_in(dir: &Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("pactum").unwrap();
-    cmd.current_dir(dir).env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
-    cmd
 }
 
 fn stdout(out: &Output) -> String {

@@ -5,6 +5,9 @@
 //!
 //! No network: the HTTP providers talk to the mock server in `support/mock_http.rs`.
 
+#[path = "support/common.rs"]
+mod common;
+
 #[path = "support/mock_http.rs"]
 mod mock_http;
 
@@ -173,19 +176,7 @@ fn finding(report: &Report, code: Code) -> Diagnostic {
 
 /// The `pactum` binary, run in `dir`, with no provider settings from the environment.
 fn pactum(dir: &Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("pactum").unwrap();
-    cmd.current_dir(dir).env("NO_COLOR", "1");
-    for var in [
-        "PACTUM_PROVIDER",
-        "PACTUM_MODEL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_API_KEY",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
+    common::pactum_in(dir)
 }
 
 /// Runs a command that prints one JSON document; returns it with the exit status.

@@ -11,23 +11,22 @@
 //! - `stale_temp_files_are_never_read_and_the_next_writer_removes_them`.
 //! - `concurrent_writers_lose_nothing`: rounds of four processes writing at once.
 
+#[path = "support/common.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::sha256_hex;
 use pactum::registry::{Action, EntryKind, Registry, State, lifecycle, store};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pactum");
 const TS: &str = "2026-01-01T00:00:00Z";
 const PACK: &str = "PRM-GEN-001";
 const BASE_CONTRACTS: usize = 300;
 const ITERATIONS: u64 = 60;
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// A tiny reproducible PRNG.
 struct XorShift(u64);

@@ -1,11 +1,9 @@
 //! The contract-level half of the diff: top-level keys, `boundary`, `required_context`,
 //! and the hand-off of each embedded schema to [`super::schema`].
 
-use std::collections::BTreeSet;
-
 use serde_json::Value;
 
-use super::{Change, ChangeKind, child, object, schema, show};
+use super::{Change, ChangeKind, changed, child, object, schema, show};
 
 /// Adds every difference between two contract documents to `out` (unsorted).
 pub(super) fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
@@ -16,12 +14,7 @@ pub(super) fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
         }
         return;
     };
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for key in keys {
-        let (old_value, new_value) = (old.get(key), new.get(key));
-        if old_value == new_value {
-            continue;
-        }
+    for (key, old_value, new_value) in changed(old, new) {
         let pointer = child("", key);
         let change = format!("`{key}` {} → {}", show(old_value), show(new_value));
         let simple = |kind: ChangeKind| Change::new(pointer.clone(), kind, change.clone());
@@ -69,13 +62,10 @@ fn metadata(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Change>) {
         out.push(Change::new("/metadata".to_owned(), ChangeKind::MetadataChanged, detail));
         return;
     };
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for key in keys {
-        if old.get(key) != new.get(key) {
-            let detail = format!("metadata `{key}` changed");
-            let pointer = child("/metadata", key);
-            out.push(Change::new(pointer, ChangeKind::MetadataChanged, detail));
-        }
+    for (key, _, _) in changed(old, new) {
+        let detail = format!("metadata `{key}` changed");
+        let pointer = child("/metadata", key);
+        out.push(Change::new(pointer, ChangeKind::MetadataChanged, detail));
     }
 }
 
@@ -85,12 +75,7 @@ fn boundary(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Change>) {
         out.push(Change::new("/boundary".to_owned(), ChangeKind::BoundaryChanged, detail));
         return;
     };
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for key in keys {
-        let (old_value, new_value) = (old.get(key), new.get(key));
-        if old_value == new_value {
-            continue;
-        }
+    for (key, old_value, new_value) in changed(old, new) {
         let pointer = child("/boundary", key);
         let change = format!("`boundary.{key}` {} → {}", show(old_value), show(new_value));
         let kind = match key.as_str() {
@@ -126,12 +111,7 @@ fn required_context(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Chan
         out.push(Change::new(BASE.to_owned(), ChangeKind::Unclassified, detail));
         return;
     };
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for key in keys {
-        let (old_value, new_value) = (old.get(key), new.get(key));
-        if old_value == new_value {
-            continue;
-        }
+    for (key, old_value, new_value) in changed(old, new) {
         let pointer = child(BASE, key);
         if !CONTEXT_LISTS.contains(&key.as_str()) {
             let detail = format!("unknown `required_context.{key}` changed; treated as breaking");

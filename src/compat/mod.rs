@@ -58,6 +58,7 @@
 //! assert_eq!(required_bump(&changes), Bump::Minor);
 //! ```
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -403,6 +404,23 @@ fn show(value: Option<&Value>) -> String {
         short.push('…');
     }
     short
+}
+
+/// Every key of either object, in order, once.
+fn all_keys<'v>(old: &'v Map<String, Value>, new: &'v Map<String, Value>) -> BTreeSet<&'v String> {
+    old.keys().chain(new.keys()).collect()
+}
+
+/// The keys whose values differ between two objects, in order, with the old and new value
+/// (`None` where the key is absent).
+fn changed<'v>(
+    old: &'v Map<String, Value>,
+    new: &'v Map<String, Value>,
+) -> impl Iterator<Item = (&'v String, Option<&'v Value>, Option<&'v Value>)> {
+    all_keys(old, new)
+        .into_iter()
+        .map(|key| (key, old.get(key), new.get(key)))
+        .filter(|(_, old, new)| old != new)
 }
 
 /// An optional JSON object: absent reads as empty, anything but an object as `None`.

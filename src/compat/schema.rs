@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::{Change, ChangeKind, child, object, show};
+use super::{Change, ChangeKind, all_keys, child, object, show};
 
 /// Schema nesting (including `$ref` hops) compared keyword by keyword; deeper subschemas
 /// that differ are reported as one unclassified change.
@@ -295,7 +295,7 @@ impl<'a> Differ<'a, '_> {
 
     fn keywords(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
         self.types(o, n, loc);
-        self.nullable(o, n, loc);
+        self.flag(o, n, loc, "nullable", (ChangeKind::TypeWidened, ChangeKind::Retyped));
         self.allowed_values(o, n, loc);
         self.properties(o, n, loc, depth);
         for key in ["additionalProperties", "unevaluatedProperties"] {
@@ -313,7 +313,8 @@ impl<'a> Differ<'a, '_> {
         for key in UPPER_BOUNDS {
             self.bound(key, f64::INFINITY, false, o, n, loc);
         }
-        self.unique_items(o, n, loc);
+        let constraint = (ChangeKind::ConstraintAdded, ChangeKind::ConstraintRemoved);
+        self.flag(o, n, loc, "uniqueItems", constraint);
         self.multiple_of(o, n, loc);
         for key in OPAQUE_CONSTRAINTS {
             self.opaque(key, get(o, key), get(n, key), loc);
@@ -377,20 +378,26 @@ impl<'a> Differ<'a, '_> {
         self.push(pointer, kind, change);
     }
 
-    fn nullable(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
-        let (old, new) = (get(o, "nullable"), get(n, "nullable"));
+    /// A boolean keyword that is `false` when absent (`nullable`, `uniqueItems`): turning it
+    /// on is `on`, turning it off is `off`; a value that is not a boolean is unclassified.
+    fn flag(
+        &mut self,
+        o: Obj<'a>,
+        n: Obj<'a>,
+        loc: &Loc,
+        keyword: &str,
+        (on, off): (ChangeKind, ChangeKind),
+    ) {
+        let (old, new) = (get(o, keyword), get(n, keyword));
         if old == new {
             return;
         }
-        let pointer = loc.at("nullable", new.is_some());
-        let change = format!("`nullable` {} → {}", show(old), show(new));
-        let flag = |value: Option<&Value>| match value {
-            None => Some(false),
-            Some(value) => value.as_bool(),
-        };
+        let pointer = loc.at(keyword, new.is_some());
+        let change = format!("`{keyword}` {} → {}", show(old), show(new));
+        let flag = |value: Option<&Value>| value.map_or(Some(false), Value::as_bool);
         let kind = match (flag(old), flag(new)) {
-            (Some(false), Some(true)) => ChangeKind::TypeWidened,
-            (Some(true), Some(false)) => ChangeKind::Retyped,
+            (Some(false), Some(true)) => on,
+            (Some(true), Some(false)) => off,
             (Some(_), Some(_)) => return,
             _ => ChangeKind::Unclassified,
         };
@@ -460,8 +467,7 @@ impl<'a> Differ<'a, '_> {
         // Names whose property appeared or vanished are reported once, as that.
         let mut settled: BTreeSet<&str> = BTreeSet::new();
         let props = loc.child("properties");
-        let keys: BTreeSet<&String> = old_props.keys().chain(new_props.keys()).collect();
-        for key in keys {
+        for key in all_keys(old_props, new_props) {
             match (old_props.get(key), new_props.get(key)) {
                 (Some(old), Some(new)) => self.schema(old, new, &props.child(key), depth + 1),
                 (None, Some(new)) => {
@@ -541,8 +547,7 @@ impl<'a> Differ<'a, '_> {
             return self.push(pointer, ChangeKind::Unclassified, detail);
         };
         let here = loc.child("patternProperties");
-        let keys: BTreeSet<&String> = old_map.keys().chain(new_map.keys()).collect();
-        for key in keys {
+        for key in all_keys(old_map, new_map) {
             match (old_map.get(key), new_map.get(key)) {
                 (Some(old), Some(new)) => self.schema(old, new, &here.child(key), depth + 1),
                 (None, Some(_)) | (Some(_), None) => {
@@ -651,23 +656,6 @@ impl<'a> Differ<'a, '_> {
             ChangeKind::BoundTightened
         } else {
             ChangeKind::BoundRelaxed
-        };
-        self.push(pointer, kind, change);
-    }
-
-    fn unique_items(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
-        let (old, new) = (get(o, "uniqueItems"), get(n, "uniqueItems"));
-        if old == new {
-            return;
-        }
-        let pointer = loc.at("uniqueItems", new.is_some());
-        let change = format!("`uniqueItems` {} → {}", show(old), show(new));
-        let flag = |value: Option<&Value>| value.map_or(Some(false), Value::as_bool);
-        let kind = match (flag(old), flag(new)) {
-            (Some(false), Some(true)) => ChangeKind::ConstraintAdded,
-            (Some(true), Some(false)) => ChangeKind::ConstraintRemoved,
-            (Some(_), Some(_)) => return,
-            _ => ChangeKind::Unclassified,
         };
         self.push(pointer, kind, change);
     }

@@ -44,7 +44,28 @@ pub struct Exchanged {
     pub prompt_hash: String,
 }
 
+impl Target {
+    /// The contract's output schema, or `true` (anything) when it has none.
+    pub fn output_schema(&self) -> Value {
+        self.contract.output_schema.clone().unwrap_or(Value::Bool(true))
+    }
+}
+
 impl Exchanged {
+    /// The output's JSON value (`null` for a text output), or the validation errors.
+    pub fn json(&self) -> std::result::Result<Value, Vec<String>> {
+        let output = self.output.as_ref().map_err(super::supervisor::error_messages)?;
+        Ok(output.value().cloned().unwrap_or(Value::Null))
+    }
+
+    /// The supervisor problem "this reply is not valid JSON for `target`".
+    pub fn malformed_json(&self, target: &Target) -> super::supervisor::Problem {
+        super::supervisor::Problem::MalformedJson {
+            contract_id: self.resolved.contract.key(),
+            output_schema: target.output_schema(),
+        }
+    }
+
     /// The reply's raw text (an envelope's `text`, or the envelope as JSON).
     pub fn raw_text(&self) -> String {
         match &self.response.body {

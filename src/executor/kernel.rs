@@ -227,28 +227,13 @@ impl Kernel<'_> {
     fn ask_json(&self, st: &mut State, phase: &str, role: Role, input: &Value) -> Flow<Value> {
         let first = self.cycle(st, phase, role, input, None, 0)?;
         let target = self.caller.target(&first.resolved).map_err(Stop::Halted)?;
-        match &first.output {
-            Ok(out) => Ok(out.value().cloned().unwrap_or(Value::Null)),
-            Err(e) => {
-                let problem = Problem::MalformedJson {
-                    contract_id: first.resolved.contract.key(),
-                    output_schema: target
-                        .contract
-                        .output_schema
-                        .clone()
-                        .unwrap_or(Value::Bool(true)),
-                };
-                self.repair(
-                    st,
-                    phase,
-                    &problem,
-                    (&first.raw_text(), supervisor::error_messages(e)),
-                    &target,
-                    &|x: &Exchanged| match &x.output {
-                        Ok(out) => Ok(out.value().cloned().unwrap_or(Value::Null)),
-                        Err(e) => Err(supervisor::error_messages(e)),
-                    },
-                )
+        match first.json() {
+            Ok(value) => Ok(value),
+            Err(errors) => {
+                let problem = first.malformed_json(&target);
+                self.repair(st, phase, &problem, (&first.raw_text(), errors), &target, &|x| {
+                    x.json()
+                })
             }
         }
     }
@@ -258,13 +243,7 @@ impl Kernel<'_> {
         let first = self.cycle(st, "B", role, input, None, 0)?;
         let target = self.caller.target(&first.resolved).map_err(Stop::Halted)?;
         let accept = |x: &Exchanged| -> Result<Value, Vec<String>> {
-            let value = x
-                .output
-                .as_ref()
-                .map_err(supervisor::error_messages)?
-                .value()
-                .cloned()
-                .unwrap_or(Value::Null);
+            let value = x.json()?;
             Plan::from_model(&value).map(|_| value).map_err(|e| vec![e])
         };
         let value = match accept(&first) {
@@ -273,22 +252,11 @@ impl Kernel<'_> {
                 let malformed =
                     matches!(&first.output, Err(e) if e.code() != Code::OutputSchemaInvalid);
                 let problem = if malformed {
-                    Problem::MalformedJson {
-                        contract_id: first.resolved.contract.key(),
-                        output_schema: target
-                            .contract
-                            .output_schema
-                            .clone()
-                            .unwrap_or(Value::Bool(true)),
-                    }
+                    first.malformed_json(&target)
                 } else {
                     Problem::InvalidPlan {
                         request: self.request.to_string(),
-                        plan_schema: target
-                            .contract
-                            .output_schema
-                            .clone()
-                            .unwrap_or(Value::Bool(true)),
+                        plan_schema: target.output_schema(),
                         tools: self.tools.describe(),
                     }
                 };

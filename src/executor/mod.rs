@@ -210,10 +210,7 @@ impl Runner<'_> {
             return None;
         }
         let target = caller.target(&first.resolved).ok()?;
-        let problem = supervisor::Problem::MalformedJson {
-            contract_id: first.resolved.contract.key(),
-            output_schema: target.contract.output_schema.clone().unwrap_or(Value::Bool(true)),
-        };
+        let problem = first.malformed_json(&target);
         let mut attempts = 0;
         let mut actions = Vec::new();
         let repaired = supervisor::repair(

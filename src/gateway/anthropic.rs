@@ -31,11 +31,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ProviderFailure, Result};
-use crate::gateway::http::{
-    self, DEFAULT_CONNECT_TIMEOUT, HttpClient, HttpReply, RetryPolicy, SettingNames,
-};
+use crate::gateway::http::{ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
 use crate::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Role, Secret, Usage,
+    FinishReason, PromptRequest, Provider, ProviderResponse, Role, Secret, Usage,
 };
 
 /// The public Anthropic API (without the `/v1`).
@@ -46,6 +44,12 @@ pub const DEFAULT_API_VERSION: &str = "2023-06-01";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The name of the tool that carries structured output.
 pub const STRUCTURED_OUTPUT_TOOL: &str = "structured_output";
+
+const KIND: ApiKind = ApiKind {
+    settings: SettingNames { base_url: "ANTHROPIC_BASE_URL", api_key: "ANTHROPIC_API_KEY" },
+    answer: "a message",
+    api: "the Anthropic API",
+};
 
 /// Settings of the Anthropic provider.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,39 +101,27 @@ impl Default for AnthropicConfig {
 #[derive(Clone, Debug)]
 pub struct AnthropicProvider {
     config: AnthropicConfig,
-    client: HttpClient,
-    url: String,
+    endpoint: Endpoint,
 }
 
 impl AnthropicProvider {
     /// A provider with these settings. Missing settings are reported by
     /// [`Provider::complete`], before any request is sent.
     pub fn new(config: AnthropicConfig) -> Self {
-        let settings = SettingNames {
-            base_url: "ANTHROPIC_BASE_URL".to_string(),
-            api_key: "ANTHROPIC_API_KEY".to_string(),
-        };
-        let client = HttpClient::new(
-            config.name.clone(),
-            DEFAULT_CONNECT_TIMEOUT,
+        let endpoint = Endpoint::new(
+            &config.name,
+            &config.base_url,
+            "v1/messages",
+            config.api_key.as_ref(),
             config.timeout,
-            config.retry.clone(),
-            settings,
+            &config.retry,
+            KIND,
         );
-        let url = http::join_url(&config.base_url, "v1/messages");
-        AnthropicProvider { config, client, url }
+        AnthropicProvider { config, endpoint }
     }
 
     pub fn config(&self) -> &AnthropicConfig {
         &self.config
-    }
-
-    fn key(&self) -> Option<&Secret> {
-        self.config.api_key.as_ref().filter(|key| !key.expose().is_empty())
-    }
-
-    fn not_configured(&self, message: &str) -> crate::Error {
-        http::provider_error(&self.config.name, ProviderFailure::NotConfigured, self.key(), message)
     }
 
     /// The JSON body of the messages request.
@@ -170,32 +162,11 @@ impl AnthropicProvider {
         Value::Object(body)
     }
 
-    fn invalid(&self, what: &str) -> crate::Error {
-        let message = format!(
-            "the answer from {} is not a message: {what}; check that ANTHROPIC_BASE_URL points \
-             at the Anthropic API",
-            self.url
-        );
-        http::provider_error(
-            &self.config.name,
-            ProviderFailure::InvalidResponse,
-            self.key(),
-            &message,
-        )
-    }
-
     /// Reads a messages-API answer.
     fn parse(&self, reply: HttpReply) -> Result<ProviderResponse> {
-        let secret = self.key();
         let body = &reply.body;
         let Some(content) = body.get("content").and_then(Value::as_array) else {
-            return Err(match body.get("error") {
-                Some(_) => self.invalid(&format!(
-                    "it carries an error instead of content: {}",
-                    http::excerpt(&body.to_string(), secret)
-                )),
-                None => self.invalid("it has no `content` array"),
-            });
+            return Err(self.endpoint.missing(body, "content"));
         };
         let mut text = String::new();
         let mut tool_input = None;
@@ -230,14 +201,7 @@ impl AnthropicProvider {
                 completion_tokens: count("output_tokens"),
             }
         });
-        Ok(ProviderResponse {
-            body: ResponseBody::Text(http::scrub(secret, &text)),
-            finish_reason,
-            usage,
-            latency: reply.latency,
-            model: body.get("model").and_then(Value::as_str).map(|m| http::scrub(secret, m)),
-            attempts: reply.attempts,
-        })
+        Ok(self.endpoint.response(&reply, &text, finish_reason, usage))
     }
 }
 
@@ -247,14 +211,15 @@ impl Provider for AnthropicProvider {
     }
 
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
-        let Some(key) = self.key() else {
-            return Err(self.not_configured(
+        let not_configured = |message| self.endpoint.error(ProviderFailure::NotConfigured, message);
+        let Some(key) = self.endpoint.key() else {
+            return Err(not_configured(
                 "no API key is configured; set ANTHROPIC_API_KEY or the provider's key in \
                  pactum.toml",
             ));
         };
         if self.config.model.trim().is_empty() {
-            return Err(self.not_configured(
+            return Err(not_configured(
                 "no model is configured; set the provider's `model` in pactum.toml",
             ));
         }
@@ -263,8 +228,7 @@ impl Provider for AnthropicProvider {
             ("anthropic-version", self.config.api_version.clone()),
         ];
         let body = self.request_body(request);
-        let reply =
-            self.client.post_json(&self.url, &headers, &body, request.timeout, Some(key))?;
+        let reply = self.endpoint.post(&headers, &body, request.timeout)?;
         self.parse(reply)
     }
 }

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::error::{Error, ProviderFailure, Result};
-use crate::gateway::Secret;
+use crate::gateway::{FinishReason, ProviderResponse, ResponseBody, Secret, Usage};
 
 /// How long connecting (DNS, TCP and TLS) may take before the attempt counts as failed.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -101,12 +101,12 @@ pub struct HttpReply {
 }
 
 /// The setting names a failure message tells the user to check.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SettingNames {
     /// Where the base URL comes from, e.g. `OPENAI_BASE_URL`.
-    pub base_url: String,
+    pub base_url: &'static str,
     /// Where the API key comes from, e.g. `OPENAI_API_KEY`.
-    pub api_key: String,
+    pub api_key: &'static str,
 }
 
 /// A blocking HTTP client for one provider, with its timeouts and retry policy.
@@ -355,6 +355,114 @@ impl HttpClient {
             | ProviderFailure::ScriptExhausted => {
                 format!("cannot send a request to `{url}`: {}", failure.detail)
             }
+        }
+    }
+}
+
+/// How a JSON API is named in messages: the settings to check, what its answer is called
+/// (`"a chat completion"`) and what the base URL should point at (`"an OpenAI-compatible
+/// API"`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ApiKind {
+    pub settings: SettingNames,
+    pub answer: &'static str,
+    pub api: &'static str,
+}
+
+/// One JSON endpoint of a real provider: the client, the URL, the key, and the error and
+/// response plumbing every such provider shares. Debug output never shows the key.
+#[derive(Clone, Debug)]
+pub(crate) struct Endpoint {
+    client: HttpClient,
+    url: String,
+    key: Option<Secret>,
+    kind: ApiKind,
+}
+
+impl Endpoint {
+    /// The endpoint `path` below `base_url`, for the provider named `provider`.
+    pub fn new(
+        provider: &str,
+        base_url: &str,
+        path: &str,
+        key: Option<&Secret>,
+        timeout: Duration,
+        retry: &RetryPolicy,
+        kind: ApiKind,
+    ) -> Self {
+        let client = HttpClient::new(
+            provider,
+            DEFAULT_CONNECT_TIMEOUT,
+            timeout,
+            retry.clone(),
+            kind.settings,
+        );
+        Endpoint {
+            client,
+            url: join_url(base_url, path),
+            key: key.filter(|key| !key.expose().is_empty()).cloned(),
+            kind,
+        }
+    }
+
+    /// The API key, when one is configured and not empty.
+    pub fn key(&self) -> Option<&Secret> {
+        self.key.as_ref()
+    }
+
+    /// POSTs `body` with `headers` (see [`HttpClient::post_json`]).
+    pub fn post(
+        &self,
+        headers: &[(&str, String)],
+        body: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<HttpReply> {
+        self.client.post_json(&self.url, headers, body, timeout, self.key())
+    }
+
+    /// A provider error that did not come from the transport, scrubbed of the key.
+    pub fn error(&self, failure: ProviderFailure, message: &str) -> Error {
+        provider_error(self.client.provider(), failure, self.key(), message)
+    }
+
+    /// An answer that is not the API's answer: `what` says how.
+    pub fn invalid(&self, what: &str) -> Error {
+        let ApiKind { settings, answer, api } = self.kind;
+        let message = format!(
+            "the answer from {} is not {answer}: {what}; check that {} points at {api}",
+            self.url, settings.base_url
+        );
+        self.error(ProviderFailure::InvalidResponse, &message)
+    }
+
+    /// An answer without the `field` the API promises: the server's own error when the body
+    /// carries one, otherwise that the field is missing.
+    pub fn missing(&self, body: &Value, field: &str) -> Error {
+        match body.get("error") {
+            Some(_) => self.invalid(&format!(
+                "it carries an error instead of {field}: {}",
+                excerpt(&body.to_string(), self.key())
+            )),
+            None => self.invalid(&format!("it has no `{field}`")),
+        }
+    }
+
+    /// The provider's response: `text` and the model the body names, scrubbed of the key.
+    pub fn response(
+        &self,
+        reply: &HttpReply,
+        text: &str,
+        finish_reason: Option<FinishReason>,
+        usage: Option<Usage>,
+    ) -> ProviderResponse {
+        let secret = self.key();
+        ProviderResponse {
+            body: ResponseBody::Text(scrub(secret, text)),
+            finish_reason,
+            usage,
+            latency: reply.latency,
+            model: reply.body.get("model").and_then(Value::as_str).map(|m| scrub(secret, m)),
+            attempts: reply.attempts,
         }
     }
 }

@@ -29,17 +29,19 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ProviderFailure, Result};
-use crate::gateway::http::{
-    self, DEFAULT_CONNECT_TIMEOUT, HttpClient, HttpReply, RetryPolicy, SettingNames,
-};
-use crate::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Secret, Usage,
-};
+use crate::gateway::http::{self, ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
+use crate::gateway::{FinishReason, PromptRequest, Provider, ProviderResponse, Secret, Usage};
 
 /// The public OpenAI API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// How long one attempt may take unless the work order sets `constraints.timeout_s`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+const KIND: ApiKind = ApiKind {
+    settings: SettingNames { base_url: "OPENAI_BASE_URL", api_key: "OPENAI_API_KEY" },
+    answer: "a chat completion",
+    api: "an OpenAI-compatible API",
+};
 
 /// Settings of an OpenAI-compatible provider.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,35 +97,27 @@ impl Default for OpenAiConfig {
 #[derive(Clone, Debug)]
 pub struct OpenAiProvider {
     config: OpenAiConfig,
-    client: HttpClient,
-    url: String,
+    endpoint: Endpoint,
 }
 
 impl OpenAiProvider {
     /// A provider with these settings. Missing settings are reported by
     /// [`Provider::complete`], before any request is sent.
     pub fn new(config: OpenAiConfig) -> Self {
-        let settings = SettingNames {
-            base_url: "OPENAI_BASE_URL".to_string(),
-            api_key: "OPENAI_API_KEY".to_string(),
-        };
-        let client = HttpClient::new(
-            config.name.clone(),
-            DEFAULT_CONNECT_TIMEOUT,
+        let endpoint = Endpoint::new(
+            &config.name,
+            &config.base_url,
+            "chat/completions",
+            config.api_key.as_ref(),
             config.timeout,
-            config.retry.clone(),
-            settings,
+            &config.retry,
+            KIND,
         );
-        let url = http::join_url(&config.base_url, "chat/completions");
-        OpenAiProvider { config, client, url }
+        OpenAiProvider { config, endpoint }
     }
 
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
-    }
-
-    fn key(&self) -> Option<&Secret> {
-        self.config.api_key.as_ref().filter(|key| !key.expose().is_empty())
     }
 
     /// The JSON body of the chat-completions request.
@@ -157,65 +151,35 @@ impl OpenAiProvider {
         Value::Object(body)
     }
 
-    fn invalid(&self, what: &str) -> crate::Error {
-        let message = format!(
-            "the answer from {} is not a chat completion: {what}; check that OPENAI_BASE_URL \
-             points at an OpenAI-compatible API",
-            self.url
-        );
-        http::provider_error(
-            &self.config.name,
-            ProviderFailure::InvalidResponse,
-            self.key(),
-            &message,
-        )
-    }
-
     /// Reads a chat completion.
     fn parse(&self, reply: HttpReply) -> Result<ProviderResponse> {
-        let secret = self.key();
+        let endpoint = &self.endpoint;
         let body = &reply.body;
         let Some(choice) = body.get("choices").and_then(|c| c.get(0)) else {
-            return Err(match body.get("error") {
-                Some(_) => self.invalid(&format!(
-                    "it carries an error instead of choices: {}",
-                    http::excerpt(&body.to_string(), secret)
-                )),
-                None => self.invalid("it has no `choices[0]`"),
-            });
+            return Err(endpoint.missing(body, "choices[0]"));
         };
         let message = choice.get("message");
         let field = |name: &str| message.and_then(|m| m.get(name)).and_then(Value::as_str);
         let Some(content) = field("content") else {
             return Err(match field("refusal") {
-                Some(refusal) => http::provider_error(
-                    &self.config.name,
+                Some(refusal) => endpoint.error(
                     ProviderFailure::InvalidResponse,
-                    secret,
                     &format!(
                         "the model refused to answer: {}; rephrase the prompt or check the \
                          contract's instructions",
-                        http::excerpt(refusal, secret)
+                        http::excerpt(refusal, endpoint.key())
                     ),
                 ),
-                None => self.invalid("`choices[0].message.content` is missing or not a string"),
+                None => endpoint.invalid("`choices[0].message.content` is missing or not a string"),
             });
         };
         let usage = body.get("usage").filter(|u| u.is_object()).map(|u| Usage {
             prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
             completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
         });
-        Ok(ProviderResponse {
-            body: ResponseBody::Text(http::scrub(secret, content)),
-            finish_reason: choice
-                .get("finish_reason")
-                .and_then(Value::as_str)
-                .map(FinishReason::from_api),
-            usage,
-            latency: reply.latency,
-            model: body.get("model").and_then(Value::as_str).map(|m| http::scrub(secret, m)),
-            attempts: reply.attempts,
-        })
+        let finish_reason =
+            choice.get("finish_reason").and_then(Value::as_str).map(FinishReason::from_api);
+        Ok(endpoint.response(&reply, content, finish_reason, usage))
     }
 }
 
@@ -226,21 +190,18 @@ impl Provider for OpenAiProvider {
 
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
         if self.config.model.trim().is_empty() {
-            return Err(http::provider_error(
-                &self.config.name,
+            return Err(self.endpoint.error(
                 ProviderFailure::NotConfigured,
-                self.key(),
                 "no model is configured; set PACTUM_MODEL or the provider's `model` in \
                  pactum.toml",
             ));
         }
         let mut headers = Vec::new();
-        if let Some(key) = self.key() {
+        if let Some(key) = self.endpoint.key() {
             headers.push(("authorization", format!("Bearer {}", key.expose())));
         }
         let body = self.request_body(request);
-        let reply =
-            self.client.post_json(&self.url, &headers, &body, request.timeout, self.key())?;
+        let reply = self.endpoint.post(&headers, &body, request.timeout)?;
         self.parse(reply)
     }
 }

@@ -1,0 +1,108 @@
+//! What every CLI test shares: the checkout, copying a project tree, SHA-256 hex, the
+//! `pactum` binary with a controlled environment, and what one command did.
+//!
+//! Include it with `#[path = "support/common.rs"] mod common;` (the harnesses under
+//! `tests/fixtures/` include it themselves and re-export it).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Environment variables that choose or configure a provider; every command starts without
+/// them so the developer's environment never leaks into a test.
+pub const PROVIDER_VARS: [&str; 6] = [
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "PACTUM_MODEL",
+    "PACTUM_PROVIDER",
+];
+
+/// This crate's checkout.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Copies the folder `from` to `to`, recursively.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Copies the repository's registry.json, contracts/ and prompt_packs/ into `to`.
+pub fn copy_shipped(to: &Path) {
+    std::fs::copy(repo().join("registry.json"), to.join("registry.json")).unwrap();
+    copy_tree(&repo().join("contracts"), &to.join("contracts"));
+    copy_tree(&repo().join("prompt_packs"), &to.join("prompt_packs"));
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The binary, in `dir`, without colour and without provider settings from the environment.
+pub fn pactum_in(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("pactum").unwrap();
+    cmd.current_dir(dir).env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
+    for var in PROVIDER_VARS {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// What one command did.
+#[derive(Debug)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<std::process::Output> for Out {
+    fn from(output: std::process::Output) -> Out {
+        Out {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Out {
+    /// Runs `cmd` to completion.
+    pub fn of(cmd: &mut Command) -> Out {
+        Out::from(cmd.output().unwrap())
+    }
+
+    /// stdout as one JSON document (the test fails with the output when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{self}"))
+    }
+
+    /// Asserts the exit status, showing the output when it differs.
+    pub fn status(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "unexpected exit status:\n{self}");
+        self
+    }
+}
+
+impl std::fmt::Display for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
