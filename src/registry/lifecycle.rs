@@ -169,6 +169,22 @@ fn transition(entry: &Entry, action: &str, reason: impl Into<String>) -> Error {
     }
 }
 
+/// The entry `action` applies to, which must be in state `from`; otherwise
+/// `transition_invalid` with `why(entry)` as the reason.
+fn entry_in(
+    registry: &Registry,
+    (kind, id, version): (EntryKind, &str, &Version),
+    action: &str,
+    from: State,
+    why: impl FnOnce(&Entry) -> String,
+) -> Result<Entry> {
+    let entry = entry_of(registry, kind, id, version)?;
+    if entry.state != from {
+        return Err(transition(&entry, action, why(&entry)));
+    }
+    Ok(entry)
+}
+
 /// Loads an entry's document with the hash check.
 fn load_entry_value(registry: &Registry, entry: &Entry) -> Result<Value> {
     let path = registry.file_of(entry)?;
@@ -204,14 +220,9 @@ pub fn promote(
     version: &Version,
     at: &str,
 ) -> Result<Promoted> {
-    let entry = entry_of(registry, kind, id, version)?;
-    if entry.state != State::Draft {
-        return Err(transition(
-            &entry,
-            "promote",
-            format!("it is {}, and only drafts are promoted", entry.state.as_str()),
-        ));
-    }
+    let entry = entry_in(registry, (kind, id, version), "promote", State::Draft, |entry| {
+        format!("it is {}, and only drafts are promoted", entry.state.as_str())
+    })?;
     let value = load_entry_value(registry, &entry)?;
     let previous = registry
         .versions(kind, id)
@@ -287,14 +298,9 @@ pub fn deprecate(
     successor: &Version,
     at: &str,
 ) -> Result<Entry> {
-    let entry = entry_of(registry, kind, id, version)?;
-    if entry.state != State::Active {
-        return Err(transition(
-            &entry,
-            "deprecate",
-            format!("it is {}, and only active versions are deprecated", entry.state.as_str()),
-        ));
-    }
+    let entry = entry_in(registry, (kind, id, version), "deprecate", State::Active, |entry| {
+        format!("it is {}, and only active versions are deprecated", entry.state.as_str())
+    })?;
     if successor <= version {
         return Err(Error::SuccessorMissing {
             id: id.to_string(),
@@ -346,18 +352,13 @@ pub fn remove(
     version: &Version,
     at: &str,
 ) -> Result<Entry> {
-    let entry = entry_of(registry, kind, id, version)?;
-    if entry.state != State::Deprecated {
-        return Err(transition(
-            &entry,
-            "remove",
-            format!(
-                "it is {}; deprecate it first (`pactum registry deprecate {} --successor VERSION`)",
-                entry.state.as_str(),
-                entry.key()
-            ),
-        ));
-    }
+    let entry = entry_in(registry, (kind, id, version), "remove", State::Deprecated, |entry| {
+        format!(
+            "it is {}; deprecate it first (`pactum registry deprecate {} --successor VERSION`)",
+            entry.state.as_str(),
+            entry.key()
+        )
+    })?;
     // A removal must not strand anything that still depends on the version.
     if let Some(dependent) = registry
         .versions(kind, id)
