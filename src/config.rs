@@ -13,6 +13,7 @@
 //! base_url = "http://localhost:11434/v1"
 //! model = "llama3.1"
 //! api_key_env = "OPENAI_API_KEY" # the variable holding the key (never the key itself)
+//! system_messages = true         # false: the model has no system role; one joined message
 //!
 //! [retry]
 //! attempts = 3
@@ -80,6 +81,9 @@ pub struct ProviderSettings {
     pub record_with: Option<String>,
     /// Send `max_completion_tokens` instead of `max_tokens` (newer OpenAI models).
     pub max_completion_tokens: Option<bool>,
+    /// `false` for a model whose chat template has no system role: system sections are
+    /// joined into the user message (default `true`).
+    pub system_messages: Option<bool>,
 }
 
 /// HTTP retry settings.

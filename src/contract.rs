@@ -190,7 +190,7 @@ impl Contract {
 }
 
 #[derive(Deserialize)]
-struct RawContract {
+pub(crate) struct RawContract {
     contract_id: String,
     version: String,
     prompt_pack_id: String,
@@ -208,7 +208,7 @@ struct RawContract {
 }
 
 #[derive(Deserialize)]
-struct RawBoundary {
+pub(crate) struct RawBoundary {
     max_tokens: u32,
     temperature: f64,
     provider_id: Option<String>,
@@ -216,13 +216,13 @@ struct RawBoundary {
 }
 
 #[derive(Deserialize)]
-struct RawExtraction {
+pub(crate) struct RawExtraction {
     #[serde(default)]
     repair: bool,
 }
 
 #[derive(Deserialize)]
-struct RawExample {
+pub(crate) struct RawExample {
     name: Option<String>,
     input: Value,
     response: Value,

@@ -18,16 +18,22 @@ use crate::schema;
 
 /// The structured sections of a pack. Every text is a template.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
 pub struct Sections {
+    #[serde(default)]
     pub role: Option<String>,
     /// Input name → description, rendered as a bulleted list.
+    #[serde(default)]
     pub required_inputs: BTreeMap<String, String>,
+    #[serde(default)]
     pub context: Option<String>,
+    /// The one required section.
     pub task: String,
+    #[serde(default)]
     pub constraints: Option<String>,
     /// Files the answer must produce, relative to the work order's output folder.
+    #[serde(default)]
     pub expected_outputs: Vec<String>,
+    #[serde(default)]
     pub output_format: Option<String>,
 }
 
@@ -142,7 +148,7 @@ impl PromptPack {
 }
 
 #[derive(Deserialize)]
-struct RawPack {
+pub(crate) struct RawPack {
     prompt_pack_id: String,
     version: String,
     description: Option<String>,

@@ -232,3 +232,36 @@ impl Project {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped() -> Project {
+        Project::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("registry.json")).unwrap()
+    }
+
+    fn pin(text: &str) -> Pin {
+        Pin::parse(text).unwrap()
+    }
+
+    #[test]
+    fn documents_and_validators_are_loaded_and_compiled_once_per_file_hash() {
+        let project = shipped();
+        let first = project.resolve(&pin("PRC-CLASSIFY-001"), ResolveOptions::default()).unwrap();
+        let again =
+            project.resolve(&pin("PRC-CLASSIFY-001@^1"), ResolveOptions::default()).unwrap();
+        assert!(Arc::ptr_eq(&first.contract, &again.contract), "the contract is cached");
+        assert!(Arc::ptr_eq(&first.pack, &again.pack), "the pack is cached");
+
+        let v1 = project.validators(&first.contract).unwrap();
+        let v2 = project.validators(&again.contract).unwrap();
+        assert!(Arc::ptr_eq(&v1, &v2), "validators are compiled once");
+        assert!(v1.input.is_some() && v1.output.is_some());
+
+        let other = project.resolve(&pin("PRC-SYNTH-001"), ResolveOptions::default()).unwrap();
+        let v3 = project.validators(&other.contract).unwrap();
+        assert!(!Arc::ptr_eq(&v1, &v3), "another contract has its own validators");
+        assert_eq!(lock(&project.validators).len(), 2);
+    }
+}

@@ -10,7 +10,10 @@
 //!   naming the successor; removed or absent → `contract_version_not_found` listing the
 //!   available versions; draft → `contract_not_active` unless drafts are allowed;
 //! - range → the highest matching active version, else the highest matching deprecated
-//!   one with the warning, else `contract_version_not_found`.
+//!   one with the warning, else `contract_version_not_found` (also when only drafts match;
+//!   the message lists them as drafts);
+//! - no requirement and only drafts → `contract_not_active`, like an exact pin of a draft;
+//!   only deprecated versions → the highest of them with the warning, as for a range.
 //!
 //! With `allow_draft`, drafts count as active (so a range or "latest" can pick the draft
 //! you are working on).
@@ -105,10 +108,12 @@ pub fn resolve<'r>(
     if let Some(best) = matching.iter().rev().find(|e| e.state == State::Deprecated) {
         return Ok(Resolution { entry: best, warnings: vec![deprecation_warning(best)] });
     }
-    if let Some(draft) = matching.iter().rev().find(|e| e.state == State::Draft) {
-        return Err(not_active(draft));
+    // A draft is named as such for an exact pin or a bare id; a range that only drafts
+    // match is "no usable version" (SPEC §4), whose message lists the drafts.
+    match matching.iter().rev().find(|e| e.state == State::Draft) {
+        Some(draft) if !matches!(requirement, Requirement::Range(_)) => Err(not_active(draft)),
+        _ => Err(not_found()),
     }
-    Err(not_found())
 }
 
 #[cfg(test)]
@@ -191,6 +196,10 @@ mod tests {
             ("PRC-B-001", false, Ok("1.0.0")),
             ("PRC-C-001", false, Err(ContractNotActive)),
             ("PRC-C-001", true, Ok("1.0.0")),
+            ("PRC-C-001@^1", false, Err(ContractVersionNotFound)),
+            ("PRC-C-001@^1", true, Ok("1.0.0")),
+            ("PRC-A-001@~1.3", false, Err(ContractVersionNotFound)),
+            ("PRC-A-001@1.3", false, Err(ContractVersionNotFound)),
             ("PRC-Z-001", false, Err(ContractNotFound)),
         ];
         for (pin, allow, expect) in cases {

@@ -381,6 +381,9 @@ impl Retrieve for RootRetriever {
 }
 
 #[cfg(test)]
+mod agreement;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -195,7 +195,7 @@ impl WorkOrder {
 }
 
 #[derive(Deserialize)]
-struct RawWorkOrder {
+pub(crate) struct RawWorkOrder {
     work_order_id: String,
     kind: String,
     contract: Option<String>,
@@ -216,7 +216,7 @@ struct RawWorkOrder {
 }
 
 #[derive(Deserialize, Default)]
-struct RawConstraints {
+pub(crate) struct RawConstraints {
     token_budget: Option<u64>,
     ttl: Option<u32>,
     max_repair_attempts: Option<u32>,

@@ -555,6 +555,27 @@ fn render_prints_the_messages_as_json() {
 }
 
 #[test]
+fn render_single_message_joins_system_and_user_sections() {
+    let p = Project::new();
+    let input = p.write_json("input.json", &json!({"user_input": "My login fails"}));
+    let input = input.display().to_string();
+
+    let out = p.pactum(
+        &["render", "PRC-CLASSIFY-001", "--input", &input, "--single-message", "--json"],
+        &[],
+    );
+
+    out.status(0);
+    let messages = out.json()["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.len(), 1, "{messages:#?}");
+    assert_eq!(messages[0]["role"], "user");
+    let text = messages[0]["content"].as_str().unwrap();
+    let role = text.find("triage step").expect("the role section is kept");
+    let message = text.find("My login fails").expect("the input is kept");
+    assert!(role < message, "system sections come first: {text}");
+}
+
+#[test]
 fn render_reads_the_input_from_stdin_and_prints_text() {
     let p = Project::new();
     let out = p.pactum_stdin(
@@ -761,4 +782,83 @@ fn extract_repair_is_opt_in_and_reported() {
     assert_eq!(doc["method"], "repaired");
     assert_eq!(doc["value"], json!({"label": "billing", "confidence": 0.5}));
     assert!(!doc["repairs"].as_array().unwrap().is_empty(), "{doc:#}");
+}
+
+#[test]
+fn without_a_registered_repair_contract_a_bad_output_fails_at_once() {
+    let p = Project::new();
+    // A registry without PRC-REPAIRJSON-001 (hand-edited, so without history).
+    let mut registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path("registry.json")).unwrap()).unwrap();
+    registry.as_object_mut().unwrap().remove("history");
+    registry["contracts"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["contract_id"] != "PRC-REPAIRJSON-001");
+    p.write_json("registry.json", &registry);
+    p.copy_fixture("scripted/repair_once.json", "wo/fx.json");
+    // The default budget of two repair attempts is there; the repair contract is not.
+    let wo = p.classify_wo("WO-NO-REPAIR", json!({"provider": {"fixtures": "fx.json"}}));
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(1);
+    assert_eq!(first_code(&r), "output_schema_invalid", "{r:#}");
+    assert_eq!(r["repair_attempts"], 0);
+    let actions = r["supervisor_actions"].as_array().map_or(0, Vec::len);
+    assert_eq!(actions, 0, "{r:#}");
+    assert_eq!(p.records().len(), 1, "no repair call was made");
+}
+
+/// Registers PRC-LENIENT-001: PRC-CLASSIFY-001 with `"extraction": {"repair": true}`.
+fn register_lenient_contract(p: &Project) {
+    let mut contract: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path("contracts/classify/1.0.0.json")).unwrap(),
+    )
+    .unwrap();
+    contract["contract_id"] = json!("PRC-LENIENT-001");
+    contract["extraction"] = json!({"repair": true});
+    contract.as_object_mut().unwrap().remove("examples");
+    let path = p.write_json("contracts/lenient/1.0.0.json", &contract).display().to_string();
+    let root = p.root().display().to_string();
+    p.pactum(&["registry", "add", "--root", &root, &path], &[]).status(0);
+    p.pactum(&["registry", "promote", "--root", &root, "PRC-LENIENT-001@1.0.0"], &[]).status(0);
+}
+
+#[test]
+fn a_contract_that_opts_in_to_repair_accepts_a_sloppy_reply_and_reports_the_repairs() {
+    let p = Project::new();
+    register_lenient_contract(&p);
+    let sloppy = "Here you go: {'label': 'billing', 'confidence': 0.9,} // sure";
+    for id in ["PRC-LENIENT-001", "PRC-CLASSIFY-001"] {
+        p.fixtures(&format!("{id}.json"), json!([{"contract_id": id, "text": sloppy}]));
+    }
+    let wo = |id: &str| {
+        p.classify_wo(
+            &format!("WO-{id}"),
+            json!({
+                "contract": format!("{id}@^1"),
+                "provider": {"fixtures": format!("{id}.json")},
+                "constraints": {"max_repair_attempts": 0},
+            }),
+        )
+    };
+
+    let (out, r) = p.run_json(&wo("PRC-LENIENT-001"), &[], &[]);
+    out.status(0);
+    assert_eq!(r["output"], json!({"label": "billing", "confidence": 0.9}), "{r:#}");
+    assert_eq!(r["extraction"]["method"], "repaired", "{r:#}");
+    let repairs: Vec<&str> = r["extraction"]["repairs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no repairs listed: {r:#}"))
+        .iter()
+        .map(|x| x.as_str().or_else(|| x["kind"].as_str()).unwrap())
+        .collect();
+    assert!(repairs.contains(&"single_quotes"), "{repairs:?}");
+    assert!(repairs.contains(&"trailing_comma"), "{repairs:?}");
+
+    // The same reply under the strict default is an extraction failure.
+    let (out, r) = p.run_json(&wo("PRC-CLASSIFY-001"), &[], &[]);
+    out.status(1);
+    assert_eq!(first_code(&r), "output_json_extraction_failed", "{r:#}");
 }

@@ -106,6 +106,57 @@ fn openai_fenced_reply_is_extracted() {
     assert_eq!(p.records()[0]["extraction_method"], "fenced");
 }
 
+/// A chat completion whose `message.content` is `content` (any JSON).
+fn openai_content(content: Value) -> MockReply {
+    let mut body = openai_body("", "stop");
+    body["choices"][0]["message"]["content"] = content;
+    MockReply::json(200, &body)
+}
+
+#[test]
+fn openai_envelope_reply_is_extracted_from_its_text() {
+    let text = format!("Sure:\n```json\n{BILLING}\n```");
+    let server = MockServer::start(vec![openai_content(json!({"text": text, "trace": "x"}))]);
+    let (p, wo) = setup("WO-OPENAI-ENVELOPE", json!({}));
+
+    let (out, r) = run_openai(&p, &wo, &server.url());
+
+    out.status(0);
+    assert_eq!(r["extraction"]["envelope"], true, "{r:#}");
+    assert_eq!(r["extraction"]["method"], "fenced");
+    assert_eq!(r["output"]["label"], "billing");
+}
+
+#[test]
+fn openai_envelope_without_text_is_an_extraction_failure() {
+    let server = MockServer::start(vec![openai_content(json!({"label": "billing"}))]);
+    let (p, wo) =
+        setup("WO-OPENAI-ENVELOPE-BAD", json!({"constraints": {"max_repair_attempts": 0}}));
+
+    let (out, r) = run_openai(&p, &wo, &server.url());
+
+    out.status(1);
+    assert_eq!(first_code(&r), "output_json_extraction_failed", "{r:#}");
+    assert!(r["message"].as_str().unwrap().contains("text"), "{r:#}");
+}
+
+#[test]
+fn openai_content_parts_are_joined() {
+    let (head, tail) = BILLING.split_at(20);
+    let parts = json!([
+        {"type": "text", "text": head},
+        {"type": "image_url", "image_url": {"url": "data:,"}},
+        {"type": "text", "text": tail},
+    ]);
+    let server = MockServer::start(vec![openai_content(parts)]);
+    let (p, wo) = setup("WO-OPENAI-PARTS", json!({}));
+
+    let (out, r) = run_openai(&p, &wo, &server.url());
+
+    out.status(0);
+    assert_eq!(r["output"], serde_json::from_str::<Value>(BILLING).unwrap(), "{r:#}");
+}
+
 #[test]
 fn openai_5xx_is_retried_three_times_then_fails() {
     let mut replies = vec![MockReply::text(500, "upstream exploded"); 3];
@@ -557,6 +608,48 @@ fn a_configured_provider_takes_its_settings_from_pactum_toml() {
     let sent = &server.requests()[0];
     assert_eq!(sent.json()["model"], "toml-model");
     assert!(sent.header("authorization").is_none(), "no key configured, none sent");
+}
+
+#[test]
+fn a_provider_without_system_messages_gets_one_joined_user_message() {
+    let configured = |extra: &str| {
+        let server = MockServer::start(vec![openai_ok(BILLING)]);
+        let p = Project::new();
+        p.config(&format!(
+            "[defaults]\nprovider = \"local\"\n\n[providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n{extra}",
+            server.url()
+        ));
+        let wo = p.classify_wo("WO-SYSTEM", json!({}));
+        let (out, r) = p.run_json(&wo, &[], &[]);
+        out.status(0);
+        assert_eq!(r["ok"], true, "{r:#}");
+        server.requests()[0].json()["messages"].as_array().unwrap().clone()
+    };
+
+    // PRM-CLASSIFY-001 is a structured pack: role and output format go to the system message.
+    let separate = configured("");
+    let roles: Vec<&str> = separate.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user"]);
+
+    let joined = configured("system_messages = false\n");
+    assert_eq!(joined.len(), 1, "{joined:#?}");
+    assert_eq!(joined[0]["role"], "user");
+    // One numbering across the joined sections, system sections first.
+    let text = joined[0]["content"].as_str().unwrap();
+    let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(
+        headings,
+        [
+            "## 1. Role",
+            "## 2. Constraints",
+            "## 3. Output Format",
+            "## 4. Required Inputs",
+            "## 5. Context",
+            "## 6. Task"
+        ],
+        "{text}"
+    );
+    assert!(text.contains("I was charged twice for my subscription this month."), "{text}");
 }
 
 #[test]

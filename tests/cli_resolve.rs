@@ -416,3 +416,76 @@ fn resolve_fixture_registry_hashes_its_files_exactly() {
         }
     }
 }
+
+#[test]
+fn a_range_that_only_drafts_match_is_version_not_found_naming_the_drafts() {
+    let project = Project::new();
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@^2"]);
+    assert_eq!(status, 1, "{doc:#}");
+    assert_eq!(failure_code(&doc), "contract_version_not_found");
+    let message = doc["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("2.0.0 (draft)"), "{doc:#}");
+
+    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@^2", &["--allow-draft"]), "2.0.0");
+}
+
+/// Runs `pactum registry ARGS` in the project and requires success.
+fn registry(project: &Project, args: &[&str]) {
+    let out = pactum_in(&project.root).arg("registry").args(args).output().unwrap();
+    assert!(out.status.success(), "registry {args:?}:\n{}{}", stdout(&out), stderr(&out));
+}
+
+/// Writes pack PRM-ROUTE-001 at `version` (the 1.0.0 template) and registers it as a draft.
+fn add_route_pack(project: &Project, version: &str) {
+    let text = fs::read_to_string(project.path("prompt_packs/route/1.0.0.json")).unwrap();
+    let rel = format!("prompt_packs/route/{version}.json");
+    let text = text.replace("\"version\": \"1.0.0\"", &format!("\"version\": \"{version}\""));
+    fs::write(project.path(&rel), text).unwrap();
+    registry(project, &["add", &rel]);
+}
+
+fn resolved_pack(project: &Project) -> (String, Vec<String>) {
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001"]);
+    assert_eq!(status, 0, "{doc:#}");
+    let warnings = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap().to_string())
+        .collect();
+    (doc["prompt_pack"]["version"].as_str().unwrap().to_string(), warnings)
+}
+
+#[test]
+fn packs_resolve_like_contracts() {
+    // Contracts bind PRM-ROUTE-001 `^1`; 1.0.0 is the only pack version at first.
+    let project = Project::new();
+    assert_eq!(resolved_pack(&project), ("1.0.0".to_string(), vec![]));
+
+    // A higher active version wins; a draft does not count.
+    add_route_pack(&project, "1.1.0");
+    add_route_pack(&project, "1.2.0");
+    registry(&project, &["promote", "PRM-ROUTE-001@1.1.0"]);
+    assert_eq!(resolved_pack(&project), ("1.1.0".to_string(), vec![]));
+
+    // An active version is preferred to a higher deprecated one (the successor, 2.0.0,
+    // is outside the contracts' `^1`) ...
+    add_route_pack(&project, "2.0.0");
+    registry(&project, &["promote", "PRM-ROUTE-001@2.0.0"]);
+    registry(&project, &["deprecate", "PRM-ROUTE-001@1.1.0", "--successor", "2.0.0"]);
+    assert_eq!(resolved_pack(&project), ("1.0.0".to_string(), vec![]));
+
+    // ... and with only deprecated versions left, the highest resolves with a warning.
+    registry(&project, &["deprecate", "PRM-ROUTE-001@1.0.0", "--successor", "2.0.0"]);
+    let (version, warnings) = resolved_pack(&project);
+    assert_eq!(version, "1.1.0");
+    assert_eq!(warnings, ["contract_deprecated"]);
+
+    // Loading the resolved pack checks its hash.
+    project.edit("prompt_packs/route/1.1.0.json", "Pick the queue", "Choose the queue");
+    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001"]);
+    assert_eq!(status, 1, "{doc:#}");
+    assert_eq!(failure_code(&doc), "contract_hash_mismatch");
+    let message = doc["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("prompt_packs/route/1.1.0.json"), "{doc:#}");
+}

@@ -105,7 +105,11 @@ impl Watcher {
 
     /// The next complete report (up to its `checked N files: ...` line).
     fn next_report(&mut self) -> Option<Report> {
-        let deadline = Instant::now() + REPORT_TIMEOUT;
+        self.report_before(Instant::now() + REPORT_TIMEOUT)
+    }
+
+    /// The next complete report if it is finished before `deadline`.
+    fn report_before(&mut self, deadline: Instant) -> Option<Report> {
         loop {
             match self.read_line(deadline)? {
                 Line::Err(l) => self.stderr.push_str(&format!("{l}\n")),
@@ -212,6 +216,40 @@ fn watch_picks_up_rename_saves() {
     let r = w.report_where("that is clean after a second rename-save", is_clean);
     assert!(r.header.expect("a re-validation").contains(CONTRACT));
     assert!(!temp.exists());
+}
+
+#[test]
+fn watch_debounces_a_burst_of_saves_into_one_re_validation() {
+    let dir = scaffold();
+    let root = dir.path();
+    let good = std::fs::read(root.join(CONTRACT)).unwrap();
+    let (mut w, _) = Watcher::start(root);
+
+    // Twenty saves in a few milliseconds, far inside the debounce window, ending broken.
+    for i in 0..20 {
+        let bytes = if i % 2 == 0 { &good[..] } else { BROKEN };
+        std::fs::write(root.join(CONTRACT), bytes).unwrap();
+    }
+    std::fs::write(root.join(CONTRACT), BROKEN).unwrap();
+
+    // Every report the burst causes: the first within the usual timeout, the rest well
+    // within two quiet seconds after it.
+    let mut reports = Vec::new();
+    loop {
+        let wait = if reports.is_empty() { REPORT_TIMEOUT } else { Duration::from_secs(2) };
+        match w.report_before(Instant::now() + wait) {
+            Some(r) => reports.push(r),
+            None => break,
+        }
+    }
+    assert!(!reports.is_empty(), "the burst was not seen; stderr: {}", w.stderr);
+    assert!(
+        reports.len() <= 2,
+        "21 saves gave {} re-validations (a burst straddling a debounce tick may give 2): \
+         {reports:#?}",
+        reports.len()
+    );
+    assert!(has_parse_error(reports.last().unwrap()), "the last report shows the final state");
 }
 
 #[test]

@@ -7,7 +7,13 @@
 //!   output schema is `schemas/final_answer.schema.json`;
 //! - every contract and pack file is registered with its SHA-256, every kernel role resolves,
 //!   and the tree validates clean;
+//! - every shipped contract, pack and work order names its editor schema in `"$schema"`;
+//! - the shipped demo work orders run offline from a copy of the repository: the kernel demo
+//!   computes 5 + 10 with the calculator and answers 15;
 //! - every source file opens with a `//!` module doc.
+
+#[path = "support/common.rs"]
+mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -17,11 +23,8 @@ use pactum::id::{Pin, Requirement};
 use pactum::project::Project;
 use pactum::resolve::ResolveOptions;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::{repo, sha256_hex};
 
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap())
@@ -451,13 +454,40 @@ fn every_contract_and_pack_file_is_registered_with_its_sha256() {
                 .find(|e| e["path"] == rel.as_str())
                 .unwrap_or_else(|| panic!("{rel} is not registered in registry.json"));
             let bytes = std::fs::read(&path).unwrap();
-            let sha: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-            assert_eq!(entry["sha256"], sha.as_str(), "{rel}: sha256 differs from the registry");
+            assert_eq!(
+                entry["sha256"],
+                sha256_hex(&bytes).as_str(),
+                "{rel}: sha256 differs from the registry"
+            );
             if rel.ends_with(".json") {
                 let doc = read_json(&path);
                 assert_eq!(entry[id_key], doc[id_key], "{rel}");
                 assert_eq!(entry["version"], doc["version"], "{rel}");
             }
+        }
+    }
+}
+
+#[test]
+fn every_shipped_file_names_its_editor_schema() {
+    for (dir, schema) in [
+        ("contracts", "prompt_contract.schema.json"),
+        ("prompt_packs", "prompt_pack.schema.json"),
+        ("work_orders", "work_order.schema.json"),
+    ] {
+        let files = files_under(dir, "json");
+        assert!(!files.is_empty(), "{dir}/ is empty");
+        for path in files {
+            let doc = read_json(&path);
+            let named = doc["$schema"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{} has no \"$schema\"", path.display()));
+            let target = path.parent().unwrap().join(named);
+            assert!(
+                named.ends_with(schema) && target.canonicalize().is_ok(),
+                "{}: \"$schema\": {named:?} must reach schemas/{schema}",
+                path.display()
+            );
         }
     }
 }
@@ -489,6 +519,54 @@ fn the_shipped_tree_validates_clean() {
     assert_eq!(report["summary"]["errors"], 0, "{report:#}");
     assert_eq!(report["summary"]["warnings"], 0, "{report:#}");
     assert_eq!(out.status.code(), Some(0));
+}
+
+// --- the shipped demos -------------------------------------------------------------------
+
+/// `pactum run work_orders/WO --json --ledger ledger.jsonl` in a copy of the shipped tree:
+/// the result and the ledger's records.
+fn run_demo(wo: &str) -> (Value, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_shipped(dir.path());
+    common::copy_tree(&repo().join("work_orders"), &dir.path().join("work_orders"));
+    common::copy_tree(&repo().join("fixtures"), &dir.path().join("fixtures"));
+    let out = common::Out::of(common::pactum_in(dir.path()).args([
+        "run",
+        &format!("work_orders/{wo}"),
+        "--json",
+        "--ledger",
+        "ledger.jsonl",
+    ]));
+    out.status(0);
+    assert!(out.stderr.contains("offline"), "the demo says it runs offline:\n{out}");
+    let ledger = std::fs::read_to_string(dir.path().join("ledger.jsonl")).unwrap();
+    let records = ledger.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (out.json(), records)
+}
+
+#[test]
+fn the_kernel_demo_computes_the_sum_with_the_calculator_and_answers_15() {
+    let (result, records) = run_demo("WO-DEMO-SUM-001.json");
+    assert_eq!(result["ok"], true, "{result:#}");
+    assert_eq!(result["kind"], "kernel");
+    let answer = &result["final_answer"];
+    assert!(answer["answer_text"].as_str().unwrap().contains("15"), "{answer:#}");
+    assert!(answer["metadata"].get("degraded").is_none(), "not a degraded answer: {answer:#}");
+    let calls: Vec<&Value> =
+        records.iter().filter_map(|r| r["tool_calls"].as_array()).flatten().collect();
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert_eq!(calls[0]["tool"], "calculator");
+    assert_eq!(calls[0]["output"]["result"], 15);
+}
+
+#[test]
+fn the_exchange_demo_classifies_offline() {
+    let (result, records) = run_demo("WO-DEMO-CLASSIFY-001.json");
+    assert_eq!(result["ok"], true, "{result:#}");
+    assert_eq!(result["kind"], "exchange");
+    assert!(result["output"]["label"].is_string(), "{result:#}");
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["contract_id"], "PRC-CLASSIFY-001");
 }
 
 // --- module docs -------------------------------------------------------------------------

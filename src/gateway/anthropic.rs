@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{ProviderFailure, Result};
 use crate::gateway::http::{ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
 use crate::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, Role, Secret, Usage,
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Role, Secret, Usage,
 };
 
 /// The public Anthropic API (without the `/v1`).
@@ -201,7 +201,7 @@ impl AnthropicProvider {
                 completion_tokens: count("output_tokens"),
             }
         });
-        Ok(self.endpoint.response(&reply, &text, finish_reason, usage))
+        Ok(self.endpoint.response(&reply, ResponseBody::Text(text), finish_reason, usage))
     }
 }
 

@@ -447,23 +447,44 @@ impl Endpoint {
         }
     }
 
-    /// The provider's response: `text` and the model the body names, scrubbed of the key.
+    /// The provider's response: the body and the model the reply names, scrubbed of the key.
     pub fn response(
         &self,
         reply: &HttpReply,
-        text: &str,
+        body: ResponseBody,
         finish_reason: Option<FinishReason>,
         usage: Option<Usage>,
     ) -> ProviderResponse {
         let secret = self.key();
+        let body = match body {
+            ResponseBody::Text(text) => ResponseBody::Text(scrub(secret, &text)),
+            ResponseBody::Envelope(value) => ResponseBody::Envelope(scrub_value(secret, value)),
+        };
         ProviderResponse {
-            body: ResponseBody::Text(scrub(secret, text)),
+            body,
             finish_reason,
             usage,
             latency: reply.latency,
             model: reply.body.get("model").and_then(Value::as_str).map(|m| scrub(secret, m)),
             attempts: reply.attempts,
         }
+    }
+}
+
+/// `value` with `secret` replaced in every string, keys included.
+fn scrub_value(secret: Option<&Secret>, value: Value) -> Value {
+    let Some(secret) = secret else { return value };
+    match value {
+        Value::String(text) => Value::String(secret.scrub(&text)),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| scrub_value(Some(secret), v)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (secret.scrub(&k), scrub_value(Some(secret), v)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 

@@ -19,8 +19,11 @@
 //! `unsupported_parameter`. Most compatible servers still know only `max_tokens`, so that is
 //! the default; set [`OpenAiConfig::max_completion_tokens`] for the newer OpenAI models.
 //!
-//! **Response.** `choices[0].message.content` (a string) is the body; a missing or null
-//! content with a `refusal` is an error quoting the refusal. `choices[0].finish_reason`
+//! **Response.** `choices[0].message.content` is the body: a string as it is; an array of
+//! content parts (`{"type": "text", "text": ...}`, as some compatible servers send) as its
+//! text parts joined; an object as an API-level envelope (SPEC §6.3 step 0), which must
+//! carry a string `text` (and may carry `files`). A missing or null content with a
+//! `refusal` is an error quoting the refusal. `choices[0].finish_reason`
 //! goes through [`FinishReason::from_api`], `usage.prompt_tokens` / `completion_tokens` become
 //! [`Usage`], and `model` names the model that answered.
 
@@ -30,7 +33,9 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ProviderFailure, Result};
 use crate::gateway::http::{self, ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
-use crate::gateway::{FinishReason, PromptRequest, Provider, ProviderResponse, Secret, Usage};
+use crate::gateway::{
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Secret, Usage,
+};
 
 /// The public OpenAI API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -159,19 +164,26 @@ impl OpenAiProvider {
             return Err(endpoint.missing(body, "choices[0]"));
         };
         let message = choice.get("message");
-        let field = |name: &str| message.and_then(|m| m.get(name)).and_then(Value::as_str);
-        let Some(content) = field("content") else {
-            return Err(match field("refusal") {
-                Some(refusal) => endpoint.error(
-                    ProviderFailure::InvalidResponse,
-                    &format!(
-                        "the model refused to answer: {}; rephrase the prompt or check the \
-                         contract's instructions",
-                        http::excerpt(refusal, endpoint.key())
+        let content = match message.and_then(|m| m.get("content")) {
+            Some(Value::String(text)) => ResponseBody::Text(text.clone()),
+            Some(Value::Array(parts)) => ResponseBody::Text(text_parts(parts)),
+            Some(Value::Object(envelope)) => {
+                ResponseBody::Envelope(Value::Object(envelope.clone()))
+            }
+            _ => {
+                let refusal = message.and_then(|m| m.get("refusal")).and_then(Value::as_str);
+                return Err(match refusal {
+                    Some(refusal) => endpoint.error(
+                        ProviderFailure::InvalidResponse,
+                        &format!(
+                            "the model refused to answer: {}; rephrase the prompt or check the \
+                             contract's instructions",
+                            http::excerpt(refusal, endpoint.key())
+                        ),
                     ),
-                ),
-                None => endpoint.invalid("`choices[0].message.content` is missing or not a string"),
-            });
+                    None => endpoint.invalid("`choices[0].message.content` is missing"),
+                });
+            }
         };
         let usage = body.get("usage").filter(|u| u.is_object()).map(|u| Usage {
             prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
@@ -204,6 +216,15 @@ impl Provider for OpenAiProvider {
         let reply = self.endpoint.post(&headers, &body, request.timeout)?;
         self.parse(reply)
     }
+}
+
+/// The text of a content-parts array (`[{"type": "text", "text": ...}, ...]`), concatenated.
+fn text_parts(parts: &[Value]) -> String {
+    parts
+        .iter()
+        .filter(|p| matches!(p.get("type").and_then(Value::as_str), Some("text" | "output_text")))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect()
 }
 
 /// A `response_format` name from a contract id: `a-z A-Z 0-9 _ -` only, at most 64 long.

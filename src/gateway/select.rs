@@ -9,7 +9,8 @@
 //!
 //! Settings: the environment overrides the file (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
 //! `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `PACTUM_MODEL`); a work order's
-//! `provider.model` overrides both.
+//! `provider.model` overrides both. `system_messages = false` on a `[providers.NAME]` entry
+//! marks a model without a system role: its prompts arrive as one joined user message.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use crate::gateway::http::RetryPolicy;
 use crate::gateway::openai::{OpenAiConfig, OpenAiProvider};
 use crate::gateway::replay::{Mode, ReplayProvider};
 use crate::gateway::scripted::ScriptedProvider;
-use crate::gateway::{KINDS, Provider};
+use crate::gateway::{KINDS, PromptRequest, Provider, ProviderResponse};
 use crate::work_order::ProviderChoice;
 
 /// Where the choice comes from.
@@ -234,8 +235,8 @@ fn build(
         Some(var) => config.env.named_keys.get(var).cloned(),
         None => fallback.clone(),
     };
-    match kind {
-        "openai" => Ok(Arc::new(OpenAiProvider::new(OpenAiConfig {
+    let provider: Arc<dyn Provider> = match kind {
+        "openai" => Arc::new(OpenAiProvider::new(OpenAiConfig {
             name: name.to_string(),
             base_url: config
                 .env
@@ -248,8 +249,8 @@ fn build(
             timeout: timeout(config, crate::gateway::openai::DEFAULT_TIMEOUT),
             retry: retry_policy(config),
             max_completion_tokens: settings.max_completion_tokens.unwrap_or(false),
-        }))),
-        "anthropic" => Ok(Arc::new(AnthropicProvider::new(AnthropicConfig {
+        })),
+        "anthropic" => Arc::new(AnthropicProvider::new(AnthropicConfig {
             name: name.to_string(),
             base_url: config
                 .env
@@ -262,7 +263,7 @@ fn build(
             timeout: timeout(config, crate::gateway::anthropic::DEFAULT_TIMEOUT),
             retry: retry_policy(config),
             api_version: crate::gateway::anthropic::DEFAULT_API_VERSION.to_string(),
-        }))),
+        })),
         "scripted" => {
             let path = match (&choice.work_order.fixtures, &settings.fixtures) {
                 (Some(f), _) => choice.work_order_dir.join(f),
@@ -274,7 +275,7 @@ fn build(
                     ));
                 }
             };
-            Ok(Arc::new(ScriptedProvider::load(&path)?))
+            Arc::new(ScriptedProvider::load(&path)?)
         }
         "replay" => {
             let path = match (&choice.work_order.cassette, &settings.cassette) {
@@ -307,9 +308,36 @@ fn build(
                 }
                 (Mode::Replay, _) => None,
             };
-            Ok(Arc::new(ReplayProvider::open(&path, mode, inner)?))
+            Arc::new(ReplayProvider::open(&path, mode, inner)?)
         }
-        _ => Ok(Arc::new(DryRunProvider)),
+        _ => Arc::new(DryRunProvider),
+    };
+    Ok(match settings.system_messages {
+        Some(false) => Arc::new(WithoutSystemMessages(provider)),
+        _ => provider,
+    })
+}
+
+/// A provider configured with `system_messages = false`: for models whose chat template
+/// has no system role, the executor joins the system sections into the user message
+/// (SPEC §3.2).
+struct WithoutSystemMessages(Arc<dyn Provider>);
+
+impl Provider for WithoutSystemMessages {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn supports_system_messages(&self) -> bool {
+        false
+    }
+
+    fn is_offline(&self) -> bool {
+        self.0.is_offline()
+    }
+
+    fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
+        self.0.complete(request)
     }
 }
 

@@ -627,7 +627,7 @@ pub fn find_upwards(start: &Path) -> Option<PathBuf> {
 }
 
 #[derive(Deserialize)]
-struct RawRegistry {
+pub(crate) struct RawRegistry {
     #[serde(default)]
     contracts: Vec<RawEntry>,
     #[serde(default)]
@@ -644,7 +644,7 @@ struct RawRegistryOut<'a> {
 }
 
 #[derive(Deserialize, Serialize)]
-struct RawEntry {
+pub(crate) struct RawEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     contract_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -249,3 +249,49 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
         let _ = writeln!(out, "Metadata: {}", summary.join(", "));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(answer: Option<&FinalAnswer>) -> String {
+        let mut out = Vec::new();
+        print_final_answer(&mut out, answer);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_missing_final_answer_is_said_so() {
+        assert_eq!(shown(None), "No final answer available\n");
+    }
+
+    #[test]
+    fn a_final_answer_prints_every_part_people_read() {
+        let answer = FinalAnswer::from_value(&json!({
+            "answer_text": "The sum is 15.",
+            "confidence": 0.5,
+            "notes": "Stopped early.",
+            "ttl_exhausted": true,
+            "metadata": {"degraded": true, "missing_fields": ["plan_state"], "plan": {"a": 1}},
+        }))
+        .unwrap();
+        let text = shown(Some(&answer));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Answer: The sum is 15.");
+        assert_eq!(lines[1], "Confidence: 0.5");
+        assert!(lines[2].contains("Time limit reached"), "{text}");
+        assert_eq!(lines[3], "Note: Stopped early.");
+        assert_eq!(
+            lines[4],
+            "Metadata: degraded=true, missing_fields=[\"plan_state\"], plan=(1 fields)"
+        );
+        assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn optional_parts_are_left_out_when_absent() {
+        let answer =
+            FinalAnswer::from_value(&json!({"answer_text": "Done.", "metadata": {}})).unwrap();
+        assert_eq!(shown(Some(&answer)), "Answer: Done.\n");
+    }
+}
