@@ -23,7 +23,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 use common::{copy_tree, pactum_in, sha256_hex};
 use quick_xml::events::Event;
@@ -1773,6 +1773,28 @@ fn generated_tree(n: usize) -> (tempfile::TempDir, PathBuf) {
     fs::write(root.join("registry.json"), serde_json::to_string_pretty(&registry).unwrap())
         .unwrap();
     (tmp, root)
+}
+
+#[test]
+fn validate_large_tree_on_a_terminal_shows_a_progress_bar_and_clears_it() {
+    // A pseudo-terminal from util-linux `script`, so stderr is a terminal.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: `script` (util-linux) is not installed, so there is no terminal");
+        return;
+    }
+    let (_tmp, root) = generated_tree(250);
+    let bin = assert_cmd::cargo::cargo_bin("pactum");
+    let out = Command::new("script")
+        .args(["-qec", &format!("'{}' validate", bin.display()), "/dev/null"])
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("validating") && screen.contains("/500 files"), "{screen:?}");
+    assert!(screen.contains("\u{1b}[2K"), "the bar is cleared when done: {screen:?}");
+    assert!(screen.ends_with("checked 501 files: 0 errors, 0 warnings\r\n"), "{screen:?}");
 }
 
 #[test]
