@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -329,7 +330,16 @@ pub enum Error {
     BudgetExceeded { needed: u64, remaining: u64 },
 
     #[error("provider `{provider}`: {message}")]
-    Provider { provider: String, failure: ProviderFailure, status: Option<u16>, message: String },
+    Provider {
+        provider: String,
+        failure: ProviderFailure,
+        status: Option<u16>,
+        message: String,
+        /// Requests sent before giving up (0 when none was sent).
+        attempts: u32,
+        /// Time from the first request to giving up.
+        elapsed: Duration,
+    },
 
     #[error("tool `{tool}` is not available{}", tool_hint(tool, available))]
     ToolNotFound { tool: String, available: Vec<String> },
@@ -351,6 +361,34 @@ pub enum Error {
 }
 
 impl Error {
+    /// A provider failure with no request behind it (a missing setting, a replay miss, an
+    /// exhausted script); see [`Error::with_attempts`] for one after requests.
+    pub fn provider(
+        provider: impl Into<String>,
+        failure: ProviderFailure,
+        message: impl Into<String>,
+    ) -> Error {
+        Error::Provider {
+            provider: provider.into(),
+            failure,
+            status: None,
+            message: message.into(),
+            attempts: 0,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// For a provider failure: records the requests sent and the time spent before it.
+    /// Other errors are returned as they are.
+    #[must_use]
+    pub fn with_attempts(mut self, sent: u32, spent: Duration) -> Error {
+        if let Error::Provider { attempts, elapsed, .. } = &mut self {
+            *attempts = sent;
+            *elapsed = spent;
+        }
+        self
+    }
+
     /// The stable code of this error. Exhaustive: no `_` arm.
     pub fn code(&self) -> Code {
         match self {

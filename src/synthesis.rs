@@ -383,12 +383,7 @@ mod tests {
     #[test]
     fn failing_or_invalid_synthesis_degrades() {
         let a = synthesize(&complete(), false, &mut |_| {
-            Err(Error::Provider {
-                provider: "x".into(),
-                failure: crate::error::ProviderFailure::Unreachable,
-                status: None,
-                message: "down".into(),
-            })
+            Err(Error::provider("x", crate::error::ProviderFailure::Unreachable, "down"))
         });
         assert!(a.is_degraded());
         assert!(a.metadata["reason"].as_str().unwrap().contains("provider_unreachable"));

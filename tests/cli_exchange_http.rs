@@ -173,7 +173,9 @@ fn openai_5xx_is_retried_three_times_then_fails() {
     assert_eq!(server.hits(), 3, "exactly three attempts");
     let message = r["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("500"), "{message}");
-    assert_eq!(p.records()[0]["verdict"], "provider_error");
+    let record = &p.records()[0];
+    assert_eq!(record["verdict"], "provider_error");
+    assert_eq!(record["attempts"], 3, "the ledger counts the failed attempts: {record:#}");
 }
 
 #[test]

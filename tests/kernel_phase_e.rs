@@ -77,12 +77,7 @@ fn good_reply() -> Value {
 }
 
 fn unreachable() -> Error {
-    Error::Provider {
-        provider: "openai".into(),
-        failure: ProviderFailure::Unreachable,
-        status: None,
-        message: "connection refused".into(),
-    }
+    Error::provider("openai", ProviderFailure::Unreachable, "connection refused")
 }
 
 // --- scenarios ---------------------------------------------------------------------------

@@ -318,11 +318,14 @@ impl<'a> Caller<'a> {
         fields.insert("verdict".into(), json!(verdict_text));
         fields.insert("errors".into(), Value::Array(errors));
         fields.insert("usage".into(), json!(response.and_then(|r| r.usage)));
-        fields.insert(
-            "latency_ms".into(),
-            json!(response.map_or(0, |r| r.latency.as_millis() as u64)),
-        );
-        fields.insert("attempts".into(), json!(response.map_or(0, |r| r.attempts)));
+        // A failed call has no response; a provider error still says what it cost.
+        let (latency, attempts) = match (response, verdict) {
+            (Some(r), _) => (r.latency, r.attempts),
+            (None, Err(Error::Provider { elapsed, attempts, .. })) => (*elapsed, *attempts),
+            (None, _) => (Duration::ZERO, 0),
+        };
+        fields.insert("latency_ms".into(), json!(latency.as_millis() as u64));
+        fields.insert("attempts".into(), json!(attempts));
         fields.insert("repair_attempt".into(), json!(repair_attempt));
         if let Some(role) = role {
             fields.insert("role".into(), json!(role));

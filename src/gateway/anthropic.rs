@@ -229,7 +229,8 @@ impl Provider for AnthropicProvider {
         ];
         let body = self.request_body(request);
         let reply = self.endpoint.post(&headers, &body, request.timeout)?;
-        self.parse(reply)
+        let (attempts, latency) = (reply.attempts, reply.latency);
+        self.parse(reply).map_err(|e| e.with_attempts(attempts, latency))
     }
 }
 

@@ -167,7 +167,7 @@ impl HttpClient {
     ) -> Result<HttpReply> {
         let timeout = timeout.unwrap_or(self.timeout);
         if !is_http_url(url) {
-            return Err(self.error(&self.bad_url(), url, 0, timeout, secret));
+            return Err(self.error(&self.bad_url(), url, (0, Duration::ZERO), timeout, secret));
         }
         let payload = body.to_string();
         let max_attempts = self.retry.max_attempts.max(1);
@@ -182,7 +182,8 @@ impl HttpClient {
                 Err(failure) => failure,
             };
             if !failure.retryable || attempts >= max_attempts {
-                return Err(self.error(&failure, url, attempts, timeout, secret));
+                let spent = (attempts, started.elapsed());
+                return Err(self.error(&failure, url, spent, timeout, secret));
             }
             let wait = match failure.retry_after {
                 Some(asked) => asked.min(self.retry.max_retry_after),
@@ -288,12 +289,13 @@ impl HttpClient {
         )
     }
 
-    /// The error for a failure after `attempts` attempts, its message scrubbed of `secret`.
+    /// The error for a failure after `attempts` attempts that took `elapsed`, its message
+    /// scrubbed of `secret`.
     fn error(
         &self,
         failure: &Failure,
         url: &str,
-        attempts: u32,
+        (attempts, elapsed): (u32, Duration),
         timeout: Duration,
         secret: Option<&Secret>,
     ) -> Error {
@@ -302,6 +304,8 @@ impl HttpClient {
             failure: failure.kind,
             status: failure.status,
             message: scrub(secret, &self.message(failure, url, attempts, timeout)),
+            attempts,
+            elapsed,
         }
     }
 
@@ -649,12 +653,7 @@ pub(crate) fn provider_error(
     secret: Option<&Secret>,
     message: &str,
 ) -> Error {
-    Error::Provider {
-        provider: provider.to_string(),
-        failure,
-        status: None,
-        message: scrub(secret, message),
-    }
+    Error::provider(provider, failure, scrub(secret, message))
 }
 
 /// `text` with `secret` replaced, when there is a secret.

@@ -214,7 +214,8 @@ impl Provider for OpenAiProvider {
         }
         let body = self.request_body(request);
         let reply = self.endpoint.post(&headers, &body, request.timeout)?;
-        self.parse(reply)
+        let (attempts, latency) = (reply.attempts, reply.latency);
+        self.parse(reply).map_err(|e| e.with_attempts(attempts, latency))
     }
 }
 

@@ -69,7 +69,7 @@ impl std::fmt::Debug for ReplayProvider {
 }
 
 fn fail(failure: ProviderFailure, message: String) -> Error {
-    Error::Provider { provider: "replay".into(), failure, status: None, message }
+    Error::provider("replay", failure, message)
 }
 
 /// The key of a request in a cassette.

@@ -62,12 +62,7 @@ pub struct ScriptedProvider {
 }
 
 fn not_configured(message: String) -> Error {
-    Error::Provider {
-        provider: "scripted".into(),
-        failure: ProviderFailure::NotConfigured,
-        status: None,
-        message,
-    }
+    Error::provider("scripted", ProviderFailure::NotConfigured, message)
 }
 
 impl ScriptedProvider {
@@ -137,25 +132,19 @@ impl Provider for ScriptedProvider {
                 .and_then(Option::take)
         };
         let Some(fixture) = fixture else {
-            return Err(Error::Provider {
-                provider: "scripted".into(),
-                failure: ProviderFailure::ScriptExhausted,
-                status: None,
-                message: format!(
-                    "{} has no response left for {}@{}; add one to the fixtures",
-                    self.path.display(),
-                    request.contract_id,
-                    request.contract_version
-                ),
-            });
+            let message = format!(
+                "{} has no response left for {}@{}; add one to the fixtures",
+                self.path.display(),
+                request.contract_id,
+                request.contract_version
+            );
+            return Err(Error::provider("scripted", ProviderFailure::ScriptExhausted, message));
         };
         if let Some(e) = fixture.error {
-            return Err(Error::Provider {
-                provider: "scripted".into(),
-                failure: failure_of(&e.code),
-                status: None,
-                message: e.message.unwrap_or_else(|| format!("simulated {}", e.code)),
-            });
+            let message = e.message.unwrap_or_else(|| format!("simulated {}", e.code));
+            // A simulated failure stands for one request that failed.
+            return Err(Error::provider("scripted", failure_of(&e.code), message)
+                .with_attempts(1, Duration::ZERO));
         }
         let body = match (fixture.text, fixture.envelope) {
             (Some(t), _) => ResponseBody::Text(t),

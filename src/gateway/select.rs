@@ -58,12 +58,7 @@ impl std::fmt::Debug for Selected {
 }
 
 fn not_configured(provider: &str, message: String) -> Error {
-    Error::Provider {
-        provider: provider.to_string(),
-        failure: ProviderFailure::NotConfigured,
-        status: None,
-        message,
-    }
+    Error::provider(provider, ProviderFailure::NotConfigured, message)
 }
 
 /// Picks and builds the provider for a run (see the module docs).
