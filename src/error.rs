@@ -287,10 +287,17 @@ pub enum Error {
     )]
     EntryImmutable { id: String, version: String, state: String },
 
-    #[error("{id}@{version} is deprecated but its successor {successor} {reason}")]
-    SuccessorMissing { id: String, version: String, successor: String, reason: String },
+    /// `deprecated`: the entry already is (a finding), not a `deprecate` being refused.
+    #[error("{}{successor} {reason}", if *deprecated { format!("{id}@{version} is deprecated but its successor ") } else { format!("cannot deprecate {id}@{version}: the successor ") })]
+    SuccessorMissing {
+        id: String,
+        version: String,
+        successor: String,
+        reason: String,
+        deprecated: bool,
+    },
 
-    #[error("{id} {from} -> {to} is a {declared} bump but the changes need {required}: {}", changes.join("; "))]
+    #[error("{id} {from} -> {to} is a {declared} bump but the changes need {required}: {}; release it as a {required} bump of {from}, or undo the changes", changes.join("; "))]
     IncompatibleBump {
         id: String,
         from: String,
@@ -309,13 +316,16 @@ pub enum Error {
     #[error("template `{template}` exceeded a limit: {message}")]
     TemplateLimit { template: String, message: String },
 
-    #[error("input does not fit {contract}'s input_schema: {}", list_findings(findings))]
+    #[error(
+        "input does not fit {contract}'s input_schema: {}; fix the input at these pointers",
+        list_findings(findings)
+    )]
     InputSchemaInvalid { contract: String, findings: Vec<Finding> },
 
     #[error("{contract} requires context the work order's assembled_context lacks: {}", missing.join(", "))]
     RequiredContextMissing { contract: String, missing: Vec<String> },
 
-    #[error("no JSON could be extracted from the response (tried: {}){}", methods_tried.join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]
+    #[error("no JSON could be extracted from the response (tried: {}){}; make the pack ask for one JSON value, or opt the contract in to `\"extraction\": {{\"repair\": true}}`", methods_tried.join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]
     ExtractionFailed { methods_tried: Vec<String>, detail: String },
 
     #[error(
@@ -326,7 +336,9 @@ pub enum Error {
     #[error("output does not fit {contract}'s output_schema: {}", list_findings(findings))]
     OutputSchemaInvalid { contract: String, value: serde_json::Value, findings: Vec<Finding> },
 
-    #[error("token budget exceeded: this call needs up to {needed} tokens but {remaining} remain")]
+    #[error(
+        "token budget exceeded: this call needs up to {needed} tokens but {remaining} remain; raise the work order's constraints.token_budget or lower the contract's boundary.max_tokens"
+    )]
     BudgetExceeded { needed: u64, remaining: u64 },
 
     #[error("provider `{provider}`: {message}")]
@@ -356,7 +368,9 @@ pub enum Error {
     #[error("TTL expired after {cycles} LLM cycle(s) before the plan converged")]
     TtlExpired { cycles: u32 },
 
-    #[error("{path}:{line}: {reason}")]
+    #[error(
+        "{path}:{line}: {reason}; a ledger is append-only: restore the file from a backup, or keep it as evidence and write to a new one (--ledger)"
+    )]
     LedgerBroken { path: PathBuf, line: usize, reason: String },
 }
 

@@ -93,6 +93,14 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
             }
         }
     }
+    // `contracts/plan/` for PRC-PLAN-001; when that folder is taken (by PRC-PLAN-001, for
+    // PRC-PLAN-002), `contracts/plan-002/`.
+    let folders = [name.clone(), format!("{name}-{number}")];
+    let free = |folder: &String| {
+        !root.join("contracts").join(folder).join("1.0.0.json").exists()
+            && !root.join("prompt_packs").join(folder).join("1.0.0.json").exists()
+    };
+    let name = folders.iter().find(|f| free(f)).unwrap_or(&folders[1]);
     let contract_rel = format!("contracts/{name}/1.0.0.json");
     let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
     let pack = PackFile {
@@ -159,6 +167,12 @@ mod tests {
         assert_eq!(report.files.len(), 3);
         let reg = registry::Registry::open(&dir.path().join("registry.json")).unwrap();
         assert!(reg.entries.iter().all(|e| e.state == registry::State::Draft));
+        // A second contract of the same name goes to its own folder.
+        let second = new_contract(dir.path(), "PRC-SUMMARIZE-002", "2026-01-01T00:00:00Z").unwrap();
+        assert_eq!(second.contract, "contracts/summarize-002/1.0.0.json");
+        assert_eq!(second.pack, "prompt_packs/summarize-002/1.0.0.json");
+        let report = validate(dir.path(), &ValidateOptions::default(), &NoProgress).unwrap();
+        assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
         let e = new_contract(dir.path(), "PRC-SUMMARIZE-001", "2026-01-01T00:00:00Z").unwrap_err();
         assert_eq!(e.code(), crate::Code::RegistryDuplicateEntry);
         assert_eq!(

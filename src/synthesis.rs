@@ -7,8 +7,10 @@
 //! its output is not a valid FinalAnswer, it builds a *degraded* answer itself: the text
 //! explains what happened and what is known, and `metadata` carries `missing_fields`,
 //! `degraded: true`, `reason` and the raw artifacts that were present under their own
-//! names. When only optional inputs are missing the model still answers, and the same
-//! metadata marks the answer as degraded. `ttl_exhausted` is set when the TTL ran out.
+//! names. When only optional inputs are missing (a run that stopped early) the model still
+//! sums up what is there, and pactum makes that answer a degraded one: the text gains how far
+//! the run got and what is not available, `used_step_ids` keeps only steps that completed,
+//! and the same metadata marks it. `ttl_exhausted` is set when the TTL ran out.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -179,9 +181,67 @@ pub fn synthesize(
         answer.ttl_exhausted = Some(true);
     }
     if !optional.is_empty() {
+        // The model summed up part of a run: pactum states the early exit in the text and
+        // keeps only the step ids that really completed (a model can claim steps that never
+        // ran).
+        answer.answer_text = format!(
+            "{} (Based on part of the run: {} Not available: {}.)",
+            answer.answer_text.trim_end(),
+            progress(input, ttl_exhausted),
+            optional.join(", ")
+        );
+        if let Some(ids) = &mut answer.used_step_ids {
+            let completed = completed_steps(input);
+            ids.retain(|id| completed.contains(id));
+            if ids.is_empty() {
+                answer.used_step_ids = None;
+            }
+        }
         mark_degraded(&mut answer.metadata, input, "incomplete_state", &optional);
     }
     answer
+}
+
+/// How far the run got, in one or two sentences.
+fn progress(input: &PhaseEInput, ttl_exhausted: bool) -> String {
+    let passes = input.total_passes.unwrap_or(0);
+    let refinements = input.total_refinements.unwrap_or(0);
+    let status = input.convergence_status.as_deref().unwrap_or("unknown");
+    let mut text = format!(
+        "{passes} pass{} ran with {refinements} refinement{}; convergence status: {status}.",
+        if passes == 1 { "" } else { "es" },
+        if refinements == 1 { "" } else { "s" }
+    );
+    if passes == 0 {
+        text.push_str(" No execution pass took place.");
+    }
+    if ttl_exhausted {
+        text.push_str(" The run hit its time limit (TTL) before the plan converged.");
+    }
+    text
+}
+
+/// The plan's steps, each with its id and status.
+fn steps(input: &PhaseEInput) -> &[Value] {
+    input
+        .plan_state
+        .as_ref()
+        .and_then(|p| p.get("steps"))
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn step_id(step: &Value) -> &str {
+    step.get("step_id").and_then(Value::as_str).unwrap_or("?")
+}
+
+/// The ids of the plan's completed steps.
+fn completed_steps(input: &PhaseEInput) -> Vec<String> {
+    steps(input)
+        .iter()
+        .filter(|s| s.get("status").and_then(Value::as_str) == Some("complete"))
+        .map(|s| step_id(s).to_string())
+        .collect()
 }
 
 fn failure_reason(prefix: &str, e: &Error) -> String {
@@ -216,31 +276,16 @@ pub fn degraded(
     if let Some(request) = input.request.as_deref().filter(|r| !r.trim().is_empty()) {
         parts.push(format!("Request: \"{}\".", request.trim()));
     }
-    let passes = input.total_passes.unwrap_or(0);
-    let refinements = input.total_refinements.unwrap_or(0);
-    let status = input.convergence_status.as_deref().unwrap_or("unknown");
-    parts.push(format!(
-        "{passes} pass{} ran with {refinements} refinement{}; convergence status: {status}.",
-        if passes == 1 { "" } else { "es" },
-        if refinements == 1 { "" } else { "s" }
-    ));
-    if passes == 0 {
-        parts.push("No execution pass took place.".to_string());
-    }
-    if ttl_exhausted {
-        parts.push("The run hit its time limit (TTL) before the plan converged.".to_string());
-    }
-    let mut used = Vec::new();
-    if let Some(steps) =
-        input.plan_state.as_ref().and_then(|p| p.get("steps")).and_then(Value::as_array)
-    {
+    parts.push(progress(input, ttl_exhausted));
+    let used = completed_steps(input);
+    let steps = steps(input);
+    if !steps.is_empty() {
         let mut done = Vec::new();
         let mut failed = Vec::new();
         for s in steps {
-            let id = s.get("step_id").and_then(Value::as_str).unwrap_or("?");
+            let id = step_id(s);
             match s.get("status").and_then(Value::as_str) {
                 Some("complete") => {
-                    used.push(id.to_string());
                     let result = s.get("result").map(short).unwrap_or_default();
                     done.push(format!(
                         "{id} ({}) gave {result}",

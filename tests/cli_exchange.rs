@@ -113,6 +113,48 @@ fn a_missing_or_invalid_work_order_is_reported() {
 }
 
 #[test]
+fn run_text_names_the_work_order_line_and_pointer_of_every_bad_value() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.write(
+        "wo/bad_input.json",
+        "{\n  \"work_order_id\": \"WO-BAD-INPUT\",\n  \"kind\": \"exchange\",\n  \
+         \"contract\": \"PRC-CLASSIFY-001@^1\",\n  \"provider\": {\"fixtures\": \"fx.json\"},\n  \
+         \"input\": {\n    \"user_input\": \"\",\n    \"mode\": \"sloppy\"\n  }\n}\n",
+    );
+    let out = p.run(&[&wo], &[], &[]);
+    out.status(1);
+    let shown = wo.display().to_string();
+    assert!(
+        out.stderr.contains(&format!("{shown}:7:19: /input/user_input: \"\" is shorter")),
+        "{out}"
+    );
+    assert!(out.stderr.contains(&format!("{shown}:8:13: /input/mode: ")), "{out}");
+    assert!(out.stderr.contains("help: fix `input` in"), "{out}");
+
+    // The JSON result's top-level message names the pointer too.
+    let (_, r) = p.run_json(&wo, &[], &[]);
+    let message = r["message"].as_str().unwrap();
+    assert!(message.starts_with("/user_input: ") || message.starts_with("/mode: "), "{r:#}");
+
+    // An invalid work order: every finding with its line:column.
+    let broken = p.write(
+        "wo/broken.json",
+        "{\n  \"work_order_id\": \"WO-BROKEN\",\n  \"kind\": \"exchange\",\n  \
+         \"contract\": \"PRC-CLASSIFY-001\",\n  \"constraints\": {\"ttl\": -1}\n}\n",
+    );
+    let out = p.run(&[&broken], &[], &[]);
+    out.status(1);
+    let shown = broken.display().to_string();
+    assert!(out.stderr.contains("error[work_order_invalid]"), "{out}");
+    assert!(out.stderr.contains(&format!("{shown}:5:26: /constraints/ttl: -1 is less")), "{out}");
+    assert!(
+        out.stderr.contains(&format!("help: fix the values at these places in {shown}")),
+        "{out}"
+    );
+}
+
+#[test]
 fn missing_fixtures_file_is_an_error_not_a_model_call() {
     let p = Project::new();
     let wo = p.classify_wo("WO-SCRIPTED-NOFILE", json!({"provider": {"fixtures": "nope.json"}}));
@@ -605,6 +647,21 @@ fn render_rejects_invalid_input_with_every_pointer() {
         doc["errors"].as_array().unwrap().iter().map(|e| e["pointer"].as_str().unwrap()).collect();
     pointers.sort();
     assert_eq!(pointers, ["/extra", "/mode", "/user_input"], "{doc:#}");
+}
+
+#[test]
+fn render_text_names_the_input_files_line_for_every_bad_value() {
+    let p = Project::new();
+    let input = p.write("in.json", "{\n  \"user_input\": \"hi\",\n  \"mode\": \"sloppy\"\n}\n");
+    let out = p.pactum(&["render", "PRC-CLASSIFY-001", "--input", input.to_str().unwrap()], &[]);
+    out.status(1);
+    assert!(out.stderr.contains("error[input_schema_invalid]"), "{out}");
+    let shown = input.display().to_string();
+    assert!(
+        out.stderr.contains(&format!("{shown}:3:11: /mode: \"sloppy\" is not one of")),
+        "{out}"
+    );
+    assert!(out.stderr.contains("fix the input at these pointers"), "{out}");
 }
 
 #[test]

@@ -1116,6 +1116,17 @@ fn new_contract_refuses_an_id_that_exists() {
 }
 
 #[test]
+fn new_contract_with_a_taken_folder_name_gets_a_numbered_folder() {
+    let t = Tree::new();
+    let (status, v) = t.json(&["new", "contract", "PRC-NOTES-002"]);
+    assert_eq!(status, 0, "{v:#}");
+    assert!(t.path("contracts/notes-002/1.0.0.json").is_file(), "{v:#}");
+    assert!(t.path("prompt_packs/notes-002/1.0.0.json").is_file(), "{v:#}");
+    let (status, v) = t.json(&["validate"]);
+    assert_eq!(status, 0, "{v:#}");
+}
+
+#[test]
 fn new_contract_refuses_an_invalid_id_with_pin_invalid() {
     let dir = tempfile::tempdir().unwrap();
     for id in ["notes", "PRC-notes-001", "PRC-NOTES", "PRM-NOTES-001"] {

@@ -1792,7 +1792,7 @@ fn validate_large_tree_on_a_terminal_shows_a_progress_bar_and_clears_it() {
         .output()
         .unwrap();
     let screen = String::from_utf8_lossy(&out.stdout);
-    assert!(screen.contains("validating") && screen.contains("/500 files"), "{screen:?}");
+    assert!(screen.contains("validating") && screen.contains("/501 files"), "{screen:?}");
     assert!(screen.contains("\u{1b}[2K"), "the bar is cleared when done: {screen:?}");
     assert!(screen.ends_with("checked 501 files: 0 errors, 0 warnings\r\n"), "{screen:?}");
 }

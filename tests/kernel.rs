@@ -364,9 +364,18 @@ fn two_failed_repairs_are_unrecoverable_and_phase_e_still_answers() {
     let attempts: Vec<&Value> = ledger.exchanges().iter().map(|x| &x["repair_attempt"]).collect();
     assert_eq!(attempts, [&json!(0), &json!(0), &json!(1), &json!(2), &json!(0)]);
 
-    // The model's answer, marked degraded: the loop left no plan behind.
+    // The model's answer, degraded by pactum: the loop left no plan behind.
     let answer = run.answer();
-    assert_eq!(answer["answer_text"], "No plan could be made, so the sum was not computed.");
+    let text = answer["answer_text"].as_str().unwrap();
+    assert!(text.starts_with("No plan could be made, so the sum was not computed. "), "{text}");
+    assert!(text.contains("convergence status: unrecoverable"), "the early exit is said: {text}");
+    assert!(text.contains("Not available: plan_state"), "{text}");
+    // The stop is logged: the Phase E record names supervisor_unrecoverable.
+    let phase_e = ledger.cycles().last().cloned().cloned().unwrap();
+    assert_eq!(phase_e["phase"], "E");
+    assert_eq!(phase_e["errors"][0]["code"], "supervisor_unrecoverable", "{phase_e:#}");
+    assert_eq!(phase_e["degraded"], true);
+    assert_eq!(phase_e["degraded_reason"], "incomplete_state");
     let meta = &answer["metadata"];
     assert_eq!(meta["degraded"], true, "{answer:#}");
     assert!(meta["reason"].as_str().is_some_and(|r| !r.is_empty()));
@@ -661,6 +670,10 @@ fn a_bad_synthesis_reply_degrades_the_answer_but_not_the_converged_run() {
         assert!(text.contains("{\"result\":15}"), "{bad}: {text}");
         assert_eq!(answer["used_step_ids"], json!(["s1", "s2", "s3"]));
         let phase_e = p.ledger().cycles().last().cloned().cloned().unwrap();
-        assert!(!phase_e["errors"].as_array().unwrap().is_empty(), "{phase_e:#}");
+        assert_eq!(phase_e["degraded"], true, "{phase_e:#}");
+        assert!(phase_e["degraded_reason"].as_str().unwrap().starts_with("synthesis_"));
+        if bad.get("error").is_some() {
+            assert_eq!(phase_e["errors"][0]["code"], "provider_error", "{phase_e:#}");
+        }
     }
 }

@@ -46,6 +46,11 @@ fn a_ttl_of_two_expires_after_profile_and_plan() {
     assert_eq!(meta["degraded"], true, "{meta:#}");
     assert!(meta["missing_fields"].as_array().unwrap().contains(&json!("convergence_assessment")));
     assert!(meta["plan_state"].is_object(), "the plan is carried: {meta:#}");
+    // The stop is in the log: the Phase E record names ttl_expired.
+    let phase_e = ledger.cycles().last().cloned().cloned().unwrap();
+    assert_eq!(phase_e["phase"], "E");
+    assert_eq!(phase_e["errors"][0]["code"], "ttl_expired", "{phase_e:#}");
+    assert_eq!(phase_e["degraded"], true);
 }
 
 #[test]
@@ -164,7 +169,9 @@ fn with_a_ttl_of_zero_the_synthesis_prompt_reports_zero_passes() {
     assert!(prompt.contains("convergence_status: ttl_expired"), "{prompt}");
     assert!(prompt.contains("ttl_remaining: 0"), "{prompt}");
     assert!(prompt.contains("compute (5 + 10) * 2 and explain the steps"), "{prompt}");
-    assert_eq!(run.answer_text(), "Nothing was executed: the run had no cycles left.");
+    let text = run.answer_text();
+    assert!(text.starts_with("Nothing was executed: the run had no cycles left. "), "{text}");
+    assert!(text.contains("No execution pass took place."), "pactum says so too: {text}");
     assert_eq!(run.answer()["ttl_exhausted"], true);
 }
 
@@ -206,6 +213,8 @@ fn a_budget_that_runs_out_mid_run_ends_the_loop_with_budget_exceeded() {
     let ledger = p.ledger();
     assert_eq!(ledger.exchange_roles(), ["task_profile", "plan", "synthesis"]);
     assert_eq!(ledger.exchanges()[1]["verdict"], "budget_exceeded");
+    let phase_e = ledger.cycles().last().cloned().cloned().unwrap();
+    assert_eq!(phase_e["errors"][0]["code"], "budget_exceeded", "{phase_e:#}");
     let usage = &run.json["usage"];
     let total =
         usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap();

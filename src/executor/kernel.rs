@@ -44,6 +44,15 @@ impl Stop {
             },
         }
     }
+
+    /// Why the loop stopped, as error entries: none when it converged.
+    pub fn errors(&self, cycles: u32) -> Vec<Value> {
+        match self {
+            Stop::Converged => Vec::new(),
+            Stop::TtlExpired => vec![error_json(&Error::TtlExpired { cycles })],
+            Stop::Halted(e) => vec![error_json(e)],
+        }
+    }
 }
 
 /// Everything the loop knows when it stops.
@@ -70,7 +79,10 @@ pub struct State {
 #[derive(Debug, Default)]
 pub struct PhaseECall {
     pub llm_output: Value,
+    /// Why the loop stopped (see [`Stop::errors`]).
     pub errors: Vec<Value>,
+    /// Set when Phase E built a degraded answer: the answer's `metadata.reason`.
+    pub degraded_reason: Option<Value>,
     pub usage: Option<crate::gateway::Usage>,
     pub latency_ms: u64,
 }
@@ -99,12 +111,7 @@ impl Kernel<'_> {
                 Err(stop) => break stop,
             }
         };
-        if let Stop::Halted(e) = &stop {
-            st.errors.push(error_json(e));
-        }
-        if let Stop::TtlExpired = stop {
-            st.errors.push(error_json(&Error::TtlExpired { cycles: st.cycles }));
-        }
+        st.errors.extend(stop.errors(st.cycles));
         (st, stop)
     }
 
@@ -545,6 +552,10 @@ impl Kernel<'_> {
         f.insert("tool_calls".into(), Value::Array(std::mem::take(&mut st.pending_tool_calls)));
         f.insert("ttl_remaining".into(), json!(st.ttl));
         f.insert("errors".into(), json!(call.errors));
+        if let Some(reason) = call.degraded_reason {
+            f.insert("degraded".into(), json!(true));
+            f.insert("degraded_reason".into(), reason);
+        }
         f.insert("timestamp".into(), json!(crate::registry::lifecycle::now()));
         f.insert("work_order_id".into(), json!(self.caller.work_order.id));
         f.insert("contract_id".into(), json!(pin.id));

@@ -33,7 +33,7 @@ pub mod supervisor;
 pub mod tools;
 
 use budget::Budget;
-use call::{Caller, error_entries};
+use call::{Caller, error_entries, error_json};
 use roles::{Role, RolePins};
 
 /// What a run produced (SPEC §12 `run` shape, plus provenance).
@@ -130,8 +130,14 @@ impl Runner<'_> {
             let main = result.errors.iter().find(|e| e.get("code").is_some());
             let code = main.and_then(|e| e.get("code")).and_then(Value::as_str);
             result.code = Some(code.unwrap_or(result.status.as_str()).to_string());
-            let message =
-                main.and_then(|e| e.get("message")).and_then(Value::as_str).map(str::to_string);
+            let message = main.and_then(|e| {
+                let message = e.get("message")?.as_str()?;
+                Some(match e.get("pointer").and_then(Value::as_str) {
+                    Some("") => format!("(root): {message}"),
+                    Some(pointer) => format!("{pointer}: {message}"),
+                    None => message.to_string(),
+                })
+            });
             result.message = Some(
                 message.unwrap_or_else(|| format!("the run ended with status {}", result.status)),
             );
@@ -277,12 +283,13 @@ impl Runner<'_> {
             // A work order the kernel cannot start (an unknown tool in `tools`) fails;
             // Phase E still answers.
             Some(e) => {
+                let stop = kernel::Stop::Halted(e);
                 let st = kernel::State {
                     ttl: wo.constraints.ttl,
-                    errors: error_entries(&e),
+                    errors: stop.errors(0),
                     ..Default::default()
                 };
-                (st, kernel::Stop::Halted(e))
+                (st, stop)
             }
         };
         let status = stop.status();
@@ -307,24 +314,21 @@ impl Runner<'_> {
             semantic_validation: st.semantic_validation.clone(),
             task_profile: st.task_profile.clone(),
         };
-        let mut phase_e = kernel::PhaseECall::default();
+        // The Phase E record says why the loop stopped (the cycle that failed logged its own
+        // error; the stop itself is logged here) and whether the answer is degraded.
+        let mut phase_e =
+            kernel::PhaseECall { errors: stop.errors(st.cycles), ..Default::default() };
         let answer = synthesis::synthesize(&input, ttl_exhausted, &mut |value| {
-            let x = caller.call(
-                &pins.pin(Role::Synthesis),
-                value,
-                None,
-                0,
-                Some(Role::Synthesis.name()),
-            )?;
+            let x = caller
+                .call(&pins.pin(Role::Synthesis), value, None, 0, Some(Role::Synthesis.name()))
+                .inspect_err(|e| phase_e.errors.push(error_json(e)))?;
             phase_e.llm_output = json!(x.raw_text());
             phase_e.usage = x.response.usage;
             phase_e.latency_ms = x.response.latency.as_millis() as u64;
-            x.output.map(|out| out.into_value())
+            x.output.map(|out| out.into_value()).inspect_err(|e| phase_e.errors.push(error_json(e)))
         });
-        if answer.is_degraded()
-            && let Some(reason) = answer.metadata.get("reason")
-        {
-            phase_e.errors.push(json!({"message": reason}));
+        if answer.is_degraded() {
+            phase_e.degraded_reason = answer.metadata.get("reason").cloned();
         }
         k.log_phase_e(&mut st, phase_e);
         result.errors.append(&mut st.errors);

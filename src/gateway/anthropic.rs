@@ -214,8 +214,8 @@ impl Provider for AnthropicProvider {
         let not_configured = |message| self.endpoint.error(ProviderFailure::NotConfigured, message);
         let Some(key) = self.endpoint.key() else {
             return Err(not_configured(
-                "no API key is configured; set ANTHROPIC_API_KEY or the provider's key in \
-                 pactum.toml",
+                "no API key is configured; set ANTHROPIC_API_KEY (or the variable the \
+                 provider's `api_key_env` in pactum.toml names)",
             ));
         };
         if self.config.model.trim().is_empty() {

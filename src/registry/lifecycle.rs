@@ -301,31 +301,31 @@ pub fn deprecate(
     let entry = entry_in(registry, (kind, id, version), "deprecate", State::Active, |entry| {
         format!("it is {}, and only active versions are deprecated", entry.state.as_str())
     })?;
+    let refused = |reason: String| Error::SuccessorMissing {
+        id: id.to_string(),
+        version: version.to_string(),
+        successor: successor.to_string(),
+        reason,
+        deprecated: false,
+    };
     if successor <= version {
-        return Err(Error::SuccessorMissing {
-            id: id.to_string(),
-            version: version.to_string(),
-            successor: successor.to_string(),
-            reason: format!("is not higher than {version}"),
-        });
+        return Err(refused(format!("is not higher than {version}; name a higher version")));
     }
     match registry.get(kind, id, successor) {
         Some(s) if s.state == State::Active => {}
         Some(s) => {
-            return Err(Error::SuccessorMissing {
-                id: id.to_string(),
-                version: version.to_string(),
-                successor: successor.to_string(),
-                reason: format!("is {}; promote it first", s.state.as_str()),
-            });
+            let fix = match s.state {
+                State::Draft => format!("promote it first (`pactum registry promote {}`)", s.key()),
+                _ => "name an active version".to_string(),
+            };
+            return Err(refused(format!("is {}; {fix}", s.state.as_str())));
         }
         None => {
-            return Err(Error::SuccessorMissing {
-                id: id.to_string(),
-                version: version.to_string(),
-                successor: successor.to_string(),
-                reason: "is not registered".into(),
-            });
+            return Err(refused(
+                "is not registered; add and promote it first (`pactum registry add FILE`, \
+                 then `pactum registry promote`)"
+                    .into(),
+            ));
         }
     }
     Ok(registry.edit(|entries, history| {
@@ -353,11 +353,16 @@ pub fn remove(
     at: &str,
 ) -> Result<Entry> {
     let entry = entry_in(registry, (kind, id, version), "remove", State::Deprecated, |entry| {
-        format!(
-            "it is {}; deprecate it first (`pactum registry deprecate {} --successor VERSION`)",
-            entry.state.as_str(),
-            entry.key()
-        )
+        match entry.state {
+            State::Active => format!(
+                "it is active; deprecate it first (`pactum registry deprecate {} --successor VERSION`)",
+                entry.key()
+            ),
+            State::Draft => "it is a draft, and only deprecated versions are removed (a draft \
+                 never resolves unless drafts are allowed, so it can stay)"
+                .to_string(),
+            State::Deprecated | State::Removed => format!("it is already {}", entry.state.as_str()),
+        }
     })?;
     // A removal must not strand anything that still depends on the version.
     if let Some(dependent) = registry

@@ -468,6 +468,7 @@ impl Registry {
             version: entry.version.to_string(),
             successor: successor.clone(),
             reason,
+            deprecated: true,
         };
         Some(Diagnostic::from_error(&e).help(format!(
             "set successor_version to a registered, higher version of {} (e.g. with `pactum registry deprecate {} --successor VERSION`)",

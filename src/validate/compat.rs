@@ -45,14 +45,12 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
                 required: required.as_str().to_string(),
                 changes: needing,
             };
-            out.push(
-                Diagnostic::from_error(&e).file(file.clone()).pointer("/version").help(format!(
-                    "release it as a {} bump, or undo the changes; `pactum diff {id}@{} {id}@{}` lists them",
-                    required.as_str(),
-                    old.version,
-                    new.version
-                )),
-            );
+            out.push(Diagnostic::from_error(&e).file(file.clone()).pointer("/version").help(
+                format!(
+                    "`pactum diff {id}@{} {id}@{}` lists the changes",
+                    old.version, new.version
+                ),
+            ));
         }
     }
 }

@@ -183,6 +183,13 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         (Some(walked), None) => walked,
         (None, _) => discover::files(&path, &base, registry.as_ref()),
     };
+    // The registry counts among the files checked (it was read above), so the bar's total
+    // matches the summary's.
+    let registry_read = registry.is_some() || registry_text.is_some();
+    progress.start(candidates.len() + usize::from(registry_read));
+    if registry_read {
+        progress.advance();
+    }
     let files = analyze_all(&candidates, &base, options.jobs, progress);
     let mut by_path = HashMap::with_capacity(files.len());
     for (i, f) in files.iter().enumerate() {
@@ -194,7 +201,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         report.files.push(f.rel.clone());
         diagnostics.extend(f.diagnostics.iter().cloned());
     }
-    if ctx.registry.is_some() || registry_text.is_some() {
+    if registry_read {
         report.files.push(ctx.registry_name.clone());
     }
     registry_rules::check(&ctx, &mut diagnostics);
@@ -266,7 +273,6 @@ fn analyze_all(
         n => n,
     }
     .min(candidates.len().max(1));
-    progress.start(candidates.len());
     let next = AtomicUsize::new(0);
     let mut results: Vec<(usize, Analyzed)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)

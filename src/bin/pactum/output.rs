@@ -114,16 +114,72 @@ pub fn fail(error: &Error, json: bool) -> u8 {
     status_of(error)
 }
 
-/// `error[code]: message` on stderr, with one line per finding.
+/// `error[code]: message` on stderr, with one line per finding; the findings of a file that
+/// does not fit its schema get their `file:line:column`.
 pub fn eprint_error(error: &Error) {
+    let origin = match error {
+        Error::SchemaInvalid { path, .. } => Origin::read(path, ""),
+        _ => None,
+    };
+    eprint_error_in(error, origin.as_ref());
+}
+
+/// Like [`eprint_error`]; with the file the checked value came from, every finding also
+/// gets its `file:line:column`.
+pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
     let _ = writeln!(err, "{style}error[{}]{style:#}: {error}", error.code());
-    if error.findings().len() > 1 {
+    if error.findings().len() > 1 || origin.is_some() {
         for f in error.findings() {
-            let at = if f.pointer.is_empty() { "(root)" } else { f.pointer.as_str() };
-            let _ = writeln!(err, "  - {at}: {}", f.message);
+            let _ = writeln!(err, "  - {}{}", located(origin, &f.pointer), f.message);
         }
+    }
+    if let Some(o) = origin {
+        let _ = writeln!(err, "  = help: fix the values at these places in {}", o.path.display());
+    }
+}
+
+/// `file:line:column: /pointer: ` for a finding (the pointer alone without an origin).
+pub fn located(origin: Option<&Origin>, pointer: &str) -> String {
+    match origin {
+        Some(o) => {
+            let pointer = format!("{}{pointer}", o.prefix);
+            format!("{}: {}: ", o.locate(&pointer), shown_pointer(&pointer))
+        }
+        None => format!("{}: ", shown_pointer(pointer)),
+    }
+}
+
+fn shown_pointer(pointer: &str) -> &str {
+    if pointer.is_empty() { "(root)" } else { pointer }
+}
+
+/// The file a checked value was read from, and the pointer of that value in it (e.g. an
+/// exchange's input is `/task/input` of its work order).
+pub struct Origin {
+    pub path: PathBuf,
+    pub prefix: String,
+    text: String,
+}
+
+impl Origin {
+    /// `None` when the file cannot be read again (the findings then go without a line).
+    pub fn read(path: &Path, prefix: &str) -> Option<Origin> {
+        let bytes = pactum::document::read_limited(path, pactum::document::MAX_FILE_BYTES).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        Some(Origin { path: path.to_path_buf(), prefix: prefix.to_string(), text })
+    }
+
+    /// `file:line:column` of the value at `pointer`, or of its nearest existing ancestor.
+    pub fn locate(&self, pointer: &str) -> String {
+        let syntax = match pactum::document::syntax_for(&self.path) {
+            pactum::document::Syntax::Yaml => pactum::source::Syntax::Yaml,
+            pactum::document::Syntax::Json => pactum::source::Syntax::Json,
+        };
+        let span = pactum::source::locate_best(&self.text, syntax, pointer);
+        let (line, column) = pactum::source::line_col(&self.text, span.start);
+        format!("{}:{line}:{column}", self.path.display())
     }
 }
 

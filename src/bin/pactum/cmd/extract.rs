@@ -4,14 +4,35 @@
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use pactum::error::{Error, Result};
 use pactum::extract::{ExtractOptions, Extracted, extract, extract_envelope};
 use pactum::id::Pin;
+use pactum::project::Validators;
 use pactum::resolve::ResolveOptions;
 use serde_json::{Value, json};
 
 use crate::output::{self, Common, FAILED, OK};
+
+/// What the extracted value is validated against.
+enum Against {
+    Nothing,
+    /// The contract's compiled validators (its `output_schema`, if any).
+    Contract(Arc<Validators>),
+    /// A `--schema` file.
+    Schema(jsonschema::Validator),
+}
+
+impl Against {
+    fn validator(&self) -> Option<&jsonschema::Validator> {
+        match self {
+            Against::Nothing => None,
+            Against::Contract(v) => v.output.as_ref(),
+            Against::Schema(v) => Some(v),
+        }
+    }
+}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,7 +66,7 @@ pub fn exec(args: Args) -> u8 {
     if let Err(e) = std::io::stdin().read_to_string(&mut raw) {
         return output::fail(&Error::io("<stdin>", e), json);
     }
-    let setup = (|| -> Result<(ExtractOptions, Option<jsonschema::Validator>, String)> {
+    let setup = (|| -> Result<(ExtractOptions, Against, String)> {
         let mut options = ExtractOptions { want_array: false, repair: args.repair };
         if let Some(pin) = &args.contract {
             let project = args.common.project()?;
@@ -54,20 +75,7 @@ pub fn exec(args: Args) -> u8 {
             options = pactum::exchange::extract_options(&resolved.contract);
             options.repair |= args.repair;
             let validators = project.validators(&resolved.contract)?;
-            let validator = match &resolved.contract.output_schema {
-                Some(s) => Some(
-                    pactum::schema::compile(s, resolved.contract.dir(), &project.root).map_err(
-                        |findings| Error::SchemaInvalid {
-                            doc: pactum::error::DocKind::Contract,
-                            path: resolved.contract.path.clone(),
-                            findings,
-                        },
-                    )?,
-                ),
-                None => None,
-            };
-            drop(validators);
-            return Ok((options, validator, resolved.contract.key()));
+            return Ok((options, Against::Contract(validators), resolved.contract.key()));
         }
         if let Some(path) = &args.schema {
             let doc = pactum::document::load(path, None)?;
@@ -80,11 +88,11 @@ pub fn exec(args: Args) -> u8 {
                     findings,
                 }
             })?;
-            return Ok((options, Some(validator), path.display().to_string()));
+            return Ok((options, Against::Schema(validator), path.display().to_string()));
         }
-        Ok((options, None, String::new()))
+        Ok((options, Against::Nothing, String::new()))
     })();
-    let (options, validator, against) = match setup {
+    let (options, against_validator, against) = match setup {
         Ok(x) => x,
         Err(e) => return output::fail(&e, json),
     };
@@ -116,7 +124,7 @@ pub fn exec(args: Args) -> u8 {
             return FAILED;
         }
     };
-    if let Some(validator) = &validator {
+    if let Some(validator) = against_validator.validator() {
         let findings = pactum::schema::findings(validator, &extracted.value);
         if !findings.is_empty() {
             let e = Error::OutputSchemaInvalid {

@@ -2,8 +2,9 @@
 //! after the input is validated against `input_schema`.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use pactum::Code;
 use pactum::error::{Error, Result};
 use pactum::gateway::Role;
 use pactum::id::Pin;
@@ -67,6 +68,11 @@ pub fn exec(args: Args) -> u8 {
     })();
     let (resolved, messages) = match result {
         Ok(x) => x,
+        Err(e) if !json && e.code() == Code::InputSchemaInvalid && args.input != "-" => {
+            let origin = output::Origin::read(Path::new(&args.input), "");
+            output::eprint_error_in(&e, origin.as_ref());
+            return output::status_of(&e);
+        }
         Err(e) => return output::fail(&e, json),
     };
     if json {

@@ -104,7 +104,7 @@ pub fn exec(args: Args) -> u8 {
                 if json {
                     docs.push(serde_json::to_value(r).unwrap_or(Value::Null));
                 } else {
-                    print_human(r);
+                    print_human(r, &args.work_orders[*i]);
                 }
             }
             Err(e) => {
@@ -162,7 +162,8 @@ fn run_one(
     Ok(runner.run(&wo))
 }
 
-fn print_human(r: &RunResult) {
+/// The result for people; `path` is the work order's file.
+fn print_human(r: &RunResult, path: &Path) {
     let mut out = anstream::stdout().lock();
     let bold = anstyle::Style::new().bold();
     let (color, mark) =
@@ -207,12 +208,31 @@ fn print_human(r: &RunResult) {
     for w in &r.warnings {
         output::eprint_warning(w.code, &w.message);
     }
+    // An exchange's input is the work order's `/input`: its findings point there.
+    let input_origin =
+        || (r.kind == "exchange").then(|| output::Origin::read(path, "/input")).flatten();
+    let mut origin = None;
+    let mut err = anstream::stderr().lock();
+    let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
     for e in &r.errors {
         let code = e.get("code").and_then(Value::as_str).unwrap_or("error");
         let message = e.get("message").and_then(Value::as_str).unwrap_or("");
-        let mut err = anstream::stderr().lock();
-        let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
-        let _ = writeln!(err, "{style}error[{code}]{style:#}: {message}");
+        let at = match e.get("pointer").and_then(Value::as_str) {
+            Some(pointer) if code == "input_schema_invalid" => {
+                origin = origin.or_else(input_origin);
+                output::located(origin.as_ref(), pointer)
+            }
+            Some(pointer) => output::located(None, pointer),
+            None => String::new(),
+        };
+        let _ = writeln!(err, "{style}error[{code}]{style:#}: {at}{message}");
+    }
+    if let Some(o) = &origin {
+        let _ = writeln!(
+            err,
+            "  = help: fix `input` in {} so it fits the contract's input_schema",
+            o.path.display()
+        );
     }
 }
 
