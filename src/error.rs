@@ -235,6 +235,13 @@ pub enum Error {
     #[error("{path}: {} does not fit its schema: {}", doc.noun(), list_findings(findings))]
     SchemaInvalid { doc: DocKind, path: PathBuf, findings: Vec<Finding> },
 
+    /// A stand-alone schema file (`pactum extract --schema`) that is not a valid JSON Schema.
+    #[error(
+        "{path}: not a valid JSON Schema (draft 2020-12): {}; fix the keywords at these pointers",
+        list_findings(findings)
+    )]
+    SchemaFileInvalid { path: PathBuf, findings: Vec<Finding> },
+
     #[error("{path}: {message}")]
     Config { path: PathBuf, message: String },
 
@@ -418,6 +425,7 @@ impl Error {
                 DocKind::WorkOrder => Code::WorkOrderInvalid,
                 DocKind::Registry => Code::RegistryInvalid,
             },
+            Error::SchemaFileInvalid { .. } => Code::ContractSchemaInvalid,
             Error::Config { .. } => Code::ConfigInvalid,
             Error::FileTooLarge { .. } => Code::FileTooLarge,
             Error::PathEscape { .. } => Code::PathEscape,
@@ -478,6 +486,7 @@ impl Error {
     pub fn findings(&self) -> &[Finding] {
         match self {
             Error::SchemaInvalid { findings, .. }
+            | Error::SchemaFileInvalid { findings, .. }
             | Error::InputSchemaInvalid { findings, .. }
             | Error::OutputSchemaInvalid { findings, .. }
             | Error::ToolInputInvalid { findings, .. } => findings,

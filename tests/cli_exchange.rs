@@ -772,6 +772,25 @@ fn extract_with_a_schema_file_prefers_arrays_when_the_schema_wants_one() {
 }
 
 #[test]
+fn extract_with_an_invalid_schema_file_says_it_is_not_a_json_schema() {
+    let p = Project::new();
+    let schema = p.write("bad.schema.json", "{\n  \"type\": \"list\"\n}\n");
+    let schema = schema.display().to_string();
+    let out = p.pactum_stdin(&["extract", "--schema", &schema, "--json"], &[], Some("[1]"));
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["code"], "contract_schema_invalid", "{doc:#}");
+    let message = doc["message"].as_str().unwrap();
+    assert!(message.contains("not a valid JSON Schema"), "{message}");
+    assert!(!message.contains("contract"), "the file is no contract: {message}");
+    assert_eq!(doc["errors"][0]["pointer"], "/type", "{doc:#}");
+
+    let out = p.pactum_stdin(&["extract", "--schema", &schema], &[], Some("[1]"));
+    out.status(1);
+    assert!(out.stderr.contains(&format!("{schema}:2:11: /type: ")), "{out}");
+}
+
+#[test]
 fn extract_envelope_takes_the_text_field() {
     let p = Project::new();
     let out = p.pactum_stdin(

@@ -118,7 +118,9 @@ pub fn fail(error: &Error, json: bool) -> u8 {
 /// does not fit its schema get their `file:line:column`.
 pub fn eprint_error(error: &Error) {
     let origin = match error {
-        Error::SchemaInvalid { path, .. } => Origin::read(path, ""),
+        Error::SchemaInvalid { path, .. } | Error::SchemaFileInvalid { path, .. } => {
+            Origin::read(path, "")
+        }
         _ => None,
     };
     eprint_error_in(error, origin.as_ref());

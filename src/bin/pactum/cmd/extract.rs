@@ -81,13 +81,8 @@ pub fn exec(args: Args) -> u8 {
             let doc = pactum::document::load(path, None)?;
             options.want_array = doc.value.get("type").is_some_and(|t| t == "array");
             let dir = path.parent().unwrap_or(std::path::Path::new("."));
-            let validator = pactum::schema::compile(&doc.value, dir, dir).map_err(|findings| {
-                Error::SchemaInvalid {
-                    doc: pactum::error::DocKind::Contract,
-                    path: path.clone(),
-                    findings,
-                }
-            })?;
+            let validator = pactum::schema::compile(&doc.value, dir, dir)
+                .map_err(|findings| Error::SchemaFileInvalid { path: path.clone(), findings })?;
             return Ok((options, Against::Schema(validator), path.display().to_string()));
         }
         Ok((options, Against::Nothing, String::new()))
