@@ -349,6 +349,15 @@ pub fn required_bump(changes: &[Change]) -> Bump {
     changes.iter().map(|change| change.bump).max().unwrap_or(Bump::None)
 }
 
+/// The changes a `declared` bump is too small for, as `pointer kind (bump)` lines.
+pub fn beyond(changes: &[Change], declared: Bump) -> Vec<String> {
+    changes
+        .iter()
+        .filter(|c| c.bump > declared)
+        .map(|c| format!("{} {} ({})", c.pointer, c.kind.as_str(), c.bump.as_str()))
+        .collect()
+}
+
 /// The bump that going from version `from` to version `to` declares.
 ///
 /// The first of major, minor and patch that differs decides: `1.2.3 → 2.0.0` is

@@ -160,6 +160,31 @@ fn entry_of(registry: &Registry, kind: EntryKind, id: &str, version: &Version) -
     })
 }
 
+/// Applies a lifecycle change to `entry` in the registry and records its history event;
+/// returns the changed entry.
+fn transit(
+    registry: &mut Registry,
+    entry: &Entry,
+    action: Action,
+    at: &str,
+    change: impl FnOnce(&mut Entry),
+) -> Entry {
+    registry.edit(|entries, history| {
+        let found = entries
+            .iter_mut()
+            .find(|e| e.kind == entry.kind && e.id == entry.id && e.version == entry.version);
+        let changed = match found {
+            Some(e) => {
+                change(e);
+                e.clone()
+            }
+            None => entry.clone(),
+        };
+        append_event(history, at, action, &changed);
+        changed
+    })
+}
+
 fn transition(entry: &Entry, action: &str, reason: impl Into<String>) -> Error {
     Error::TransitionInvalid {
         id: entry.id.clone(),
@@ -262,27 +287,14 @@ pub fn promote(
                     to: entry.version.to_string(),
                     declared: declared.as_str().to_string(),
                     required: required.as_str().to_string(),
-                    changes: changes
-                        .iter()
-                        .filter(|c| c.bump > declared)
-                        .map(|c| format!("{} {} ({})", c.pointer, c.kind.as_str(), c.bump.as_str()))
-                        .collect(),
+                    changes: crate::compat::beyond(&changes, declared),
                 });
             }
         }
     }
-    let entry = registry.edit(|entries, history| {
-        let e = entries.iter_mut().find(|e| e.kind == kind && e.id == id && &e.version == version);
-        let e = match e {
-            Some(e) => {
-                e.state = State::Active;
-                e.activated_at = Some(at.to_string());
-                e.clone()
-            }
-            None => entry.clone(),
-        };
-        append_event(history, at, Action::Promote, &e);
-        e
+    let entry = transit(registry, &entry, Action::Promote, at, |e| {
+        e.state = State::Active;
+        e.activated_at = Some(at.to_string());
     });
     let compared_with =
         if kind == EntryKind::Contract { previous.map(|p| p.version) } else { None };
@@ -328,19 +340,10 @@ pub fn deprecate(
             ));
         }
     }
-    Ok(registry.edit(|entries, history| {
-        let e = entries.iter_mut().find(|e| e.kind == kind && e.id == id && &e.version == version);
-        let e = match e {
-            Some(e) => {
-                e.state = State::Deprecated;
-                e.deprecated_at = Some(at.to_string());
-                e.successor_version = Some(successor.clone());
-                e.clone()
-            }
-            None => entry.clone(),
-        };
-        append_event(history, at, Action::Deprecate, &e);
-        e
+    Ok(transit(registry, &entry, Action::Deprecate, at, |e| {
+        e.state = State::Deprecated;
+        e.deprecated_at = Some(at.to_string());
+        e.successor_version = Some(successor.clone());
     }))
 }
 
@@ -408,18 +411,9 @@ pub fn remove(
             }
         }
     }
-    Ok(registry.edit(|entries, history| {
-        let e = entries.iter_mut().find(|e| e.kind == kind && e.id == id && &e.version == version);
-        let e = match e {
-            Some(e) => {
-                e.state = State::Removed;
-                e.removed_at = Some(at.to_string());
-                e.clone()
-            }
-            None => entry.clone(),
-        };
-        append_event(history, at, Action::Remove, &e);
-        e
+    Ok(transit(registry, &entry, Action::Remove, at, |e| {
+        e.state = State::Removed;
+        e.removed_at = Some(at.to_string());
     }))
 }
 

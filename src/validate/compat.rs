@@ -32,11 +32,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
             if declared >= required {
                 continue;
             }
-            let needing: Vec<String> = changes
-                .iter()
-                .filter(|c| c.bump > declared)
-                .map(|c| format!("{} {} ({})", c.pointer, c.kind.as_str(), c.bump.as_str()))
-                .collect();
+            let needing = crate::compat::beyond(&changes, declared);
             let e = Error::IncompatibleBump {
                 id: id.clone(),
                 from: old.version.to_string(),

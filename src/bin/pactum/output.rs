@@ -93,14 +93,7 @@ pub fn print_json(value: &Value) {
 
 /// The JSON shape of a failure: `{"ok": false, "code", "message", "errors"}`.
 pub fn error_json(error: &Error) -> Value {
-    let mut errors: Vec<Value> = error
-        .findings()
-        .iter()
-        .map(|f| json!({"code": error.code(), "pointer": f.pointer, "message": f.message}))
-        .collect();
-    if errors.is_empty() {
-        errors.push(json!({"code": error.code(), "message": error.to_string()}));
-    }
+    let errors = pactum::executor::call::error_entries(error);
     json!({"ok": false, "code": error.code(), "message": error.to_string(), "errors": errors})
 }
 
