@@ -19,7 +19,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const CONTRACTS: usize = 1000;
 const CHANGES: usize = 30;
 const DEBOUNCE: Duration = Duration::from_millis(50);
-const AT: &str = "2026-01-01T00:00:00Z";
+const AT_TIME: &str = "2026-01-01T00:00:00Z";
+
+fn at() -> pactum::registry::lifecycle::Stamp {
+    pactum::registry::lifecycle::Stamp::new(AT_TIME, "bench")
+}
 
 fn write(path: &Path, value: &serde_json::Value) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -45,19 +49,25 @@ fn main() {
             &json!({"prompt_pack_id": format!("PRM-GEN-{i:05}"), "version": "1.0.0", "template": "{{ text }}"}),
         );
         write(&file, &contract(i, "1.0.0"));
-        lifecycle::add(&mut registry, &pack, AT).expect("add pack");
-        lifecycle::add(&mut registry, &file, AT).expect("add contract");
+        lifecycle::add(&mut registry, &pack, &at()).expect("add pack");
+        lifecycle::add(&mut registry, &file, &at()).expect("add contract");
         let v = semver::Version::new(1, 0, 0);
         lifecycle::promote(
             &mut registry,
             EntryKind::PromptPack,
             &format!("PRM-GEN-{i:05}"),
             &v,
-            AT,
+            &at(),
         )
         .expect("promote");
-        lifecycle::promote(&mut registry, EntryKind::Contract, &format!("PRC-GEN-{i:05}"), &v, AT)
-            .expect("promote");
+        lifecycle::promote(
+            &mut registry,
+            EntryKind::Contract,
+            &format!("PRC-GEN-{i:05}"),
+            &v,
+            &at(),
+        )
+        .expect("promote");
     }
     store::write_atomic(&root.join("registry.json"), registry.to_json().as_bytes())
         .expect("registry");
@@ -83,13 +93,13 @@ fn main() {
         let file = root.join(format!("contracts/gen{i:05}/1.1.0.json"));
         write(&file, &contract(i, "1.1.0"));
         store::update(&root.join("registry.json"), |r| {
-            lifecycle::add(r, &file, AT)?;
+            lifecycle::add(r, &file, &at())?;
             lifecycle::promote(
                 r,
                 EntryKind::Contract,
                 &format!("PRC-GEN-{i:05}"),
                 &semver::Version::new(1, 1, 0),
-                AT,
+                &at(),
             )
         })
         .expect("register");

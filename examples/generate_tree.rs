@@ -26,7 +26,8 @@ fn main() {
     if root.exists() {
         std::fs::remove_dir_all(root).expect("clear the target folder");
     }
-    let at = "2026-01-01T00:00:00Z";
+    let stamp = lifecycle::Stamp::new("2026-01-01T00:00:00Z", "generator");
+    let at = &stamp;
     let mut registry = Registry::empty(&root.join("registry.json"));
     for i in 0..n {
         let pack = root.join(format!("prompt_packs/gen{i:05}/1.0.0.json"));

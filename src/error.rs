@@ -75,7 +75,7 @@ codes! {
     PathEscape = "path_escape", Error, "a path leaves the project root (.., absolute path or symlink)";
     IoError = "io_error", Error, "a file could not be read or written";
     InputParseError = "input_parse_error", Error, "the input given on the command line is not valid JSON or YAML";
-    PinInvalid = "pin_invalid", Error, "an ID@REQUIREMENT pin is malformed";
+    PinInvalid = "pin_invalid", Error, "an id or an ID@REQUIREMENT pin is malformed";
     // Registry and resolution.
     ContractNotFound = "contract_not_found", Error, "no registry entry has this contract id";
     ContractVersionNotFound = "contract_version_not_found", Error, "no usable version of the contract matches the requirement";
@@ -93,6 +93,9 @@ codes! {
     SuccessorMissing = "successor_missing", Error, "a deprecated entry does not name an existing, higher successor";
     DeprecationPeriodOver = "deprecation_period_over", Warning, "a deprecated version is past its migration period";
     IncompatibleVersionBump = "incompatible_version_bump", Error, "a version bump is smaller than the changes between versions require";
+    RegistryHistoryMismatch = "registry_history_mismatch", Error, "a registry entry differs from the state its history implies (a hand edit)";
+    RegistryHistoryMissing = "registry_history_missing", Warning, "registry.json has entries but no history to check them against";
+    RegistryMergeConflict = "registry_merge_conflict", Error, "two branches changed registry.json in ways that cannot both hold";
     // Templates.
     TemplateVariableMissing = "template_variable_missing", Error, "a template uses a variable that has no value";
     TemplateVariableUndeclared = "template_variable_undeclared", Error, "a template uses a variable that input_schema does not declare";
@@ -260,6 +263,9 @@ pub enum Error {
     #[error("`{pin}` is not a valid pin: {reason}")]
     PinInvalid { pin: String, reason: String },
 
+    #[error("`{id}` is not a valid id: {rule}")]
+    IdInvalid { id: String, rule: String },
+
     #[error("{} {id} is not registered{}", kind.noun(), did_you_mean(suggestions))]
     NotFound { kind: DocKind, id: String, suggestions: Vec<String> },
 
@@ -303,6 +309,14 @@ pub enum Error {
         reason: String,
         deprecated: bool,
     },
+
+    #[error("{subject}: {reason}")]
+    HistoryMismatch { subject: String, reason: String },
+
+    #[error(
+        "cannot merge registry.json: {subject}: {reason}; nothing was written: resolve the conflict by hand (see `pactum explain registry_merge_conflict`)"
+    )]
+    MergeConflict { subject: String, reason: String },
 
     #[error("{id} {from} -> {to} is a {declared} bump but the changes need {required}: {}; release it as a {required} bump of {from}, or undo the changes", changes.join("; "))]
     IncompatibleBump {
@@ -431,7 +445,7 @@ impl Error {
             Error::PathEscape { .. } => Code::PathEscape,
             Error::Io { .. } => Code::IoError,
             Error::InputParse { .. } => Code::InputParseError,
-            Error::PinInvalid { .. } => Code::PinInvalid,
+            Error::PinInvalid { .. } | Error::IdInvalid { .. } => Code::PinInvalid,
             Error::NotFound { kind, .. } => match kind {
                 DocKind::PromptPack => Code::PromptPackNotFound,
                 DocKind::Contract | DocKind::WorkOrder | DocKind::Registry => {
@@ -454,6 +468,8 @@ impl Error {
             Error::EntryImmutable { .. } => Code::RegistryEntryImmutable,
             Error::SuccessorMissing { .. } => Code::SuccessorMissing,
             Error::IncompatibleBump { .. } => Code::IncompatibleVersionBump,
+            Error::HistoryMismatch { .. } => Code::RegistryHistoryMismatch,
+            Error::MergeConflict { .. } => Code::RegistryMergeConflict,
             Error::TemplateVariableMissing { .. } => Code::TemplateVariableMissing,
             Error::TemplateRender { .. } => Code::TemplateRenderFailed,
             Error::TemplateLimit { .. } => Code::TemplateLimitExceeded,

@@ -27,6 +27,10 @@ fn matches_prefixed(id: &str, prefix: &str) -> bool {
     }
 }
 
+/// The contract id rule in words, for messages.
+pub const CONTRACT_ID_RULE: &str =
+    "a contract id is `PRC-`, capital letters, `-` and digits, e.g. PRC-SUMMARIZE-001";
+
 /// `^PRC-[A-Z]+-[0-9]+$`
 pub fn is_contract_id(id: &str) -> bool {
     matches_prefixed(id, "PRC-")
@@ -131,7 +135,8 @@ impl Pin {
         };
         if kind_of_id(id).is_none() {
             return Err(invalid(format!(
-                "`{id}` is not a contract id (PRC-NAME-001) or prompt pack id (PRM-NAME-001)"
+                "`{id}` is not an id: a contract id is `PRC-`, capital letters, `-` and digits \
+                 (PRC-CLASSIFY-001), a prompt pack id the same with `PRM-` (PRM-CLASSIFY-001)"
             )));
         }
         if text.contains('@') && req.trim().is_empty() {

@@ -3,7 +3,8 @@
 //!
 //! Loading an entry checks, in order: the path stays inside the root (`path_escape`) and
 //! exists (`registry_file_missing`), the file's SHA-256 equals the registry's
-//! (`contract_hash_mismatch`), the file parses and fits its schema
+//! (`contract_hash_mismatch`; not for drafts, which are working copies until promoted),
+//! the file parses and fits its schema
 //! (`contract_parse_error`, `contract_schema_invalid`, `prompt_pack_invalid`), and its own
 //! id/version equal the entry's (`contract_id_mismatch`). Loaded files and compiled
 //! validators are cached by SHA-256, so a contract is parsed and compiled once however
@@ -102,7 +103,7 @@ impl Project {
     fn load_checked(&self, entry: &Entry) -> Result<document::Document> {
         let path = self.registry.file_of(entry)?;
         let doc = document::load(&path, Some(entry.kind.doc_kind()))?;
-        if doc.sha256 != entry.sha256 {
+        if doc.sha256 != entry.sha256 && entry.state != State::Draft {
             return Err(Error::HashMismatch {
                 path: PathBuf::from(&entry.path),
                 id: entry.id.clone(),
@@ -124,7 +125,9 @@ impl Project {
 
     /// Loads (or returns the cached) contract of a registry entry, with every check.
     pub fn load_contract(&self, entry: &Entry) -> Result<Arc<Contract>> {
-        if let Some(c) = lock(&self.contracts).get(&entry.sha256)
+        // A draft's file may have changed since it was registered: read it every time.
+        if entry.state != State::Draft
+            && let Some(c) = lock(&self.contracts).get(&entry.sha256)
             && c.id == entry.id
             && c.version == entry.version
         {
@@ -136,13 +139,14 @@ impl Project {
             return Err(e);
         }
         let contract = Arc::new(contract);
-        lock(&self.contracts).insert(entry.sha256.clone(), contract.clone());
+        lock(&self.contracts).insert(contract.sha256.clone(), contract.clone());
         Ok(contract)
     }
 
     /// Loads (or returns the cached) pack of a registry entry, with every check.
     pub fn load_pack(&self, entry: &Entry) -> Result<Arc<PromptPack>> {
-        if let Some(p) = lock(&self.packs).get(&entry.sha256)
+        if entry.state != State::Draft
+            && let Some(p) = lock(&self.packs).get(&entry.sha256)
             && p.id == entry.id
             && p.version == entry.version
         {
@@ -154,7 +158,7 @@ impl Project {
             return Err(e);
         }
         let pack = Arc::new(pack);
-        lock(&self.packs).insert(entry.sha256.clone(), pack.clone());
+        lock(&self.packs).insert(doc.sha256.clone(), pack.clone());
         Ok(pack)
     }
 

@@ -1,13 +1,24 @@
 //! `pactum new contract ID`: a contract and its pack, with `$schema` for editors,
 //! registered as drafts, that pass `pactum validate` as they are. The texts are
-//! placeholders for the author to replace.
+//! placeholders for the author to replace. `pactum new version ID@VERSION`: the next version
+//! of a contract (and with `--pack` of its pack), copied from the highest existing one and
+//! registered as a draft (SPEC §17).
+//!
+//! Every `$schema` written here is relative to the file's own folder and points at the
+//! project's `schemas/` folder, which is filled from the embedded schemas when missing, so
+//! editors resolve it offline.
 
 use std::path::Path;
 
+use semver::Version;
 use serde_json::{Value, json};
 
-use crate::error::{Error, Result};
-use crate::registry::{self, EntryKind, lifecycle, store};
+use crate::compat::{Bump, declared_bump};
+use crate::error::{DocKind, Error, Result};
+use crate::id::{Pin, Requirement};
+use crate::registry::lifecycle::Stamp;
+use crate::registry::{self, Entry, EntryKind, Registry, lifecycle, store};
+use crate::source::{self, Syntax};
 
 /// The files `new contract` wrote, relative to the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,7 +32,7 @@ pub struct Scaffolded {
 #[derive(serde::Serialize)]
 struct ContractFile {
     #[serde(rename = "$schema")]
-    schema: &'static str,
+    schema: String,
     contract_id: String,
     version: &'static str,
     prompt_pack_id: String,
@@ -37,7 +48,7 @@ struct ContractFile {
 #[derive(serde::Serialize)]
 struct PackFile {
     #[serde(rename = "$schema")]
-    schema: &'static str,
+    schema: String,
     prompt_pack_id: String,
     version: &'static str,
     description: String,
@@ -69,13 +80,21 @@ fn write_new(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::io(path, e))
 }
 
+/// The `$schema` value for a file at `rel` (relative to the root, `/`-separated): the
+/// embedded schema `name` in the root's `schemas/` folder, relative to the file's folder.
+pub fn schema_ref(rel: &str, name: &str) -> String {
+    let depth = rel.split('/').count().saturating_sub(1);
+    format!("{}schemas/{name}", "../".repeat(depth))
+}
+
 /// Writes `contracts/<name>/1.0.0.json` and `prompt_packs/<name>/1.0.0.json` under `root`
-/// and registers both as drafts in `root/registry.json` (created when missing).
-pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
+/// and registers both as drafts in `root/registry.json` (created when missing). The
+/// embedded schemas are written to `root/schemas/` when they are not there yet.
+pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> {
     if !crate::id::is_contract_id(id) {
-        return Err(Error::PinInvalid {
-            pin: id.to_string(),
-            reason: "a contract id looks like PRC-NAME-001".into(),
+        return Err(Error::IdInvalid {
+            id: id.to_string(),
+            rule: crate::id::CONTRACT_ID_RULE.into(),
         });
     }
     let (word, number) = id.trim_start_matches("PRC-").split_once('-').unwrap_or(("", ""));
@@ -104,7 +123,7 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
     let contract_rel = format!("contracts/{name}/1.0.0.json");
     let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
     let pack = PackFile {
-        schema: "../../schemas/prompt_pack.schema.json",
+        schema: schema_ref(&pack_rel, "prompt_pack.schema.json"),
         prompt_pack_id: pack_id.clone(),
         version: "1.0.0",
         description: format!("Prompt text of {id}."),
@@ -115,7 +134,7 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
         },
     };
     let contract = ContractFile {
-        schema: "../../schemas/prompt_contract.schema.json",
+        schema: schema_ref(&contract_rel, "prompt_contract.schema.json"),
         contract_id: id.to_string(),
         version: "1.0.0",
         prompt_pack_id: pack_id.clone(),
@@ -140,9 +159,10 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
         let _ = std::fs::remove_file(&pack_path);
         return Err(e);
     }
+    crate::init::write_schemas(&root.join("schemas"), false)?;
     let registered = store::update(&registry_path, |reg| {
-        lifecycle::add(reg, &pack_path, at)?;
-        lifecycle::add(reg, &contract_path, at)
+        lifecycle::add(reg, &pack_path, stamp)?;
+        lifecycle::add(reg, &contract_path, stamp)
     });
     if let Err(e) = registered {
         let _ = std::fs::remove_file(&pack_path);
@@ -152,15 +172,250 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
     Ok(Scaffolded { contract: contract_rel, pack: pack_rel, pack_id })
 }
 
+/// What `new version` wrote, relative to the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewVersion {
+    pub id: String,
+    pub version: Version,
+    pub path: String,
+    /// The version it was copied from.
+    pub from: Version,
+    /// With `--pack`: the pack id, its new version and file.
+    pub pack: Option<(String, Version, String)>,
+}
+
+/// `pactum new version ID@VERSION [--pack]`: copies the highest existing version of the
+/// contract (or pack) to `VERSION` in the same folder, sets `version` (and, with
+/// `with_pack`, copies the contract's pack to a new version too and pins the new contract
+/// to it), and registers the new files as drafts. `VERSION` must be higher than every
+/// existing version. Nothing is written when any step is refused.
+pub fn new_version(root: &Path, pin: &str, with_pack: bool, stamp: &Stamp) -> Result<NewVersion> {
+    let parsed = Pin::parse(pin)?;
+    let Requirement::Exact(version) = parsed.requirement else {
+        return Err(Error::PinInvalid {
+            pin: pin.to_string(),
+            reason: "new version needs an exact version: ID@1.1.0".into(),
+        });
+    };
+    let kind = EntryKind::of_id(&parsed.id).unwrap_or(EntryKind::Contract);
+    if with_pack && kind == EntryKind::PromptPack {
+        return Err(Error::PinInvalid {
+            pin: pin.to_string(),
+            reason: "--pack copies a contract's pack; for a pack alone, drop --pack".into(),
+        });
+    }
+    let registry_path = root.join(registry::FILE_NAME);
+    let reg = Registry::open(&registry_path)?;
+    let source = next_source(&reg, kind, &parsed.id, &version)?;
+    let mut planned = vec![copy_plan(&reg, &source, &version)?];
+    let mut pack = None;
+    if with_pack {
+        let contract: Value = serde_json::from_str(&planned[0].text).map_err(|e| Error::Parse {
+            path: root.join(&source.path),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+            doc: Some(DocKind::Contract),
+        })?;
+        let pack_id = contract.get("prompt_pack_id").and_then(Value::as_str).unwrap_or_default();
+        let highest =
+            reg.versions(EntryKind::PromptPack, pack_id).last().cloned().ok_or_else(|| {
+                Error::NotFound {
+                    kind: DocKind::PromptPack,
+                    id: pack_id.to_string(),
+                    suggestions: crate::id::suggest(pack_id, reg.ids(EntryKind::PromptPack)),
+                }
+            })?;
+        let pack_version = pack_version_for(&source.version, &version, &highest.version);
+        let pack_source = next_source(&reg, EntryKind::PromptPack, pack_id, &pack_version)?;
+        planned.push(copy_plan(&reg, &pack_source, &pack_version)?);
+        planned[0].text = set_string(
+            &planned[0].text,
+            Syntax::Json,
+            "/prompt_pack_version",
+            &pack_version.to_string(),
+            Some("/prompt_pack_id"),
+        );
+        pack = Some((pack_id.to_string(), pack_version, planned[1].rel.clone()));
+    }
+    // Write every file (never over an existing one), then register them in one update.
+    let mut written = Vec::new();
+    let result = (|| {
+        for plan in &planned {
+            let path = root.join(&plan.rel);
+            write_text_new(&path, &plan.text)?;
+            written.push(path);
+        }
+        store::update(&registry_path, |r| {
+            // Packs first: a contract may bind the new pack.
+            for path in written.iter().rev() {
+                lifecycle::add(r, path, stamp)?;
+            }
+            Ok(())
+        })
+    })();
+    if let Err(e) = result {
+        for path in &written {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(e);
+    }
+    Ok(NewVersion {
+        id: parsed.id,
+        version,
+        path: planned[0].rel.clone(),
+        from: source.version,
+        pack,
+    })
+}
+
+/// The entry a new `version` of `id` is copied from: the highest existing version whose
+/// file is still there. Refuses a version that is not higher than every existing one.
+fn next_source(reg: &Registry, kind: EntryKind, id: &str, version: &Version) -> Result<Entry> {
+    let versions: Vec<&Entry> = reg.versions(kind, id).collect();
+    let Some(highest) = versions.last() else {
+        return Err(Error::NotFound {
+            kind: kind.doc_kind(),
+            id: id.to_string(),
+            suggestions: crate::id::suggest(id, reg.ids(kind)),
+        });
+    };
+    if version <= &highest.version {
+        let reason = match reg.get(kind, id, version) {
+            Some(taken) => format!("it is already registered ({})", taken.state.as_str()),
+            None => {
+                format!("it is not higher than {}, the highest existing version", highest.version)
+            }
+        };
+        let v = &highest.version;
+        return Err(Error::TransitionInvalid {
+            id: id.to_string(),
+            version: version.to_string(),
+            action: "create".into(),
+            reason: format!(
+                "{reason}; use a higher version: {}.{}.{} (patch), {}.{}.0 (minor) or {}.0.0 (major)",
+                v.major,
+                v.minor,
+                v.patch + 1,
+                v.major,
+                v.minor + 1,
+                v.major + 1
+            ),
+        });
+    }
+    versions.iter().rev().find(|e| reg.file_of(e).is_ok()).map(|e| (*e).clone()).ok_or_else(|| {
+        Error::RegistryFileMissing {
+            id: id.to_string(),
+            version: highest.version.to_string(),
+            path: highest.path.clone(),
+        }
+    })
+}
+
+/// The new pack version for a contract going from `from` to `to`: the contract's version
+/// when it is higher than the pack's highest, else the pack's highest bumped at the same
+/// level as the contract.
+fn pack_version_for(from: &Version, to: &Version, pack_highest: &Version) -> Version {
+    if to > pack_highest {
+        return to.clone();
+    }
+    let p = pack_highest;
+    match declared_bump(from, to) {
+        Bump::Major => Version::new(p.major + 1, 0, 0),
+        Bump::Minor => Version::new(p.major, p.minor + 1, 0),
+        Bump::Patch | Bump::None => Version::new(p.major, p.minor, p.patch + 1),
+    }
+}
+
+/// A file to write: its path relative to the root and its text.
+struct CopyPlan {
+    rel: String,
+    text: String,
+}
+
+/// The copy of `source` as `version`: same folder, named `VERSION.ext`, with `version` set
+/// and `$schema` (when present) pointing at the schemas folder from the new file's folder.
+fn copy_plan(reg: &Registry, source: &Entry, version: &Version) -> Result<CopyPlan> {
+    let path = reg.file_of(source)?;
+    let text = crate::document::utf8(
+        crate::document::read_limited(&path, crate::document::MAX_FILE_BYTES)?,
+        &path,
+        Some(source.kind.doc_kind()),
+    )?;
+    let syntax = match crate::document::syntax_for(&path) {
+        crate::document::Syntax::Yaml => Syntax::Yaml,
+        crate::document::Syntax::Json => Syntax::Json,
+    };
+    let ext = Path::new(&source.path).extension().and_then(|e| e.to_str()).unwrap_or("json");
+    let rel = match source.path.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{version}.{ext}"),
+        None => format!("{version}.{ext}"),
+    };
+    let mut text = set_string(&text, syntax, "/version", &version.to_string(), None);
+    if source::locate(&text, syntax, "/$schema").is_some() {
+        let name = match source.kind {
+            EntryKind::Contract => "prompt_contract.schema.json",
+            EntryKind::PromptPack => "prompt_pack.schema.json",
+        };
+        text = set_string(&text, syntax, "/$schema", &schema_ref(&rel, name), None);
+    }
+    Ok(CopyPlan { rel, text })
+}
+
+/// `text` with the string at `pointer` replaced by `value` (keeping everything else byte
+/// for byte); when there is none and `after` names a member, a new member is inserted
+/// after it (JSON only).
+fn set_string(
+    text: &str,
+    syntax: Syntax,
+    pointer: &str,
+    value: &str,
+    after: Option<&str>,
+) -> String {
+    let quoted = serde_json::to_string(value).unwrap_or_default();
+    if let Some(span) = source::locate(text, syntax, pointer) {
+        return format!("{}{quoted}{}", &text[..span.start], &text[span.end..]);
+    }
+    let Some(after) = after.filter(|_| syntax == Syntax::Json) else { return text.to_string() };
+    let (Some(key), Some(prev)) =
+        (source::locate_key(text, syntax, after), source::locate(text, syntax, after))
+    else {
+        return text.to_string();
+    };
+    let line_start = text[..key.start].rfind('\n').map_or(0, |i| i + 1);
+    let indent: String =
+        text[line_start..key.start].chars().take_while(|c| c.is_whitespace()).collect();
+    let name = pointer.trim_start_matches('/');
+    format!("{},\n{indent}\"{name}\": {quoted}{}", &text[..prev.end], &text[prev.end..])
+}
+
+/// Creates `path` with `text`, never replacing an existing file.
+fn write_text_new(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.write_all(text.as_bytes()).map_err(|e| Error::io(path, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::validate::{NoProgress, ValidateOptions, validate};
 
+    fn stamp() -> Stamp {
+        Stamp::new("2026-01-01T00:00:00Z", "tester@example.com")
+    }
+
     #[test]
     fn scaffold_registers_drafts_that_validate_cleanly() {
         let dir = tempfile::tempdir().unwrap();
-        let s = new_contract(dir.path(), "PRC-SUMMARIZE-001", "2026-01-01T00:00:00Z").unwrap();
+        let s = new_contract(dir.path(), "PRC-SUMMARIZE-001", &stamp()).unwrap();
         assert_eq!(s.pack_id, "PRM-SUMMARIZE-001");
         let report = validate(dir.path(), &ValidateOptions::default(), &NoProgress).unwrap();
         assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
@@ -168,15 +423,15 @@ mod tests {
         let reg = registry::Registry::open(&dir.path().join("registry.json")).unwrap();
         assert!(reg.entries.iter().all(|e| e.state == registry::State::Draft));
         // A second contract of the same name goes to its own folder.
-        let second = new_contract(dir.path(), "PRC-SUMMARIZE-002", "2026-01-01T00:00:00Z").unwrap();
+        let second = new_contract(dir.path(), "PRC-SUMMARIZE-002", &stamp()).unwrap();
         assert_eq!(second.contract, "contracts/summarize-002/1.0.0.json");
         assert_eq!(second.pack, "prompt_packs/summarize-002/1.0.0.json");
         let report = validate(dir.path(), &ValidateOptions::default(), &NoProgress).unwrap();
         assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
-        let e = new_contract(dir.path(), "PRC-SUMMARIZE-001", "2026-01-01T00:00:00Z").unwrap_err();
+        let e = new_contract(dir.path(), "PRC-SUMMARIZE-001", &stamp()).unwrap_err();
         assert_eq!(e.code(), crate::Code::RegistryDuplicateEntry);
         assert_eq!(
-            new_contract(dir.path(), "summarize", "x").unwrap_err().code(),
+            new_contract(dir.path(), "summarize", &stamp()).unwrap_err().code(),
             crate::Code::PinInvalid
         );
     }

@@ -309,6 +309,9 @@ pub fn watch_tree(
 
 #[cfg(test)]
 mod tests {
+    fn stamp() -> crate::registry::lifecycle::Stamp {
+        crate::registry::lifecycle::Stamp::new(TS, "tester")
+    }
     use super::*;
     use crate::registry::{lifecycle, store};
     use std::time::Instant;
@@ -333,21 +336,21 @@ mod tests {
         );
         let reg = root.join("registry.json");
         store::update(&reg, |r| {
-            lifecycle::add(r, &root.join("prompt_packs/a/1.0.0.json"), TS)?;
-            lifecycle::add(r, &root.join("contracts/a/1.0.0.json"), TS)?;
+            lifecycle::add(r, &root.join("prompt_packs/a/1.0.0.json"), &stamp())?;
+            lifecycle::add(r, &root.join("contracts/a/1.0.0.json"), &stamp())?;
             lifecycle::promote(
                 r,
                 EntryKind::PromptPack,
                 "PRM-A-001",
                 &semver::Version::new(1, 0, 0),
-                TS,
+                &stamp(),
             )?;
             lifecycle::promote(
                 r,
                 EntryKind::Contract,
                 "PRC-A-001",
                 &semver::Version::new(1, 0, 0),
-                TS,
+                &stamp(),
             )
         })
         .unwrap();
@@ -363,13 +366,13 @@ mod tests {
             ),
         );
         store::update(&root.join("registry.json"), |r| {
-            lifecycle::add(r, &file, TS)?;
+            lifecycle::add(r, &file, &stamp())?;
             lifecycle::promote(
                 r,
                 EntryKind::Contract,
                 "PRC-A-001",
                 &semver::Version::parse(version).unwrap(),
-                TS,
+                &stamp(),
             )
         })
         .unwrap();

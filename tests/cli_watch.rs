@@ -288,7 +288,11 @@ fn watch_re_validates_after_a_registry_write() {
 // RegistryHandle (library hot reload)
 // ---------------------------------------------------------------------------------------
 
-const TS: &str = "2026-01-01T00:00:00Z";
+const TS_TIME: &str = "2026-01-01T00:00:00Z";
+
+fn ts() -> pactum::registry::lifecycle::Stamp {
+    pactum::registry::lifecycle::Stamp::new(TS_TIME, "tester@example.com")
+}
 const ID: &str = "PRC-WATCH-001";
 const PACK: &str = "PRM-WATCH-001";
 
@@ -322,10 +326,10 @@ fn project() -> tempfile::TempDir {
     let c = root.join("contracts/watch/1.0.0.json");
     write_json(&c, &contract("1.0.0", None));
     store::update(&root.join("registry.json"), |r| {
-        lifecycle::add(r, &pack, TS)?;
-        lifecycle::add(r, &c, TS)?;
-        lifecycle::promote(r, EntryKind::PromptPack, PACK, &v("1.0.0"), TS)?;
-        lifecycle::promote(r, EntryKind::Contract, ID, &v("1.0.0"), TS)
+        lifecycle::add(r, &pack, &ts())?;
+        lifecycle::add(r, &c, &ts())?;
+        lifecycle::promote(r, EntryKind::PromptPack, PACK, &v("1.0.0"), &ts())?;
+        lifecycle::promote(r, EntryKind::Contract, ID, &v("1.0.0"), &ts())
     })
     .unwrap();
     dir
@@ -336,8 +340,8 @@ fn release(root: &Path, version: &str) {
     let file = root.join(format!("contracts/watch/{version}.json"));
     write_json(&file, &contract(version, Some("lang")));
     store::update(&root.join("registry.json"), |r| {
-        lifecycle::add(r, &file, TS)?;
-        lifecycle::promote(r, EntryKind::Contract, ID, &v(version), TS)
+        lifecycle::add(r, &file, &ts())?;
+        lifecycle::promote(r, EntryKind::Contract, ID, &v(version), &ts())
     })
     .unwrap();
 }

@@ -39,7 +39,11 @@ use tempfile::TempDir;
 // --- Helpers ------------------------------------------------------------------------------
 
 /// The time every registry write in these tests is stamped with.
-const AT: &str = "2026-01-01T00:00:00Z";
+const AT_TIME: &str = "2026-01-01T00:00:00Z";
+
+fn at() -> pactum::registry::lifecycle::Stamp {
+    pactum::registry::lifecycle::Stamp::new(AT_TIME, "tester@example.com")
+}
 
 /// PRC-T-001@1.0.0: classifies `text`, bound to PRM-T-001, answers `{"label": ...}`.
 fn contract() -> Value {
@@ -93,14 +97,14 @@ fn empty_project() -> TempDir {
 /// Writes `doc` to its file and registers it as a draft (`pactum registry add`).
 fn add(root: &Path, doc: &Value) -> Result<Added, Error> {
     let file = write_json(root, &file_of(doc), doc);
-    store::update(&registry_path(root), |reg| lifecycle::add(reg, &file, AT))
+    store::update(&registry_path(root), |reg| lifecycle::add(reg, &file, &at()))
 }
 
 /// `pactum registry promote ID@VERSION`.
 fn promote(root: &Path, id: &str, version: &str) -> Result<Promoted, Error> {
     let kind = EntryKind::of_id(id).unwrap();
     let version = pactum::id::parse_version(version).unwrap();
-    store::update(&registry_path(root), |reg| lifecycle::promote(reg, kind, id, &version, AT))
+    store::update(&registry_path(root), |reg| lifecycle::promote(reg, kind, id, &version, &at()))
 }
 
 /// `pactum registry deprecate ID@VERSION --successor SUCCESSOR`.
@@ -111,7 +115,7 @@ fn deprecate(root: &Path, id: &str, version: &str, successor: &str) -> Result<()
         pactum::id::parse_version(successor).unwrap(),
     );
     store::update(&registry_path(root), |reg| {
-        lifecycle::deprecate(reg, kind, id, &version, &successor, AT).map(drop)
+        lifecycle::deprecate(reg, kind, id, &version, &successor, &at()).map(drop)
     })
 }
 
@@ -391,7 +395,7 @@ fn reproduces_path_escape() {
     store::update(&registry_path(&root), |_| Ok(())).unwrap();
     let outside = write_json(outer.path(), "elsewhere/1.0.0.json", &contract());
 
-    let e = err(store::update(&registry_path(&root), |reg| lifecycle::add(reg, &outside, AT)));
+    let e = err(store::update(&registry_path(&root), |reg| lifecycle::add(reg, &outside, &at())));
 
     let message = assert_code(&e, Code::PathEscape);
     assert!(message.contains("outside the project root"), "{message}");
@@ -573,7 +577,7 @@ fn reproduces_registry_transition_invalid() {
     let version = pactum::id::parse_version("1.0.0").unwrap();
 
     let e = err(store::update(&registry_path(dir.path()), |reg| {
-        lifecycle::remove(reg, EntryKind::Contract, "PRC-T-001", &version, AT)
+        lifecycle::remove(reg, EntryKind::Contract, "PRC-T-001", &version, &at())
     }));
 
     let message = assert_code(&e, Code::RegistryTransitionInvalid);

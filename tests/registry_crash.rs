@@ -23,7 +23,11 @@ use pactum::registry::{Action, EntryKind, Registry, State, lifecycle, store};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pactum");
-const TS: &str = "2026-01-01T00:00:00Z";
+const TS_TIME: &str = "2026-01-01T00:00:00Z";
+
+fn ts() -> pactum::registry::lifecycle::Stamp {
+    pactum::registry::lifecycle::Stamp::new(TS_TIME, "tester@example.com")
+}
 const PACK: &str = "PRM-GEN-001";
 const BASE_CONTRACTS: usize = 300;
 const ITERATIONS: u64 = 60;
@@ -117,10 +121,10 @@ fn build(root: &Path, n: usize) -> Vec<String> {
     let files: Vec<PathBuf> =
         ids.iter().map(|id| root.join(write_contract(root, "gen", id))).collect();
     store::update(&root.join("registry.json"), |r| {
-        lifecycle::add(r, &root.join(&pack), TS)?;
-        lifecycle::promote(r, EntryKind::PromptPack, PACK, &semver::Version::new(1, 0, 0), TS)?;
+        lifecycle::add(r, &root.join(&pack), &ts())?;
+        lifecycle::promote(r, EntryKind::PromptPack, PACK, &semver::Version::new(1, 0, 0), &ts())?;
         for f in &files {
-            lifecycle::add(r, f, TS)?;
+            lifecycle::add(r, f, &ts())?;
         }
         Ok(())
     })

@@ -1,14 +1,18 @@
-//! Lifecycle operations on a registry in memory (SPEC §7): add, promote, deprecate,
-//! remove. Each legal transition appends one hash-chained event to `history`; an illegal
-//! one returns `registry_transition_invalid` (or a more specific code) and changes
-//! nothing. [`store::update`](super::store::update) wraps them in a locked, atomic
-//! read-modify-write.
+//! Lifecycle operations on a registry in memory (SPEC §7, §17): add, promote, deprecate,
+//! remove, discard, adopt. Each legal transition appends one hash-chained event to
+//! `history`, stamped with its time and actor; an illegal one returns
+//! `registry_transition_invalid` (or a more specific code) and changes nothing.
+//! [`store::update`](super::store::update) wraps them in a locked, atomic read-modify-write.
 //!
 //! ```text
 //! add ──► draft ──promote──► active ──deprecate──► deprecated ──remove──► removed
-//!          ▲  │ (add again refreshes a draft's hash: `update`)
-//!          └──┘
+//!           │   (promote freezes the file's hash)
+//!           └──discard──► (entry dropped)
 //! ```
+//!
+//! A draft is a working copy: editing its file is not an error and writes no history;
+//! `promote` records the file's hash at that moment in the entry and the event, and from
+//! then on the file never changes.
 
 use std::path::Path;
 
@@ -30,21 +34,74 @@ pub fn now() -> String {
     now.round(jiff::Unit::Second).unwrap_or(now).to_string()
 }
 
-fn append_event(history: &mut Vec<Event>, at: &str, action: Action, entry: &Entry) -> Event {
-    let prev = history.last().map(|e| e.hash.clone()).unwrap_or_else(|| ZERO_HASH.to_string());
-    let mut event = Event {
-        seq: history.len() as u64 + 1,
-        at: at.to_string(),
-        action,
-        id: entry.id.clone(),
-        version: entry.version.to_string(),
-        sha256: entry.sha256.clone(),
-        prev,
-        hash: String::new(),
-    };
+/// When and by whom a change is made; every history event records both.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// RFC 3339, UTC, whole seconds.
+    pub at: String,
+    /// `PACTUM_ACTOR`, else git's `user.email`, else the OS user name (the binary decides).
+    pub actor: String,
+}
+
+impl Stamp {
+    pub fn new(at: impl Into<String>, actor: impl Into<String>) -> Stamp {
+        Stamp { at: at.into(), actor: actor.into() }
+    }
+
+    /// Now, by `actor`.
+    pub fn now(actor: impl Into<String>) -> Stamp {
+        Stamp::new(now(), actor)
+    }
+}
+
+/// Appends `event` to `history`, numbered and chained after the last event.
+pub(crate) fn chain(history: &mut Vec<Event>, mut event: Event) -> Event {
+    event.seq = history.len() as u64 + 1;
+    event.prev = history.last().map(|e| e.hash.clone()).unwrap_or_else(|| ZERO_HASH.to_string());
     event.hash = event.compute_hash();
     history.push(event.clone());
     event
+}
+
+fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: &Entry) -> Event {
+    let mut event = Event {
+        at: stamp.at.clone(),
+        action,
+        actor: Some(stamp.actor.clone()),
+        id: entry.id.clone(),
+        version: entry.version.to_string(),
+        sha256: entry.sha256.clone(),
+        ..Event::default()
+    };
+    match action {
+        Action::Add | Action::Update => event.path = Some(entry.path.clone()),
+        Action::Deprecate => {
+            event.successor = entry.successor_version.as_ref().map(ToString::to_string)
+        }
+        Action::Adopt => {
+            event.path = Some(entry.path.clone());
+            event.state = Some(entry.state);
+            event.successor = entry.successor_version.as_ref().map(ToString::to_string);
+        }
+        Action::Promote | Action::Remove | Action::Discard | Action::Merge => {}
+    }
+    chain(history, event)
+}
+
+/// A registry with entries but no history (hand-written, or from before histories) gets
+/// one `adopt` event per entry, recording it as it stands, so the history can be replayed
+/// from then on (SPEC §17). Returns how many entries were adopted; 0 when the registry
+/// already has a history or no entries.
+pub fn adopt(registry: &mut Registry, stamp: &Stamp) -> usize {
+    if registry.history.as_ref().is_some_and(|h| !h.is_empty()) || registry.entries.is_empty() {
+        return 0;
+    }
+    registry.edit(|entries, history| {
+        for entry in entries.iter() {
+            append_event(history, stamp, Action::Adopt, entry);
+        }
+        entries.len()
+    })
 }
 
 /// What `add` did.
@@ -66,9 +123,11 @@ impl Added {
     }
 }
 
-/// Registers `file` (a contract or pack inside the registry's folder) as a draft, or
-/// refreshes the hash of an existing draft. The file must fit its schema.
-pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
+/// Registers `file` (a contract or pack inside the registry's folder) as a draft. Adding a
+/// registered draft again changes nothing unless its file moved (drafts are working
+/// copies: their content is free until `promote`). The file must fit its schema.
+pub fn add(registry: &mut Registry, file: &Path, stamp: &Stamp) -> Result<Added> {
+    adopt(registry, stamp);
     let root = registry.root.canonicalize().map_err(|e| Error::io(&registry.root, e))?;
     let real = file.canonicalize().map_err(|e| Error::io(file, e))?;
     let rel = real.strip_prefix(&root).map_err(|_| Error::PathEscape {
@@ -87,6 +146,7 @@ pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
         let same = existing.sha256 == doc.sha256 && existing.path == rel;
         return match existing.state {
             _ if same => Ok(Added::Unchanged(existing)),
+            State::Draft if existing.path == rel => Ok(Added::Unchanged(existing)),
             State::Draft => Ok(Added::Updated(registry.edit(|entries, history| {
                 let entry = entries.iter_mut().find(|e| **e == existing).map(|e| {
                     e.sha256 = doc.sha256.clone();
@@ -94,7 +154,7 @@ pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
                     e.clone()
                 });
                 let entry = entry.unwrap_or(existing);
-                append_event(history, at, Action::Update, &entry);
+                append_event(history, stamp, Action::Update, &entry);
                 entry
             }))),
             state => Err(Error::EntryImmutable {
@@ -111,7 +171,7 @@ pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
         path: rel,
         sha256: doc.sha256,
         state: State::Draft,
-        registered_at: at.to_string(),
+        registered_at: stamp.at.clone(),
         activated_at: None,
         deprecated_at: None,
         successor_version: None,
@@ -119,7 +179,7 @@ pub fn add(registry: &mut Registry, file: &Path, at: &str) -> Result<Added> {
     };
     registry.edit(|entries, history| {
         entries.push(entry.clone());
-        append_event(history, at, Action::Add, &entry);
+        append_event(history, stamp, Action::Add, &entry);
     });
     Ok(Added::New(entry))
 }
@@ -166,7 +226,7 @@ fn transit(
     registry: &mut Registry,
     entry: &Entry,
     action: Action,
-    at: &str,
+    stamp: &Stamp,
     change: impl FnOnce(&mut Entry),
 ) -> Entry {
     registry.edit(|entries, history| {
@@ -180,7 +240,7 @@ fn transit(
             }
             None => entry.clone(),
         };
-        append_event(history, at, action, &changed);
+        append_event(history, stamp, action, &changed);
         changed
     })
 }
@@ -236,19 +296,39 @@ pub struct Promoted {
     pub declared: Bump,
 }
 
+/// Loads a draft's file as it is now (a working copy: no hash to check), requiring that it
+/// fits its schema and still declares the entry's id and version.
+fn load_draft(registry: &Registry, entry: &Entry) -> Result<document::Document> {
+    let path = registry.file_of(entry)?;
+    let doc = document::load(&path, Some(entry.kind.doc_kind()))?;
+    let (_, id, version) = identify(&doc)?;
+    if id != entry.id || version != entry.version {
+        return Err(Error::IdMismatch {
+            path: entry.path.clone().into(),
+            expected: entry.key(),
+            found: format!("{id}@{version}"),
+        });
+    }
+    Ok(doc)
+}
+
 /// draft → active, after the compatibility check against the highest active version
-/// below it. A contract's pack must already be active.
+/// below it. A contract's pack must already be active. The entry and the event record the
+/// file's hash at this moment: the version is frozen from now on.
 pub fn promote(
     registry: &mut Registry,
     kind: EntryKind,
     id: &str,
     version: &Version,
-    at: &str,
+    stamp: &Stamp,
 ) -> Result<Promoted> {
+    adopt(registry, stamp);
     let entry = entry_in(registry, (kind, id, version), "promote", State::Draft, |entry| {
         format!("it is {}, and only drafts are promoted", entry.state.as_str())
     })?;
-    let value = load_entry_value(registry, &entry)?;
+    let doc = load_draft(registry, &entry)?;
+    let frozen = doc.sha256.clone();
+    let value = doc.value;
     let previous = registry
         .versions(kind, id)
         .filter(|e| {
@@ -258,23 +338,33 @@ pub fn promote(
         .cloned();
     let (mut required, mut declared) = (Bump::None, Bump::None);
     if kind == EntryKind::Contract {
-        let contract = Contract::from_value(value.clone(), &entry.sha256, Path::new(&entry.path))?;
-        resolve(
-            registry,
-            EntryKind::PromptPack,
-            &contract.prompt_pack_id,
-            &contract.prompt_pack_version,
-            ResolveOptions::default(),
-        )
-        .map_err(|e| {
-            transition(
+        let contract = Contract::from_value(value.clone(), &frozen, Path::new(&entry.path))?;
+        let pack = |allow_draft| {
+            resolve(
+                registry,
+                EntryKind::PromptPack,
+                &contract.prompt_pack_id,
+                &contract.prompt_pack_version,
+                ResolveOptions { allow_draft },
+            )
+        };
+        if let Err(e) = pack(false) {
+            let fix = match pack(true) {
+                Ok(draft) => format!(
+                    "promote the pack first: `pactum registry promote {}`",
+                    draft.entry.key()
+                ),
+                Err(_) => format!(
+                    "register and promote a version of {} that matches",
+                    contract.prompt_pack_id
+                ),
+            };
+            return Err(transition(
                 &entry,
                 "promote",
-                format!(
-                    "its pack does not resolve to an active version ({e}); promote the pack first"
-                ),
-            )
-        })?;
+                format!("its pack does not resolve to an active version ({e}); {fix}"),
+            ));
+        }
         if let Some(prev) = &previous {
             let old = load_entry_value(registry, prev)?;
             let changes = diff_contracts(&old, &value);
@@ -292,13 +382,74 @@ pub fn promote(
             }
         }
     }
-    let entry = transit(registry, &entry, Action::Promote, at, |e| {
+    let entry = transit(registry, &entry, Action::Promote, stamp, |e| {
         e.state = State::Active;
-        e.activated_at = Some(at.to_string());
+        e.sha256 = frozen;
+        e.activated_at = Some(stamp.at.clone());
     });
     let compared_with =
         if kind == EntryKind::Contract { previous.map(|p| p.version) } else { None };
     Ok(Promoted { entry, compared_with, required, declared })
+}
+
+/// Drops a draft's entry (history event `discard`). Only drafts can be discarded: anything
+/// that was ever active stays in the registry for the record. Returns the dropped entry;
+/// deleting its file is the caller's choice (`--delete`).
+pub fn discard(
+    registry: &mut Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    stamp: &Stamp,
+) -> Result<Entry> {
+    adopt(registry, stamp);
+    let entry = entry_in(registry, (kind, id, version), "discard", State::Draft, |entry| {
+        let fix = match entry.state {
+            State::Active => format!(
+                "deprecate it instead (`pactum registry deprecate {} --successor VERSION`)",
+                entry.key()
+            ),
+            State::Deprecated => {
+                format!("remove it instead (`pactum registry remove {}`)", entry.key())
+            }
+            State::Draft | State::Removed => "it stays in the registry for the record".to_string(),
+        };
+        format!("it is {}, and only drafts are discarded; {fix}", entry.state.as_str())
+    })?;
+    if kind == EntryKind::PromptPack
+        && let Some(user) = registry.entries.iter().find(|c| {
+            c.kind == EntryKind::Contract
+                && c.state != State::Removed
+                && binds(registry, c, &entry, true)
+        })
+    {
+        return Err(transition(
+            &entry,
+            "discard",
+            format!("{} binds to it; discard or change that contract first", user.key()),
+        ));
+    }
+    registry.drop_entry(&entry, |history| {
+        append_event(history, stamp, Action::Discard, &entry);
+    });
+    Ok(entry)
+}
+
+/// True when contract entry `c` binds to pack entry `pack` (its `prompt_pack_version`
+/// resolves to it, with or without drafts).
+fn binds(registry: &Registry, c: &Entry, pack: &Entry, allow_draft: bool) -> bool {
+    let Ok(path) = registry.file_of(c) else { return false };
+    let Ok(doc) = document::load(&path, Some(DocKind::Contract)) else { return false };
+    let Ok(contract) = Contract::from_document(&doc) else { return false };
+    contract.prompt_pack_id == pack.id
+        && resolve(
+            registry,
+            EntryKind::PromptPack,
+            &pack.id,
+            &contract.prompt_pack_version,
+            ResolveOptions { allow_draft },
+        )
+        .is_ok_and(|r| r.entry.version == pack.version)
 }
 
 /// active → deprecated, naming an existing, higher, active successor.
@@ -308,8 +459,9 @@ pub fn deprecate(
     id: &str,
     version: &Version,
     successor: &Version,
-    at: &str,
+    stamp: &Stamp,
 ) -> Result<Entry> {
+    adopt(registry, stamp);
     let entry = entry_in(registry, (kind, id, version), "deprecate", State::Active, |entry| {
         format!("it is {}, and only active versions are deprecated", entry.state.as_str())
     })?;
@@ -340,9 +492,9 @@ pub fn deprecate(
             ));
         }
     }
-    Ok(transit(registry, &entry, Action::Deprecate, at, |e| {
+    Ok(transit(registry, &entry, Action::Deprecate, stamp, |e| {
         e.state = State::Deprecated;
-        e.deprecated_at = Some(at.to_string());
+        e.deprecated_at = Some(stamp.at.clone());
         e.successor_version = Some(successor.clone());
     }))
 }
@@ -353,17 +505,20 @@ pub fn remove(
     kind: EntryKind,
     id: &str,
     version: &Version,
-    at: &str,
+    stamp: &Stamp,
 ) -> Result<Entry> {
+    adopt(registry, stamp);
     let entry = entry_in(registry, (kind, id, version), "remove", State::Deprecated, |entry| {
         match entry.state {
             State::Active => format!(
                 "it is active; deprecate it first (`pactum registry deprecate {} --successor VERSION`)",
                 entry.key()
             ),
-            State::Draft => "it is a draft, and only deprecated versions are removed (a draft \
-                 never resolves unless drafts are allowed, so it can stay)"
-                .to_string(),
+            State::Draft => format!(
+                "it is a draft, and only deprecated versions are removed; drop a draft with \
+                 `pactum registry discard {}`",
+                entry.key()
+            ),
             State::Deprecated | State::Removed => format!("it is already {}", entry.state.as_str()),
         }
     })?;
@@ -382,38 +537,25 @@ pub fn remove(
             ),
         ));
     }
-    if kind == EntryKind::PromptPack {
-        for c in registry.entries.iter().filter(|e| {
-            e.kind == EntryKind::Contract && matches!(e.state, State::Active | State::Deprecated)
-        }) {
-            let Ok(path) = registry.file_of(c) else { continue };
-            let Ok(doc) = document::load(&path, Some(DocKind::Contract)) else { continue };
-            let Ok(contract) = Contract::from_document(&doc) else { continue };
-            if contract.prompt_pack_id != id {
-                continue;
-            }
-            let resolved = resolve(
-                registry,
-                kind,
-                id,
-                &contract.prompt_pack_version,
-                ResolveOptions::default(),
-            );
-            if resolved.is_ok_and(|r| &r.entry.version == version) {
-                return Err(transition(
-                    &entry,
-                    "remove",
-                    format!(
-                        "{} still binds to it; move the contract to another pack version first",
-                        c.key()
-                    ),
-                ));
-            }
-        }
+    if kind == EntryKind::PromptPack
+        && let Some(c) = registry.entries.iter().find(|c| {
+            c.kind == EntryKind::Contract
+                && matches!(c.state, State::Active | State::Deprecated)
+                && binds(registry, c, &entry, false)
+        })
+    {
+        return Err(transition(
+            &entry,
+            "remove",
+            format!(
+                "{} still binds to it; move the contract to another pack version first",
+                c.key()
+            ),
+        ));
     }
-    Ok(transit(registry, &entry, Action::Remove, at, |e| {
+    Ok(transit(registry, &entry, Action::Remove, stamp, |e| {
         e.state = State::Removed;
-        e.removed_at = Some(at.to_string());
+        e.removed_at = Some(stamp.at.clone());
     }))
 }
 
@@ -430,7 +572,8 @@ pub fn verify(registry: &Registry) -> Vec<crate::diagnostic::Diagnostic> {
         let Ok(path) = registry.file_of(entry) else { continue };
         match document::load(&path, Some(entry.kind.doc_kind())) {
             Err(e) => out.push(Diagnostic::from_error(&e).pointer(format!("{pointer}/path"))),
-            Ok(doc) if doc.sha256 != entry.sha256 => {
+            // A draft is a working copy: its content is free until promote.
+            Ok(doc) if doc.sha256 != entry.sha256 && entry.state != State::Draft => {
                 let e = Error::HashMismatch {
                     path: entry.path.clone().into(),
                     id: entry.id.clone(),
@@ -505,6 +648,10 @@ mod tests {
         }
     }
 
+    fn ts() -> Stamp {
+        Stamp::new("2026-01-01T00:00:00Z", "tester@example.com")
+    }
+
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
     }
@@ -515,21 +662,28 @@ mod tests {
         let pack = t.pack();
         let c1 = t.contract("1.0.0", json!({}));
         let c2 = t.contract("1.1.0", json!({"input_schema": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}}}));
-        assert!(matches!(add(&mut t.registry, &pack, "t").unwrap(), Added::New(_)));
-        add(&mut t.registry, &c1, "t").unwrap();
-        add(&mut t.registry, &c2, "t").unwrap();
+        assert!(matches!(add(&mut t.registry, &pack, &ts()).unwrap(), Added::New(_)));
+        add(&mut t.registry, &c1, &ts()).unwrap();
+        add(&mut t.registry, &c2, &ts()).unwrap();
         // A contract cannot go active before its pack.
-        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t")
+        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &ts())
             .unwrap_err();
         assert_eq!(e.code(), Code::RegistryTransitionInvalid);
-        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), "t").unwrap();
-        promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), &ts()).unwrap();
+        promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &ts()).unwrap();
         let p =
-            promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.1.0"), "t").unwrap();
+            promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.1.0"), &ts()).unwrap();
         assert_eq!((p.required, p.declared), (Bump::Minor, Bump::Minor));
-        deprecate(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &v("1.1.0"), "t")
-            .unwrap();
-        remove(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
+        deprecate(
+            &mut t.registry,
+            EntryKind::Contract,
+            "PRC-A-001",
+            &v("1.0.0"),
+            &v("1.1.0"),
+            &ts(),
+        )
+        .unwrap();
+        remove(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &ts()).unwrap();
         let history = t.registry.history.clone().unwrap();
         assert_eq!(history.len(), 8);
         verify_history(&history).unwrap();
@@ -544,11 +698,11 @@ mod tests {
     fn illegal_transitions_are_refused() {
         let mut t = Tree::new();
         let pack = t.pack();
-        add(&mut t.registry, &pack, "t").unwrap();
+        add(&mut t.registry, &pack, &ts()).unwrap();
         let one = v("1.0.0");
         let refused = |r: Result<Entry>| r.unwrap_err().code();
         assert_eq!(
-            refused(remove(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t")),
+            refused(remove(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &ts())),
             Code::RegistryTransitionInvalid
         );
         assert_eq!(
@@ -558,13 +712,13 @@ mod tests {
                 "PRM-A-001",
                 &one,
                 &v("2.0.0"),
-                "t"
+                &ts()
             )),
             Code::RegistryTransitionInvalid
         );
-        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t").unwrap();
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &ts()).unwrap();
         let e =
-            promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, "t").unwrap_err();
+            promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &one, &ts()).unwrap_err();
         assert_eq!(e.code(), Code::RegistryTransitionInvalid);
         assert_eq!(
             refused(deprecate(
@@ -573,7 +727,7 @@ mod tests {
                 "PRM-A-001",
                 &one,
                 &v("2.0.0"),
-                "t"
+                &ts()
             )),
             Code::SuccessorMissing
         );
@@ -584,12 +738,12 @@ mod tests {
                 "PRM-A-001",
                 &one,
                 &v("0.9.0"),
-                "t"
+                &ts()
             )),
             Code::SuccessorMissing
         );
         let e =
-            promote(&mut t.registry, EntryKind::PromptPack, "PRM-B-001", &one, "t").unwrap_err();
+            promote(&mut t.registry, EntryKind::PromptPack, "PRM-B-001", &one, &ts()).unwrap_err();
         assert_eq!(e.code(), Code::PromptPackNotFound);
         // Re-adding changed content of an active entry is refused.
         std::fs::write(
@@ -598,41 +752,106 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            add(&mut t.registry, &pack, "t").unwrap_err().code(),
+            add(&mut t.registry, &pack, &ts()).unwrap_err().code(),
             Code::RegistryEntryImmutable
         );
     }
 
     #[test]
-    fn re_adding_a_draft_refreshes_its_hash() {
+    fn drafts_are_working_copies_until_promote_freezes_the_hash() {
         let mut t = Tree::new();
         let pack = t.pack();
-        add(&mut t.registry, &pack, "t").unwrap();
-        assert!(matches!(add(&mut t.registry, &pack, "t").unwrap(), Added::Unchanged(_)));
+        add(&mut t.registry, &pack, &ts()).unwrap();
+        let registered = t.registry.entries[0].sha256.clone();
         std::fs::write(
             &pack,
             r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "v2 {{ x }}"}"#,
         )
         .unwrap();
-        let added = add(&mut t.registry, &pack, "t").unwrap();
-        assert!(matches!(added, Added::Updated(_)));
-        assert_eq!(t.registry.history.as_ref().unwrap().last().unwrap().action, Action::Update);
-        assert!(verify(&t.registry).is_empty());
+        // An edited draft: not an error, no history event, nothing to re-add.
+        assert!(verify(&t.registry).is_empty(), "{:?}", verify(&t.registry));
+        assert!(matches!(add(&mut t.registry, &pack, &ts()).unwrap(), Added::Unchanged(_)));
+        assert_eq!(t.registry.history.as_ref().unwrap().len(), 1);
+        let edited = crate::digest::sha256_hex(&std::fs::read(&pack).unwrap());
+        assert_ne!(edited, registered);
+        // Promote freezes the file's hash at that moment, in the entry and in the event.
+        let p = promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), &ts())
+            .unwrap();
+        assert_eq!(p.entry.sha256, edited);
+        let last = t.registry.history.as_ref().unwrap().last().unwrap().clone();
+        assert_eq!((last.action, last.sha256.as_str()), (Action::Promote, edited.as_str()));
+        assert_eq!(last.actor.as_deref(), Some("tester@example.com"));
+        assert!(verify(&t.registry).is_empty(), "{:?}", verify(&t.registry));
+        // From then on the file never changes.
+        std::fs::write(
+            &pack,
+            r#"{"prompt_pack_id": "PRM-A-001", "version": "1.0.0", "template": "v3"}"#,
+        )
+        .unwrap();
+        let codes: Vec<Code> = verify(&t.registry).iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::ContractHashMismatch]);
+    }
+
+    #[test]
+    fn only_drafts_are_discarded_and_a_discard_replays() {
+        let mut t = Tree::new();
+        let pack = t.pack();
+        let c1 = t.contract("1.0.0", json!({}));
+        add(&mut t.registry, &pack, &ts()).unwrap();
+        add(&mut t.registry, &c1, &ts()).unwrap();
+        // The contract binds the draft pack: the pack cannot go first.
+        let e = discard(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), &ts())
+            .unwrap_err();
+        assert_eq!(e.code(), Code::RegistryTransitionInvalid);
+        assert!(e.to_string().contains("PRC-A-001@1.0.0 binds to it"), "{e}");
+        let dropped =
+            discard(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &ts()).unwrap();
+        assert_eq!(dropped.key(), "PRC-A-001@1.0.0");
+        assert!(t.registry.get(EntryKind::Contract, "PRC-A-001", &v("1.0.0")).is_none());
+        assert_eq!(t.registry.history.as_ref().unwrap().last().unwrap().action, Action::Discard);
+        assert!(verify(&t.registry).is_empty(), "{:?}", verify(&t.registry));
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), &ts()).unwrap();
+        let e = discard(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), &ts())
+            .unwrap_err();
+        assert_eq!(e.code(), Code::RegistryTransitionInvalid);
+        assert!(e.to_string().contains("pactum registry deprecate PRM-A-001@1.0.0"), "{e}");
+    }
+
+    #[test]
+    fn a_registry_without_history_is_adopted_before_its_first_change() {
+        let mut t = Tree::new();
+        let pack = t.pack();
+        add(&mut t.registry, &pack, &ts()).unwrap();
+        // Make it a hand-written registry: entries, no history.
+        t.registry.history = None;
+        let codes: Vec<Code> = verify(&t.registry).iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::RegistryHistoryMissing]);
+        let c1 = t.contract("1.0.0", json!({}));
+        add(&mut t.registry, &c1, &ts()).unwrap();
+        let actions: Vec<Action> =
+            t.registry.history.as_ref().unwrap().iter().map(|e| e.action).collect();
+        assert_eq!(actions, [Action::Adopt, Action::Add]);
+        assert!(verify(&t.registry).is_empty(), "{:?}", verify(&t.registry));
+        assert_eq!(
+            adopt(&mut t.registry, &ts()),
+            0,
+            "a registry with history is not adopted again"
+        );
     }
 
     #[test]
     fn promote_rejects_a_bump_too_small() {
         let mut t = Tree::new();
         let pack = t.pack();
-        add(&mut t.registry, &pack, "t").unwrap();
-        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), "t").unwrap();
+        add(&mut t.registry, &pack, &ts()).unwrap();
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), &ts()).unwrap();
         let c1 = t.contract("1.0.0", json!({}));
         let c2 = t.contract("1.0.1", json!({"input_schema": {"type": "object", "required": ["x"], "properties": {"x": {"type": "string"}}}}));
-        add(&mut t.registry, &c1, "t").unwrap();
-        add(&mut t.registry, &c2, "t").unwrap();
-        promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), "t").unwrap();
+        add(&mut t.registry, &c1, &ts()).unwrap();
+        add(&mut t.registry, &c2, &ts()).unwrap();
+        promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.0"), &ts()).unwrap();
         let before = t.registry.to_json();
-        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.1"), "t")
+        let e = promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v("1.0.1"), &ts())
             .unwrap_err();
         assert_eq!(e.code(), Code::IncompatibleVersionBump);
         assert!(e.to_string().contains("required_added"), "{e}");
@@ -645,6 +864,6 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let file = outside.path().join("c.json");
         std::fs::write(&file, "{}").unwrap();
-        assert_eq!(add(&mut t.registry, &file, "t").unwrap_err().code(), Code::PathEscape);
+        assert_eq!(add(&mut t.registry, &file, &ts()).unwrap_err().code(), Code::PathEscape);
     }
 }

@@ -21,6 +21,9 @@ use crate::id::parse_version;
 use crate::schema;
 
 pub mod lifecycle;
+pub mod list;
+pub mod merge;
+pub mod replay;
 pub mod store;
 
 /// The file name pactum looks for when walking up from a folder.
@@ -56,8 +59,8 @@ impl EntryKind {
     }
 }
 
-/// Lifecycle state: draft → active → deprecated → removed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Lifecycle state: draft → active → deprecated → removed (ordered that way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     Draft,
@@ -101,14 +104,21 @@ impl Entry {
 }
 
 /// A lifecycle action recorded in the history.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
+    #[default]
     Add,
     Update,
     Promote,
     Deprecate,
     Remove,
+    /// A draft's entry dropped (`registry discard`).
+    Discard,
+    /// An entry that predates the history, recorded as it stood (`registry adopt`).
+    Adopt,
+    /// Two branches' histories joined by the merge driver; names both heads.
+    Merge,
 }
 
 impl Action {
@@ -119,41 +129,102 @@ impl Action {
             Action::Promote => "promote",
             Action::Deprecate => "deprecate",
             Action::Remove => "remove",
+            Action::Discard => "discard",
+            Action::Adopt => "adopt",
+            Action::Merge => "merge",
         }
     }
 }
 
 /// One hash-chained history event. `hash` is the SHA-256 of the event's canonical JSON
 /// without `hash`; `prev` is the previous event's `hash` (64 zeros for the first).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Beyond SPEC §3.3's fields, events written since §17 carry `actor` (who), `path` (add,
+/// update, adopt), `state` (adopt), `successor` (deprecate, adopt) and `heads` (merge), so
+/// the history alone implies every entry ([`replay`]). Absent fields are left out of the
+/// JSON and of the hash, so older histories verify unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     pub seq: u64,
     pub at: String,
     pub action: Action,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// Empty for a merge event.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successor: Option<String>,
+    /// A merge event's two parents: our head hash, then theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<Vec<String>>,
     pub prev: String,
     pub hash: String,
 }
 
 impl Event {
     /// The hash this event must carry: SHA-256 of its canonical JSON without `hash` (keys
-    /// in code-point order: action, at, id, prev, seq, sha256, version), written directly
-    /// rather than through a JSON value (40,000 events verify in milliseconds).
+    /// in code-point order, absent fields left out), written directly rather than through
+    /// a JSON value (40,000 events verify in milliseconds).
     pub fn compute_hash(&self) -> String {
         let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
-        let canonical = format!(
-            "{{\"action\":{},\"at\":{},\"id\":{},\"prev\":{},\"seq\":{},\"sha256\":{},\"version\":{}}}",
-            quote(self.action.as_str()),
-            quote(&self.at),
-            quote(&self.id),
-            quote(&self.prev),
-            self.seq,
-            quote(&self.sha256),
-            quote(&self.version),
-        );
-        crate::digest::sha256_hex(canonical.as_bytes())
+        let mut out = String::with_capacity(400);
+        let mut field = |key: &str, value: String| {
+            out.push(if out.is_empty() { '{' } else { ',' });
+            out.push('"');
+            out.push_str(key);
+            out.push_str("\":");
+            out.push_str(&value);
+        };
+        // Keys in code-point order.
+        field("action", quote(self.action.as_str()));
+        if let Some(actor) = &self.actor {
+            field("actor", quote(actor));
+        }
+        field("at", quote(&self.at));
+        if let Some(heads) = &self.heads {
+            let list: Vec<String> = heads.iter().map(|h| quote(h)).collect();
+            field("heads", format!("[{}]", list.join(",")));
+        }
+        if !self.id.is_empty() {
+            field("id", quote(&self.id));
+        }
+        if let Some(path) = &self.path {
+            field("path", quote(path));
+        }
+        field("prev", quote(&self.prev));
+        field("seq", self.seq.to_string());
+        if !self.sha256.is_empty() {
+            field("sha256", quote(&self.sha256));
+        }
+        if let Some(state) = self.state {
+            field("state", quote(state.as_str()));
+        }
+        if let Some(successor) = &self.successor {
+            field("successor", quote(successor));
+        }
+        if !self.version.is_empty() {
+            field("version", quote(&self.version));
+        }
+        out.push('}');
+        crate::digest::sha256_hex(out.as_bytes())
+    }
+
+    /// `ID@VERSION`, or `merge` for a merge event.
+    pub fn subject(&self) -> String {
+        if self.id.is_empty() {
+            self.action.as_str().to_string()
+        } else {
+            format!("{}@{}", self.id, self.version)
+        }
     }
 }
 
@@ -199,6 +270,8 @@ pub struct Registry {
     pub entries: Vec<Entry>,
     /// `None` when the file has no `history` (allowed for hand-written registries).
     pub history: Option<Vec<Event>>,
+    /// Top-level keys pactum does not use (`$schema`, `x-*`), kept on every rewrite.
+    pub extra: serde_json::Map<String, Value>,
     index: HashMap<(EntryKind, String), Vec<usize>>,
     /// Each entry's position in its list (`contracts` or `prompt_packs`), for pointers.
     positions: Vec<usize>,
@@ -221,6 +294,7 @@ impl Registry {
             sha256: String::new(),
             entries: Vec::new(),
             history: Some(Vec::new()),
+            extra: serde_json::Map::new(),
             index: HashMap::new(),
             positions: Vec::new(),
             counts: [0, 0],
@@ -290,6 +364,15 @@ impl Registry {
         registry.sha256 = sha256;
         registry.entries = entries;
         registry.history = raw.history;
+        registry.extra = value
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
         registry.reindex();
         Ok(registry)
     }
@@ -320,7 +403,9 @@ impl Registry {
 
     /// The entry for an exact id + version.
     pub fn get(&self, kind: EntryKind, id: &str, version: &Version) -> Option<&Entry> {
-        self.versions(kind, id).find(|e| &e.version == version)
+        let list = self.index.get(&(kind, id.to_string()))?;
+        let at = list.partition_point(|&i| &self.entries[i].version < version);
+        list.get(at).map(|&i| &self.entries[i]).filter(|e| &e.version == version)
     }
 
     /// Every registered id of a kind (sorted).
@@ -417,6 +502,8 @@ impl Registry {
                     .pointer(format!("/history/{index}"))
                     .help("restore registry.json from version control; history is append-only"),
             );
+        } else {
+            out.extend(replay::check(self));
         }
         for (index, entry) in self.entries.iter().enumerate() {
             let pointer = self.pointer_at(index);
@@ -488,11 +575,16 @@ impl Registry {
                 EntryKind::PromptPack => packs.push(raw),
             }
         }
+        let schema = self.extra.get("$schema");
+        let mut extra = self.extra.clone();
+        extra.remove("$schema");
         let raw = RawRegistryOut {
+            schema,
             registry_version: 1,
             contracts,
             prompt_packs: packs,
             history: self.history.as_deref().unwrap_or(&[]),
+            extra,
         };
         let mut text = serde_json::to_string_pretty(&raw).unwrap_or_default();
         text.push('\n');
@@ -520,6 +612,19 @@ impl Registry {
             list.insert(at, i);
         }
         out
+    }
+}
+
+impl Registry {
+    /// Drops one entry and records its event; re-indexes (a rare, whole-registry change).
+    pub(crate) fn drop_entry(&mut self, entry: &Entry, record: impl FnOnce(&mut Vec<Event>)) {
+        if let Some(i) = self.index_of(entry) {
+            self.entries.remove(i);
+        }
+        let mut history = self.history.take().unwrap_or_default();
+        record(&mut history);
+        self.history = Some(history);
+        self.reindex();
     }
 }
 
@@ -636,12 +741,19 @@ pub(crate) struct RawRegistry {
     history: Option<Vec<Event>>,
 }
 
+/// The top-level keys [`RawRegistry`] reads; everything else is kept as it is.
+const KNOWN_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "history"];
+
 #[derive(Serialize)]
 struct RawRegistryOut<'a> {
+    #[serde(rename = "$schema", skip_serializing_if = "Option::is_none")]
+    schema: Option<&'a Value>,
     registry_version: u32,
     contracts: Vec<RawEntry>,
     prompt_packs: Vec<RawEntry>,
     history: &'a [Event],
+    #[serde(flatten)]
+    extra: serde_json::Map<String, Value>,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -754,6 +866,7 @@ mod tests {
             sha256: SHA.into(),
             prev: prev.into(),
             hash: String::new(),
+            ..Event::default()
         };
         e.hash = e.compute_hash();
         e

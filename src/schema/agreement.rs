@@ -172,6 +172,7 @@ fn full_registry() -> Value {
     let at = "2026-01-01T00:00:00Z";
     json!({
         "$schema": "./schemas/registry.schema.json",
+        "$comment": "kept on every rewrite",
         "registry_version": 1,
         "contracts": [{
             "contract_id": "PRC-FULL-001", "version": "1.0.0", "path": "contracts/f/1.0.0.json",
@@ -185,8 +186,9 @@ fn full_registry() -> Value {
             "successor_version": "2.0.0", "removed_at": at,
         }],
         "history": [{
-            "seq": 1, "at": at, "action": "add", "id": "PRC-FULL-001", "version": "1.0.0",
-            "sha256": sha, "prev": "0".repeat(64), "hash": sha,
+            "seq": 1, "at": at, "action": "adopt", "actor": "a@example.com", "id": "PRC-FULL-001",
+            "version": "1.0.0", "path": "contracts/f/1.0.0.json", "sha256": sha, "state": "removed",
+            "successor": "2.0.0", "heads": [sha, sha], "prev": "0".repeat(64), "hash": sha,
         }],
     })
 }
@@ -335,7 +337,8 @@ fn shapes() -> Vec<Shape> {
             parse: parses::<RawRegistry>,
             // `registry_version` is a schema `const`; the lists default to empty in the type
             // because the schema's own check already requires them.
-            ignored: &["$schema", "registry_version"],
+            // `$schema`, `$comment` (and `x-*`) are kept as they are, not read.
+            ignored: &["$schema", "$comment", "registry_version"],
             also_read: &[],
             required_by_schema_only: &["contracts", "prompt_packs"],
             exactly_one_of: &[],
@@ -377,7 +380,9 @@ fn shapes() -> Vec<Shape> {
             parse: parses::<Event>,
             ignored: &[],
             also_read: &[],
-            required_by_schema_only: &[],
+            // A merge event has none of these (`heads` instead); the schema requires them
+            // for every other action.
+            required_by_schema_only: &["id", "version", "sha256"],
             exactly_one_of: &[],
         },
     ]

@@ -1,6 +1,7 @@
-//! Registry checks (SPEC §5 checks 4 and 7): the registry's own integrity, every contract
-//! and pack file registered with a matching SHA-256 and id/version, successors of
-//! deprecated entries, and migration periods that are over.
+//! Registry checks (SPEC §5 checks 4 and 7, §17): the registry's own integrity (including
+//! the replay of its history against the entries), every contract and pack file registered
+//! with a matching SHA-256 (drafts excepted: they are working copies) and id/version,
+//! successors of deprecated entries, and migration periods that are over.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -68,8 +69,11 @@ fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mu
         );
         return;
     }
+    // A draft is a working copy (SPEC §17): its content is checked as usual, its hash is
+    // frozen only by `promote`.
     if let Some(sha) = &f.sha256
         && sha != &entry.sha256
+        && entry.state != State::Draft
     {
         let e = Error::HashMismatch {
             path: f.rel.clone().into(),
@@ -78,16 +82,13 @@ fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mu
             expected: entry.sha256.clone(),
             actual: sha.clone(),
         };
-        let help = if entry.state == State::Draft {
-            format!(
-                "if the edit is intended, refresh the draft with `pactum registry add {}`",
-                f.rel
-            )
-        } else {
-            "an active version never changes: restore the file and put the change in a new version"
-                .to_string()
-        };
-        out.push(Diagnostic::from_error(&e).file(f.rel.clone()).help(help));
+        out.push(Diagnostic::from_error(&e).file(f.rel.clone()).help(format!(
+            "{} is {}: its file never changes; restore it (`git checkout -- {}`) and put the change in a new version (`pactum new version {}@NEXT`)",
+            entry.key(),
+            entry.state.as_str(),
+            f.rel,
+            entry.id
+        )));
     }
     if let Some((id, version)) = f.declared_id() {
         let id_key = if kind == FileKind::Contract { "/contract_id" } else { "/prompt_pack_id" };

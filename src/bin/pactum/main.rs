@@ -26,6 +26,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Start a project: registry, folders, schemas, git settings (and kernel contracts).
+    Init(cmd::init::Args),
     /// Check contracts, packs, work orders and the registry; report every finding.
     Validate(cmd::validate::Args),
     /// Resolve ID[@REQUIREMENT] to one registered contract and its pack.
@@ -44,8 +46,12 @@ enum Command {
     Ledger(cmd::ledger::Args),
     /// Re-validate on every change (debounced) and print fresh diagnostics.
     Watch(cmd::watch::Args),
-    /// Scaffold a contract and its pack, registered as drafts.
+    /// Scaffold a contract and its pack, or the next version of one, registered as drafts.
     New(cmd::new::Args),
+    /// List, print or write the JSON Schemas embedded in pactum.
+    Schemas(cmd::schemas::Args),
+    /// Explain an error code: what it means and how to fix it.
+    Explain(cmd::explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +64,7 @@ fn main() -> ExitCode {
         }
     };
     let status = match cli.command {
+        Command::Init(args) => cmd::init::exec(args),
         Command::Validate(args) => cmd::validate::exec(args),
         Command::Resolve(args) => cmd::resolve::exec(args),
         Command::Render(args) => cmd::render::exec(args),
@@ -68,6 +75,8 @@ fn main() -> ExitCode {
         Command::Ledger(args) => cmd::ledger::exec(args),
         Command::Watch(args) => cmd::watch::exec(args),
         Command::New(args) => cmd::new::exec(args),
+        Command::Schemas(args) => cmd::schemas::exec(args),
+        Command::Explain(args) => cmd::explain::exec(args),
     };
     ExitCode::from(status)
 }

@@ -70,6 +70,35 @@ impl Common {
     }
 }
 
+/// Who makes a registry change (SPEC §17): `PACTUM_ACTOR`, else git's `user.email` as
+/// seen from `dir`, else the OS user name, else `unknown`.
+#[allow(clippy::disallowed_methods)]
+pub fn actor(dir: &Path) -> String {
+    let set = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+    set(env_lookup("PACTUM_ACTOR"))
+        .or_else(|| set(pactum::git::config_get(dir, "user.email")))
+        .or_else(|| set(env_lookup("USER")))
+        .or_else(|| set(env_lookup("USERNAME")))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The stamp of a registry change made now from `dir`.
+pub fn stamp(dir: &Path) -> pactum::registry::lifecycle::Stamp {
+    pactum::registry::lifecycle::Stamp::now(actor(dir))
+}
+
+/// The project root for commands that create files: --root, else the folder of the
+/// registry.json found by walking up, else the current folder.
+pub fn root_or_here(root: Option<&Path>) -> PathBuf {
+    match root {
+        Some(r) => r.to_path_buf(),
+        None => match pactum::registry::find_upwards(Path::new(".")) {
+            Some(reg) => reg.parent().map(Path::to_path_buf).unwrap_or_else(|| ".".into()),
+            None => ".".into(),
+        },
+    }
+}
+
 /// The environment, for the library's config overrides.
 #[allow(clippy::disallowed_methods)]
 pub fn env_lookup(name: &str) -> Option<String> {

@@ -1,12 +1,15 @@
 //! One module per command.
 
 pub mod diff;
+pub mod explain;
 pub mod extract;
+pub mod init;
 pub mod ledger;
 pub mod new;
 pub mod registry;
 pub mod render;
 pub mod resolve;
 pub mod run;
+pub mod schemas;
 pub mod validate;
 pub mod watch;

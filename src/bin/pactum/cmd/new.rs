@@ -1,6 +1,8 @@
-//! `pactum new contract ID`: scaffold a contract and its pack, registered as drafts.
+//! `pactum new contract ID` (a contract and its pack, registered as drafts) and
+//! `pactum new version ID@VERSION [--pack]` (the next version of a contract, copied from
+//! the highest existing one and registered as a draft).
 
-use pactum::scaffold::new_contract;
+use pactum::scaffold::{new_contract, new_version};
 use serde_json::json;
 
 use crate::output::{self, Common, OK};
@@ -16,34 +18,70 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum What {
     /// A contract (PRC-NAME-001) and its pack (PRM-NAME-001), version 1.0.0, as drafts.
-    Contract { id: String },
+    Contract {
+        /// The new contract's id: `PRC-`, capital letters, `-`, digits (PRC-SUMMARIZE-001).
+        id: String,
+    },
+    /// The next version of a contract or pack, copied from its highest version, as a draft.
+    Version {
+        /// ID@VERSION, higher than every existing version (e.g. PRC-SUMMARIZE-001@1.1.0).
+        pin: String,
+        /// Also copy the contract's pack to a new version and pin the new contract to it.
+        #[arg(long)]
+        pack: bool,
+    },
 }
 
 pub fn exec(args: Args) -> u8 {
     let json = args.common.json();
-    let What::Contract { id } = &args.what;
-    let root = match &args.common.root {
-        Some(r) => r.clone(),
-        None => match pactum::registry::find_upwards(std::path::Path::new(".")) {
-            Some(reg) => reg.parent().map(|p| p.to_path_buf()).unwrap_or_else(|| ".".into()),
-            None => ".".into(),
-        },
-    };
-    match new_contract(&root, id, &pactum::registry::lifecycle::now()) {
-        Ok(s) => {
-            if json {
-                output::print_json(
-                    &json!({"ok": true, "contract": s.contract, "prompt_pack": s.pack, "prompt_pack_id": s.pack_id, "state": "draft"}),
-                );
-            } else {
-                println!("created {} and {} (registered as drafts)", s.contract, s.pack);
-                println!(
-                    "next: edit them, `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`",
-                    s.pack_id
-                );
+    let root = output::root_or_here(args.common.root.as_deref());
+    let stamp = output::stamp(&root);
+    match &args.what {
+        What::Contract { id } => match new_contract(&root, id, &stamp) {
+            Ok(s) => {
+                if json {
+                    output::print_json(
+                        &json!({"ok": true, "contract": s.contract, "prompt_pack": s.pack, "prompt_pack_id": s.pack_id, "state": "draft"}),
+                    );
+                } else {
+                    println!("created {} and {} (registered as drafts)", s.contract, s.pack);
+                    println!(
+                        "next: edit them, `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`",
+                        s.pack_id
+                    );
+                }
+                OK
             }
-            OK
-        }
-        Err(e) => output::fail(&e, json),
+            Err(e) => output::fail(&e, json),
+        },
+        What::Version { pin, pack } => match new_version(&root, pin, *pack, &stamp) {
+            Ok(v) => {
+                if json {
+                    let pack_json = v.pack.as_ref().map(|(id, version, path)| {
+                        json!({"prompt_pack_id": id, "version": version.to_string(), "path": path})
+                    });
+                    output::print_json(&json!({
+                        "ok": true, "id": v.id, "version": v.version.to_string(), "path": v.path,
+                        "copied_from": v.from.to_string(), "state": "draft", "prompt_pack": pack_json,
+                    }));
+                } else {
+                    println!(
+                        "created {} ({}@{}, copied from {}; registered as a draft)",
+                        v.path, v.id, v.version, v.from
+                    );
+                    let mut promote = String::new();
+                    if let Some((id, version, path)) = &v.pack {
+                        println!("created {path} ({id}@{version}; registered as a draft)");
+                        promote = format!("`pactum registry promote {id}@{version}`, then ");
+                    }
+                    println!(
+                        "next: edit it, `pactum diff {}@{} {}@{}` to see the bump it needs, then {promote}`pactum registry promote {}@{}`",
+                        v.id, v.from, v.id, v.version, v.id, v.version
+                    );
+                }
+                OK
+            }
+            Err(e) => output::fail(&e, json),
+        },
     }
 }

@@ -1,7 +1,8 @@
-//! `pactum registry add|promote|deprecate|remove|verify|log`: the governed lifecycle of
-//! contract and pack versions, written atomically under a lock.
+//! `pactum registry add|promote|deprecate|remove|discard|adopt|verify|log|list|merge`: the
+//! governed lifecycle of contract and pack versions, written atomically under a lock, and
+//! the registry's git merge driver.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pactum::error::{Error, Result};
 use pactum::id::{Pin, Requirement, parse_version};
@@ -21,25 +22,67 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Register contract or pack files as drafts (or refresh a draft's hash).
+    /// Register contract or pack files as drafts (a draft's later edits need no re-adding).
     Add {
+        /// Contract or pack files inside the project.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// draft → active, after the compatibility check against the previous active version.
-    Promote { pin: String },
+    /// draft → active, after the compatibility check against the previous active version;
+    /// freezes the file's hash.
+    Promote {
+        /// ID@VERSION, e.g. PRC-SUMMARIZE-001@1.1.0.
+        pin: String,
+    },
     /// active → deprecated, naming a higher active successor.
     Deprecate {
+        /// ID@VERSION of the active version to deprecate.
         pin: String,
+        /// The higher, active version that replaces it.
         #[arg(long, value_name = "VERSION")]
         successor: String,
     },
     /// deprecated → removed.
-    Remove { pin: String },
-    /// Check hashes, paths and the history chain.
-    Verify,
+    Remove {
+        /// ID@VERSION of a deprecated version.
+        pin: String,
+    },
+    /// Drop a draft's entry (a draft registered by mistake); only drafts.
+    Discard {
+        /// ID@VERSION of a draft.
+        pin: String,
+        /// Also delete the draft's file.
+        #[arg(long)]
+        delete: bool,
+    },
+    /// Record the entries of a registry without history as they stand (`adopt` events).
+    Adopt,
+    /// Check hashes, paths, the history chain and the entries against the history's replay.
+    Verify {
+        /// Treat warnings (such as registry_history_missing) as errors.
+        #[arg(long)]
+        strict: bool,
+    },
     /// Print the history, optionally for one id.
-    Log { id: Option<String> },
+    Log {
+        /// Only events about this contract or pack id.
+        id: Option<String>,
+    },
+    /// Every id, its versions and states, the latest active one and who pins each version.
+    List {
+        /// Only this contract or pack id.
+        id: Option<String>,
+    },
+    /// git merge driver for registry.json (`pactum init` registers it): merges BASE, OURS
+    /// and THEIRS into OURS; exit 0 when merged, 1 on a conflict.
+    Merge {
+        /// The common ancestor's version (git's %O).
+        base: PathBuf,
+        /// Our version, overwritten with the result (git's %A).
+        ours: PathBuf,
+        /// Their version (git's %B).
+        theirs: PathBuf,
+    },
 }
 
 fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
@@ -98,12 +141,16 @@ pub fn exec(args: Args) -> u8 {
 }
 
 fn run(args: &Args) -> Result<(Value, String, u8)> {
-    let at = lifecycle::now();
+    let stamp = || -> Result<lifecycle::Stamp> {
+        let path = registry_path(&args.common, true)?;
+        Ok(output::stamp(path.parent().unwrap_or(Path::new("."))))
+    };
     match &args.action {
         Action::Add { files } => {
             let path = registry_path(&args.common, true)?;
+            let stamp = stamp()?;
             let added = store::update(&path, |reg| {
-                files.iter().map(|f| lifecycle::add(reg, f, &at)).collect::<Result<Vec<_>>>()
+                files.iter().map(|f| lifecycle::add(reg, f, &stamp)).collect::<Result<Vec<_>>>()
             })?;
             let mut text = String::new();
             let mut entries = Vec::new();
@@ -130,7 +177,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
         Action::Promote { pin } => {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
-            let p = store::update(&path, |reg| lifecycle::promote(reg, kind, &id, &version, &at))?;
+            let stamp = stamp()?;
+            let p =
+                store::update(&path, |reg| lifecycle::promote(reg, kind, &id, &version, &stamp))?;
             let against = p.compared_with.as_ref().map(ToString::to_string);
             let text = format!(
                 "promoted {} to active{}\n",
@@ -159,8 +208,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 reason: "--successor needs a version like 1.3.0".into(),
             })?;
             let path = registry_path(&args.common, false)?;
+            let stamp = stamp()?;
             let e = store::update(&path, |reg| {
-                lifecycle::deprecate(reg, kind, &id, &version, &successor, &at)
+                lifecycle::deprecate(reg, kind, &id, &version, &successor, &stamp)
             })?;
             let mut value = entry_json(&e);
             value["ok"] = json!(true);
@@ -171,22 +221,73 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
         Action::Remove { pin } => {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
-            let e = store::update(&path, |reg| lifecycle::remove(reg, kind, &id, &version, &at))?;
+            let stamp = stamp()?;
+            let e =
+                store::update(&path, |reg| lifecycle::remove(reg, kind, &id, &version, &stamp))?;
             let mut value = entry_json(&e);
             value["ok"] = json!(true);
             value["action"] = json!("remove");
             Ok((value, format!("removed {}\n", e.key()), OK))
         }
-        Action::Verify => {
+        Action::Discard { pin, delete } => {
+            let (kind, id, version) = exact(pin)?;
+            let path = registry_path(&args.common, false)?;
+            let stamp = stamp()?;
+            let mut file = None;
+            let e = store::update(&path, |reg| {
+                // The file as the registry resolves it (confined to the root).
+                file = reg.get(kind, &id, &version).and_then(|e| reg.file_of(e).ok());
+                lifecycle::discard(reg, kind, &id, &version, &stamp)
+            })?;
+            let mut deleted = false;
+            if *delete && let Some(file) = &file {
+                // The entry is gone either way; a file already missing is not an error.
+                match std::fs::remove_file(file) {
+                    Ok(()) => deleted = true,
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(err) => return Err(Error::io(file, err)),
+                }
+            }
+            let mut value = entry_json(&e);
+            value["ok"] = json!(true);
+            value["action"] = json!("discard");
+            value["deleted"] = json!(deleted);
+            let text = if deleted {
+                format!("discarded {} and deleted {}\n", e.key(), e.path)
+            } else {
+                format!(
+                    "discarded {} (its file {} is still there; `--delete` also deletes it)\n",
+                    e.key(),
+                    e.path
+                )
+            };
+            Ok((value, text, OK))
+        }
+        Action::Adopt => {
+            let path = registry_path(&args.common, false)?;
+            let stamp = stamp()?;
+            let n = store::update(&path, |reg| Ok(lifecycle::adopt(reg, &stamp)))?;
+            let text = if n == 0 {
+                "nothing to adopt: the registry already has a history (or no entries)\n".to_string()
+            } else {
+                format!("adopted {n} entries: the history now starts with them as they stand\n")
+            };
+            Ok((json!({"ok": true, "action": "adopt", "adopted": n}), text, OK))
+        }
+        Action::List { id } => list(args, id.as_deref()),
+        Action::Merge { base, ours, theirs } => merge(base, ours, theirs),
+        Action::Verify { strict } => {
             let path = registry_path(&args.common, false)?;
             let reg = Registry::load(&path)?;
             let findings = lifecycle::verify(&reg);
-            let name = output::shown(&reg.root, &path);
+            let name = output::shown(&std::env::current_dir().unwrap_or_default(), &path);
             let errors: Vec<Value> = findings
                 .iter()
                 .map(|d| json!({"code": d.code, "pointer": d.pointer, "message": d.message}))
                 .collect();
-            let ok = findings.iter().all(|d| !d.is_error());
+            let ok = findings
+                .iter()
+                .all(|d| !d.is_error() && !(*strict && d.severity == pactum::Severity::Warning));
             let history = reg.history.as_ref().map_or(0, Vec::len);
             let mut text = String::new();
             for d in &findings {
@@ -208,7 +309,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 if ok { "ok" } else { "FAILED" }
             ));
             let mut value = json!({"ok": ok, "entries": reg.entries.len(), "history": history, "errors": errors});
-            if let Some(first) = findings.iter().find(|d| d.is_error()) {
+            if let Some(first) =
+                findings.iter().find(|d| d.is_error()).or(findings.first().filter(|_| !ok))
+            {
                 value["code"] = json!(first.code);
                 value["message"] = json!(first.message);
             }
@@ -226,13 +329,13 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             let mut text = String::new();
             for e in &events {
                 text.push_str(&format!(
-                    "{:>4}  {}  {:<9} {}@{}  {}\n",
+                    "{:>4}  {}  {:<9} {:<28} {:<12}  {}\n",
                     e.seq,
                     e.at,
                     e.action.as_str(),
-                    e.id,
-                    e.version,
-                    &e.sha256.get(..12).unwrap_or(&e.sha256)
+                    e.subject(),
+                    e.sha256.get(..12).unwrap_or(&e.sha256),
+                    e.actor.as_deref().unwrap_or("")
                 ));
             }
             if events.is_empty() {
@@ -241,4 +344,100 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             Ok((json!({"ok": true, "events": events}), text, OK))
         }
     }
+}
+
+fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
+    let path = registry_path(&args.common, false)?;
+    let reg = Registry::open(&path)?;
+    if let Some(id) = only {
+        let kind = EntryKind::of_id(id).unwrap_or(EntryKind::Contract);
+        if reg.versions(kind, id).next().is_none() {
+            return Err(Error::NotFound {
+                kind: kind.doc_kind(),
+                id: id.to_string(),
+                suggestions: pactum::id::suggest(id, reg.ids(kind)),
+            });
+        }
+    }
+    let mut work_orders = Vec::new();
+    let wo_dir = reg.root.join("work_orders");
+    if wo_dir.is_dir() {
+        for c in pactum::validate::discover::walk_path(&wo_dir, &reg.root, false) {
+            if c.escape.is_none()
+                && let Ok(wo) = pactum::work_order::WorkOrder::load(&c.path)
+            {
+                work_orders.push(wo);
+            }
+        }
+    }
+    let mut contracts = Vec::new();
+    for e in reg
+        .entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Contract && e.state != registry::State::Removed)
+    {
+        if let Ok(file) = reg.file_of(e)
+            && let Ok(doc) = pactum::document::load(&file, Some(pactum::error::DocKind::Contract))
+            && let Ok(c) = pactum::contract::Contract::from_document(&doc)
+        {
+            contracts.push((e.clone(), c));
+        }
+    }
+    let rows = registry::list::list(&reg, &work_orders, &contracts, only);
+    let mut text = String::new();
+    for row in &rows {
+        let latest = row
+            .latest_active
+            .as_deref()
+            .map(|v| format!("latest active {v}"))
+            .unwrap_or_else(|| "no active version".into());
+        text.push_str(&format!("{} ({latest})\n", row.id));
+        for v in &row.versions {
+            let mut line = format!("  {:<10} {:<10}", v.version, v.state.as_str());
+            if let Some(s) = &v.successor_version {
+                line.push_str(&format!(" -> {s}"));
+            }
+            line.push_str(&format!("  {}", v.path));
+            if !v.pinned_by.is_empty() {
+                line.push_str(&format!("  pinned by {}", v.pinned_by.join(", ")));
+            }
+            if !v.bound_by.is_empty() {
+                line.push_str(&format!("  bound by {}", v.bound_by.join(", ")));
+            }
+            text.push_str(line.trim_end());
+            text.push('\n');
+        }
+    }
+    if rows.is_empty() {
+        text.push_str(
+            "no contracts or packs registered; start with `pactum new contract PRC-NAME-001`\n",
+        );
+    }
+    Ok((json!({"ok": true, "ids": rows, "work_orders": work_orders.len()}), text, OK))
+}
+
+/// The merge driver: reads the three versions, writes the merge to OURS (atomically) or
+/// nothing on a conflict.
+fn merge(base: &Path, ours: &Path, theirs: &Path) -> Result<(Value, String, u8)> {
+    let read = |p: &Path| -> Result<String> {
+        let bytes = pactum::document::read_limited(p, pactum::document::MAX_FILE_BYTES)?;
+        pactum::document::utf8(bytes, p, Some(pactum::error::DocKind::Registry))
+    };
+    let texts = [read(base)?, read(ours)?, read(theirs)?];
+    let stamp = output::stamp(Path::new("."));
+    let merged =
+        registry::merge::merge([base, ours, theirs], [&texts[0], &texts[1], &texts[2]], &stamp)?;
+    store::write_atomic(ours, merged.registry.to_json().as_bytes())?;
+    let text = format!(
+        "registry.json merged: {} entries; {} of our events and {} of theirs replayed\n",
+        merged.registry.entries.len(),
+        merged.ours_events,
+        merged.theirs_events
+    );
+    Ok((
+        json!({"ok": true, "action": "merge", "entries": merged.registry.entries.len(),
+               "ours_events": merged.ours_events, "theirs_events": merged.theirs_events}),
+        text,
+        OK,
+    ))
 }

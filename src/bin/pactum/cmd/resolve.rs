@@ -35,12 +35,12 @@ pub fn exec(args: Args) -> u8 {
             "version": r.contract_entry.version.to_string(),
             "state": r.contract_entry.state.as_str(),
             "path": r.contract_entry.path,
-            "sha256": r.contract_entry.sha256,
+            "sha256": r.contract.sha256,
             "prompt_pack": {
                 "prompt_pack_id": r.pack_entry.id,
                 "version": r.pack_entry.version.to_string(),
                 "path": r.pack_entry.path,
-                "sha256": r.pack_entry.sha256,
+                "sha256": r.pack.sha256,
             },
             "warnings": r.warnings,
         }));
@@ -48,7 +48,7 @@ pub fn exec(args: Args) -> u8 {
         let _ = &project;
         println!("{} ({})", r.contract_entry.key(), r.contract_entry.state.as_str());
         println!("  path:   {}", r.contract_entry.path);
-        println!("  sha256: {}", r.contract_entry.sha256);
+        println!("  sha256: {}", r.contract.sha256);
         println!(
             "  pack:   {} ({}) {}",
             r.pack_entry.key(),

@@ -1,0 +1,75 @@
+//! `pactum explain CODE`: what an error code means and how to fix it, from
+//! `docs/error-codes.md` (embedded), like `rustc --explain`.
+
+use pactum::Code;
+use serde_json::json;
+
+use crate::output::{self, FAILED, Format, OK};
+
+/// The error-code documentation, embedded so `explain` works anywhere.
+const DOCS: &str = include_str!("../../../../docs/error-codes.md");
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// An error code, e.g. registry_history_mismatch (as printed in `error[CODE]`).
+    code: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Same as --format json.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The section of the docs for `code`: from its `## ` heading to the next one.
+pub fn section(code: &str) -> Option<&'static str> {
+    let mut start = None;
+    let mut offset = 0;
+    for line in DOCS.split_inclusive('\n') {
+        if let Some(heading) = line.strip_prefix("## ") {
+            if start.is_some() {
+                return start.map(|s| DOCS[s..offset].trim_end());
+            }
+            if heading.trim().trim_matches('`') == code {
+                start = Some(offset);
+            }
+        }
+        offset += line.len();
+    }
+    start.map(|s| DOCS[s..].trim_end())
+}
+
+pub fn exec(args: Args) -> u8 {
+    let json = args.json || args.format == Format::Json;
+    let code = args.code.trim().trim_start_matches("error[").trim_end_matches(']');
+    let Some(known) = Code::from_name(code) else {
+        let close: Vec<&str> = Code::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .filter(|c| pactum::id::levenshtein(code, c) <= 3 || c.contains(code))
+            .collect();
+        let hint = if close.is_empty() {
+            "`pactum explain --help` lists nothing; see docs/error-codes.md for every code"
+                .to_string()
+        } else {
+            format!("did you mean {}?", close.join(", "))
+        };
+        let message = format!("`{code}` is not a pactum error code; {hint}");
+        if json {
+            output::print_json(&json!({"ok": false, "code": "unknown_code", "message": message}));
+        } else {
+            eprintln!("error: {message}");
+        }
+        return FAILED;
+    };
+    let text = section(known.as_str()).unwrap_or(known.summary());
+    if json {
+        output::print_json(&json!({
+            "ok": true, "code": known.as_str(), "severity": known.default_severity().as_str(),
+            "summary": known.summary(), "documentation": text,
+        }));
+    } else {
+        println!("{text}");
+    }
+    OK
+}

@@ -1,0 +1,80 @@
+//! `pactum init [DIR] [--kernel]`: start a project (SPEC §17). Idempotent; never replaces a
+//! file.
+
+use std::path::PathBuf;
+
+use pactum::init::{Step, init};
+use serde_json::json;
+
+use crate::output::{self, Format, OK};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The project folder (created when missing; default: the current folder).
+    dir: Option<PathBuf>,
+    /// Also copy the kernel role contracts and packs, registered active, so kernel work
+    /// orders run in the new project.
+    #[arg(long)]
+    kernel: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Same as --format json.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn exec(args: Args) -> u8 {
+    let json = args.json || args.format == Format::Json;
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let stamp = output::stamp(&dir);
+    let done = match init(&dir, args.kernel, &stamp) {
+        Ok(done) => done,
+        Err(e) => return output::fail(&e, json),
+    };
+    if json {
+        output::print_json(&json!({
+            "ok": true, "root": done.root, "git": done.git, "steps": done.steps,
+        }));
+        return OK;
+    }
+    let mut registered = 0;
+    for step in &done.steps {
+        match step {
+            Step::Created { path } => println!("created   {path}"),
+            Step::Kept { path, note } if !note.is_empty() => println!("kept      {path} ({note})"),
+            Step::Kept { .. } => {}
+            Step::Appended { path, lines } => {
+                println!("updated   {path} (added {})", lines.join(", "))
+            }
+            Step::Registered { .. } => registered += 1,
+            Step::MergeDriver { repository, registered: true } => {
+                println!(
+                    "git       registered the registry.json merge driver in {repository}/.git/config"
+                )
+            }
+            Step::MergeDriver { .. } => {}
+        }
+    }
+    if registered > 0 {
+        println!("registered {registered} kernel contracts and packs (active)");
+    }
+    let kept = done
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Kept { note, .. } if note.is_empty()))
+        .count();
+    if kept > 0 {
+        println!("{kept} files and folders already there were kept as they are");
+    }
+    if done.git.is_none() {
+        println!(
+            "not in a git work tree: run `pactum init` again after `git init` to register the merge driver"
+        );
+    }
+    println!(
+        "{}: ready. next: `pactum new contract PRC-NAME-001`, then `pactum validate`",
+        done.root.display()
+    );
+    OK
+}

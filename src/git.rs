@@ -1,0 +1,63 @@
+//! The few questions pactum asks git: is a folder inside a work tree, where is its top
+//! level, what is a config value; and one change, registering the registry merge driver
+//! (SPEC §17). Each runs the `git` on PATH in the given folder; git missing or failing is
+//! an answer ("not a work tree", "no value"), never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::error::{Error, Result};
+
+/// The merge driver's name in `.gitattributes` and git's config.
+pub const MERGE_DRIVER: &str = "pactum-registry";
+/// The driver's command line as git runs it (`%O` base, `%A` ours, `%B` theirs).
+pub const MERGE_DRIVER_COMMAND: &str = "pactum registry merge %O %A %B";
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(out.stdout).ok()?;
+    Some(text.trim_end_matches(['\n', '\r']).to_string())
+}
+
+/// The top level of the git work tree `dir` is in, if any.
+pub fn toplevel(dir: &Path) -> Option<PathBuf> {
+    git(dir, &["rev-parse", "--show-toplevel"]).filter(|s| !s.is_empty()).map(PathBuf::from)
+}
+
+/// A git config value as seen from `dir` (repository, then global), if set.
+pub fn config_get(dir: &Path, key: &str) -> Option<String> {
+    git(dir, &["config", "--get", key]).filter(|s| !s.is_empty())
+}
+
+/// Registers the registry merge driver in the config of the repository `dir` is in (not
+/// the global config: every clone runs `pactum init` once). Returns false when it was
+/// already registered with the same command.
+pub fn register_merge_driver(dir: &Path) -> Result<bool> {
+    let key = format!("merge.{MERGE_DRIVER}.driver");
+    if config_get(dir, &key).as_deref() == Some(MERGE_DRIVER_COMMAND) {
+        return Ok(false);
+    }
+    for (k, v) in [
+        (format!("merge.{MERGE_DRIVER}.name"), "pactum registry.json merge driver"),
+        (key, MERGE_DRIVER_COMMAND),
+    ] {
+        if git(dir, &["config", "--local", &k, v]).is_none() {
+            return Err(Error::io(
+                dir,
+                std::io::Error::other(format!(
+                    "`git config --local {k} \"{v}\"` failed; run it yourself in the repository"
+                )),
+            ));
+        }
+    }
+    Ok(true)
+}

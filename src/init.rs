@@ -1,0 +1,281 @@
+//! `pactum init [DIR] [--kernel]` (SPEC §17): a project a team can adopt in its own
+//! repository. It creates `registry.json`, `contracts/`, `prompt_packs/`, `work_orders/`,
+//! `schemas/` (the embedded schemas, so `$schema` resolves offline in any editor),
+//! `.gitignore` and `.gitattributes`, and inside a git work tree registers the registry
+//! merge driver in that repository's config. With `--kernel` it also copies the kernel
+//! role contracts and packs (SPEC §8.2) and registers them active, so kernel work orders
+//! run in the new project.
+//!
+//! It never replaces a file: what exists is kept (and reported), lines missing from
+//! `.gitignore`/`.gitattributes` are appended, and running it twice is harmless.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::registry::lifecycle::{self, Stamp};
+use crate::registry::{self, Registry, State, store};
+
+/// The kernel role contracts and packs as shipped, by path relative to a project root.
+pub const KERNEL_FILES: &[(&str, &str)] = &[
+    ("contracts/converge/1.0.0.json", include_str!("../contracts/converge/1.0.0.json")),
+    ("prompt_packs/converge/1.0.0.json", include_str!("../prompt_packs/converge/1.0.0.json")),
+    ("contracts/missingtool/1.0.0.json", include_str!("../contracts/missingtool/1.0.0.json")),
+    ("prompt_packs/missingtool/1.0.0.json", include_str!("../prompt_packs/missingtool/1.0.0.json")),
+    ("contracts/plan/1.0.0.json", include_str!("../contracts/plan/1.0.0.json")),
+    ("prompt_packs/plan/1.0.0.json", include_str!("../prompt_packs/plan/1.0.0.json")),
+    ("contracts/profile/1.0.0.json", include_str!("../contracts/profile/1.0.0.json")),
+    ("prompt_packs/profile/1.0.0.json", include_str!("../prompt_packs/profile/1.0.0.json")),
+    ("contracts/profileupdate/1.0.0.json", include_str!("../contracts/profileupdate/1.0.0.json")),
+    (
+        "prompt_packs/profileupdate/1.0.0.json",
+        include_str!("../prompt_packs/profileupdate/1.0.0.json"),
+    ),
+    ("contracts/reason/1.0.0.json", include_str!("../contracts/reason/1.0.0.json")),
+    ("prompt_packs/reason/1.0.0.json", include_str!("../prompt_packs/reason/1.0.0.json")),
+    ("contracts/refine/1.0.0.json", include_str!("../contracts/refine/1.0.0.json")),
+    ("prompt_packs/refine/1.0.0.json", include_str!("../prompt_packs/refine/1.0.0.json")),
+    ("contracts/repairjson/1.0.0.json", include_str!("../contracts/repairjson/1.0.0.json")),
+    ("prompt_packs/repairjson/1.0.0.json", include_str!("../prompt_packs/repairjson/1.0.0.json")),
+    ("contracts/repairplan/1.0.0.json", include_str!("../contracts/repairplan/1.0.0.json")),
+    ("prompt_packs/repairplan/1.0.0.json", include_str!("../prompt_packs/repairplan/1.0.0.json")),
+    ("contracts/repairtool/1.0.0.json", include_str!("../contracts/repairtool/1.0.0.json")),
+    ("prompt_packs/repairtool/1.0.0.json", include_str!("../prompt_packs/repairtool/1.0.0.json")),
+    ("contracts/semantic/1.0.0.json", include_str!("../contracts/semantic/1.0.0.json")),
+    ("prompt_packs/semantic/1.0.0.json", include_str!("../prompt_packs/semantic/1.0.0.json")),
+    ("contracts/subplan/1.0.0.json", include_str!("../contracts/subplan/1.0.0.json")),
+    ("prompt_packs/subplan/1.0.0.json", include_str!("../prompt_packs/subplan/1.0.0.json")),
+    ("contracts/synth/1.0.0.json", include_str!("../contracts/synth/1.0.0.json")),
+    ("prompt_packs/synth/1.0.0.json", include_str!("../prompt_packs/synth/1.0.0.json")),
+];
+
+/// Lines `init` makes sure `.gitignore` has: the lock and the run state.
+pub const GITIGNORE_LINES: &[&str] = &[".registry.lock", ".pactum/"];
+
+/// What `init` did to one path.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Step {
+    Created {
+        path: String,
+    },
+    /// Already there; left as it was (`note` says what differs, if anything).
+    Kept {
+        path: String,
+        note: String,
+    },
+    /// Lines appended to an existing file.
+    Appended {
+        path: String,
+        lines: Vec<String>,
+    },
+    /// An entry registered (and promoted).
+    Registered {
+        entry: String,
+        state: String,
+    },
+    /// The merge driver registered in the repository's git config.
+    MergeDriver {
+        repository: String,
+        registered: bool,
+    },
+}
+
+/// The outcome of `init`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Initialized {
+    pub root: PathBuf,
+    pub steps: Vec<Step>,
+    /// The git work tree the project is in, if any.
+    pub git: Option<PathBuf>,
+}
+
+/// Initializes the project at `dir` (created when missing). See the module docs.
+pub fn init(dir: &Path, kernel: bool, stamp: &Stamp) -> Result<Initialized> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let root = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    let mut steps = Vec::new();
+    steps.push(init_registry(&root)?);
+    for folder in ["contracts", "prompt_packs", "work_orders"] {
+        let path = root.join(folder);
+        if path.is_dir() {
+            steps.push(Step::Kept { path: format!("{folder}/"), note: String::new() });
+        } else {
+            std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+            steps.push(Step::Created { path: format!("{folder}/") });
+        }
+    }
+    steps.extend(
+        write_schemas(&root.join("schemas"), false)?.into_iter().map(|s| prefix(s, "schemas/")),
+    );
+    steps.push(ensure_lines(&root.join(".gitignore"), ".gitignore", GITIGNORE_LINES)?);
+    let attribute = format!("{} merge={}", registry::FILE_NAME, crate::git::MERGE_DRIVER);
+    steps.push(ensure_lines(
+        &root.join(".gitattributes"),
+        ".gitattributes",
+        &[attribute.as_str()],
+    )?);
+    let git = crate::git::toplevel(&root);
+    if let Some(top) = &git {
+        let registered = crate::git::register_merge_driver(&root)?;
+        steps.push(Step::MergeDriver { repository: top.display().to_string(), registered });
+    }
+    if kernel {
+        steps.extend(install_kernel(&root, stamp)?);
+    }
+    Ok(Initialized { root, steps, git })
+}
+
+fn prefix(step: Step, dir: &str) -> Step {
+    match step {
+        Step::Created { path } => Step::Created { path: format!("{dir}{path}") },
+        Step::Kept { path, note } => Step::Kept { path: format!("{dir}{path}"), note },
+        other => other,
+    }
+}
+
+/// An empty registry.json with `$schema`, unless one exists (which must load, and is left
+/// byte for byte as it is).
+fn init_registry(root: &Path) -> Result<Step> {
+    let path = root.join(registry::FILE_NAME);
+    if path.exists() {
+        Registry::open(&path)?;
+        return Ok(Step::Kept { path: registry::FILE_NAME.into(), note: String::new() });
+    }
+    let created = store::update(&path, |reg| {
+        let fresh = reg.text.is_empty() && reg.entries.is_empty();
+        if fresh {
+            reg.extra.insert(
+                "$schema".into(),
+                serde_json::Value::String("schemas/registry.schema.json".into()),
+            );
+        }
+        Ok(fresh)
+    })?;
+    Ok(if created {
+        Step::Created { path: registry::FILE_NAME.into() }
+    } else {
+        Step::Kept { path: registry::FILE_NAME.into(), note: String::new() }
+    })
+}
+
+/// Writes the embedded schemas into `dir`. With `refresh`, a schema that differs from the
+/// embedded one is replaced (atomically); without, it is kept and reported.
+pub fn write_schemas(dir: &Path, refresh: bool) -> Result<Vec<Step>> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut steps = Vec::new();
+    for (name, text) in crate::schema::EMBEDDED {
+        let path = dir.join(name);
+        let path_name = (*name).to_string();
+        match std::fs::read(&path) {
+            Ok(existing) if existing == text.as_bytes() => {
+                steps.push(Step::Kept { path: path_name, note: String::new() })
+            }
+            Ok(_) if !refresh => steps.push(Step::Kept {
+                path: path_name,
+                note: "differs from this pactum's; refresh with `pactum schemas --write schemas`"
+                    .into(),
+            }),
+            Ok(_) => {
+                store::write_atomic(&path, text.as_bytes())?;
+                steps.push(Step::Appended { path: path_name, lines: vec!["(refreshed)".into()] });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create_new(&path, text.as_bytes())?;
+                steps.push(Step::Created { path: path_name });
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+    }
+    Ok(steps)
+}
+
+/// Creates `path`, failing if it exists (never replaces a file).
+pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.write_all(bytes).map_err(|e| Error::io(path, e))
+}
+
+/// Makes sure `path` has each of `lines`, creating it or appending what is missing.
+fn ensure_lines(path: &Path, name: &str, lines: &[&str]) -> Result<Step> {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let Some(text) = existing else {
+        let mut body = lines.join("\n");
+        body.push('\n');
+        create_new(path, body.as_bytes())?;
+        return Ok(Step::Created { path: name.into() });
+    };
+    let have: Vec<&str> = text.lines().map(str::trim).collect();
+    let missing: Vec<String> =
+        lines.iter().filter(|l| !have.contains(l)).map(|l| (*l).to_string()).collect();
+    if missing.is_empty() {
+        return Ok(Step::Kept { path: name.into(), note: String::new() });
+    }
+    let mut add = String::new();
+    if !text.is_empty() && !text.ends_with('\n') {
+        add.push('\n');
+    }
+    for l in &missing {
+        add.push_str(l);
+        add.push('\n');
+    }
+    let mut file =
+        std::fs::OpenOptions::new().append(true).open(path).map_err(|e| Error::io(path, e))?;
+    file.write_all(add.as_bytes()).map_err(|e| Error::io(path, e))?;
+    Ok(Step::Appended { path: name.into(), lines: missing })
+}
+
+/// Copies the kernel role contracts and packs and registers them active (packs first).
+/// A file that exists with other content is kept and not registered.
+fn install_kernel(root: &Path, stamp: &Stamp) -> Result<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut to_register = Vec::new();
+    for (rel, text) in KERNEL_FILES {
+        let path = root.join(rel);
+        match std::fs::read(&path) {
+            Ok(existing) if existing == text.as_bytes() => {
+                steps.push(Step::Kept { path: (*rel).into(), note: String::new() });
+                to_register.push(path);
+            }
+            Ok(_) => steps.push(Step::Kept {
+                path: (*rel).into(),
+                note: "differs from the shipped kernel contract; not registered".into(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                }
+                create_new(&path, text.as_bytes())?;
+                steps.push(Step::Created { path: (*rel).into() });
+                to_register.push(path);
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+    }
+    // Packs before contracts: a contract is promoted only once its pack is active.
+    to_register.sort_by_key(|p| !p.starts_with(root.join("prompt_packs")));
+    let registry_path = root.join(registry::FILE_NAME);
+    let registered = store::update(&registry_path, |reg: &mut Registry| {
+        let mut done = Vec::new();
+        for path in &to_register {
+            let added = lifecycle::add(reg, path, stamp)?;
+            let entry = added.entry().clone();
+            if entry.state == State::Draft {
+                let kind = entry.kind;
+                let promoted = lifecycle::promote(reg, kind, &entry.id, &entry.version, stamp)?;
+                done.push(Step::Registered { entry: promoted.entry.key(), state: "active".into() });
+            }
+        }
+        Ok(done)
+    })?;
+    steps.extend(registered);
+    Ok(steps)
+}

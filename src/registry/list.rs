@@ -1,0 +1,113 @@
+//! `pactum registry list [ID]` (SPEC §17): every id, its versions and states, the latest
+//! active version, the work orders that pin each contract version and the contracts that
+//! bind each pack version. Pure over the registry, the work orders and the contracts the
+//! caller loaded.
+
+use std::collections::BTreeMap;
+
+use semver::Version;
+use serde::Serialize;
+
+use crate::contract::Contract;
+use crate::registry::{Entry, EntryKind, Registry, State};
+use crate::resolve::{ResolveOptions, resolve};
+use crate::work_order::WorkOrder;
+
+/// One version of an id.
+#[derive(Clone, Debug, Serialize)]
+pub struct VersionRow {
+    pub version: String,
+    pub state: State,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub successor_version: Option<String>,
+    /// Work orders whose pins resolve to this version (contracts only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pinned_by: Vec<String>,
+    /// Contract versions that bind this version (packs only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bound_by: Vec<String>,
+}
+
+/// One id with all its versions, lowest first.
+#[derive(Clone, Debug, Serialize)]
+pub struct IdRow {
+    pub kind: EntryKind,
+    pub id: String,
+    pub latest_active: Option<String>,
+    pub versions: Vec<VersionRow>,
+}
+
+/// Builds the listing. `work_orders` are named as the caller wants them shown (their id);
+/// `contracts` are the loaded contract versions (for pack bindings). With `only`, just
+/// that id (which the caller has checked exists).
+pub fn list(
+    registry: &Registry,
+    work_orders: &[WorkOrder],
+    contracts: &[(Entry, Contract)],
+    only: Option<&str>,
+) -> Vec<IdRow> {
+    let mut pinned: BTreeMap<(String, Version), Vec<String>> = BTreeMap::new();
+    for wo in work_orders {
+        for (_, pin) in wo.pins() {
+            let kind = EntryKind::of_id(&pin.id).unwrap_or(EntryKind::Contract);
+            if let Ok(r) = resolve(
+                registry,
+                kind,
+                &pin.id,
+                &pin.requirement,
+                ResolveOptions { allow_draft: true },
+            ) {
+                let list = pinned.entry((r.entry.id.clone(), r.entry.version.clone())).or_default();
+                if !list.contains(&wo.id) {
+                    list.push(wo.id.clone());
+                }
+            }
+        }
+    }
+    let mut bound: BTreeMap<(String, Version), Vec<String>> = BTreeMap::new();
+    for (entry, c) in contracts {
+        let options = ResolveOptions { allow_draft: entry.state == State::Draft };
+        if let Ok(r) = resolve(
+            registry,
+            EntryKind::PromptPack,
+            &c.prompt_pack_id,
+            &c.prompt_pack_version,
+            options,
+        ) {
+            bound
+                .entry((r.entry.id.clone(), r.entry.version.clone()))
+                .or_default()
+                .push(entry.key());
+        }
+    }
+    let mut rows = Vec::new();
+    for kind in [EntryKind::Contract, EntryKind::PromptPack] {
+        for id in registry.ids(kind) {
+            if only.is_some_and(|o| o != id) {
+                continue;
+            }
+            let versions: Vec<VersionRow> = registry
+                .versions(kind, id)
+                .map(|e| {
+                    let key = (e.id.clone(), e.version.clone());
+                    VersionRow {
+                        version: e.version.to_string(),
+                        state: e.state,
+                        path: e.path.clone(),
+                        successor_version: e.successor_version.as_ref().map(ToString::to_string),
+                        pinned_by: pinned.get(&key).cloned().unwrap_or_default(),
+                        bound_by: bound.get(&key).cloned().unwrap_or_default(),
+                    }
+                })
+                .collect();
+            let latest_active = registry
+                .versions(kind, id)
+                .filter(|e| e.state == State::Active)
+                .last()
+                .map(|e| e.version.to_string());
+            rows.push(IdRow { kind, id: id.to_string(), latest_active, versions });
+        }
+    }
+    rows
+}

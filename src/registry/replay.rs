@@ -1,0 +1,343 @@
+//! Verification is a replay (SPEC §17): the history is folded into the state it implies
+//! for every id@version (registered, path, hash frozen at promote, state, successor), and
+//! that state is compared with the entries. A hand edit of registry.json (a new hash for
+//! an active file, a state flipped to `active`, an entry added or deleted) passes the hash
+//! chain, because it does not touch the history, but not the replay:
+//! `registry_history_mismatch`, naming the entry and the event.
+//!
+//! The fold is tolerant of what the merge driver produces: two branches that made the same
+//! change (both promoted one draft, say) leave both events in the merged history, so an
+//! event that moves an entry to a state it already reached is a no-op when its content
+//! agrees. A registry with entries but no history cannot be checked at all:
+//! `registry_history_missing` (a warning; `pactum registry adopt` records the entries).
+
+use std::collections::BTreeMap;
+
+use semver::Version;
+
+use crate::diagnostic::Diagnostic;
+use crate::error::{Code, Error};
+use crate::id::parse_version;
+use crate::registry::{Action, Entry, EntryKind, Event, Registry, State};
+
+/// The identity of a registry entry: kind, id, version.
+pub type Key = (EntryKind, String, Version);
+
+/// What the history says about one id@version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Implied {
+    /// `None` when no event recorded it (histories written before §17).
+    pub path: Option<String>,
+    /// The hash registered (draft) or frozen at promote.
+    pub sha256: String,
+    pub state: State,
+    /// `None` when unknown (a deprecate event written before §17); `Some(None)` when the
+    /// entry has no successor.
+    pub successor: Option<Option<String>>,
+    /// Sequence number and index in `history` of the last event about it.
+    pub seq: u64,
+    pub index: usize,
+    pub action: Action,
+}
+
+/// A problem found while folding: an event that contradicts the state before it.
+#[derive(Debug)]
+pub struct EventProblem {
+    /// Index of the event in `history`.
+    pub index: usize,
+    pub error: Error,
+}
+
+/// The key an event is about, if it names one.
+pub fn key_of(event: &Event) -> Option<Key> {
+    let kind = EntryKind::of_id(&event.id)?;
+    Some((kind, event.id.clone(), parse_version(&event.version)?))
+}
+
+/// Folds the history into the state it implies. Events that contradict the state before
+/// them are returned as problems and otherwise skipped.
+pub fn fold(history: &[Event]) -> (BTreeMap<Key, Implied>, Vec<EventProblem>) {
+    let mut state: BTreeMap<Key, Implied> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (index, event) in history.iter().enumerate() {
+        if event.action == Action::Merge {
+            continue;
+        }
+        let Some(key) = key_of(event) else {
+            problems.push(EventProblem {
+                index,
+                error: mismatch(event, "names no contract or pack version".to_string()),
+            });
+            continue;
+        };
+        if let Err(reason) = apply(&mut state, key, event, index) {
+            problems.push(EventProblem { index, error: mismatch(event, reason) });
+        }
+    }
+    (state, problems)
+}
+
+fn mismatch(event: &Event, reason: String) -> Error {
+    Error::HistoryMismatch {
+        subject: format!(
+            "history event #{} ({} {})",
+            event.seq,
+            event.action.as_str(),
+            event.subject()
+        ),
+        reason,
+    }
+}
+
+fn apply(
+    state: &mut BTreeMap<Key, Implied>,
+    key: Key,
+    event: &Event,
+    index: usize,
+) -> std::result::Result<(), String> {
+    let stamp = |implied: &mut Implied| {
+        implied.seq = event.seq;
+        implied.index = index;
+        implied.action = event.action;
+    };
+    let fresh = |s: State, successor: Option<Option<String>>| Implied {
+        path: event.path.clone(),
+        sha256: event.sha256.clone(),
+        state: s,
+        successor,
+        seq: event.seq,
+        index,
+        action: event.action,
+    };
+    match event.action {
+        Action::Merge => Ok(()),
+        Action::Adopt => {
+            let s = event.state.unwrap_or(State::Draft);
+            state.insert(key, fresh(s, Some(event.successor.clone())));
+            Ok(())
+        }
+        Action::Add => match state.get_mut(&key) {
+            None => {
+                state.insert(key, fresh(State::Draft, Some(None)));
+                Ok(())
+            }
+            // Both branches registered the same file: the merged history holds both adds.
+            Some(existing)
+                if existing.sha256 == event.sha256
+                    && (existing.path.is_none()
+                        || event.path.is_none()
+                        || existing.path == event.path) =>
+            {
+                Ok(())
+            }
+            Some(existing) => Err(format!(
+                "registers it again with other content, but event #{} already registered it",
+                existing.seq
+            )),
+        },
+        Action::Update => match state.get_mut(&key) {
+            Some(existing) if existing.state == State::Draft => {
+                existing.sha256 = event.sha256.clone();
+                if event.path.is_some() {
+                    existing.path = event.path.clone();
+                }
+                stamp(existing);
+                Ok(())
+            }
+            Some(existing) => Err(format!(
+                "changes a version that is {} (only drafts change)",
+                existing.state.as_str()
+            )),
+            None => Err("changes a version no earlier event registers".to_string()),
+        },
+        Action::Discard => match state.get(&key) {
+            Some(existing) if existing.state == State::Draft => {
+                state.remove(&key);
+                Ok(())
+            }
+            Some(existing) => Err(format!(
+                "discards a version that is {} (only drafts are discarded)",
+                existing.state.as_str()
+            )),
+            None => Err("discards a version no earlier event registers".to_string()),
+        },
+        Action::Promote | Action::Deprecate | Action::Remove => {
+            let target = match event.action {
+                Action::Promote => State::Active,
+                Action::Deprecate => State::Deprecated,
+                _ => State::Removed,
+            };
+            let Some(existing) = state.get_mut(&key) else {
+                return Err(format!(
+                    "{}s a version no earlier event registers",
+                    event.action.as_str()
+                ));
+            };
+            if event.action == Action::Promote {
+                if existing.state == State::Draft {
+                    existing.sha256 = event.sha256.clone();
+                } else if existing.sha256 != event.sha256 {
+                    return Err(format!(
+                        "promotes it with hash {}, but event #{} froze {}",
+                        short(&event.sha256),
+                        existing.seq,
+                        short(&existing.sha256)
+                    ));
+                }
+            }
+            if event.action == Action::Deprecate {
+                existing.successor = event.successor.clone().map(Some);
+            }
+            if existing.state >= target {
+                // The same transition again (both sides of a merge made it): no-op.
+                stamp(existing);
+                return Ok(());
+            }
+            let before = match target {
+                State::Active => State::Draft,
+                State::Deprecated => State::Active,
+                _ => State::Deprecated,
+            };
+            if existing.state != before {
+                return Err(format!(
+                    "{}s a version that is {} (it must be {} first)",
+                    event.action.as_str(),
+                    existing.state.as_str(),
+                    before.as_str()
+                ));
+            }
+            existing.state = target;
+            stamp(existing);
+            Ok(())
+        }
+    }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+fn key_of_entry(e: &Entry) -> Key {
+    (e.kind, e.id.clone(), e.version.clone())
+}
+
+const HELP_EDITED: &str = "registry.json was edited by hand: restore it from version control \
+     (`git checkout -- registry.json`) and make the change with a `pactum registry` command";
+
+/// Every difference between the entries and the state the history implies, plus a
+/// `registry_history_missing` warning for entries without any history. Pointers are into
+/// registry.json; the caller adds the file.
+pub fn check(registry: &Registry) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let history = registry.history.as_deref().unwrap_or(&[]);
+    if history.is_empty() {
+        if !registry.entries.is_empty() {
+            out.push(
+                Diagnostic::new(
+                    Code::RegistryHistoryMissing,
+                    format!(
+                        "registry.json has {} entries but no history: the entries cannot be checked against the events that made them",
+                        registry.entries.len()
+                    ),
+                )
+                .pointer("")
+                .help("record the entries as they stand with `pactum registry adopt`; from then on every `pactum registry` command appends to the history"),
+            );
+        }
+        return out;
+    }
+    let (implied, problems) = fold(history);
+    for p in problems {
+        out.push(
+            Diagnostic::from_error(&p.error)
+                .pointer(format!("/history/{}", p.index))
+                .help(HELP_EDITED),
+        );
+    }
+    for (index, entry) in registry.entries.iter().enumerate() {
+        let pointer = registry.pointer_at(index);
+        let Some(said) = implied.get(&key_of_entry(entry)) else {
+            out.push(
+                Diagnostic::from_error(&Error::HistoryMismatch {
+                    subject: entry.key(),
+                    reason: "the entry is in registry.json but no history event registers it"
+                        .to_string(),
+                })
+                .pointer(pointer)
+                .help("register files with `pactum registry add FILE`; never add entries to registry.json by hand"),
+            );
+            continue;
+        };
+        let event = format!("event #{} ({})", said.seq, said.action.as_str());
+        let mut differ = |field: &str, reason: String| {
+            out.push(
+                Diagnostic::from_error(&Error::HistoryMismatch { subject: entry.key(), reason })
+                    .pointer(format!("{pointer}/{field}"))
+                    .help(HELP_EDITED),
+            );
+        };
+        if entry.state != said.state {
+            differ(
+                "state",
+                format!(
+                    "the entry says {}, but the history leaves it {} ({event})",
+                    entry.state.as_str(),
+                    said.state.as_str()
+                ),
+            );
+        }
+        if entry.sha256 != said.sha256 {
+            let how = if said.state == State::Draft { "registered" } else { "frozen at promote" };
+            differ(
+                "sha256",
+                format!(
+                    "the entry's sha256 is {}, but the hash {how} is {} ({event})",
+                    short(&entry.sha256),
+                    short(&said.sha256)
+                ),
+            );
+        }
+        if let Some(path) = &said.path
+            && path != &entry.path
+        {
+            differ(
+                "path",
+                format!(
+                    "the entry's path is {}, but the history registered {path} ({event})",
+                    entry.path
+                ),
+            );
+        }
+        if let Some(successor) = &said.successor {
+            let actual = entry.successor_version.as_ref().map(ToString::to_string);
+            if &actual != successor {
+                differ(
+                    "successor_version",
+                    format!(
+                        "the entry's successor is {}, but the history says {} ({event})",
+                        actual.as_deref().unwrap_or("(none)"),
+                        successor.as_deref().unwrap_or("(none)")
+                    ),
+                );
+            }
+        }
+    }
+    for (key, said) in &implied {
+        if registry.get(key.0, &key.1, &key.2).is_none() {
+            out.push(
+                Diagnostic::from_error(&Error::HistoryMismatch {
+                    subject: format!("{}@{}", key.1, key.2),
+                    reason: format!(
+                        "history event #{} ({}) leaves it {}, but registry.json has no entry for it",
+                        said.seq,
+                        said.action.as_str(),
+                        said.state.as_str()
+                    ),
+                })
+                .pointer(format!("/history/{}", said.index))
+                .help("restore the entry from version control; drop drafts with `pactum registry discard ID@VERSION`, never by deleting entries"),
+            );
+        }
+    }
+    out
+}
