@@ -276,7 +276,7 @@ pub enum Error {
     NotActive { kind: DocKind, id: String, version: String },
 
     #[error(
-        "{path}: SHA-256 is {actual} but registry.json says {expected} for {id}@{version}; re-register the file or restore it"
+        "{path}: SHA-256 is {actual} but registry.json says {expected} for {id}@{version}; a promoted version's file never changes: restore it, and put the change in a new version"
     )]
     HashMismatch { path: PathBuf, id: String, version: String, expected: String, actual: String },
 

@@ -541,14 +541,26 @@ fn remove_refuses_a_pack_version_an_active_contract_pins() {
 }
 
 #[test]
-fn promote_refuses_a_draft_whose_file_changed_since_add() {
+fn promote_freezes_the_drafts_content_at_that_moment() {
     let t = Tree::active();
     let rel = t.write_version("1.1.0", add_optional_input);
     t.ok(&["registry", "add", &rel]);
+    // The draft is edited after `add`: that is its working copy, not an error.
     let mut text = std::fs::read(t.path(&rel)).unwrap();
     text.extend_from_slice(b"\n");
-    std::fs::write(t.path(&rel), text).unwrap();
-    t.refused(&["registry", "promote", &format!("{ID}@1.1.0")], "contract_hash_mismatch", 1);
+    std::fs::write(t.path(&rel), &text).unwrap();
+    let frozen = sha256_hex(&text);
+    let v = t.ok(&["registry", "promote", &format!("{ID}@1.1.0")]);
+    assert_eq!(v["sha256"], json!(frozen));
+    assert_eq!(t.entry(ID, "1.1.0")["sha256"], json!(frozen));
+    let history = check_chain_independently(&t.registry());
+    let last = history.last().unwrap();
+    assert_eq!((last["action"].clone(), last["sha256"].clone()), (json!("promote"), json!(frozen)));
+    t.ok(&["registry", "verify"]);
+    // From then on the file never changes.
+    text.extend_from_slice(b"\n");
+    std::fs::write(t.path(&rel), &text).unwrap();
+    t.refused(&["registry", "verify"], "contract_hash_mismatch", 1);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -565,21 +577,31 @@ fn add_reports_unchanged_and_refreshes_an_edited_draft() {
     assert_eq!(v["entries"][0]["state"], json!("draft"));
     assert!(t.registry_bytes() == before, "an unchanged add must not change registry.json");
 
-    // Edit the draft: re-adding refreshes its hash and records an `update` event.
+    // Edit the draft: a working copy. Re-adding it changes nothing and records nothing.
     let mut c = t.base_contract();
     c["metadata"]["description"] = json!("Takes notes.");
     std::fs::write(t.path(rel), serde_json::to_vec_pretty(&c).unwrap()).unwrap();
-    let new_sha = sha256_hex(&std::fs::read(t.path(rel)).unwrap());
     let v = t.ok(&["registry", "add", rel, "--format", "json"]);
+    assert_eq!(v["entries"][0]["result"], json!("unchanged"));
+    assert_eq!(v["entries"][0]["state"], json!("draft"));
+    assert!(t.registry_bytes() == before, "re-adding an edited draft must not change registry.json");
+    t.ok(&["registry", "verify"]);
+
+    // A draft moved to another file: re-adding records the new path (`update`).
+    let moved = "contracts/notes/draft.json";
+    std::fs::rename(t.path(rel), t.path(moved)).unwrap();
+    let new_sha = sha256_hex(&std::fs::read(t.path(moved)).unwrap());
+    let v = t.ok(&["registry", "add", moved]);
     assert_eq!(v["entries"][0]["result"], json!("updated"));
-    assert_eq!(v["entries"][0]["sha256"], json!(new_sha));
+    assert_eq!(t.entry(ID, "1.0.0")["path"], json!(moved));
     assert_eq!(t.entry(ID, "1.0.0")["sha256"], json!(new_sha));
-    assert_eq!(t.entry(ID, "1.0.0")["state"], json!("draft"));
     let history = check_chain_independently(&t.registry());
     let last = history.last().unwrap();
     assert_eq!(last["action"], json!("update"));
-    assert_eq!(last["sha256"], json!(new_sha));
+    assert_eq!(last["path"], json!(moved));
     t.ok(&["registry", "verify"]);
+    std::fs::rename(t.path(moved), t.path(rel)).unwrap();
+    t.ok(&["registry", "add", rel]);
 
     // Several files in one command.
     let a = t.write_version("1.1.0", add_optional_input);
@@ -789,7 +811,7 @@ fn history_chain_verifies_independently_of_the_library() {
     let t = Tree::active();
     let a = t.write_version("1.1.0", add_optional_input);
     t.ok(&["registry", "add", &a]);
-    // Edit the draft and re-add it (an `update` event).
+    // Edit the draft (a working copy: no event until promote freezes it).
     let mut c: Value = serde_json::from_slice(&std::fs::read(t.path(&a)).unwrap()).unwrap();
     c["metadata"]["description"] = json!("second draft");
     std::fs::write(t.path(&a), serde_json::to_vec_pretty(&c).unwrap()).unwrap();
@@ -812,7 +834,6 @@ fn history_chain_verifies_independently_of_the_library() {
             "promote",
             "promote",
             "add",
-            "update",
             "promote",
             "deprecate",
             "remove",
@@ -824,7 +845,13 @@ fn history_chain_verifies_independently_of_the_library() {
         let keys: Vec<&String> = event.as_object().unwrap().keys().collect();
         let mut keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
         keys.sort();
-        assert_eq!(keys, ["action", "at", "hash", "id", "prev", "seq", "sha256", "version"]);
+        // Every event records who made it; `add` the file, `deprecate` the successor.
+        let expected: &[&str] = match event["action"].as_str().unwrap() {
+            "add" => &["action", "actor", "at", "hash", "id", "path", "prev", "seq", "sha256", "version"],
+            "deprecate" => &["action", "actor", "at", "hash", "id", "prev", "seq", "sha256", "successor", "version"],
+            _ => &["action", "actor", "at", "hash", "id", "prev", "seq", "sha256", "version"],
+        };
+        assert_eq!(keys, expected, "{event}");
         assert!(is_timestamp(&event["at"]), "{event}");
         assert!(is_lower_hex_64(event["sha256"].as_str().unwrap()), "{event}");
     }

@@ -120,8 +120,15 @@ impl Tree {
     }
 
     /// Drops the history and records every existing entry file's current SHA-256, so that
-    /// deliberate edits do not also show up as hash mismatches.
+    /// deliberate edits do not also show up as hash mismatches; then starts a new history
+    /// from the entries as they stand (`registry adopt`), so the replay holds.
     fn resync(&self) {
+        self.rehash();
+        adopt(&self.root);
+    }
+
+    /// [`Tree::resync`] without the new history.
+    fn rehash(&self) {
         let root = self.root.clone();
         self.edit_registry(|r| {
             r.as_object_mut().unwrap().remove("history");
@@ -778,15 +785,31 @@ fn validate_reports_hash_mismatch_with_help() {
 }
 
 #[test]
-fn validate_suggests_refreshing_an_edited_draft() {
+fn validate_treats_a_draft_as_a_working_copy_and_a_promoted_file_as_frozen() {
     let tree = Tree::new("good");
     let rel = "contracts/greet/1.2.0.json";
     tree.write(rel, &tree.read("contracts/greet/1.1.0.json").replace("\"1.1.0\"", "\"1.2.0\""));
     tree.registry_cmd(&["add", rel]);
+    // Editing a draft is not an error and writes no history.
+    let events = tree.registry()["history"].as_array().unwrap().len();
     tree.edit(rel, "\"max_tokens\": 120", "\"max_tokens\": 200");
+    let (doc, status) = tree.validate_json(&[]);
+    assert_eq!(status, 0, "{doc:#}");
+    assert_eq!(tree.registry()["history"].as_array().unwrap().len(), events);
+    // Its content is checked as usual.
+    tree.edit(rel, "\"max_tokens\": 200", "\"max_tokens\": -1");
+    let (doc, status) = tree.validate_json(&[]);
+    assert_eq!(status, 1);
+    one(&doc, "contract_schema_invalid", rel);
+    tree.edit(rel, "\"max_tokens\": -1", "\"max_tokens\": 200");
+    // Promote freezes it: an edit after that is a hash mismatch whose help names the fix.
+    tree.registry_cmd(&["promote", "PRC-GREET-001@1.2.0"]);
+    tree.edit(rel, "\"max_tokens\": 200", "\"max_tokens\": 300");
     let (doc, _) = tree.validate_json(&[]);
     let d = one(&doc, "contract_hash_mismatch", rel);
-    assert!(d["help"].as_str().unwrap().contains(&format!("pactum registry add {rel}")), "{d:#}");
+    let help = d["help"].as_str().unwrap();
+    assert!(help.contains("pactum new version PRC-GREET-001@NEXT"), "{d:#}");
+    assert!(help.contains(&format!("git checkout -- {rel}")), "{d:#}");
 }
 
 #[test]
@@ -1772,7 +1795,17 @@ fn generated_tree(n: usize) -> (tempfile::TempDir, PathBuf) {
     let registry = json!({"registry_version": 1, "contracts": contracts, "prompt_packs": packs});
     fs::write(root.join("registry.json"), serde_json::to_string_pretty(&registry).unwrap())
         .unwrap();
+    adopt(&root);
     (tmp, root)
+}
+
+/// Records the entries of `root/registry.json` as they stand as its history (`adopt`).
+fn adopt(root: &Path) {
+    let stamp = pactum::registry::lifecycle::Stamp::new("2026-01-01T00:00:00Z", "tests");
+    pactum::registry::store::update(&root.join("registry.json"), |r| {
+        Ok(pactum::registry::lifecycle::adopt(r, &stamp))
+    })
+    .unwrap();
 }
 
 #[test]

@@ -498,7 +498,7 @@ fn reproduces_contract_hash_mismatch() {
     let e = err(resolve(dir.path(), "PRC-T-001", false));
 
     let message = assert_code(&e, Code::ContractHashMismatch);
-    assert!(message.contains("re-register the file or restore it"), "{message}");
+    assert!(message.contains("never changes: restore it"), "{message}");
 }
 
 #[test]
@@ -569,6 +569,70 @@ fn reproduces_registry_history_broken() {
 
     let message = assert_code(&e, Code::RegistryHistoryBroken);
     assert!(message.contains("at event 2"), "{message}");
+}
+
+#[test]
+fn reproduces_registry_history_mismatch() {
+    let dir = classify_project();
+    // A hand edit that keeps the chain intact: the entry's state flipped.
+    edit_registry(dir.path(), |r| r["contracts"][0]["state"] = json!("deprecated"));
+
+    let findings = lifecycle::verify(&Registry::open(&registry_path(dir.path())).unwrap());
+
+    let d = findings.iter().find(|d| d.code == Code::RegistryHistoryMismatch).expect("a mismatch");
+    assert_eq!(d.pointer.as_deref(), Some("/contracts/0/state"));
+    assert!(d.message.contains("PRC-T-001@1.0.0: the entry says deprecated, but the history leaves it active"), "{}", d.message);
+}
+
+#[test]
+fn reproduces_registry_history_missing() {
+    let dir = classify_project();
+    edit_registry(dir.path(), |r| {
+        r.as_object_mut().unwrap().remove("history");
+    });
+
+    let findings = lifecycle::verify(&Registry::open(&registry_path(dir.path())).unwrap());
+
+    let d = findings.iter().find(|d| d.code == Code::RegistryHistoryMissing).expect("a warning");
+    assert_eq!(d.severity, Severity::Warning);
+    assert!(d.help.as_deref().unwrap_or_default().contains("pactum registry adopt"), "{d:?}");
+}
+
+#[test]
+fn reproduces_registry_merge_conflict() {
+    let base = r#"{"registry_version": 1, "contracts": [], "prompt_packs": [], "history": []}"#;
+    let side = |sha: char| {
+        let mut r = Registry::empty(Path::new("registry.json"));
+        let entry = pactum::registry::Entry {
+            kind: EntryKind::Contract,
+            id: "PRC-T-001".into(),
+            version: pactum::id::parse_version("1.0.0").unwrap(),
+            path: "contracts/t/1.0.0.json".into(),
+            sha256: sha.to_string().repeat(64),
+            state: pactum::registry::State::Draft,
+            registered_at: AT_TIME.into(),
+            activated_at: None,
+            deprecated_at: None,
+            successor_version: None,
+            removed_at: None,
+        };
+        r.entries.push(entry);
+        r.history = None;
+        r.to_json()
+    };
+    let (ours, theirs) = (side('a'), side('b'));
+
+    let e = err(pactum::registry::merge::merge(
+        [Path::new("base"), Path::new("ours"), Path::new("theirs")],
+        [base, &ours, &theirs],
+        &at(),
+    ));
+
+    let message = assert_code(&e, Code::RegistryMergeConflict);
+    assert!(
+        message.starts_with("cannot merge registry.json: PRC-T-001@1.0.0: both sides changed it with different content"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -161,15 +161,22 @@ fn merge_entries(base: &Registry, ours: &Registry, theirs: &Registry) -> Result<
         match pick {
             Ok(Some(e)) => out.push(e.clone()),
             Ok(None) => {}
-            Err(reason) => conflicts.push(format!("{}@{}: {reason}", k.1, k.2)),
+            Err(reason) => conflicts.push((format!("{}@{}", k.1, k.2), reason)),
         }
     }
-    if conflicts.is_empty() {
-        return Ok(out);
+    match conflicts.len() {
+        0 => Ok(out),
+        1 => {
+            let (name, reason) = conflicts.remove(0);
+            Err(conflict(name, reason))
+        }
+        n => {
+            let names: Vec<&str> = conflicts.iter().map(|(name, _)| name.as_str()).collect();
+            let reasons: Vec<String> =
+                conflicts.iter().map(|(name, reason)| format!("{name}: {reason}")).collect();
+            Err(conflict(format!("{n} entries ({})", names.join(", ")), reasons.join("; ")))
+        }
     }
-    let names: Vec<&str> =
-        conflicts.iter().map(|c| c.split(':').next().unwrap_or_default()).collect();
-    Err(conflict(names.join(", "), conflicts.join("; ")))
 }
 
 fn describe(e: &Entry) -> String {

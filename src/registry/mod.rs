@@ -489,21 +489,18 @@ impl Registry {
                 .help("remove one of the two entries"),
             );
         }
-        if let Some(history) = &self.history
-            && let Err(e) = verify_history(history)
-        {
-            let seq = match &e {
+        let chain = self.history.as_deref().map_or(Ok(()), verify_history);
+        if let (Some(history), Err(e)) = (&self.history, &chain) {
+            let seq = match e {
                 Error::HistoryBroken { seq, .. } => *seq,
                 _ => 0,
             };
             let index = history.iter().position(|ev| ev.seq == seq).unwrap_or(0);
             out.push(
-                Diagnostic::from_error(&e)
+                Diagnostic::from_error(e)
                     .pointer(format!("/history/{index}"))
                     .help("restore registry.json from version control; history is append-only"),
             );
-        } else {
-            out.extend(replay::check(self));
         }
         for (index, entry) in self.entries.iter().enumerate() {
             let pointer = self.pointer_at(index);
@@ -531,6 +528,10 @@ impl Registry {
             {
                 out.push(d.pointer(format!("{pointer}/successor_version")));
             }
+        }
+        // Only a history that chains can be replayed against the entries.
+        if chain.is_ok() {
+            out.extend(replay::check(self));
         }
         out
     }
