@@ -584,7 +584,10 @@ fn add_reports_unchanged_and_refreshes_an_edited_draft() {
     let v = t.ok(&["registry", "add", rel, "--format", "json"]);
     assert_eq!(v["entries"][0]["result"], json!("unchanged"));
     assert_eq!(v["entries"][0]["state"], json!("draft"));
-    assert!(t.registry_bytes() == before, "re-adding an edited draft must not change registry.json");
+    assert!(
+        t.registry_bytes() == before,
+        "re-adding an edited draft must not change registry.json"
+    );
     t.ok(&["registry", "verify"]);
 
     // A draft moved to another file: re-adding records the new path (`update`).
@@ -847,8 +850,21 @@ fn history_chain_verifies_independently_of_the_library() {
         keys.sort();
         // Every event records who made it; `add` the file, `deprecate` the successor.
         let expected: &[&str] = match event["action"].as_str().unwrap() {
-            "add" => &["action", "actor", "at", "hash", "id", "path", "prev", "seq", "sha256", "version"],
-            "deprecate" => &["action", "actor", "at", "hash", "id", "prev", "seq", "sha256", "successor", "version"],
+            "add" => {
+                &["action", "actor", "at", "hash", "id", "path", "prev", "seq", "sha256", "version"]
+            }
+            "deprecate" => &[
+                "action",
+                "actor",
+                "at",
+                "hash",
+                "id",
+                "prev",
+                "seq",
+                "sha256",
+                "successor",
+                "version",
+            ],
             _ => &["action", "actor", "at", "hash", "id", "prev", "seq", "sha256", "version"],
         };
         assert_eq!(keys, expected, "{event}");

@@ -581,7 +581,13 @@ fn reproduces_registry_history_mismatch() {
 
     let d = findings.iter().find(|d| d.code == Code::RegistryHistoryMismatch).expect("a mismatch");
     assert_eq!(d.pointer.as_deref(), Some("/contracts/0/state"));
-    assert!(d.message.contains("PRC-T-001@1.0.0: the entry says deprecated, but the history leaves it active"), "{}", d.message);
+    assert!(
+        d.message.contains(
+            "PRC-T-001@1.0.0: the entry says deprecated, but the history leaves it active"
+        ),
+        "{}",
+        d.message
+    );
 }
 
 #[test]

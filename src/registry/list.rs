@@ -9,6 +9,7 @@ use semver::Version;
 use serde::Serialize;
 
 use crate::contract::Contract;
+use crate::id::Requirement;
 use crate::registry::{Entry, EntryKind, Registry, State};
 use crate::resolve::{ResolveOptions, resolve};
 use crate::work_order::WorkOrder;
@@ -51,13 +52,15 @@ pub fn list(
     for wo in work_orders {
         for (_, pin) in wo.pins() {
             let kind = EntryKind::of_id(&pin.id).unwrap_or(EntryKind::Contract);
-            if let Ok(r) = resolve(
-                registry,
-                kind,
-                &pin.id,
-                &pin.requirement,
-                ResolveOptions { allow_draft: true },
-            ) {
+            // As a run resolves it; an exact pin of a draft (a run with --allow-draft) too.
+            let at = |allow_draft| {
+                resolve(registry, kind, &pin.id, &pin.requirement, ResolveOptions { allow_draft })
+            };
+            let resolved = at(false).or_else(|e| match pin.requirement {
+                Requirement::Exact(_) => at(true),
+                _ => Err(e),
+            });
+            if let Ok(r) = resolved {
                 let list = pinned.entry((r.entry.id.clone(), r.entry.version.clone())).or_default();
                 if !list.contains(&wo.id) {
                     list.push(wo.id.clone());

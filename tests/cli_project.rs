@@ -1,0 +1,686 @@
+//! A project in git (SPEC §17), through the binary and the real `git`: `pactum init`,
+//! `new version`, drafts as working copies, `registry discard`/`list`, and the registry
+//! merge driver on two branches that each add and promote contracts.
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Out, pactum_in, repo};
+use serde_json::{Value, json};
+
+/// The folder holding the built binary, so git can run the merge driver as `pactum`.
+fn bin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pactum")).parent().unwrap().to_path_buf()
+}
+
+fn path_with_bin() -> String {
+    let old = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{old}", bin_dir().display())
+}
+
+/// `git ARGS` in `dir`, isolated from the machine's git config, with `pactum` on PATH.
+fn git(dir: &Path, args: &[&str]) -> Out {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", dir.join(".no-global-gitconfig"))
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@team.example")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@team.example")
+        .env("PATH", path_with_bin())
+        .env("PACTUM_ACTOR", "merger@team.example")
+        .output()
+        .expect("git runs");
+    out.into()
+}
+
+fn git_ok(dir: &Path, args: &[&str]) -> Out {
+    let out = git(dir, args);
+    assert_eq!(out.code, 0, "git {args:?} failed:\n{}\n{}", out.stdout, out.stderr);
+    out
+}
+
+/// A fresh git repository (on branch `main`) in a temp folder; the project lives in `sub`
+/// inside it (the repository's top level when `sub` is empty).
+struct Repo {
+    _tmp: tempfile::TempDir,
+    top: PathBuf,
+    root: PathBuf,
+}
+
+impl Repo {
+    fn new(sub: &str) -> Repo {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("repo");
+        std::fs::create_dir_all(&top).unwrap();
+        git_ok(&top, &["init", "-q", "-b", "main"]);
+        git_ok(&top, &["config", "user.email", "dev@team.example"]);
+        git_ok(&top, &["config", "user.name", "Dev"]);
+        let root = if sub.is_empty() { top.clone() } else { top.join(sub) };
+        Repo { _tmp: tmp, top, root }
+    }
+
+    /// `pactum ARGS` in the project root, as `actor`.
+    fn run_as(&self, actor: &str, args: &[&str]) -> Out {
+        let mut cmd = pactum_in(&self.root);
+        cmd.env("PACTUM_ACTOR", actor).env("PATH", path_with_bin()).args(args);
+        cmd.output().unwrap().into()
+    }
+
+    fn run(&self, args: &[&str]) -> Out {
+        self.run_as("dev@team.example", args)
+    }
+
+    fn ok(&self, args: &[&str]) -> Out {
+        let out = self.run(args);
+        assert_eq!(out.code, 0, "pactum {args:?}:\n{}\n{}", out.stdout, out.stderr);
+        out
+    }
+
+    fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        let v = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+        (out.code, v)
+    }
+
+    fn registry(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.root.join("registry.json")).unwrap())
+            .unwrap()
+    }
+
+    fn commit_all(&self, message: &str) {
+        git_ok(&self.top, &["add", "-A"]);
+        git_ok(&self.top, &["commit", "-q", "-m", message]);
+    }
+
+    /// Writes a contract file over the scaffold with one more optional input (a minor change).
+    fn add_optional_input(&self, rel: &str, name: &str) {
+        let path = self.root.join(rel);
+        let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        c["input_schema"]["properties"][name] = json!({"type": "string"});
+        std::fs::write(&path, serde_json::to_string_pretty(&c).unwrap() + "\n").unwrap();
+    }
+}
+
+fn actions(registry: &Value) -> Vec<String> {
+    registry["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{} {}", e["action"].as_str().unwrap(), subject(e)))
+        .collect()
+}
+
+fn subject(e: &Value) -> String {
+    match (e["id"].as_str(), e["version"].as_str()) {
+        (Some(id), Some(v)) => format!("{id}@{v}"),
+        _ => String::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// init
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn init_creates_a_project_registers_the_merge_driver_and_is_idempotent() {
+    let r = Repo::new("");
+    let out = r.ok(&["init"]);
+    for created in [
+        "registry.json",
+        "contracts/",
+        "prompt_packs/",
+        "work_orders/",
+        ".gitignore",
+        ".gitattributes",
+    ] {
+        assert!(out.stdout.contains(&format!("created   {created}")), "{created}: {}", out.stdout);
+    }
+    assert!(out.stdout.contains("registered the registry.json merge driver"), "{}", out.stdout);
+    // The embedded schemas, byte for byte.
+    for (name, text) in [
+        ("prompt_contract.schema.json", include_str!("../schemas/prompt_contract.schema.json")),
+        ("registry.schema.json", include_str!("../schemas/registry.schema.json")),
+        ("work_order.schema.json", include_str!("../schemas/work_order.schema.json")),
+    ] {
+        assert_eq!(std::fs::read_to_string(r.root.join("schemas").join(name)).unwrap(), text);
+    }
+    let gitignore = std::fs::read_to_string(r.root.join(".gitignore")).unwrap();
+    assert!(
+        gitignore.lines().any(|l| l == ".registry.lock")
+            && gitignore.lines().any(|l| l == ".pactum/")
+    );
+    let attributes = std::fs::read_to_string(r.root.join(".gitattributes")).unwrap();
+    assert!(attributes.lines().any(|l| l == "registry.json merge=pactum-registry"), "{attributes}");
+    let driver = git_ok(&r.top, &["config", "--get", "merge.pactum-registry.driver"]);
+    assert_eq!(driver.stdout.trim(), "pactum registry merge %O %A %B");
+    assert_eq!(r.registry()["$schema"], json!("schemas/registry.schema.json"));
+    assert_eq!(r.registry()["contracts"], json!([]));
+    r.ok(&["validate"]);
+    r.ok(&["registry", "verify"]);
+
+    // Twice: nothing changes, nothing is overwritten.
+    std::fs::write(r.root.join("schemas/registry.schema.json"), "{}\n").unwrap();
+    let before = std::fs::read(r.root.join("registry.json")).unwrap();
+    let out = r.ok(&["init"]);
+    assert!(!out.stdout.contains("created"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("kept      schemas/registry.schema.json (differs"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string(r.root.join("schemas/registry.schema.json")).unwrap(),
+        "{}\n"
+    );
+    // `schemas --write` refreshes them.
+    let out = r.ok(&["schemas", "--write", "schemas"]);
+    assert!(out.stdout.contains("refreshed schemas/registry.schema.json"), "{}", out.stdout);
+    assert_eq!(
+        std::fs::read_to_string(r.root.join("schemas/registry.schema.json")).unwrap(),
+        include_str!("../schemas/registry.schema.json")
+    );
+}
+
+#[test]
+fn init_appends_missing_lines_to_existing_git_files_and_keeps_the_rest() {
+    let r = Repo::new("");
+    std::fs::write(r.root.join(".gitignore"), "target/\n.pactum/").unwrap();
+    std::fs::write(r.root.join(".gitattributes"), "*.png binary\n").unwrap();
+    let out = r.ok(&["init"]);
+    assert!(out.stdout.contains("updated   .gitignore (added .registry.lock)"), "{}", out.stdout);
+    assert_eq!(
+        std::fs::read_to_string(r.root.join(".gitignore")).unwrap(),
+        "target/\n.pactum/\n.registry.lock\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.root.join(".gitattributes")).unwrap(),
+        "*.png binary\nregistry.json merge=pactum-registry\n"
+    );
+}
+
+#[test]
+fn init_outside_git_creates_the_project_and_says_how_to_get_the_driver() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("new-project");
+    let out: Out = pactum_in(tmp.path())
+        .env("GIT_CEILING_DIRECTORIES", tmp.path())
+        .args(["init", "new-project"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(dir.join("registry.json").is_file() && dir.join("schemas").is_dir());
+    assert!(out.stdout.contains("not in a git work tree"), "{}", out.stdout);
+}
+
+#[test]
+fn init_over_a_broken_registry_refuses_with_its_location() {
+    let r = Repo::new("");
+    std::fs::write(
+        r.root.join("registry.json"),
+        "{\"registry_version\": 1,\n  \"contracts\": [}\n",
+    )
+    .unwrap();
+    let out = r.run(&["init"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("error[registry_invalid]"), "{}", out.stderr);
+    assert!(out.stderr.contains("registry.json:2:"), "{}", out.stderr);
+    // Nothing else was created.
+    assert!(!r.root.join("schemas").exists());
+}
+
+#[test]
+fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs() {
+    let r = Repo::new("");
+    let out = r.ok(&["init", "--kernel"]);
+    assert!(
+        out.stdout.contains("registered 26 kernel contracts and packs (active)"),
+        "{}",
+        out.stdout
+    );
+    let reg = r.registry();
+    assert_eq!(reg["contracts"].as_array().unwrap().len(), 13);
+    assert!(reg["contracts"].as_array().unwrap().iter().all(|e| e["state"] == json!("active")));
+    r.ok(&["validate"]);
+    r.ok(&["registry", "verify"]);
+    // The demo kernel work order, with its scripted replies, runs in the new project.
+    std::fs::create_dir_all(r.root.join("fixtures")).unwrap();
+    std::fs::copy(repo().join("fixtures/demo_sum.json"), r.root.join("fixtures/demo_sum.json"))
+        .unwrap();
+    std::fs::copy(
+        repo().join("work_orders/WO-DEMO-SUM-001.json"),
+        r.root.join("work_orders/WO-DEMO-SUM-001.json"),
+    )
+    .unwrap();
+    let (code, v) = r.json(&["run", "work_orders/WO-DEMO-SUM-001.json"]);
+    assert_eq!(code, 0, "{v:#}");
+    assert!(v["final_answer"]["answer_text"].as_str().unwrap().contains("15"), "{v:#}");
+    // Again: the kernel files are kept and not registered twice.
+    let out = r.ok(&["init", "--kernel"]);
+    assert!(!out.stdout.contains("registered"), "{}", out.stdout);
+    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 13);
+}
+
+// ---------------------------------------------------------------------------------------
+// versions and drafts
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn the_version_workflow_from_new_contract_to_remove() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+
+    let out = r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    assert!(out.stdout.contains("created contracts/summarize/1.1.0.json"), "{}", out.stdout);
+    let rel = "contracts/summarize/1.1.0.json";
+    let text = std::fs::read_to_string(r.root.join(rel)).unwrap();
+    let c: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(c["version"], json!("1.1.0"));
+    assert_eq!(c["$schema"], json!("../../schemas/prompt_contract.schema.json"));
+    assert!(r.root.join("contracts/summarize").join(c["$schema"].as_str().unwrap()).is_file());
+    // Only the version changed: the rest of the file is byte for byte the 1.0.0 file.
+    let old = std::fs::read_to_string(r.root.join("contracts/summarize/1.0.0.json")).unwrap();
+    assert_eq!(text.replace("\"1.1.0\"", "\"1.0.0\""), old);
+
+    // Editing the draft is not an error and writes no history.
+    let events = actions(&r.registry()).len();
+    r.add_optional_input(rel, "tone");
+    r.ok(&["validate"]);
+    assert_eq!(actions(&r.registry()).len(), events);
+    let (_, diff) = r.json(&["diff", "PRC-SUMMARIZE-001@1.0.0", "PRC-SUMMARIZE-001@1.1.0"]);
+    assert_eq!(diff["required_bump"], json!("minor"), "{diff:#}");
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.1.0"]);
+    r.ok(&["registry", "deprecate", "PRC-SUMMARIZE-001@1.0.0", "--successor", "1.1.0"]);
+    r.ok(&["registry", "remove", "PRC-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "verify"]);
+    r.ok(&["validate"]);
+    let reg = r.registry();
+    assert!(
+        reg["history"].as_array().unwrap().iter().all(|e| e["actor"] == json!("dev@team.example"))
+    );
+}
+
+#[test]
+fn new_version_with_pack_copies_the_pack_and_pins_it() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    let (code, v) = r.json(&["new", "version", "PRC-SUMMARIZE-001@2.0.0", "--pack"]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["prompt_pack"]["version"], json!("2.0.0"));
+    let pack: Value = serde_json::from_str(
+        &std::fs::read_to_string(r.root.join("prompt_packs/summarize/2.0.0.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(pack["version"], json!("2.0.0"));
+    let c: Value = serde_json::from_str(
+        &std::fs::read_to_string(r.root.join("contracts/summarize/2.0.0.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(c["prompt_pack_version"], json!("2.0.0"));
+    r.ok(&["validate"]);
+    // The new contract binds the new (draft) pack: promote the pack first, then the contract.
+    let refused = r.run(&["registry", "promote", "PRC-SUMMARIZE-001@2.0.0"]);
+    assert!(
+        refused.stderr.contains("`pactum registry promote PRM-SUMMARIZE-001@2.0.0`"),
+        "{}",
+        refused.stderr
+    );
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@2.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@2.0.0"]);
+}
+
+#[test]
+fn new_version_refuses_a_lower_or_taken_version_and_writes_nothing() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    let before = std::fs::read(r.root.join("registry.json")).unwrap();
+    for (version, why) in
+        [("1.0.0", "already registered (draft)"), ("0.9.0", "not higher than 1.0.0")]
+    {
+        let (code, v) = r.json(&["new", "version", &format!("PRC-SUMMARIZE-001@{version}")]);
+        assert_eq!(code, 1, "{v:#}");
+        assert_eq!(v["code"], json!("registry_transition_invalid"));
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.contains(why)
+                && message.contains("1.0.1 (patch), 1.1.0 (minor) or 2.0.0 (major)"),
+            "{message}"
+        );
+    }
+    let (code, v) = r.json(&["new", "version", "PRC-SUMARIZE-001@2.0.0"]);
+    assert_eq!((code, v["code"].clone()), (1, json!("contract_not_found")), "{v:#}");
+    assert!(v["message"].as_str().unwrap().contains("did you mean PRC-SUMMARIZE-001?"), "{v:#}");
+    // A file already at the new version's path is never overwritten.
+    std::fs::write(r.root.join("contracts/summarize/1.1.0.json"), "mine\n").unwrap();
+    let (code, v) = r.json(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    assert_eq!((code, v["code"].clone()), (2, json!("io_error")), "{v:#}");
+    assert_eq!(
+        std::fs::read_to_string(r.root.join("contracts/summarize/1.1.0.json")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), before);
+}
+
+#[test]
+fn discard_drops_a_draft_and_refuses_anything_else() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    // An active version cannot be discarded; the message names the way out.
+    let (code, v) = r.json(&["registry", "discard", "PRC-SUMMARIZE-001@1.0.0"]);
+    assert_eq!((code, v["code"].clone()), (1, json!("registry_transition_invalid")), "{v:#}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("pactum registry deprecate PRC-SUMMARIZE-001@1.0.0")
+    );
+    // Without --delete the file stays (and is then an unregistered file validate reports).
+    let out = r.ok(&["registry", "discard", "PRC-SUMMARIZE-001@1.1.0"]);
+    assert!(out.stdout.contains("is still there"), "{}", out.stdout);
+    assert!(r.root.join("contracts/summarize/1.1.0.json").is_file());
+    let (_, doc) = r.json(&["validate"]);
+    assert!(
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == json!("contract_unregistered"))
+    );
+    r.ok(&["registry", "add", "contracts/summarize/1.1.0.json"]);
+    let (code, v) = r.json(&["registry", "discard", "PRC-SUMMARIZE-001@1.1.0", "--delete"]);
+    assert_eq!((code, v["deleted"].clone()), (0, json!(true)), "{v:#}");
+    assert!(!r.root.join("contracts/summarize/1.1.0.json").exists());
+    let reg = r.registry();
+    assert!(actions(&reg).contains(&"discard PRC-SUMMARIZE-001@1.1.0".to_string()));
+    r.ok(&["registry", "verify"]);
+    r.ok(&["validate"]);
+}
+
+#[test]
+fn list_shows_versions_states_latest_active_and_pinning_work_orders() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    std::fs::write(
+        r.root.join("work_orders/WO-SUM-1.json"),
+        r#"{"work_order_id": "WO-SUM-1", "kind": "exchange", "contract": "PRC-SUMMARIZE-001@^1", "input": {"input": "x"}}"#,
+    )
+    .unwrap();
+    let out = r.ok(&["registry", "list"]);
+    assert!(out.stdout.contains("PRC-SUMMARIZE-001 (latest active 1.0.0)"), "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("1.0.0") && l.contains("contracts/"))
+        .unwrap();
+    assert!(line.contains("active") && line.contains("pinned by WO-SUM-1"), "{line}");
+    let line = out.stdout.lines().find(|l| l.trim_start().starts_with("1.1.0")).unwrap();
+    assert!(line.contains("draft") && !line.contains("pinned"), "{line}");
+    let (code, v) = r.json(&["registry", "list", "PRM-SUMMARIZE-001"]);
+    assert_eq!(code, 0);
+    let ids = v["ids"].as_array().unwrap();
+    assert_eq!(ids.len(), 1, "{v:#}");
+    assert_eq!(ids[0]["latest_active"], json!("1.0.0"));
+    assert_eq!(
+        ids[0]["versions"][0]["bound_by"],
+        json!(["PRC-SUMMARIZE-001@1.0.0", "PRC-SUMMARIZE-001@1.1.0"])
+    );
+    let (code, v) = r.json(&["registry", "list", "PRC-SUMARIZE-001"]);
+    assert_eq!((code, v["code"].clone()), (1, json!("contract_not_found")), "{v:#}");
+}
+
+#[test]
+fn hand_edits_of_registry_json_fail_verify_and_validate() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    let good = std::fs::read(r.root.join("registry.json")).unwrap();
+    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        // A new hash (and file) for an active version.
+        (
+            "/contracts/0/sha256",
+            Box::new(|v: &mut Value| v["contracts"][0]["sha256"] = json!("0".repeat(64))),
+        ),
+        // A draft flipped to active without promote.
+        (
+            "/contracts/1/state",
+            Box::new(|v: &mut Value| v["contracts"][1]["state"] = json!("active")),
+        ),
+        // An entry deleted.
+        (
+            "/history/",
+            Box::new(|v: &mut Value| {
+                v["contracts"].as_array_mut().unwrap().remove(1);
+            }),
+        ),
+    ];
+    for (pointer, edit) in edits {
+        let mut reg: Value = serde_json::from_slice(&good).unwrap();
+        edit(&mut reg);
+        std::fs::write(r.root.join("registry.json"), serde_json::to_string_pretty(&reg).unwrap())
+            .unwrap();
+        let (code, v) = r.json(&["registry", "verify"]);
+        assert_eq!(code, 1, "{pointer}: {v:#}");
+        assert!(
+            v["errors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["code"] == json!("registry_history_mismatch")
+                    && e["pointer"].as_str().unwrap().starts_with(pointer)),
+            "{pointer}: {v:#}"
+        );
+        let (code, doc) = r.json(&["validate"]);
+        assert_eq!(code, 1, "{pointer}: {doc:#}");
+        let d = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"] == json!("registry_history_mismatch"))
+            .unwrap_or_else(|| panic!("{pointer}: {doc:#}"));
+        assert_eq!(d["file"], json!("registry.json"));
+        assert!(d["line"].as_u64().unwrap() > 1, "{d:#}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// merges
+// ---------------------------------------------------------------------------------------
+
+/// A repository with one active contract on `main`, committed.
+fn team_repo(sub: &str) -> Repo {
+    let r = Repo::new(sub);
+    std::fs::create_dir_all(&r.root).unwrap();
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    r.commit_all("summarize");
+    r
+}
+
+fn promote_new(r: &Repo, actor: &str, id: &str) {
+    let pack = id.replace("PRC-", "PRM-");
+    for args in [
+        vec!["new", "contract", id],
+        vec!["registry", "promote", &format!("{pack}@1.0.0")],
+        vec!["registry", "promote", &format!("{id}@1.0.0")],
+    ] {
+        let out = r.run_as(actor, &args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    }
+}
+
+fn merges_cleanly(sub: &str) {
+    let r = team_repo(sub);
+    let main_events = actions(&r.registry()).len();
+    git_ok(&r.top, &["checkout", "-q", "-b", "alice"]);
+    promote_new(&r, "alice@team.example", "PRC-TRANSLATE-001");
+    r.commit_all("translate");
+    git_ok(&r.top, &["checkout", "-q", "main"]);
+    git_ok(&r.top, &["checkout", "-q", "-b", "bob"]);
+    promote_new(&r, "bob@team.example", "PRC-CLASSIFY-001");
+    let out = r.run_as("bob@team.example", &["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    r.commit_all("classify");
+
+    let merge = git(&r.top, &["merge", "--no-edit", "alice"]);
+    assert_eq!(merge.code, 0, "merge failed:\n{}\n{}", merge.stdout, merge.stderr);
+    let reg = r.registry();
+    let ids: Vec<&str> = reg["contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["contract_id"].as_str().unwrap())
+        .collect();
+    for id in ["PRC-SUMMARIZE-001", "PRC-CLASSIFY-001", "PRC-TRANSLATE-001"] {
+        assert!(ids.contains(&id), "{id} missing after the merge: {ids:?}");
+    }
+    let history = reg["history"].as_array().unwrap();
+    // Ours (bob: 3 + 1 events), then theirs (alice: 4), then the merge event.
+    assert_eq!(history.len(), main_events + 5 + 4 + 1, "{:#?}", actions(&reg));
+    let last = history.last().unwrap();
+    assert_eq!(last["action"], json!("merge"));
+    assert_eq!(last["heads"].as_array().unwrap().len(), 2);
+    assert_eq!(last["actor"], json!("merger@team.example"));
+    let actors: Vec<&str> = history.iter().map(|e| e["actor"].as_str().unwrap()).collect();
+    assert!(actors.contains(&"alice@team.example") && actors.contains(&"bob@team.example"));
+    let seqs: Vec<u64> = history.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=history.len() as u64).collect::<Vec<_>>(), "re-numbered");
+    r.ok(&["registry", "verify"]);
+    r.ok(&["validate"]);
+    // The merge commit is an ordinary commit; the tree is clean.
+    let status = git_ok(&r.top, &["status", "--porcelain"]);
+    assert_eq!(status.stdout.trim(), "", "{}", status.stdout);
+}
+
+#[test]
+fn two_branches_that_add_and_promote_contracts_merge_without_a_conflict() {
+    merges_cleanly("");
+}
+
+#[test]
+fn the_merge_driver_works_for_a_project_in_a_subfolder_of_the_repository() {
+    merges_cleanly("prompts");
+}
+
+#[test]
+fn the_same_version_added_with_different_content_on_both_sides_is_a_conflict_naming_it() {
+    let r = team_repo("");
+    git_ok(&r.top, &["checkout", "-q", "-b", "alice"]);
+    r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    r.add_optional_input("contracts/summarize/1.1.0.json", "tone");
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.1.0"]);
+    r.commit_all("alice 1.1.0");
+    git_ok(&r.top, &["checkout", "-q", "main"]);
+    r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    r.add_optional_input("contracts/summarize/1.1.0.json", "audience");
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.1.0"]);
+    r.commit_all("main 1.1.0");
+    let ours = std::fs::read(r.root.join("registry.json")).unwrap();
+
+    let merge = git(&r.top, &["merge", "--no-edit", "alice"]);
+    assert_ne!(merge.code, 0, "the merge should conflict:\n{}", merge.stdout);
+    let all = format!("{}{}", merge.stdout, merge.stderr);
+    assert!(all.contains("error[registry_merge_conflict]"), "{all}");
+    assert!(
+        all.contains("PRC-SUMMARIZE-001@1.1.0: both sides changed it with different content"),
+        "{all}"
+    );
+    assert!(all.contains("CONFLICT") && all.contains("registry.json"), "{all}");
+    // The driver wrote nothing: registry.json is still ours, with no conflict markers.
+    assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), ours);
+}
+
+#[test]
+fn the_merge_driver_refuses_unrelated_histories() {
+    let r = team_repo("");
+    let base = std::fs::read_to_string(r.root.join("registry.json")).unwrap();
+    // "theirs" rewrote the history: the first event's time changed and the chain re-hashed.
+    let tmp = tempfile::tempdir().unwrap();
+    let rewritten_root = tmp.path();
+    r.ok(&["new", "contract", "PRC-TRANSLATE-001"]);
+    let ours = std::fs::read_to_string(r.root.join("registry.json")).unwrap();
+    std::fs::write(rewritten_root.join("registry.json"), &base).unwrap();
+    let mut theirs: Value = serde_json::from_str(&base).unwrap();
+    theirs["history"][0]["at"] = json!("2020-01-01T00:00:00Z");
+    rechain(&mut theirs);
+    let paths = ["base.json", "ours.json", "theirs.json"].map(|n| rewritten_root.join(n));
+    std::fs::write(&paths[0], &base).unwrap();
+    std::fs::write(&paths[1], &ours).unwrap();
+    std::fs::write(&paths[2], serde_json::to_string_pretty(&theirs).unwrap()).unwrap();
+    let out: Out = pactum_in(rewritten_root)
+        .args(["registry", "merge"])
+        .args(paths.iter().map(|p| p.as_os_str()))
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("error[registry_merge_conflict]"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the histories are unrelated: theirs does not continue"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), ours, "nothing written");
+}
+
+/// Re-numbers and re-chains a history the way the spec defines it (canonical JSON,
+/// written here without the library).
+fn rechain(registry: &mut Value) {
+    let mut prev = "0".repeat(64);
+    for (i, event) in registry["history"].as_array_mut().unwrap().iter_mut().enumerate() {
+        event["seq"] = json!(i + 1);
+        event["prev"] = json!(prev);
+        let mut bare = event.clone();
+        bare.as_object_mut().unwrap().remove("hash");
+        let hash = common::sha256_hex(canonical(&bare).as_bytes());
+        event["hash"] = json!(hash);
+        prev = hash;
+    }
+}
+
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(","))
+        }
+        other => other.to_string(),
+    }
+}
