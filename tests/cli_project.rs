@@ -684,3 +684,99 @@ fn canonical(v: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// validate checks what run would refuse
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn validate_reports_what_run_would_refuse_before_any_call() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    // An exchange whose input breaks the contract's input_schema (empty string, extra key).
+    std::fs::write(
+        r.root.join("work_orders/WO-BAD-INPUT.json"),
+        "{\n  \"work_order_id\": \"WO-BAD-INPUT\",\n  \"kind\": \"exchange\",\n  \"contract\": \"PRC-SUMMARIZE-001\",\n  \"input\": {\n    \"input\": \"\",\n    \"extra\": 1\n  }\n}\n",
+    )
+    .unwrap();
+    // A kernel work order in a project without the kernel role contracts.
+    std::fs::write(
+        r.root.join("work_orders/WO-KERNEL.json"),
+        r#"{"work_order_id": "WO-KERNEL", "kind": "kernel", "request": "add 5 and 10"}"#,
+    )
+    .unwrap();
+    // A work order whose scripted fixtures are malformed.
+    std::fs::write(r.root.join("work_orders/replies.json"), r#"{"responses": [{"txt": "typo"}]}"#).unwrap();
+    std::fs::write(
+        r.root.join("work_orders/WO-FIXTURES.json"),
+        r#"{"work_order_id": "WO-FIXTURES", "kind": "exchange", "contract": "PRC-SUMMARIZE-001", "input": {"input": "x"}, "provider": {"fixtures": "replies.json"}}"#,
+    )
+    .unwrap();
+    let (code, doc) = r.json(&["validate"]);
+    assert_eq!(code, 1, "{doc:#}");
+    let find = |code: &str, file: &str| -> Vec<Value> {
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["code"] == json!(code) && d["file"] == json!(file))
+            .cloned()
+            .collect()
+    };
+    let bad = find("input_schema_invalid", "work_orders/WO-BAD-INPUT.json");
+    let pointers: Vec<&str> = bad.iter().map(|d| d["pointer"].as_str().unwrap()).collect();
+    assert!(pointers.contains(&"/input/input"), "{bad:#?}");
+    let at_value = bad.iter().find(|d| d["pointer"] == json!("/input/input")).unwrap();
+    assert_eq!((at_value["line"].clone(), at_value["column"].clone()), (json!(6), json!(14)), "{at_value:#}");
+    let kernel = find("contract_not_found", "work_orders/WO-KERNEL.json");
+    assert_eq!(kernel.len(), 13, "one per kernel role: {kernel:#?}");
+    assert!(kernel[0]["help"].as_str().unwrap().contains("pactum init --kernel"), "{:#}", kernel[0]);
+    let fixtures = find("provider_not_configured", "work_orders/WO-FIXTURES.json");
+    assert_eq!(fixtures.len(), 1, "{doc:#}");
+    assert_eq!(fixtures[0]["pointer"], json!("/provider/fixtures"));
+    assert!(fixtures[0]["message"].as_str().unwrap().contains("txt"), "{:#}", fixtures[0]);
+
+    // The same input fails `run` before any call, with the same code.
+    let (code, v) = r.json(&["run", "work_orders/WO-BAD-INPUT.json"]);
+    assert_eq!((code, v["code"].clone()), (1, json!("input_schema_invalid")), "{v:#}");
+
+    // With the kernel contracts registered, the kernel work order validates.
+    r.ok(&["init", "--kernel"]);
+    let (_, doc) = r.json(&["validate"]);
+    assert!(
+        !doc["diagnostics"].as_array().unwrap().iter().any(|d| d["file"] == json!("work_orders/WO-KERNEL.json")),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn validate_reports_required_context_a_work_order_lacks() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    let rel = "contracts/summarize/1.0.0.json";
+    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(r.root.join(rel)).unwrap()).unwrap();
+    c["required_context"] = json!({"framework_refs": ["FMWK-STYLE"]});
+    std::fs::write(r.root.join(rel), serde_json::to_string_pretty(&c).unwrap()).unwrap();
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    std::fs::write(
+        r.root.join("work_orders/WO-CTX.json"),
+        r#"{"work_order_id": "WO-CTX", "kind": "exchange", "contract": "PRC-SUMMARIZE-001", "input": {"input": "x"}, "assembled_context": {"frameworks": {}}}"#,
+    )
+    .unwrap();
+    let (code, doc) = r.json(&["validate"]);
+    assert_eq!(code, 1, "{doc:#}");
+    let d = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == json!("required_context_missing"))
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(d["file"], json!("work_orders/WO-CTX.json"));
+    assert_eq!(d["pointer"], json!("/assembled_context"));
+    assert!(d["message"].as_str().unwrap().contains("framework:FMWK-STYLE"), "{d:#}");
+}

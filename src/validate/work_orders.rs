@@ -1,21 +1,42 @@
-//! Work-order pins (SPEC §5 check 10): every pin in a work order resolves
-//! (`contract_not_found`, `contract_version_not_found`, `contract_not_active`), and pins of
-//! deprecated versions warn (`contract_deprecated`).
+//! Work orders (SPEC §5 check 10, §17): `validate` checks what `run` would refuse before
+//! any call, so a green CI means the work orders run.
+//! - every pin resolves (`contract_not_found`, `contract_version_not_found`,
+//!   `contract_not_active`); pins of deprecated versions warn (`contract_deprecated`);
+//! - an exchange's `input` fits the pinned contract's `input_schema`
+//!   (`input_schema_invalid`, at the work order's line and column);
+//! - its `assembled_context` satisfies the contract's `required_context`
+//!   (`required_context_missing`);
+//! - a kernel work order's role contracts resolve, pinned or not (the kernel falls back to
+//!   the latest active shipped role contract);
+//! - the scripted fixture file it names loads (the same loader `run` uses).
 
+use std::collections::HashMap;
+
+use jsonschema::Validator;
+
+use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
-use crate::registry::EntryKind;
+use crate::error::Code;
+use crate::executor::roles::{Role, RolePins};
+use crate::registry::{EntryKind, Registry};
 use crate::resolve::{ResolveOptions, resolve};
-use crate::validate::Context;
+use crate::validate::{Analyzed, Context};
+use crate::work_order::{Task, WorkOrder};
 
 pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) {
     let orders: Vec<_> =
         ctx.files.iter().filter_map(|f| f.work_order.as_ref().map(|w| (f, w))).collect();
+    for (f, wo) in &orders {
+        fixtures(f, wo, out);
+    }
     let Some(registry) = &ctx.registry else {
         if !orders.is_empty() {
             notes.push("work-order pins not checked: no registry".to_string());
         }
         return;
     };
+    // Input validators compiled once per contract file.
+    let mut validators: HashMap<String, Option<Validator>> = HashMap::new();
     for (f, wo) in orders {
         for (pointer, pin) in wo.pins() {
             match resolve(registry, EntryKind::Contract, &pin.id, &pin.requirement, ResolveOptions::default()) {
@@ -33,9 +54,98 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                     Diagnostic::new(e.code(), format!("{} pins {pin}: {e}", wo.id))
                         .file(f.rel.clone())
                         .pointer(pointer.clone())
-                        .help("pin a registered, active version; `pactum resolve ID` shows what resolves"),
+                        .help("pin a registered, active version; `pactum registry list` shows what there is"),
                 ),
             }
         }
+        match &wo.task {
+            Task::Exchange { contract: pin, input } => {
+                let Ok(r) = resolve(registry, EntryKind::Contract, &pin.id, &pin.requirement, ResolveOptions::default()) else {
+                    continue;
+                };
+                let Some(contract) = contract_of(ctx, registry, r.entry) else { continue };
+                let validator = validators.entry(contract.sha256.clone()).or_insert_with(|| {
+                    contract.input_schema.as_ref().and_then(|s| crate::schema::compile(s, contract.dir(), &ctx.base).ok())
+                });
+                if let Some(v) = validator.as_ref().filter(|v| !v.is_valid(input)) {
+                    for finding in crate::schema::findings(v, input) {
+                        out.push(
+                            Diagnostic::new(
+                                Code::InputSchemaInvalid,
+                                format!(
+                                    "{}: input{} does not fit {}'s input_schema: {}",
+                                    wo.id,
+                                    finding.pointer,
+                                    contract.key(),
+                                    finding.message
+                                ),
+                            )
+                            .file(f.rel.clone())
+                            .pointer(format!("/input{}", finding.pointer))
+                            .help(format!(
+                                "`pactum run` would refuse this work order before calling a model: fix the input, or check `pactum resolve {pin}` for the contract it pins"
+                            )),
+                        );
+                    }
+                }
+                if let Err(e) = crate::exchange::check_context(contract, wo.assembled_context.as_ref()) {
+                    out.push(
+                        Diagnostic::from_error(&e)
+                            .file(f.rel.clone())
+                            .pointer(if wo.assembled_context.is_some() { "/assembled_context" } else { "" })
+                            .help("add what the contract's required_context asks for to the work order's `assembled_context`"),
+                    );
+                }
+            }
+            Task::Kernel { contracts, .. } => {
+                let Ok(pins) = RolePins::from_map(contracts) else { continue };
+                for role in Role::ALL {
+                    if contracts.contains_key(role.name()) {
+                        continue; // checked above, at its own pointer
+                    }
+                    let pin = pins.pin(role);
+                    if let Err(e) = resolve(registry, EntryKind::Contract, &pin.id, &pin.requirement, ResolveOptions::default()) {
+                        out.push(
+                            Diagnostic::new(
+                                e.code(),
+                                format!(
+                                    "{}: the kernel role `{}` uses {} (the latest active version), which does not resolve: {e}",
+                                    wo.id,
+                                    role.name(),
+                                    pin.id
+                                ),
+                            )
+                            .file(f.rel.clone())
+                            .pointer("/kind")
+                            .help(format!(
+                                "register the kernel role contracts with `pactum init --kernel`, or pin the role to a contract of yours in `contracts` (\"{}\": \"PRC-...\")",
+                                role.name()
+                            )),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The contract a registry entry names, as the per-file stage parsed it (`None` when the
+/// file failed its own checks, which are reported there).
+fn contract_of<'a>(ctx: &'a Context, registry: &Registry, entry: &crate::registry::Entry) -> Option<&'a Contract> {
+    let path = registry.file_of(entry).ok()?;
+    ctx.file_at(&path).and_then(|a: &Analyzed| a.contract.as_ref())
+}
+
+/// The scripted fixtures a work order names must load as `run` loads them.
+fn fixtures(f: &Analyzed, wo: &WorkOrder, out: &mut Vec<Diagnostic>) {
+    let Some(rel) = &wo.provider.fixtures else { return };
+    let path = f.abs.parent().map(|d| d.join(rel)).unwrap_or_else(|| rel.into());
+    if let Err(e) = crate::gateway::scripted::ScriptedProvider::load(&path) {
+        out.push(
+            Diagnostic::new(e.code(), format!("{}: {e}", wo.id))
+                .file(f.rel.clone())
+                .pointer("/provider/fixtures")
+                .help("fix the fixture file (`{\"responses\": [{\"text\": ...}, ...]}`, see the README's scripted provider section) or the path, relative to the work order"),
+        );
     }
 }
