@@ -264,6 +264,7 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     .unwrap();
     let (code, v) = r.json(&["run", "work_orders/WO-DEMO-SUM-001.json"]);
     assert_eq!(code, 0, "{v:#}");
+    let v = common::single_result(v);
     assert!(v["final_answer"]["answer_text"].as_str().unwrap().contains("15"), "{v:#}");
     // Again: the kernel files are kept and not registered twice.
     let out = r.ok(&["init", "--kernel"]);
@@ -709,7 +710,8 @@ fn validate_reports_what_run_would_refuse_before_any_call() {
     )
     .unwrap();
     // A work order whose scripted fixtures are malformed.
-    std::fs::write(r.root.join("work_orders/replies.json"), r#"{"responses": [{"txt": "typo"}]}"#).unwrap();
+    std::fs::write(r.root.join("work_orders/replies.json"), r#"{"responses": [{"txt": "typo"}]}"#)
+        .unwrap();
     std::fs::write(
         r.root.join("work_orders/WO-FIXTURES.json"),
         r#"{"work_order_id": "WO-FIXTURES", "kind": "exchange", "contract": "PRC-SUMMARIZE-001", "input": {"input": "x"}, "provider": {"fixtures": "replies.json"}}"#,
@@ -730,10 +732,18 @@ fn validate_reports_what_run_would_refuse_before_any_call() {
     let pointers: Vec<&str> = bad.iter().map(|d| d["pointer"].as_str().unwrap()).collect();
     assert!(pointers.contains(&"/input/input"), "{bad:#?}");
     let at_value = bad.iter().find(|d| d["pointer"] == json!("/input/input")).unwrap();
-    assert_eq!((at_value["line"].clone(), at_value["column"].clone()), (json!(6), json!(14)), "{at_value:#}");
+    assert_eq!(
+        (at_value["line"].clone(), at_value["column"].clone()),
+        (json!(6), json!(14)),
+        "{at_value:#}"
+    );
     let kernel = find("contract_not_found", "work_orders/WO-KERNEL.json");
     assert_eq!(kernel.len(), 13, "one per kernel role: {kernel:#?}");
-    assert!(kernel[0]["help"].as_str().unwrap().contains("pactum init --kernel"), "{:#}", kernel[0]);
+    assert!(
+        kernel[0]["help"].as_str().unwrap().contains("pactum init --kernel"),
+        "{:#}",
+        kernel[0]
+    );
     let fixtures = find("provider_not_configured", "work_orders/WO-FIXTURES.json");
     assert_eq!(fixtures.len(), 1, "{doc:#}");
     assert_eq!(fixtures[0]["pointer"], json!("/provider/fixtures"));
@@ -747,7 +757,11 @@ fn validate_reports_what_run_would_refuse_before_any_call() {
     r.ok(&["init", "--kernel"]);
     let (_, doc) = r.json(&["validate"]);
     assert!(
-        !doc["diagnostics"].as_array().unwrap().iter().any(|d| d["file"] == json!("work_orders/WO-KERNEL.json")),
+        !doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["file"] == json!("work_orders/WO-KERNEL.json")),
         "{doc:#}"
     );
 }
@@ -758,7 +772,8 @@ fn validate_reports_required_context_a_work_order_lacks() {
     r.ok(&["init"]);
     r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
     let rel = "contracts/summarize/1.0.0.json";
-    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(r.root.join(rel)).unwrap()).unwrap();
+    let mut c: Value =
+        serde_json::from_str(&std::fs::read_to_string(r.root.join(rel)).unwrap()).unwrap();
     c["required_context"] = json!({"framework_refs": ["FMWK-STYLE"]});
     std::fs::write(r.root.join(rel), serde_json::to_string_pretty(&c).unwrap()).unwrap();
     r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
@@ -779,4 +794,50 @@ fn validate_reports_required_context_a_work_order_lacks() {
     assert_eq!(d["file"], json!("work_orders/WO-CTX.json"));
     assert_eq!(d["pointer"], json!("/assembled_context"));
     assert!(d["message"].as_str().unwrap().contains("framework:FMWK-STYLE"), "{d:#}");
+}
+
+#[test]
+fn run_json_has_one_shape_for_one_work_order_or_many() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    let wo = |id: &str, input: &str| {
+        let path = format!("work_orders/{id}.json");
+        std::fs::write(
+            r.root.join(&path),
+            format!(r#"{{"work_order_id": "{id}", "kind": "exchange", "contract": "PRC-SUMMARIZE-001", "input": {{"input": "{input}"}}}}"#),
+        )
+        .unwrap();
+        path
+    };
+    let good = wo("WO-GOOD", "some text");
+    let bad = wo("WO-BAD", "");
+    let (code, one) = r.json(&["run", &good]);
+    assert_eq!(code, 0, "{one:#}");
+    assert_eq!(one["ok"], json!(true));
+    let results = one["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["work_order_id"], json!("WO-GOOD"));
+    assert!(results[0]["output"].is_object() && results[0]["usage"].is_object(), "{one:#}");
+    let (code, many) = r.json(&["run", &good, &bad]);
+    assert_eq!(code, 1, "{many:#}");
+    assert_eq!(many["ok"], json!(false));
+    assert_eq!(many["code"], json!("input_schema_invalid"), "the first failure's code: {many:#}");
+    assert!(
+        many["message"].as_str().is_some()
+            && many["errors"].as_array().is_some_and(|e| !e.is_empty())
+    );
+    let ids: Vec<&str> = many["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["work_order_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["WO-GOOD", "WO-BAD"]);
+    // The same keys at the top level either way (plus the failure's code and message).
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&one), ["ok", "results"]);
+    assert_eq!(keys(&many), ["code", "errors", "message", "ok", "results"]);
 }

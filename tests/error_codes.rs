@@ -201,7 +201,8 @@ fn run_json(root: &Path, work_order: Value, responses: Value) -> (Value, i32) {
     let mut wo = work_order;
     wo["provider"] = json!({"fixtures": "fixtures.json"});
     let path = write_json(root, "work_orders/wo.json", &wo);
-    json_of(pactum(root).arg("run").arg(path).arg("--json"))
+    let (doc, status) = json_of(pactum(root).arg("run").arg(path).arg("--json"));
+    (common::single_result(doc), status)
 }
 
 /// The codes of a run result's `errors`.

@@ -541,7 +541,7 @@ fn run_demo(wo: &str) -> (Value, Vec<Value>) {
     assert!(out.stderr.contains("offline"), "the demo says it runs offline:\n{out}");
     let ledger = std::fs::read_to_string(dir.path().join("ledger.jsonl")).unwrap();
     let records = ledger.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    (out.json(), records)
+    (common::single_result(out.json()), records)
 }
 
 #[test]

@@ -60,12 +60,21 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
         }
         match &wo.task {
             Task::Exchange { contract: pin, input } => {
-                let Ok(r) = resolve(registry, EntryKind::Contract, &pin.id, &pin.requirement, ResolveOptions::default()) else {
+                let Ok(r) = resolve(
+                    registry,
+                    EntryKind::Contract,
+                    &pin.id,
+                    &pin.requirement,
+                    ResolveOptions::default(),
+                ) else {
                     continue;
                 };
                 let Some(contract) = contract_of(ctx, registry, r.entry) else { continue };
                 let validator = validators.entry(contract.sha256.clone()).or_insert_with(|| {
-                    contract.input_schema.as_ref().and_then(|s| crate::schema::compile(s, contract.dir(), &ctx.base).ok())
+                    contract
+                        .input_schema
+                        .as_ref()
+                        .and_then(|s| crate::schema::compile(s, contract.dir(), &ctx.base).ok())
                 });
                 if let Some(v) = validator.as_ref().filter(|v| !v.is_valid(input)) {
                     for finding in crate::schema::findings(v, input) {
@@ -88,7 +97,9 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                         );
                     }
                 }
-                if let Err(e) = crate::exchange::check_context(contract, wo.assembled_context.as_ref()) {
+                if let Err(e) =
+                    crate::exchange::check_context(contract, wo.assembled_context.as_ref())
+                {
                     out.push(
                         Diagnostic::from_error(&e)
                             .file(f.rel.clone())
@@ -104,7 +115,13 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                         continue; // checked above, at its own pointer
                     }
                     let pin = pins.pin(role);
-                    if let Err(e) = resolve(registry, EntryKind::Contract, &pin.id, &pin.requirement, ResolveOptions::default()) {
+                    if let Err(e) = resolve(
+                        registry,
+                        EntryKind::Contract,
+                        &pin.id,
+                        &pin.requirement,
+                        ResolveOptions::default(),
+                    ) {
                         out.push(
                             Diagnostic::new(
                                 e.code(),
@@ -131,7 +148,11 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
 
 /// The contract a registry entry names, as the per-file stage parsed it (`None` when the
 /// file failed its own checks, which are reported there).
-fn contract_of<'a>(ctx: &'a Context, registry: &Registry, entry: &crate::registry::Entry) -> Option<&'a Contract> {
+fn contract_of<'a>(
+    ctx: &'a Context,
+    registry: &Registry,
+    entry: &crate::registry::Entry,
+) -> Option<&'a Contract> {
     let path = registry.file_of(entry).ok()?;
     ctx.file_at(&path).and_then(|a: &Analyzed| a.contract.as_ref())
 }

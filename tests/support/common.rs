@@ -64,6 +64,15 @@ pub fn pactum_in(dir: &Path) -> Command {
     cmd
 }
 
+/// The one work order's result in a `run --json` document (`{"ok", "results": [R]}`);
+/// a document without `results` (a failure before any work order ran) as it is.
+pub fn single_result(doc: Value) -> Value {
+    match doc.get("results").and_then(Value::as_array) {
+        Some(results) if results.len() == 1 => results[0].clone(),
+        _ => doc,
+    }
+}
+
 /// What one command did.
 #[derive(Debug)]
 pub struct Out {
