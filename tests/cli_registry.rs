@@ -978,9 +978,15 @@ fn diff_accepts_a_bare_second_version_and_reports_a_too_small_declared_bump() {
     let t = Tree::new();
     let rel = t.write_version("1.1.0", add_required_input);
     t.ok(&["registry", "add", &rel]);
-    let v = t.ok(&["diff", &format!("{ID}@1.0.0"), "1.1.0"]);
-    // The change needs major, the versions declare minor: reported, not hidden.
-    check_diff_shape(&v, &format!("{ID}@1.0.0"), &format!("{ID}@1.1.0"), "major", "minor");
+    let (status, v) = t.json(&["diff", &format!("{ID}@1.0.0"), "1.1.0"]);
+    // The change needs major, the versions declare minor: reported, not hidden, and the
+    // command fails (exit 1) like `promote` would.
+    assert_eq!(status, 1, "{v:#}");
+    assert_eq!(v["ok"], json!(false));
+    assert_eq!(v["code"], json!("incompatible_version_bump"));
+    let mut shape = v.clone();
+    shape["ok"] = json!(true);
+    check_diff_shape(&shape, &format!("{ID}@1.0.0"), &format!("{ID}@1.1.0"), "major", "minor");
     assert!(changes(&v).iter().any(|(p, k, b)| p == "/input_schema/properties/lang"
         && k == "added_required"
         && b == "major"));
@@ -1001,6 +1007,15 @@ fn diff_accepts_a_bare_second_version_and_reports_a_too_small_declared_bump() {
     // A range is not a version to diff.
     let (status, v) = t.json(&["diff", &format!("{ID}@^1.0"), "1.1.0"]);
     assert_eq!((status, v["code"].clone()), (2, json!("pin_invalid")), "{v:#}");
+    // Two different ids are refused.
+    let (status, v) = t.json(&["diff", &format!("{ID}@1.0.0"), "PRC-OTHER-001@1.1.0"]);
+    assert_eq!((status, v["code"].clone()), (2, json!("pin_invalid")), "{v:#}");
+    assert!(v["message"].as_str().unwrap().contains("two versions of one contract"), "{v:#}");
+    // An unknown id: contract_not_found with "did you mean".
+    let typo = ID.replace("NOTES", "NOTE");
+    let (status, v) = t.json(&["diff", &format!("{typo}@1.0.0"), "1.1.0"]);
+    assert_eq!((status, v["code"].clone()), (1, json!("contract_not_found")), "{v:#}");
+    assert!(v["message"].as_str().unwrap().contains(&format!("did you mean {ID}?")), "{v:#}");
 }
 
 #[test]

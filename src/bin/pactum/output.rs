@@ -88,12 +88,17 @@ pub fn stamp(dir: &Path) -> pactum::registry::lifecycle::Stamp {
 }
 
 /// The project root for commands that create files: --root, else the folder of the
-/// registry.json found by walking up, else the current folder.
+/// registry.json found by walking up (relative to the current folder when inside it),
+/// else the current folder.
 pub fn root_or_here(root: Option<&Path>) -> PathBuf {
     match root {
         Some(r) => r.to_path_buf(),
         None => match pactum::registry::find_upwards(Path::new(".")) {
-            Some(reg) => reg.parent().map(Path::to_path_buf).unwrap_or_else(|| ".".into()),
+            Some(reg) => {
+                let dir = reg.parent().map(Path::to_path_buf).unwrap_or_else(|| ".".into());
+                let rel = PathBuf::from(relative(&format!("{}/", dir.display())));
+                if rel.as_os_str().is_empty() { ".".into() } else { rel }
+            }
             None => ".".into(),
         },
     }
@@ -123,7 +128,13 @@ pub fn print_json(value: &Value) {
 /// The JSON shape of a failure: `{"ok": false, "code", "message", "errors"}`.
 pub fn error_json(error: &Error) -> Value {
     let errors = pactum::executor::call::error_entries(error);
-    json!({"ok": false, "code": error.code(), "message": error.to_string(), "errors": errors})
+    let mut errors = errors;
+    for e in &mut errors {
+        if let Some(m) = e.get("message").and_then(Value::as_str) {
+            e["message"] = json!(relative(m));
+        }
+    }
+    json!({"ok": false, "code": error.code(), "message": relative(&error.to_string()), "errors": errors})
 }
 
 /// Reports an error on stderr (text) or stdout (JSON) and returns its exit status.
@@ -153,14 +164,34 @@ pub fn eprint_error(error: &Error) {
 pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
-    let _ = writeln!(err, "{style}error[{}]{style:#}: {error}", error.code());
+    let _ = writeln!(err, "{style}error[{}]{style:#}: {}", error.code(), relative(&error.to_string()));
     if error.findings().len() > 1 || origin.is_some() {
         for f in error.findings() {
             let _ = writeln!(err, "  - {}{}", located(origin, &f.pointer), f.message);
         }
     }
     if let Some(o) = origin {
-        let _ = writeln!(err, "  = help: fix the values at these places in {}", o.path.display());
+        let _ = writeln!(
+            err,
+            "  = help: fix the values at these places in {}",
+            relative(&o.path.display().to_string())
+        );
+    }
+}
+
+/// `text` with the current folder's absolute path taken off every path in it: messages
+/// name files as the user typed them, relative to where the command runs (the library's
+/// errors carry absolute paths, which library users need).
+pub fn relative(text: &str) -> String {
+    static PREFIX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| {
+        let cwd = std::env::current_dir().ok()?;
+        let real = cwd.canonicalize().unwrap_or(cwd);
+        Some(format!("{}/", real.display()))
+    });
+    match prefix {
+        Some(p) if p.len() > 1 => text.replace(p.as_str(), ""),
+        _ => text.to_string(),
     }
 }
 
@@ -203,7 +234,7 @@ impl Origin {
         };
         let span = pactum::source::locate_best(&self.text, syntax, pointer);
         let (line, column) = pactum::source::line_col(&self.text, span.start);
-        format!("{}:{line}:{column}", self.path.display())
+        relative(&format!("{}:{line}:{column}", self.path.display()))
     }
 }
 

@@ -1,5 +1,5 @@
 //! `pactum diff ID@A ID@B`: every change between two versions of a contract, with the
-//! minimum semver bump it needs.
+//! minimum semver bump it needs. Exits 1 when B's declared bump is smaller than that.
 
 use pactum::compat::{declared_bump, diff_contracts, required_bump};
 use pactum::error::{Error, Result};
@@ -7,13 +7,13 @@ use pactum::id::{Pin, Requirement};
 use pactum::registry::EntryKind;
 use serde_json::json;
 
-use crate::output::{self, Common, OK};
+use crate::output::{self, Common, FAILED, OK};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The older version: ID@1.0.0.
+    /// The older version: PRC-NAME-001@1.0.0.
     from: String,
-    /// The newer version: ID@1.1.0 (or just a version; the id of FROM is used).
+    /// The newer version of the same contract: PRC-NAME-001@1.1.0, or just 1.1.0.
     to: String,
     #[command(flatten)]
     common: Common,
@@ -39,9 +39,31 @@ pub fn exec(args: Args) -> u8 {
     let result = (|| {
         let (id_a, va) = exact(&args.from, None)?;
         let (id_b, vb) = exact(&args.to, Some(&id_a))?;
+        if id_a != id_b {
+            return Err(Error::PinInvalid {
+                pin: args.to.clone(),
+                reason: format!(
+                    "diff compares two versions of one contract, but FROM is {id_a} and TO is {id_b}; \
+                     write `pactum diff {id_a}@{va} {id_a}@VERSION`"
+                ),
+            });
+        }
+        if EntryKind::of_id(&id_a) != Some(EntryKind::Contract) {
+            return Err(Error::PinInvalid {
+                pin: args.from.clone(),
+                reason: "diff compares contract versions (PRC-...); a pack's changes show in the contracts that bind it".into(),
+            });
+        }
         let project = args.common.project()?;
         let load = |id: &str, v: &semver::Version| -> Result<serde_json::Value> {
-            let kind = EntryKind::of_id(id).unwrap_or(EntryKind::Contract);
+            let kind = EntryKind::Contract;
+            if project.registry.versions(kind, id).next().is_none() {
+                return Err(Error::NotFound {
+                    kind: kind.doc_kind(),
+                    id: id.to_string(),
+                    suggestions: pactum::id::suggest(id, project.contract_ids()),
+                });
+            }
             let entry =
                 project.registry.get(kind, id, v).ok_or_else(|| Error::VersionNotFound {
                     kind: kind.doc_kind(),
@@ -72,12 +94,30 @@ pub fn exec(args: Args) -> u8 {
     let required = required_bump(&changes);
     let declared = declared_bump(&va, &vb);
     let compatible = declared >= required;
+    let too_small = (!compatible).then(|| Error::IncompatibleBump {
+        id: from.split('@').next().unwrap_or(&from).to_string(),
+        from: va.to_string(),
+        to: vb.to_string(),
+        declared: declared.as_str().into(),
+        required: required.as_str().into(),
+        changes: changes
+            .iter()
+            .filter(|c| c.bump > declared)
+            .map(|c| format!("{} {}", c.pointer, c.kind.as_str()))
+            .collect(),
+    });
     if json {
-        output::print_json(&json!({
-            "ok": true, "from": from, "to": to, "required_bump": required, "declared_bump": declared,
+        let mut doc = json!({
+            "ok": compatible, "from": from, "to": to, "required_bump": required, "declared_bump": declared,
             "compatible": compatible,
             "changes": changes.iter().map(|c| json!({"pointer": c.pointer, "kind": c.kind, "bump": c.bump, "detail": c.detail})).collect::<Vec<_>>(),
-        }));
+        });
+        if let Some(e) = &too_small {
+            doc["code"] = json!(e.code());
+            doc["message"] = json!(e.to_string());
+            doc["errors"] = json!([{"code": e.code(), "message": e.to_string()}]);
+        }
+        output::print_json(&doc);
     } else {
         println!(
             "{from} -> {to}: {} change(s); needs a {} bump, declared {}",
@@ -94,20 +134,9 @@ pub fn exec(args: Args) -> u8 {
                 c.detail
             );
         }
-        if !compatible {
-            output::eprint_error(&Error::IncompatibleBump {
-                id: from.split('@').next().unwrap_or(&from).to_string(),
-                from: va.to_string(),
-                to: vb.to_string(),
-                declared: declared.as_str().into(),
-                required: required.as_str().into(),
-                changes: changes
-                    .iter()
-                    .filter(|c| c.bump > declared)
-                    .map(|c| format!("{} {}", c.pointer, c.kind.as_str()))
-                    .collect(),
-            });
+        if let Some(e) = &too_small {
+            output::eprint_error(e);
         }
     }
-    OK
+    if compatible { OK } else { FAILED }
 }

@@ -14,8 +14,12 @@ const PROGRESS_THRESHOLD: usize = 200;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A project root, a folder of contracts, or one file (default: the current folder).
+    /// A project root, a folder of contracts, or one file (default: --root, else the current
+    /// folder).
     path: Option<PathBuf>,
+    /// Project root (the folder of registry.json); PATH defaults to it.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
     /// Output format: text, json, sarif, junit or github.
     #[arg(long, default_value = "text", value_parser = parse_format)]
     format: Format,
@@ -57,12 +61,16 @@ impl Progress for Bar {
 
 pub fn exec(args: Args) -> u8 {
     let format = if args.json { Format::Json } else { args.format };
-    let path = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
+    let path = args.path.clone().or_else(|| args.root.clone()).unwrap_or_else(|| PathBuf::from("."));
     if args.watch {
         return crate::cmd::watch::watch(&path, args.strict, format);
     }
+    let registry = args
+        .registry
+        .clone()
+        .or_else(|| args.root.as_ref().map(|r| r.join(pactum::registry::FILE_NAME)));
     let options = ValidateOptions {
-        registry: args.registry.clone(),
+        registry,
         jobs: args.jobs,
         names_from: std::env::current_dir().ok(),
         ..Default::default()

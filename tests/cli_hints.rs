@@ -1,0 +1,227 @@
+//! Every hint names a command or flag that exists (SPEC §17): each `` `pactum ...` `` command
+//! line written in the sources (messages, help lines, docs) and the README is checked
+//! against the binary's own `--help`, subcommand by subcommand, flag by flag; a bare
+//! `--flag` a message mentions must exist on some command.
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::{pactum_in, repo};
+
+/// One command's subcommands and flags, read from its `--help`.
+#[derive(Default, Debug)]
+struct Help {
+    subcommands: BTreeSet<String>,
+    flags: BTreeSet<String>,
+}
+
+fn help_of(path: &[String]) -> Help {
+    let out = pactum_in(&repo()).args(path).arg("--help").output().unwrap();
+    assert!(out.status.success(), "pactum {} --help fails", path.join(" "));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut help = Help::default();
+    let mut section = "";
+    for line in text.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            section = line;
+            continue;
+        }
+        let trimmed = line.trim_start();
+        match section {
+            // A command's line is indented by two; its wrapped description by more.
+            "Commands:" if line.starts_with("  ") && !line.starts_with("   ") => {
+                if let Some(name) = trimmed.split_whitespace().next().filter(|n| *n != "help") {
+                    help.subcommands.insert(name.to_string());
+                }
+            }
+            "Options:" => {
+                for word in trimmed.split([' ', ',']) {
+                    if let Some(flag) = word.strip_prefix("--") {
+                        help.flags.insert(flag.trim_end_matches(['=', '<']).to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    help
+}
+
+/// Every command path's help, from `pactum` down.
+fn tree() -> BTreeMap<Vec<String>, Help> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![Vec::<String>::new()];
+    while let Some(path) = todo.pop() {
+        let help = help_of(&path);
+        for sub in &help.subcommands {
+            let mut next = path.clone();
+            next.push(sub.clone());
+            todo.push(next);
+        }
+        out.insert(path, help);
+    }
+    out
+}
+
+/// The text of every file a hint can live in.
+fn sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut stack = vec![repo().join("src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.push(repo().join("docs/error-codes.md"));
+    files.push(repo().join("README.md"));
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.strip_prefix(repo()).unwrap_or(&p).display().to_string();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+/// The `` `pactum ...` `` command lines in a text, and the `pactum ...` lines of its
+/// ```sh blocks (comments cut, `&&` chains split).
+fn command_lines(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_sh = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            in_sh = t == "```sh" || t == "```bash" || t == "```console";
+            continue;
+        }
+        if in_sh {
+            let code = t.trim_start_matches("$ ");
+            let code = code.split(" #").next().unwrap_or(code);
+            for part in code.split("&&") {
+                let part = part.trim();
+                if part.starts_with("pactum ") {
+                    out.push(part.to_string());
+                }
+            }
+        }
+    }
+    let mut rest = text;
+    while let Some(at) = rest.find("`pactum ") {
+        rest = &rest[at + 1..];
+        let Some(end) = rest.find('`') else { break };
+        out.push(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn flag_of(token: &str) -> Option<String> {
+    let t = token.trim_start_matches(['[', '(']);
+    let name = t.strip_prefix("--")?;
+    let name: String = name.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// Problems with one command line, or none.
+fn check_line(tree: &BTreeMap<Vec<String>, Help>, line: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut path: Vec<String> = Vec::new();
+    let mut tokens = line.split_whitespace().skip(1).peekable();
+    // Descend through subcommands.
+    while let Some(token) = tokens.peek() {
+        let help = &tree[&path];
+        if help.subcommands.is_empty() {
+            break;
+        }
+        if help.subcommands.contains(*token) {
+            path.push(tokens.next().unwrap().to_string());
+            continue;
+        }
+        if token.contains('|') && !token.starts_with('[') {
+            for alt in token.split('|') {
+                if !help.subcommands.contains(alt) {
+                    problems.push(format!("`pactum {} {alt}` is not a command", path.join(" ")));
+                }
+            }
+            tokens.next();
+        } else if token.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+            problems.push(format!("`pactum {} {token}` is not a command", path.join(" ")));
+        }
+        break;
+    }
+    let flags = &tree[&path].flags;
+    for token in tokens {
+        for part in token.split('|') {
+            if let Some(flag) = flag_of(part)
+                && !flags.contains(&flag)
+            {
+                problems.push(format!("`pactum {}` has no --{flag}", path.join(" ")));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_command_line_in_messages_and_docs_exists() {
+    let tree = tree();
+    assert!(tree.len() > 20, "the command tree was read: {:?}", tree.keys());
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (file, text) in sources() {
+        for line in command_lines(&text) {
+            checked += 1;
+            for p in check_line(&tree, &line) {
+                problems.push(format!("{file}: `{line}`: {p}"));
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} command lines found");
+    assert!(problems.is_empty(), "hints that name nothing real:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn every_flag_a_message_mentions_exists_on_some_command() {
+    let tree = tree();
+    let all: BTreeSet<&String> = tree.values().flat_map(|h| h.flags.iter()).collect();
+    let mut problems = Vec::new();
+    // git.rs passes git's own flags to git.
+    for (file, text) in sources().into_iter().filter(|(f, _)| f.starts_with("src") && f != "src/git.rs") {
+        // Flags in string literals (`(--flag)`, `` `--flag` ``, "--flag ..."), not comments.
+        for (i, _) in text.match_indices("--") {
+            let line_start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+            if text[line_start..i].trim_start().starts_with("//") {
+                continue;
+            }
+            let before = text[..i].chars().last().unwrap_or(' ');
+            if !matches!(before, '(' | '`' | ' ' | '"' | '[') {
+                continue;
+            }
+            let Some(flag) = flag_of(&text[i..]) else { continue };
+            if flag.len() < 3 || !flag.chars().next().unwrap().is_ascii_lowercase() {
+                continue;
+            }
+            if !all.contains(&flag) {
+                let line = text[..i].lines().count();
+                problems.push(format!("{file}:{line}: --{flag}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "flags no command has:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_checker_catches_a_made_up_command_and_flag() {
+    let tree = tree();
+    assert!(check_line(&tree, "pactum registry refresh FILE").iter().any(|p| p.contains("not a command")));
+    assert!(check_line(&tree, "pactum validate --fast").iter().any(|p| p.contains("no --fast")));
+    assert!(check_line(&tree, "pactum registry add FILE").is_empty());
+    assert!(check_line(&tree, "pactum ledger verify --expect-head HASH").is_empty());
+}
