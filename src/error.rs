@@ -458,7 +458,12 @@ impl Error {
                     Code::ContractVersionNotFound
                 }
             },
-            Error::NotActive { .. } => Code::ContractNotActive,
+            Error::NotActive { kind, .. } => match kind {
+                DocKind::PromptPack => Code::PromptPackNotFound,
+                DocKind::Contract | DocKind::WorkOrder | DocKind::Registry => {
+                    Code::ContractNotActive
+                }
+            },
             Error::HashMismatch { .. } => Code::ContractHashMismatch,
             Error::IdMismatch { .. } => Code::ContractIdMismatch,
             Error::RegistryFileMissing { .. } => Code::RegistryFileMissing,

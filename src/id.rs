@@ -133,6 +133,14 @@ impl Pin {
             Some((id, req)) => (id.trim(), req),
             None => (text.trim(), ""),
         };
+        if kind_of_id(id).is_none() && !text.contains('@') {
+            return Err(Error::IdInvalid {
+                id: id.to_string(),
+                rule: "a contract id is `PRC-`, capital letters, `-` and digits (PRC-CLASSIFY-001); \
+                       a prompt pack id the same with `PRM-` (PRM-CLASSIFY-001)"
+                    .into(),
+            });
+        }
         if kind_of_id(id).is_none() {
             return Err(invalid(format!(
                 "`{id}` is not an id: a contract id is `PRC-`, capital letters, `-` and digits \

@@ -134,9 +134,9 @@ fn bound_via_registry(
                 Error::NotFound { .. } => "/prompt_pack_id",
                 _ => pack_pointer(contract),
             };
-            let help = match e.code() {
-                Code::ContractNotActive => {
-                    "promote the pack first (`pactum registry promote ID@VERSION`)".to_string()
+            let help = match &e {
+                Error::NotActive { id, version, .. } => {
+                    format!("promote the pack first (`pactum registry promote {id}@{version}`)")
                 }
                 _ => format!("register the pack (`pactum registry add FILE`) or fix {pointer}"),
             };
