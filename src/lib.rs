@@ -62,3 +62,8 @@ pub mod work_order;
 
 pub use diagnostic::{Diagnostic, Report};
 pub use error::{Code, Error, Result, Severity};
+
+/// The README's Rust examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

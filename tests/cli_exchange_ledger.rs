@@ -59,7 +59,8 @@ fn broken_line(p: &Project) -> String {
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["code"], "ledger_broken");
     let message = doc["message"].as_str().unwrap().to_string();
-    let ledger = p.ledger().display().to_string();
+    // The ledger is named relative to the folder the command ran in (the project root).
+    let ledger = p.ledger().strip_prefix(p.root()).unwrap().display().to_string();
     let rest = message.strip_prefix(&format!("{ledger}:")).unwrap_or_else(|| panic!("{message}"));
     rest.split(':').next().unwrap().to_string()
 }

@@ -114,7 +114,7 @@ pub fn exec(args: Args) -> u8 {
                     v["work_order"] = json!(args.work_orders[*i].display().to_string());
                     docs.push(v);
                 } else {
-                    eprintln!("{}:", args.work_orders[*i].display());
+                    eprintln!("{}:", output::relative(&args.work_orders[*i].display().to_string()));
                     output::eprint_error(e);
                 }
             }
