@@ -136,9 +136,10 @@ impl Pin {
         if kind_of_id(id).is_none() && !text.contains('@') {
             return Err(Error::IdInvalid {
                 id: id.to_string(),
-                rule: "a contract id is `PRC-`, capital letters, `-` and digits (PRC-CLASSIFY-001); \
+                rule:
+                    "a contract id is `PRC-`, capital letters, `-` and digits (PRC-CLASSIFY-001); \
                        a prompt pack id the same with `PRM-` (PRM-CLASSIFY-001)"
-                    .into(),
+                        .into(),
             });
         }
         if kind_of_id(id).is_none() {

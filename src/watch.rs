@@ -426,7 +426,9 @@ mod tests {
             let start = Instant::now();
             loop {
                 let snap = handle.snapshot();
-                if snap.project.registry.versions(EntryKind::Contract, "PRC-A-001").count() == versions {
+                if snap.project.registry.versions(EntryKind::Contract, "PRC-A-001").count()
+                    == versions
+                {
                     return snap.generation;
                 }
                 assert!(start.elapsed() < Duration::from_secs(10), "no reload seen");

@@ -125,7 +125,8 @@ fn command_lines(text: &str) -> Vec<String> {
 fn flag_of(token: &str) -> Option<String> {
     let t = token.trim_start_matches(['[', '(']);
     let name = t.strip_prefix("--")?;
-    let name: String = name.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+    let name: String =
+        name.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
     (!name.is_empty()).then_some(name)
 }
 
@@ -193,7 +194,9 @@ fn every_flag_a_message_mentions_exists_on_some_command() {
     let all: BTreeSet<&String> = tree.values().flat_map(|h| h.flags.iter()).collect();
     let mut problems = Vec::new();
     // git.rs passes git's own flags to git.
-    for (file, text) in sources().into_iter().filter(|(f, _)| f.starts_with("src") && f != "src/git.rs") {
+    for (file, text) in
+        sources().into_iter().filter(|(f, _)| f.starts_with("src") && f != "src/git.rs")
+    {
         // Flags in string literals (`(--flag)`, `` `--flag` ``, "--flag ..."), not comments.
         for (i, _) in text.match_indices("--") {
             let line_start = text[..i].rfind('\n').map_or(0, |n| n + 1);
@@ -220,7 +223,11 @@ fn every_flag_a_message_mentions_exists_on_some_command() {
 #[test]
 fn the_checker_catches_a_made_up_command_and_flag() {
     let tree = tree();
-    assert!(check_line(&tree, "pactum registry refresh FILE").iter().any(|p| p.contains("not a command")));
+    assert!(
+        check_line(&tree, "pactum registry refresh FILE")
+            .iter()
+            .any(|p| p.contains("not a command"))
+    );
     assert!(check_line(&tree, "pactum validate --fast").iter().any(|p| p.contains("no --fast")));
     assert!(check_line(&tree, "pactum registry add FILE").is_empty());
     assert!(check_line(&tree, "pactum ledger verify --expect-head HASH").is_empty());

@@ -16,6 +16,7 @@ fn bin_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pactum")).parent().unwrap().to_path_buf()
 }
 
+#[allow(clippy::disallowed_methods)] // a test reads its own environment
 fn path_with_bin() -> String {
     let old = std::env::var("PATH").unwrap_or_default();
     format!("{}:{old}", bin_dir().display())
@@ -463,7 +464,8 @@ fn hand_edits_of_registry_json_fail_verify_and_validate() {
     r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
     r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
     let good = std::fs::read(r.root.join("registry.json")).unwrap();
-    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
         // A new hash (and file) for an active version.
         (
             "/contracts/0/sha256",
@@ -840,4 +842,98 @@ fn run_json_has_one_shape_for_one_work_order_or_many() {
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&one), ["ok", "results"]);
     assert_eq!(keys(&many), ["code", "errors", "message", "ok", "results"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// explain, schemas, ledger verify
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn explain_prints_every_codes_documentation() {
+    let r = Repo::new("");
+    let out = r.ok(&["explain", "registry_merge_conflict"]);
+    assert!(out.stdout.starts_with("## registry_merge_conflict"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("**Fix:**") && !out.stdout.contains("## template_variable_missing"),
+        "{}",
+        out.stdout
+    );
+    // As printed in diagnostics, too.
+    let out = r.ok(&["explain", "error[contract_hash_mismatch]"]);
+    assert!(out.stdout.starts_with("## contract_hash_mismatch"), "{}", out.stdout);
+    let (code, v) = r.json(&["explain", "registry_history_missing"]);
+    assert_eq!((code, v["severity"].clone()), (0, json!("warning")), "{v:#}");
+    let out = r.run(&["explain", "registry_merge_conflct"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("did you mean registry_merge_conflict?"), "{}", out.stderr);
+    // Every code of the schema of error codes has a section.
+    let docs = std::fs::read_to_string(repo().join("docs/error-codes.md")).unwrap();
+    let codes: Vec<&str> = docs.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+    assert!(codes.len() > 50);
+    for code in codes {
+        let out = r.ok(&["explain", code]);
+        assert!(out.stdout.starts_with(&format!("## {code}")), "{code}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn schemas_lists_prints_and_writes_the_embedded_schemas() {
+    let r = Repo::new("");
+    let out = r.ok(&["schemas"]);
+    assert!(out.stdout.lines().any(|l| l == "prompt_contract.schema.json"), "{}", out.stdout);
+    let out = r.ok(&["schemas", "work_order.schema.json"]);
+    assert_eq!(out.stdout, include_str!("../schemas/work_order.schema.json"));
+    let out = r.run(&["schemas", "nope.schema.json"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("the schemas are: prompt_contract.schema.json"), "{}", out.stderr);
+    r.ok(&["schemas", "--write", "out/schemas"]);
+    assert_eq!(
+        std::fs::read_to_string(r.root.join("out/schemas/registry.schema.json")).unwrap(),
+        include_str!("../schemas/registry.schema.json")
+    );
+}
+
+#[test]
+fn ledger_verify_defaults_to_the_project_ledger_and_detects_a_cut_tail() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    std::fs::write(
+        r.root.join("work_orders/WO-SUM.json"),
+        r#"{"work_order_id": "WO-SUM", "kind": "exchange", "contract": "PRC-SUMMARIZE-001", "input": {"input": "text"}}"#,
+    )
+    .unwrap();
+    for _ in 0..3 {
+        r.ok(&["run", "work_orders/WO-SUM.json"]);
+    }
+    let (code, v) = r.json(&["ledger", "verify"]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        (v["file"].clone(), v["records"].clone()),
+        (json!(".pactum/ledger.jsonl"), json!(3))
+    );
+    let head = v["last_hash"].as_str().unwrap().to_string();
+    // From a subfolder, with --root.
+    let sub = r.root.join("work_orders");
+    let out: Out =
+        pactum_in(&sub).args(["ledger", "verify", "--root", ".."]).output().unwrap().into();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The head an earlier verify printed is still there: fine, also after more records.
+    r.ok(&["run", "work_orders/WO-SUM.json"]);
+    let out = r.ok(&["ledger", "verify", "--expect-head", &head]);
+    assert!(
+        out.stdout.contains("the expected head is record 3; 1 records were appended since"),
+        "{}",
+        out.stdout
+    );
+    // Cut the last two records: the chain still verifies, the expected head is gone.
+    let text = std::fs::read_to_string(r.root.join(".pactum/ledger.jsonl")).unwrap();
+    let kept: Vec<&str> = text.lines().take(2).collect();
+    std::fs::write(r.root.join(".pactum/ledger.jsonl"), kept.join("\n") + "\n").unwrap();
+    r.ok(&["ledger", "verify"]);
+    let (code, v) = r.json(&["ledger", "verify", "--expect-head", &head]);
+    assert_eq!((code, v["code"].clone()), (1, json!("ledger_broken")), "{v:#}");
+    assert!(v["message"].as_str().unwrap().contains("records were cut from the end"), "{v:#}");
 }

@@ -164,7 +164,8 @@ pub fn eprint_error(error: &Error) {
 pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
-    let _ = writeln!(err, "{style}error[{}]{style:#}: {}", error.code(), relative(&error.to_string()));
+    let _ =
+        writeln!(err, "{style}error[{}]{style:#}: {}", error.code(), relative(&error.to_string()));
     if error.findings().len() > 1 || origin.is_some() {
         for f in error.findings() {
             let _ = writeln!(err, "  - {}{}", located(origin, &f.pointer), f.message);

@@ -78,9 +78,15 @@ pub fn exec(args: Args) -> u8 {
                     "expected_head_line": head_line,
                 }));
             } else {
-                println!("{shown}: {} records, chain intact (last hash {})", v.records, v.last_hash);
+                println!(
+                    "{shown}: {} records, chain intact (last hash {})",
+                    v.records, v.last_hash
+                );
                 if let Some(line) = head_line {
-                    println!("the expected head is record {line}; {} records were appended since", v.records - line);
+                    println!(
+                        "the expected head is record {line}; {} records were appended since",
+                        v.records - line
+                    );
                 }
             }
             OK

@@ -287,20 +287,32 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 .collect();
             let ok = findings
                 .iter()
-                .all(|d| !d.is_error() && !(*strict && d.severity == pactum::Severity::Warning));
+                .all(|d| !(d.is_error() || (*strict && d.severity == pactum::Severity::Warning)));
             let history = reg.history.as_ref().map_or(0, Vec::len);
             let mut text = String::new();
             for d in &findings {
+                // `registry.json:LINE:COLUMN: /pointer` for findings inside registry.json.
+                let at = match d.pointer.as_deref() {
+                    Some(p) => {
+                        let span =
+                            pactum::source::locate_best(&reg.text, pactum::source::Syntax::Json, p);
+                        let (line, column) = pactum::source::line_col(&reg.text, span.start);
+                        format!(
+                            "{name}:{line}:{column}: {}",
+                            if p.is_empty() { "(root)" } else { p }
+                        )
+                    }
+                    None => name.clone(),
+                };
                 text.push_str(&format!(
-                    "{}[{}]: {}: {}\n",
+                    "{}[{}]: {at}: {}\n",
                     d.severity.as_str(),
                     d.code,
-                    d.pointer
-                        .as_deref()
-                        .map(|p| format!("{name}#{p}"))
-                        .unwrap_or_else(|| name.clone()),
                     d.message
                 ));
+                if let Some(help) = &d.help {
+                    text.push_str(&format!("  = help: {help}\n"));
+                }
             }
             text.push_str(&format!(
                 "{}: {} entries, {history} history events: {}\n",

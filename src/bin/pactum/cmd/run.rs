@@ -266,6 +266,35 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
     }
 }
 
+/// `run --json`'s one shape, for one work order or many: `{"ok", "results": [...]}` with one
+/// SPEC §12 run result per work order, in the order given; when not ok, also the `code` and
+/// `message` of the first failed work order and every failure in `errors`.
+fn batch(ok: bool, results: Vec<Value>) -> Value {
+    let mut doc = json!({"ok": ok});
+    if !ok {
+        let failed: Vec<&Value> = results.iter().filter(|r| r["ok"] != json!(true)).collect();
+        if let Some(first) = failed.first() {
+            let code = first
+                .get("code")
+                .cloned()
+                .or_else(|| first["errors"].get(0).map(|e| e["code"].clone()));
+            let message = first
+                .get("message")
+                .cloned()
+                .or_else(|| first["errors"].get(0).map(|e| e["message"].clone()));
+            doc["code"] = code.unwrap_or(Value::Null);
+            doc["message"] = message.unwrap_or(Value::Null);
+        }
+        let errors: Vec<Value> = failed
+            .iter()
+            .flat_map(|r| r["errors"].as_array().cloned().unwrap_or_default())
+            .collect();
+        doc["errors"] = Value::Array(errors);
+    }
+    doc["results"] = Value::Array(results);
+    doc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,33 +339,4 @@ mod tests {
             FinalAnswer::from_value(&json!({"answer_text": "Done.", "metadata": {}})).unwrap();
         assert_eq!(shown(Some(&answer)), "Answer: Done.\n");
     }
-}
-
-/// `run --json`'s one shape, for one work order or many: `{"ok", "results": [...]}` with one
-/// SPEC §12 run result per work order, in the order given; when not ok, also the `code` and
-/// `message` of the first failed work order and every failure in `errors`.
-fn batch(ok: bool, results: Vec<Value>) -> Value {
-    let mut doc = json!({"ok": ok});
-    if !ok {
-        let failed: Vec<&Value> = results.iter().filter(|r| r["ok"] != json!(true)).collect();
-        if let Some(first) = failed.first() {
-            let code = first
-                .get("code")
-                .cloned()
-                .or_else(|| first["errors"].get(0).map(|e| e["code"].clone()));
-            let message = first
-                .get("message")
-                .cloned()
-                .or_else(|| first["errors"].get(0).map(|e| e["message"].clone()));
-            doc["code"] = code.unwrap_or(Value::Null);
-            doc["message"] = message.unwrap_or(Value::Null);
-        }
-        let errors: Vec<Value> = failed
-            .iter()
-            .flat_map(|r| r["errors"].as_array().cloned().unwrap_or_default())
-            .collect();
-        doc["errors"] = Value::Array(errors);
-    }
-    doc["results"] = Value::Array(results);
-    doc
 }

@@ -61,7 +61,8 @@ impl Progress for Bar {
 
 pub fn exec(args: Args) -> u8 {
     let format = if args.json { Format::Json } else { args.format };
-    let path = args.path.clone().or_else(|| args.root.clone()).unwrap_or_else(|| PathBuf::from("."));
+    let path =
+        args.path.clone().or_else(|| args.root.clone()).unwrap_or_else(|| PathBuf::from("."));
     if args.watch {
         return crate::cmd::watch::watch(&path, args.strict, format);
     }
