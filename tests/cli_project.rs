@@ -937,3 +937,61 @@ fn ledger_verify_defaults_to_the_project_ledger_and_detects_a_cut_tail() {
     assert_eq!((code, v["code"].clone()), (1, json!("ledger_broken")), "{v:#}");
     assert!(v["message"].as_str().unwrap().contains("records were cut from the end"), "{v:#}");
 }
+
+#[test]
+fn a_registry_left_with_conflict_markers_says_so_at_the_marker() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    std::fs::write(
+        r.root.join("registry.json"),
+        "{\n  \"registry_version\": 1,\n<<<<<<< HEAD\n  \"contracts\": [],\n=======\n  \"contracts\": [{}],\n>>>>>>> theirs\n  \"prompt_packs\": []\n}\n",
+    )
+    .unwrap();
+    let (code, doc) = r.json(&["validate"]);
+    assert_eq!(code, 1, "{doc:#}");
+    let d = &doc["diagnostics"][0];
+    assert_eq!(
+        (d["code"].clone(), d["line"].clone()),
+        (json!("registry_invalid"), json!(3)),
+        "{doc:#}"
+    );
+    assert!(d["message"].as_str().unwrap().contains("unresolved git conflict markers"), "{d:#}");
+    let out = r.run(&["registry", "verify"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("registry.json:3:1") && out.stderr.contains("git checkout --ours"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn validate_takes_root_and_ids_are_explained_not_called_pins() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    std::fs::create_dir_all(r.root.join("elsewhere")).unwrap();
+    let out: Out = pactum_in(&r.root.join("elsewhere"))
+        .args(["validate", "--root", "..", "--json"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["summary"]["files"], json!(3), "{doc:#}");
+    for (args, fragment) in [
+        (
+            vec!["new", "contract", "summarize"],
+            "`summarize` is not a valid id: a contract id is `PRC-`",
+        ),
+        (vec!["resolve", "summarize"], "`summarize` is not a valid id"),
+    ] {
+        let out = r.run(&args);
+        assert_eq!(out.code, 2, "{args:?}");
+        assert!(
+            out.stderr.contains(fragment) && !out.stderr.contains("not a valid pin"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}

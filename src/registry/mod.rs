@@ -306,7 +306,7 @@ impl Registry {
     /// Reads and checks registry.json against its schema. Duplicates and the history chain
     /// are checked by [`Registry::open`] and reported in full by [`Registry::audit`].
     pub fn load(path: &Path) -> Result<Registry> {
-        let doc = document::load(path, Some(DocKind::Registry))?;
+        let doc = document::load(path, Some(DocKind::Registry)).map_err(conflict_markers)?;
         Registry::from_parts(path, doc.text, doc.sha256, &doc.value)
     }
 
@@ -626,6 +626,25 @@ impl Registry {
         record(&mut history);
         self.history = Some(history);
         self.reindex();
+    }
+}
+
+/// A registry.json that does not parse because a merge left git's conflict markers in it
+/// says so, at the first marker, with the way out.
+fn conflict_markers(e: Error) -> Error {
+    let Error::Parse { path, doc, .. } = &e else { return e };
+    let Ok(text) = std::fs::read_to_string(path) else { return e };
+    let Some(line) = text.lines().position(|l| l.starts_with("<<<<<<< ")) else { return e };
+    Error::Parse {
+        path: path.clone(),
+        line: line + 1,
+        column: 1,
+        message: "registry.json has unresolved git conflict markers: keep one side \
+                  (`git checkout --ours registry.json` or `--theirs`), redo the other side's \
+                  change with `pactum` commands, and register the merge driver with `pactum init` \
+                  so registry.json merges by itself next time"
+            .into(),
+        doc: *doc,
     }
 }
 
