@@ -200,7 +200,9 @@ fn every_flag_a_message_mentions_exists_on_some_command() {
         // Flags in string literals (`(--flag)`, `` `--flag` ``, "--flag ..."), not comments.
         for (i, _) in text.match_indices("--") {
             let line_start = text[..i].rfind('\n').map_or(0, |n| n + 1);
-            if text[line_start..i].trim_start().starts_with("//") {
+            let before_on_line = &text[line_start..i];
+            // Comments, and git's own flags in a hint about a git command.
+            if before_on_line.trim_start().starts_with("//") || before_on_line.contains("git ") {
                 continue;
             }
             let before = text[..i].chars().last().unwrap_or(' ');
