@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::contract::{Contract, Example};
 use crate::error::{Error, Finding, Result};
-use crate::extract::{self, ExtractOptions, Extracted};
+use crate::extract::{self, ExtractOptions, Extracted, Guide};
 use crate::gateway::{FinishReason, ResponseBody};
 use crate::project::Validators;
 use crate::render::CompiledPack;
@@ -110,7 +110,11 @@ pub fn check_context(contract: &Contract, assembled: Option<&Value>) -> Result<(
 
 /// The extraction options a contract asks for.
 pub fn extract_options(contract: &Contract) -> ExtractOptions {
-    ExtractOptions { want_array: contract.wants_array(), repair: contract.repair }
+    ExtractOptions {
+        want_array: contract.wants_array(),
+        repair: contract.repair,
+        coerce: contract.coerce,
+    }
 }
 
 /// Extracts and validates the reply. An extraction failure is
@@ -141,9 +145,13 @@ pub fn check_output(
         return Ok(Output::Text(text));
     };
     let options = extract_options(contract);
+    // The output schema chooses between candidates (SPEC §6.3).
+    let accepts = |value: &Value| validator.is_valid(value);
+    let schema = contract.output_schema.as_ref().unwrap_or(&Value::Bool(true));
+    let guide = Guide { schema, accepts: &accepts };
     let extracted = match body {
-        ResponseBody::Text(t) => extract::extract(t, &options),
-        ResponseBody::Envelope(v) => extract::extract_envelope(v, &options),
+        ResponseBody::Text(t) => extract::extract_guided(t, &options, Some(&guide)),
+        ResponseBody::Envelope(v) => extract::extract_envelope_guided(v, &options, Some(&guide)),
     };
     let extracted = extracted.map_err(|failure| {
         let methods_tried: Vec<String> =
