@@ -183,6 +183,8 @@ pub(super) struct Parser<'a> {
     /// Whether the value being read sits inside a container, and inside an object.
     nested: bool,
     in_object: bool,
+    /// Whether the string being read is an object key.
+    in_key: bool,
     /// Where a whole-text run's value starts (the only place a top-level tuple is read).
     whole_start: Option<usize>,
     /// Open containers, kept between runs for its allocation.
@@ -199,6 +201,7 @@ impl<'a> Parser<'a> {
             truncated: false,
             nested: false,
             in_object: false,
+            in_key: false,
             whole_start: None,
             stack: vec![],
         }
@@ -559,7 +562,7 @@ impl<'a> Parser<'a> {
 
     /// Whether the byte ends a bare token.
     fn ends_token(b: u8) -> bool {
-        is_json_ws(b) || matches!(b, b',' | b'}' | b']' | b')' | b':' | b'"')
+        is_json_ws(b) || matches!(b, b',' | b'}' | b']' | b')' | b':' | b'"' | b'`')
     }
 
     fn number(&mut self, start: usize) -> Result<Token<Value>, usize> {
@@ -699,7 +702,14 @@ impl<'a> Parser<'a> {
         }
         let before = self.truncated;
         self.in_object = false;
-        let key = self.string()?;
+        self.in_key = true;
+        let key = self.string();
+        self.in_key = false;
+        let key = key?;
+        // A line break inside a key means the quotes are not what they seem.
+        if key.contains('\n') {
+            return Err(start);
+        }
         // A key cut off by the end of the input is dropped.
         if self.truncated && !before { Ok(Token::Truncated) } else { Ok(Token::Done(key)) }
     }
@@ -779,11 +789,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Whether the quote `quote` ending at `after` closes its string: always for a
-    /// top-level string; else when what follows it (after whitespace) is `,` `:` `}` `]`
+    /// Whether the quote `quote` ending at `after` closes its string: always for a key
+    /// or a top-level string; else when what follows it (after whitespace) is `,` `:` `}` `]`
     /// `/` or the end of the input, or when no other such quote follows on the same line.
     fn ends_string(&self, quote: &[u8], after: usize) -> bool {
-        if !self.nested {
+        if !self.nested || self.in_key {
             return true;
         }
         let rest = self.bytes.get(after..).unwrap_or_default();

@@ -16,8 +16,8 @@
 //! - **valid-JSON** lines are scored lines whose category says the reply holds strictly
 //!   valid JSON (`fenced`, `embedded`, `trailing`, `raw`, `scalar`): strict mode must
 //!   never be wrong on them;
-//! - **coercion** lines (`expected_kind` `coerced`, in-repo only) are run with their
-//!   `schema` and coercion on.
+//! - **schema** lines (`expected_kind` `coerced` or `chosen`, in-repo only) are run with
+//!   their `schema` guiding the choice and coercion on.
 
 #![allow(dead_code)]
 
@@ -73,7 +73,9 @@ impl Line {
     }
 
     pub fn is_coercion(&self) -> bool {
-        self.expected_kind == "coerced" && self.expected.is_some()
+        matches!(self.expected_kind.as_str(), "coerced" | "chosen")
+            && self.expected.is_some()
+            && self.schema.is_some()
     }
 }
 
@@ -193,10 +195,10 @@ pub fn table(name: &str, lines: &[Line], strict: &Mode, lenient: &Mode) -> Strin
     let coercion = lines.iter().filter(|l| l.is_coercion()).count();
     let mut out = format!(
         "{name}: {} replies, {scored} scored ({valid} hold valid JSON), {refusals} should be \
-         refused, {coercion} need coercion\n",
+         refused, {coercion} run with their schema\n",
         lines.len()
     );
-    out.push_str("| mode | exact | wrong | refused | ambiguous | valid JSON: wrong | refusals kept | coercion exact |\n");
+    out.push_str("| mode | exact | wrong | refused | ambiguous | valid JSON: wrong | refusals kept | with schema: exact |\n");
     out.push_str("|---|---|---|---|---|---|---|---|\n");
     for (label, mode) in [("pactum strict", strict), ("pactum lenient", lenient)] {
         let _ = writeln!(
