@@ -196,6 +196,8 @@ pub enum RepairKind {
     PrematureCloser,
     /// `TRUE`, `Null` and other literals in the wrong case.
     LiteralCase,
+    /// A key without its value (`{"a": }`), read as an empty string (ambiguous).
+    MissingValue,
     /// A number written the JavaScript way (`.5`, `1.`, `+1`), normalised.
     NumberFormat,
     /// Coercion: a string read as the number the schema wants.
@@ -235,6 +237,7 @@ impl RepairKind {
             RepairKind::MissingQuote => "missing_quote",
             RepairKind::PrematureCloser => "premature_closer",
             RepairKind::LiteralCase => "literal_case",
+            RepairKind::MissingValue => "missing_value",
             RepairKind::NumberFormat => "number_format",
             RepairKind::CoercedNumber => "coerced_number",
             RepairKind::CoercedBoolean => "coerced_boolean",
@@ -253,6 +256,7 @@ impl RepairKind {
                 | RepairKind::ConcatenatedValues
                 | RepairKind::MissingQuote
                 | RepairKind::PrematureCloser
+                | RepairKind::MissingValue
         )
     }
 

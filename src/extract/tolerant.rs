@@ -24,6 +24,7 @@
 //! | `[1, 2}`: a closer of the wrong kind | `mismatched_closer` (closes the open containers up to its own kind, or is skipped when none is open) |
 //! | `{"a": 1}, "b": 2}`: an object closed before more members | `premature_closer` (a guess) |
 //! | `...` or `…` where an item or member would be | `ellipsis` (dropped) |
+//! | `{"a": }`: a key without its value | `missing_value` (an empty string; a guess) |
 //! | `{\"a\": 1}` | `escaped_json` |
 //! | the input ends inside the value, or a fence closer (```` ``` ````) cuts it | `truncated_tail` (once, at the end) |
 //! | several values back to back, parsed whole | `concatenated_values` (a list; a guess) or `doubled_value` (the same value twice: one) |
@@ -395,6 +396,11 @@ impl<'a> Parser<'a> {
                         self.pos += 1;
                         stack.pop().map(Frame::into_value)
                     }
+                    b'}' | b',' if matches!(stack.last(), Some(Frame::Object(..))) => {
+                        // `{"a": }`: a key without its value reads as an empty string.
+                        self.note_span(RepairKind::MissingValue, self.pos, self.pos);
+                        Some(Value::String(String::new()))
+                    }
                     _ => {
                         comma = None;
                         self.nested = !stack.is_empty();
@@ -706,10 +712,12 @@ impl<'a> Parser<'a> {
         let key = self.string();
         self.in_key = false;
         let key = key?;
-        // A line break inside a key means the quotes are not what they seem.
-        if key.contains('\n') {
-            return Err(start);
-        }
+        // A line break inside a key means the quotes are not what they seem; one at its
+        // end is a slip (reported as a raw control character).
+        let key = match key.trim_end_matches(['\n', '\r']) {
+            trimmed if trimmed.contains('\n') => return Err(start),
+            trimmed => trimmed.to_owned(),
+        };
         // A key cut off by the end of the input is dropped.
         if self.truncated && !before { Ok(Token::Truncated) } else { Ok(Token::Done(key)) }
     }
@@ -800,7 +808,7 @@ impl<'a> Parser<'a> {
         let structural = rest
             .iter()
             .find(|&&b| !is_json_ws(b))
-            .is_none_or(|b| matches!(b, b',' | b':' | b'}' | b']' | b')' | b'/'));
+            .is_none_or(|b| matches!(b, b',' | b':' | b'}' | b']' | b'/'));
         structural || !quote_later_on_line(rest, quote) || starts_member(rest, false)
     }
 
