@@ -11,11 +11,13 @@
 use serde_json::Value;
 
 use crate::contract::{Contract, Example};
+use crate::error::Code;
 use crate::error::{Error, Finding, Result};
 use crate::extract::{self, ExtractOptions, Extracted, Guide};
 use crate::gateway::{FinishReason, ResponseBody};
 use crate::project::Validators;
 use crate::render::CompiledPack;
+use crate::resolve::Warning;
 
 /// The validated output of one exchange: the extracted, schema-valid value with its
 /// provenance (JSON contracts), or the reply's text (text contracts).
@@ -167,6 +169,37 @@ pub fn check_output(
     }
     let findings: Vec<Finding> = crate::schema::findings(validator, &extracted.value);
     Err(Error::OutputSchemaInvalid { contract: contract.key(), value: extracted.value, findings })
+}
+
+/// The run warning for an output whose extraction had to guess (SPEC §6.3): the reply has
+/// two plausible readings and pactum took one (lenient mode only; strict mode refuses).
+pub fn ambiguity_warning(contract: &Contract, extracted: &Extracted) -> Option<Warning> {
+    if !extracted.ambiguous {
+        return None;
+    }
+    let guesses: Vec<String> = extracted
+        .repairs
+        .iter()
+        .filter(|r| r.kind.is_guess())
+        .map(|r| format!("{} at bytes {}..{}", r.kind, r.span.0, r.span.1))
+        .collect();
+    let why = if guesses.is_empty() {
+        "another JSON value follows the chosen one".to_string()
+    } else {
+        guesses.join(", ")
+    };
+    Some(Warning {
+        code: Code::OutputExtractionAmbiguous,
+        message: format!(
+            "{}: the reply has two plausible readings ({why}); the {} value from bytes {}..{} \
+             was used. Ask the model for exactly one JSON value, or drop `extraction.repair` \
+             to refuse such replies",
+            contract.key(),
+            extracted.method,
+            extracted.span.0,
+            extracted.span.1
+        ),
+    })
 }
 
 /// Runs one contract example offline: input, rendering and the output steps on the
