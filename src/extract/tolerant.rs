@@ -527,10 +527,14 @@ impl<'a> Parser<'a> {
     /// item without a comma before it.
     fn starts_next(&self, object: bool) -> bool {
         let Some(b) = self.peek() else { return false };
+        let rest = self.rest();
+        if rest.starts_with("“".as_bytes()) || rest.starts_with("‘".as_bytes()) {
+            return true;
+        }
         if object {
-            matches!(b, b'"' | b'\'') || b.is_ascii_alphabetic() || self.rest().starts_with("“".as_bytes())
+            matches!(b, b'"' | b'\'') || b.is_ascii_alphabetic()
         } else {
-            matches!(b, b'"' | b'\'' | b'{' | b'[' | b'-' | b'0'..=b'9')
+            matches!(b, b'"' | b'\'' | b'{' | b'[' | b'(' | b'-' | b'+' | b'.' | b'0'..=b'9')
                 || b.is_ascii_alphabetic()
         }
     }
@@ -809,7 +813,15 @@ impl<'a> Parser<'a> {
             .iter()
             .find(|&&b| !is_json_ws(b))
             .is_none_or(|b| matches!(b, b',' | b':' | b'}' | b']' | b'/'));
-        structural || !quote_later_on_line(rest, quote) || starts_member(rest, false)
+        // In an array, `"x" "y"` or `"x" [1]`: a string or container after a blank is the
+        // next item.
+        let next_item = !self.in_object
+            && rest.first().is_some_and(|&b| is_json_ws(b))
+            && rest
+                .iter()
+                .find(|&&b| !is_json_ws(b))
+                .is_some_and(|b| matches!(b, b'[' | b'{') || quote.first() == Some(b));
+        structural || next_item || !quote_later_on_line(rest, quote) || starts_member(rest, false)
     }
 
     /// Decodes the escape at the current backslash into `out`; returns where the next
@@ -876,5 +888,361 @@ impl<'a> Parser<'a> {
     fn hex4(&self, at: usize) -> Option<u32> {
         let digits = self.bytes.get(at..at + 4)?;
         digits.iter().try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Parses `text` (values back to back read whole) and renders the value and the
+    /// repair kinds, or the error byte.
+    fn check(text: &str, want: &str) {
+        let got = match Parser::new(text).run(0, text.len(), true) {
+            Ok(found) => {
+                let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
+                format!("{} {}", found.value, kinds.join(","))
+            }
+            Err(stop) => format!("error at {}", stop.at),
+        };
+        assert_eq!(got.trim_end(), want, "input {text:?}");
+    }
+
+    /// Parses one value from the start, ignoring what follows it.
+    fn check_prefix(text: &str, want: &str) {
+        let got = match Parser::new(text).run(0, text.len(), false) {
+            Ok(found) => {
+                let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
+                format!("{} {}", found.value, kinds.join(","))
+            }
+            Err(stop) => format!("error at {}", stop.at),
+        };
+        assert_eq!(got.trim_end(), want, "input {text:?}");
+    }
+
+    #[test]
+    fn strict_json_needs_no_repair() {
+        check(
+            r#"{"a": [1, -2.5e3, true, false, null, "x\"\u00e9\ud83d\ude00"]}"#,
+            "{\"a\":[1,-2500.0,true,false,null,\"x\\\"é😀\"]}",
+        );
+        check("[]", "[]");
+        check("{}", "{}");
+        check_prefix("  \"s\" trailing", "\"s\"");
+    }
+
+    #[test]
+    fn each_slip_is_repaired_and_reported() {
+        check("[1, 2,]", "[1,2] trailing_comma");
+        check("{'a': 'it''s'}", "{\"a\":\"it''s\"} single_quotes,unescaped_quote,unescaped_quote,single_quotes");
+        check("{a: 1, b_2: 2}", "{\"a\":1,\"b_2\":2} unquoted_key,unquoted_key");
+        check("{\"a\": 1 // c\n /* d */ # e\n}", "{\"a\":1} comment,comment,comment");
+        check("{\"a\": \"x\ny\"}", "{\"a\":\"x\\ny\"} raw_control_character");
+        check("[True, False, None]", "[true,false,null] python_literal,python_literal,python_literal");
+        check("(1, 2)", "[1,2] python_literal");
+        check("[TRUE, Null]", "[true,null] literal_case,literal_case");
+        check("[undefined, NaN, Infinity, -Infinity]", "[null,null,null,null] javascript_literal,javascript_literal,javascript_literal,javascript_literal");
+        check("{“a”: ‘b’}", "{\"a\":\"b\"} smart_quotes,smart_quotes");
+        check(r#"{"a": "say "hi" now"}"#, r#"{"a":"say \"hi\" now"} unescaped_quote,unescaped_quote"#);
+        check(r#"{"a": "Porto, "b": 1}"#, r#"{"a":"Porto","b":1} missing_quote"#);
+        check(r#"["C:\Users", "\ud800"]"#, r#"["C:\\Users","�"] invalid_escape,invalid_escape"#);
+        check(r#"{"a": 1 "b": 2}"#, r#"{"a":1,"b":2} missing_comma"#);
+        check(r#"["x" "y" 3]"#, r#"["x","y",3] missing_comma,missing_comma"#);
+        check(r#"{"a": in progress, "b": 57e-x1}"#, r#"{"a":"in progress","b":"57e-x1"} unquoted_string,unquoted_string"#);
+        check(r#"{"a": [1, 2}"#, r#"{"a":[1,2]} mismatched_closer"#);
+        check(r#"[{"a": 1}}, 2]"#, r#"[{"a":1},2] mismatched_closer"#);
+        check(r#"{"a": 1}, "b": 2}"#, r#"{"a":1,"b":2} premature_closer"#);
+        check(r#"{"a": [1, ...], ...}"#, r#"{"a":[1]} ellipsis,ellipsis"#);
+        check("[1, …]", "[1] ellipsis");
+        check(r#"{\"a\": \"b\"}"#, r#"{"a":"b"} escaped_json,escaped_json"#);
+        check(r#"[.5, 1., +1, 1_000, -.5]"#, "[0.5,1.0,1,1000,-0.5] number_format,number_format,number_format,number_format,number_format");
+        check(r#"{"a": }"#, r#"{"a":""} missing_value"#);
+        check(r#"{"a": 1}, {"b": 2}"#, r#"[{"a":1},{"b":2}] concatenated_values"#);
+        check(r#"[1] [1]"#, "[1] doubled_value");
+    }
+
+    #[test]
+    fn truncated_tails_are_closed() {
+        check(r#"{"a": [1, {"b": "te"#, r#"{"a":[1,{"b":"te"}]} truncated_tail"#);
+        check(r#"{"a": 1, "b""#, r#"{"a":1} truncated_tail"#);
+        check(r#"{"a": 1, "b":"#, r#"{"a":1} truncated_tail"#);
+        check(r#"{"a": 1, "b"#, r#"{"a":1} truncated_tail"#);
+        check(r#"{"a": tr"#, r#"{"a":true} truncated_tail"#);
+        check(r#"{"a": nu"#, r#"{"a":null} truncated_tail"#);
+        check(r#"{"a": 1, "b": xy"#, r#"{"a":1,"b":"xy"} truncated_tail"#);
+        check(r#"[1, 2."#, "[1,2] truncated_tail");
+        check(r#"[1, 23"#, "[1,23] truncated_tail");
+        check(r#"[1, -"#, "[1] truncated_tail");
+        check(r#"["a","#, r#"["a"] truncated_tail"#);
+        check(r#"["a\"#, r#"["a"] truncated_tail"#);
+        check("{\"a\": \"b\", \"n\": 1```", r#"{"a":"b","n":1} truncated_tail"#);
+        check("{", "error at 1");
+        check("", "error at 0");
+        check("{a", "error at 2");
+    }
+
+    #[test]
+    fn hard_errors() {
+        check("{\"a\" 1}", "error at 5");
+        check("{x}", "error at 2");
+        check("nope", "error at 4");
+        check("[1, }", "error at 4");
+        check("{\"line\nbreak\": 1}", "error at 1");
+        check("x (1, 2)", "error at 0");
+        let deep = "[".repeat(MAX_DEPTH + 1);
+        check(&deep, &format!("error at {MAX_DEPTH}"));
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(Parser::new(&ok).run(0, ok.len(), true).is_ok());
+        assert_eq!(Parser::new("[1] x").run(0, 5, true).map_err(|s| s.at), Err(4));
+        let found = Parser::new("[1] // x").run(0, 8, true).map(|r| r.value);
+        assert_eq!(found, Ok(json!([1])));
+    }
+
+    /// The slips the sloppy writer can make, one bit each.
+    const SLIPS: [RepairKind; 12] = [
+        RepairKind::TrailingComma,
+        RepairKind::SingleQuotes,
+        RepairKind::UnquotedKey,
+        RepairKind::Comment,
+        RepairKind::PythonLiteral,
+        RepairKind::SmartQuotes,
+        RepairKind::MissingComma,
+        RepairKind::JavascriptLiteral,
+        RepairKind::LiteralCase,
+        RepairKind::NumberFormat,
+        RepairKind::Ellipsis,
+        RepairKind::UnquotedString,
+    ];
+
+    /// Records a slip made (when it is on); returns whether it is.
+    fn mark(made: &mut u16, bit: Option<u16>) -> bool {
+        if let Some(bit) = bit {
+            *made |= bit;
+        }
+        bit.is_some()
+    }
+
+    /// Writes `value` as an LLM might, making each slip of `slips` wherever it applies,
+    /// and records which slips it made.
+    fn sloppy(value: &Value, slips: u16, made: &mut u16, out: &mut String) {
+        let on = |kind: RepairKind| {
+            let bit = SLIPS.iter().position(|&k| k == kind).map_or(0, |i| 1u16 << i);
+            (slips & bit != 0).then_some(bit)
+        };
+        match value {
+            Value::Null => {
+                out.push_str(if mark(made, on(RepairKind::JavascriptLiteral)) {
+                    "undefined"
+                } else if mark(made, on(RepairKind::PythonLiteral)) {
+                    "None"
+                } else if mark(made, on(RepairKind::LiteralCase)) {
+                    "NULL"
+                } else {
+                    "null"
+                })
+            }
+            Value::Bool(b) => {
+                let python = if *b { "True" } else { "False" };
+                let upper = if *b { "TRUE" } else { "FALSE" };
+                out.push_str(if mark(made, on(RepairKind::PythonLiteral)) {
+                    python
+                } else if mark(made, on(RepairKind::LiteralCase)) {
+                    upper
+                } else if *b {
+                    "true"
+                } else {
+                    "false"
+                })
+            }
+            Value::Number(n) => {
+                if n.as_u64().is_some() && mark(made, on(RepairKind::NumberFormat)) {
+                    out.push('+');
+                }
+                out.push_str(&n.to_string());
+            }
+            Value::String(s) => {
+                if !s.is_empty() && !s.contains(' ') && mark(made, on(RepairKind::UnquotedString)) {
+                    // Only inside containers, where the writer always is here; a leading
+                    // letter keeps it from reading as a number or a literal.
+                    out.push_str("w");
+                    out.push_str(s);
+                } else if mark(made, on(RepairKind::SingleQuotes)) {
+                    out.push_str(&format!("'{s}'"));
+                } else if mark(made, on(RepairKind::SmartQuotes)) {
+                    out.push_str(&format!("“{s}”"));
+                } else {
+                    out.push_str(&format!("\"{s}\""));
+                }
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    // After a string, a missing comma reads as a quote inside it unless
+                    // another string or a container follows (see the unit tests).
+                    let after_string = i > 0 && items.get(i - 1).is_some_and(Value::is_string);
+                    if i > 0 {
+                        let missing = !after_string && mark(made, on(RepairKind::MissingComma));
+                        out.push_str(if missing { " " } else { ", " });
+                    }
+                    sloppy(item, slips, made, out);
+                }
+                if !items.is_empty() && mark(made, on(RepairKind::Ellipsis)) {
+                    out.push_str(", ...");
+                }
+                if !items.is_empty() && mark(made, on(RepairKind::TrailingComma)) {
+                    out.push(',');
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (key, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(if mark(made, on(RepairKind::Comment)) { ", // note\n" } else { ", " });
+                    }
+                    if mark(made, on(RepairKind::UnquotedKey)) {
+                        out.push_str(key);
+                    } else {
+                        out.push_str(&format!("\"{key}\""));
+                    }
+                    out.push_str(": ");
+                    sloppy(item, slips, made, out);
+                }
+                if !map.is_empty() && mark(made, on(RepairKind::TrailingComma)) {
+                    out.push(',');
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// The value the sloppy writer's reader must find: what it wrote, with unquoted
+    /// strings read back with their `w` and literals of JavaScript read as `null`.
+    fn expected(value: &Value, slips: u16) -> Value {
+        let unquoted = slips & (1 << 11) != 0;
+        match value {
+            Value::String(s) if unquoted && !s.is_empty() && !s.contains(' ') => {
+                Value::String(format!("w{s}"))
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| expected(v, slips)).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), expected(v, slips))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(Value::from),
+            "[a-z ]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,5}", inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn container() -> impl Strategy<Value = Value> {
+        value().prop_filter("a container", |v| v.is_array() || v.is_object())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        /// Every slip, alone or with others, is repaired to the value that was meant,
+        /// reported, and the repaired value is JSON that parses back to itself.
+        #[test]
+        fn sloppy_json_is_repaired_and_reported(value in container(), slips in 0u16..(1 << 12)) {
+            let (mut text, mut made) = (String::new(), 0u16);
+            sloppy(&value, slips, &mut made, &mut text);
+            let found = Parser::new(&text).run(0, text.len(), true);
+            let found = found.map_err(|stop| format!("{text:?} fails at {}", stop.at));
+            prop_assert!(found.is_ok(), "{:?}", found);
+            let found = found.unwrap_or_else(|_| unreachable!());
+            prop_assert_eq!(&found.value, &expected(&value, slips), "{}", text);
+            let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+            prop_assert_eq!(&reparsed, &found.value);
+            for (i, kind) in SLIPS.iter().enumerate() {
+                let reported = found.repairs.iter().any(|r| r.kind == *kind);
+                prop_assert_eq!(made & (1 << i) != 0, reported, "{:?} in {}", kind, text);
+            }
+            for repair in &found.repairs {
+                prop_assert!(repair.span.0 <= repair.span.1 && repair.span.1 <= text.len());
+            }
+        }
+
+        /// Escaped quotes, values back to back, a value written twice and an object
+        /// closed too soon are repaired to the values meant, reported, and parse back.
+        #[test]
+        fn whole_text_slips_are_repaired_and_reported(first in container(), second in container()) {
+            let cases = [
+                (first.to_string().replace('"', "\\\""), first.clone(), RepairKind::EscapedJson),
+                (format!("{first}, {second}"), json!([first, second]), RepairKind::ConcatenatedValues),
+                (format!("{first}\n{first}"), first.clone(), RepairKind::DoubledValue),
+            ];
+            for (text, want, kind) in cases {
+                let want = if kind == RepairKind::ConcatenatedValues && first == second { first.clone() } else { want };
+                let found = Parser::new(&text).run(0, text.len(), true);
+                prop_assert!(found.is_ok(), "{}", text);
+                let found = found.unwrap_or_else(|_| unreachable!());
+                prop_assert_eq!(&found.value, &want, "{}", text);
+                let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+                prop_assert_eq!(&reparsed, &found.value);
+                let reported = found.repairs.iter().any(|r| r.kind == kind);
+                let needed = kind != RepairKind::EscapedJson || text.contains('"');
+                let needed = needed && !(kind == RepairKind::ConcatenatedValues && first == second);
+                prop_assert!(reported || !needed, "{:?} not reported for {}", kind, text);
+            }
+            if let (Value::Object(a), Value::Object(b)) = (&first, &second)
+                && !a.is_empty() && !b.is_empty() && a.keys().all(|k| !b.contains_key(k))
+            {
+                // `{"a": 1}, "b": 2}`: the first object's brace closed too soon.
+                let inner = second.to_string();
+                let text = format!("{first}, {}", &inner[1..]);
+                let found = Parser::new(&text).run(0, text.len(), false);
+                prop_assert!(found.is_ok(), "{}", text);
+                let found = found.unwrap_or_else(|_| unreachable!());
+                let mut merged = a.clone();
+                merged.extend(b.clone());
+                prop_assert_eq!(found.value, Value::Object(merged), "{}", text);
+                prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::PrematureCloser));
+            }
+        }
+
+        /// Any cut of a value either fails or repairs to JSON that parses back to itself,
+        /// with `truncated_tail` reported when the cut is inside the value.
+        #[test]
+        fn truncations_repair_to_json_that_parses(value in container(), cut in 0.0f64..1.0) {
+            let json = value.to_string();
+            let at = (json.len() as f64 * cut) as usize;
+            let at = (0..=at).rev().find(|&i| json.is_char_boundary(i)).unwrap_or(0);
+            let text = &json[..at];
+            if let Ok(found) = Parser::new(text).run(0, text.len(), false) {
+                let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+                prop_assert_eq!(&reparsed, &found.value);
+                prop_assert!(found.span.1 <= text.len());
+                let truncated = found.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail);
+                prop_assert!(truncated || found.value == value, "{}", text);
+            }
+        }
+
+        /// Text around the special cases (quotes, escapes, closers, placeholders) never
+        /// panics, and whatever is found re-serializes to JSON.
+        #[test]
+        fn any_text_never_panics(text in "[{}\\[\\]()\"'\\\\:,.\n a1tTN_#/*`…“”]{0,60}") {
+            if let Ok(found) = Parser::new(&text).run(0, text.len(), true) {
+                let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+                prop_assert_eq!(reparsed, found.value);
+            }
+            let _ = Parser::new(&text).run(0, text.len(), false);
+        }
     }
 }
