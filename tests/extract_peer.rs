@@ -57,8 +57,10 @@ fn peer_scorecard() {
     println!("lenient misses:\n  {}", lenient.misses.join("\n  "));
 
     assert!(elapsed < SLOW * 2, "the whole corpus took {elapsed:?}");
-    // Strict mode is never wrong on a reply that holds valid JSON.
-    assert_eq!(strict.valid_json.wrong, 0, "strict misses:\n{}", strict.misses.join("\n"));
+    // Strict mode is never wrong on a reply that holds valid JSON, but for one line whose
+    // source (json_repair's own tests) merges two separate fenced blocks into a list, where
+    // SPEC §6.3 takes the first block that parses.
+    assert_eq!(strict.valid_json_wrong, ["json-repair-009"], "{}", strict.misses.join("\n"));
     // Floors a little under the counts recorded in BENCHMARKS.md: a drop is a regression.
     assert!(lenient.scored.exact >= 120, "lenient exact {:?}", lenient.scored);
     assert!(lenient.scored.wrong <= 12, "lenient wrong {:?}", lenient.scored);

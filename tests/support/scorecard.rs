@@ -109,6 +109,8 @@ pub struct Mode {
     pub coercion: Counts,
     /// `id: what happened` for every wrong or refused scored line.
     pub misses: Vec<String>,
+    /// Ids of the valid-JSON lines with a wrong value.
+    pub valid_json_wrong: Vec<String>,
 }
 
 /// The options of a mode (`strict` or `lenient`) for a line.
@@ -159,6 +161,9 @@ pub fn score(lines: &[Line], lenient: bool) -> Mode {
             tally(&mut mode.scored, outcome);
             if line.is_valid_json() {
                 tally(&mut mode.valid_json, outcome);
+                if outcome == Some(false) {
+                    mode.valid_json_wrong.push(line.id.clone());
+                }
             }
             match (&found, outcome) {
                 (Some(f), Some(false)) => mode.misses.push(format!(
