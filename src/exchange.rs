@@ -319,6 +319,37 @@ mod tests {
     }
 
     #[test]
+    fn the_schema_chooses_and_the_contract_opts_in_to_coercion() {
+        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        let (mut c, v) = contract(Some(schema));
+        let reply = |t: &str| ResponseBody::Text(t.into());
+        // The echoed input fails the schema; the answer after it is chosen.
+        let out = check_output(&c, &v, &reply("in: {\"q\": 1} out: {\"n\": 2}"), None).unwrap();
+        let found = out.extraction().unwrap();
+        assert_eq!((found.value.clone(), found.candidates.len()), (json!({"n": 2}), 1));
+        // A string where the schema wants an integer: a schema failure, unless coerced.
+        let e = check_output(&c, &v, &reply("{\"n\": \"3\"}"), None).unwrap_err();
+        assert_eq!(e.code(), Code::OutputSchemaInvalid);
+        c.coerce = true;
+        let out = check_output(&c, &v, &reply("{\"n\": \"3\"}"), None).unwrap();
+        assert_eq!(out.value(), Some(&json!({"n": 3})));
+        assert!(ambiguity_warning(&c, out.extraction().unwrap()).is_none());
+    }
+
+    #[test]
+    fn ambiguous_extractions_warn_when_repair_is_on() {
+        let (mut c, v) = contract(Some(json!({"type": "object"})));
+        let reply = ResponseBody::Text("{\"a\": 1} {\"a\": 2}".into());
+        let e = check_output(&c, &v, &reply, None).unwrap_err();
+        assert_eq!(e.code(), Code::OutputJsonExtractionFailed, "strict mode refuses");
+        c.repair = true;
+        let out = check_output(&c, &v, &reply, None).unwrap();
+        let warning = ambiguity_warning(&c, out.extraction().unwrap()).unwrap();
+        assert_eq!(warning.code, Code::OutputExtractionAmbiguous);
+        assert!(warning.message.starts_with("PRC-T-001@1.0.0: the reply has two"), "{}", warning.message);
+    }
+
+    #[test]
     fn text_contracts_pass_text_through() {
         let (c, v) = contract(None);
         let out = check_output(&c, &v, &ResponseBody::Text("free text {".into()), None).unwrap();
