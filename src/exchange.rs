@@ -320,7 +320,8 @@ mod tests {
 
     #[test]
     fn the_schema_chooses_and_the_contract_opts_in_to_coercion() {
-        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        let schema =
+            json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
         let (mut c, v) = contract(Some(schema));
         let reply = |t: &str| ResponseBody::Text(t.into());
         // The echoed input fails the schema; the answer after it is chosen.
@@ -346,7 +347,11 @@ mod tests {
         let out = check_output(&c, &v, &reply, None).unwrap();
         let warning = ambiguity_warning(&c, out.extraction().unwrap()).unwrap();
         assert_eq!(warning.code, Code::OutputExtractionAmbiguous);
-        assert!(warning.message.starts_with("PRC-T-001@1.0.0: the reply has two"), "{}", warning.message);
+        assert!(
+            warning.message.starts_with("PRC-T-001@1.0.0: the reply has two"),
+            "{}",
+            warning.message
+        );
     }
 
     #[test]

@@ -873,7 +873,10 @@ fn extract_chooses_the_candidate_the_schema_accepts_and_lists_the_others() {
     out.status(0);
     let doc = out.json();
     assert_eq!(doc["value"], json!({"label": "spam"}), "{doc:#}");
-    assert_eq!(doc["candidates"], json!([{"method": "embedded", "span": [9, 24], "verdict": "fails_schema"}]));
+    assert_eq!(
+        doc["candidates"],
+        json!([{"method": "embedded", "span": [9, 24], "verdict": "fails_schema"}])
+    );
     assert_eq!(doc["ambiguous"], false);
 }
 
@@ -906,7 +909,8 @@ fn extract_coerce_needs_a_schema_and_reports_each_coercion() {
     let out = p.pactum_stdin(&["extract", "--schema", &schema, "--json"], &[], Some(text));
     out.status(1);
     assert_eq!(out.json()["code"], "output_schema_invalid");
-    let out = p.pactum_stdin(&["extract", "--schema", &schema, "--coerce", "--json"], &[], Some(text));
+    let out =
+        p.pactum_stdin(&["extract", "--schema", &schema, "--coerce", "--json"], &[], Some(text));
     out.status(0);
     let doc = out.json();
     assert_eq!(doc["value"], json!({"n": 7, "tags": ["x"]}));

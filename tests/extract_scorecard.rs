@@ -64,7 +64,9 @@ fn ambiguous_replies_are_flagged_in_lenient_mode_and_refused_in_strict_mode() {
 #[test]
 fn every_repair_is_reported_with_a_span_inside_the_reply() {
     let lenient = ExtractOptions { repair: true, ..ExtractOptions::default() };
-    for l in corpus().iter().filter(|l| l.expected_kind == "repaired" || l.expected_kind == "partial") {
+    for l in
+        corpus().iter().filter(|l| l.expected_kind == "repaired" || l.expected_kind == "partial")
+    {
         let found = extract(&l.input, &lenient).unwrap_or_else(|e| panic!("{}: {e}", l.id));
         assert!(!found.repairs.is_empty(), "{}: no repair reported", l.id);
         for repair in &found.repairs {
@@ -88,6 +90,7 @@ fn coercions_are_reported_with_their_pointers() {
         ]
     );
     // Without coercion the same reply is returned as written (and then fails the schema).
-    let found = pactum::extract::extract(&line(&lines, "coerce-number").input, &ExtractOptions::default());
+    let found =
+        pactum::extract::extract(&line(&lines, "coerce-number").input, &ExtractOptions::default());
     assert_eq!(found.map(|f| f.value["age"].clone()).ok(), Some(serde_json::json!("42")));
 }

@@ -194,7 +194,11 @@ mod tests {
         let schema = json!({"type": "object", "properties": {
             "tags": {"type": "array", "items": {"type": "integer"}},
             "any": {"type": ["array", "string"]}}});
-        check(json!({"tags": "3"}), schema.clone(), r#"{"tags":[3]} wrapped_in_array@/tags coerced_number@/tags/0"#);
+        check(
+            json!({"tags": "3"}),
+            schema.clone(),
+            r#"{"tags":[3]} wrapped_in_array@/tags coerced_number@/tags/0"#,
+        );
         check(json!({"tags": [1], "any": "x"}), schema.clone(), "unchanged");
         check(json!({"a": 1}), json!({"type": "array"}), r#"[{"a":1}] wrapped_in_array@"#);
     }
@@ -202,15 +206,27 @@ mod tests {
     #[test]
     fn enums_case_insensitively() {
         let schema = json!({"type": "array", "items": {"enum": ["High", "low"]}});
-        check(json!(["HIGH", "low", "Low ", "mid"]), schema, r#"["High","low","low","mid"] enum_case@/0 enum_case@/2"#);
+        check(
+            json!(["HIGH", "low", "Low ", "mid"]),
+            schema,
+            r#"["High","low","low","mid"] enum_case@/0 enum_case@/2"#,
+        );
         check(json!("a"), json!({"enum": ["A", "a "]}), "unchanged");
     }
 
     #[test]
     fn pointers_are_escaped_and_unknown_keywords_ignored() {
         let schema = json!({"properties": {"a/b": {"type": "integer"}}, "additionalProperties": {"type": "boolean"}});
-        check(json!({"a/b": "1", "c": "false"}), schema, r#"{"a/b":1,"c":false} coerced_number@/a~1b coerced_boolean@/c"#);
-        check(json!({"a": "1"}), json!({"anyOf": [{"properties": {"a": {"type": "integer"}}}]}), "unchanged");
+        check(
+            json!({"a/b": "1", "c": "false"}),
+            schema,
+            r#"{"a/b":1,"c":false} coerced_number@/a~1b coerced_boolean@/c"#,
+        );
+        check(
+            json!({"a": "1"}),
+            json!({"anyOf": [{"properties": {"a": {"type": "integer"}}}]}),
+            "unchanged",
+        );
         check(json!("1"), json!(true), "unchanged");
     }
 }

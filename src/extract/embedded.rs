@@ -120,7 +120,10 @@ mod tests {
         assert_eq!(render(r#"He said "{" then {"a": 1}"#), [r#"{" then {"a": 1}…"#]);
         assert_eq!(render("é {\"ü\": 1} ✓"), ["{\"ü\": 1}"]);
         // A closer of the wrong kind does not end a region early.
-        assert_eq!(render(r#"{"a": [1}, "b": {"c": 2}]} {}"#), [r#"{"a": [1}, "b": {"c": 2}]}"#, "{}"]);
+        assert_eq!(
+            render(r#"{"a": [1}, "b": {"c": 2}]} {}"#),
+            [r#"{"a": [1}, "b": {"c": 2}]}"#, "{}"]
+        );
         assert_eq!(render("[1, 2} x"), ["[1, 2} x…"]);
     }
 
@@ -131,12 +134,10 @@ mod tests {
         let text = "{\"a\": [1, x]} ".repeat(100_000);
         assert_eq!(regions(text.as_bytes(), 0).len(), 100_000);
         let text = "[".repeat(1 << 20);
-        assert_eq!(regions(text.as_bytes(), 0), [Region {
-            start: 0,
-            end: 1 << 20,
-            array: true,
-            closed: false
-        }]);
+        assert_eq!(
+            regions(text.as_bytes(), 0),
+            [Region { start: 0, end: 1 << 20, array: true, closed: false }]
+        );
     }
 
     /// Reference: a byte-by-byte scan.

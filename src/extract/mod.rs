@@ -623,12 +623,12 @@ impl<'a, 'g> Run<'a, 'g> {
                 continue;
             }
             let (start, end) = trimmed(self.text, block.content.start, block.content.end);
-            if start < end {
-                if let Ok(value) = self.parse(start, end, false) {
-                    parsed += 1;
-                    if self.offer(Self::found(value, Method::Fenced, (start, end))) {
-                        return true;
-                    }
+            if start < end
+                && let Ok(value) = self.parse(start, end, false)
+            {
+                parsed += 1;
+                if self.offer(Self::found(value, Method::Fenced, (start, end))) {
+                    return true;
                 }
             }
         }
@@ -790,9 +790,11 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
-    const STRICT: ExtractOptions = ExtractOptions { want_array: false, repair: false, coerce: false };
+    const STRICT: ExtractOptions =
+        ExtractOptions { want_array: false, repair: false, coerce: false };
     const ARRAY: ExtractOptions = ExtractOptions { want_array: true, repair: false, coerce: false };
-    const REPAIR: ExtractOptions = ExtractOptions { want_array: false, repair: true, coerce: false };
+    const REPAIR: ExtractOptions =
+        ExtractOptions { want_array: false, repair: true, coerce: false };
 
     /// Renders an outcome as `method value [kind@offset ...]` or `fail method,method`.
     fn render(result: &Result<Extracted, ExtractFailure>) -> String {
@@ -823,8 +825,16 @@ mod tests {
             };
             assert_eq!(reparsed.as_ref(), Some(&found.value), "span of {text:?}");
             assert_eq!(found.method == Method::Repaired, !found.repairs.is_empty(), "{text:?}");
-            assert_eq!(found.ambiguous, found.repairs.iter().any(|r| r.kind.is_guess()) || found.ambiguous && options.repair, "{text:?}");
-            assert!(options.repair || !found.ambiguous, "strict mode returned an ambiguous result for {text:?}");
+            assert_eq!(
+                found.ambiguous,
+                found.repairs.iter().any(|r| r.kind.is_guess())
+                    || found.ambiguous && options.repair,
+                "{text:?}"
+            );
+            assert!(
+                options.repair || !found.ambiguous,
+                "strict mode returned an ambiguous result for {text:?}"
+            );
             assert!(!found.envelope);
         }
         assert_eq!(render(&result), want, "input {text:?}");

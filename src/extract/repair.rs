@@ -145,7 +145,10 @@ mod tests {
             first(r#"{"a": 1}, {'b': 2}"#, true),
             r#"[{"a":1},{"b":2}] single_quotes,concatenated_values"#
         );
-        assert_eq!(first(r#"{'a': 1}{'a': 1}"#, true), r#"{"a":1} single_quotes,single_quotes,doubled_value"#);
+        assert_eq!(
+            first(r#"{'a': 1}{'a': 1}"#, true),
+            r#"{"a":1} single_quotes,single_quotes,doubled_value"#
+        );
     }
 
     #[test]

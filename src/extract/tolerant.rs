@@ -211,7 +211,12 @@ impl<'a> Parser<'a> {
     /// Parses one value from `text[start..limit]` (leading whitespace and comments
     /// skipped); with `whole`, values back to back are read as a list and only
     /// whitespace and comments may follow.
-    pub(super) fn run(&mut self, start: usize, limit: usize, whole: bool) -> Result<Repaired, Stop> {
+    pub(super) fn run(
+        &mut self,
+        start: usize,
+        limit: usize,
+        whole: bool,
+    ) -> Result<Repaired, Stop> {
         self.bytes = self.text.as_bytes().get(..limit).ok_or(start)?;
         self.pos = start;
         self.repairs.clear();
@@ -354,7 +359,8 @@ impl<'a> Parser<'a> {
                 return Ok(self.close_truncated(stack)?);
             }
             let placeholder = self.ellipsis();
-            if placeholder > 0 && matches!(expect, Expect::Value | Expect::Key) && !stack.is_empty() {
+            if placeholder > 0 && matches!(expect, Expect::Value | Expect::Key) && !stack.is_empty()
+            {
                 let start = self.pos;
                 self.pos += placeholder;
                 self.note(RepairKind::Ellipsis, start);
@@ -389,7 +395,8 @@ impl<'a> Parser<'a> {
                         }
                         continue;
                     }
-                    b']' | b')' if matches!(stack.last(), Some(Frame::Array(_, c)) if *c == byte) => {
+                    b']' | b')' if matches!(stack.last(), Some(Frame::Array(_, c)) if *c == byte) =>
+                    {
                         if let Some(at) = comma.take() {
                             self.note_span(RepairKind::TrailingComma, at, at + 1);
                         }
@@ -644,7 +651,9 @@ impl<'a> Parser<'a> {
             "True" => Some((Value::Bool(true), Some(RepairKind::PythonLiteral))),
             "False" => Some((Value::Bool(false), Some(RepairKind::PythonLiteral))),
             "None" => Some((Value::Null, Some(RepairKind::PythonLiteral))),
-            "undefined" | "NaN" | "Infinity" => Some((Value::Null, Some(RepairKind::JavascriptLiteral))),
+            "undefined" | "NaN" | "Infinity" => {
+                Some((Value::Null, Some(RepairKind::JavascriptLiteral)))
+            }
             _ => match word.to_ascii_lowercase().as_str() {
                 "true" => Some((Value::Bool(true), Some(RepairKind::LiteralCase))),
                 "false" => Some((Value::Bool(false), Some(RepairKind::LiteralCase))),
@@ -663,7 +672,8 @@ impl<'a> Parser<'a> {
         }
         if at_end {
             // Truncated inside a keyword that can only be one literal.
-            let completed = ["true", "false", "null"].into_iter().find(|full| full.starts_with(word));
+            let completed =
+                ["true", "false", "null"].into_iter().find(|full| full.starts_with(word));
             self.truncate();
             return Ok(match completed {
                 Some("true") => Token::Done(Value::Bool(true)),
@@ -936,28 +946,46 @@ mod tests {
     #[test]
     fn each_slip_is_repaired_and_reported() {
         check("[1, 2,]", "[1,2] trailing_comma");
-        check("{'a': 'it''s'}", "{\"a\":\"it''s\"} single_quotes,unescaped_quote,unescaped_quote,single_quotes");
+        check(
+            "{'a': 'it''s'}",
+            "{\"a\":\"it''s\"} single_quotes,unescaped_quote,unescaped_quote,single_quotes",
+        );
         check("{a: 1, b_2: 2}", "{\"a\":1,\"b_2\":2} unquoted_key,unquoted_key");
         check("{\"a\": 1 // c\n /* d */ # e\n}", "{\"a\":1} comment,comment,comment");
         check("{\"a\": \"x\ny\"}", "{\"a\":\"x\\ny\"} raw_control_character");
-        check("[True, False, None]", "[true,false,null] python_literal,python_literal,python_literal");
+        check(
+            "[True, False, None]",
+            "[true,false,null] python_literal,python_literal,python_literal",
+        );
         check("(1, 2)", "[1,2] python_literal");
         check("[TRUE, Null]", "[true,null] literal_case,literal_case");
-        check("[undefined, NaN, Infinity, -Infinity]", "[null,null,null,null] javascript_literal,javascript_literal,javascript_literal,javascript_literal");
+        check(
+            "[undefined, NaN, Infinity, -Infinity]",
+            "[null,null,null,null] javascript_literal,javascript_literal,javascript_literal,javascript_literal",
+        );
         check("{“a”: ‘b’}", "{\"a\":\"b\"} smart_quotes,smart_quotes");
-        check(r#"{"a": "say "hi" now"}"#, r#"{"a":"say \"hi\" now"} unescaped_quote,unescaped_quote"#);
+        check(
+            r#"{"a": "say "hi" now"}"#,
+            r#"{"a":"say \"hi\" now"} unescaped_quote,unescaped_quote"#,
+        );
         check(r#"{"a": "Porto, "b": 1}"#, r#"{"a":"Porto","b":1} missing_quote"#);
         check(r#"["C:\Users", "\ud800"]"#, r#"["C:\\Users","�"] invalid_escape,invalid_escape"#);
         check(r#"{"a": 1 "b": 2}"#, r#"{"a":1,"b":2} missing_comma"#);
         check(r#"["x" "y" 3]"#, r#"["x","y",3] missing_comma,missing_comma"#);
-        check(r#"{"a": in progress, "b": 57e-x1}"#, r#"{"a":"in progress","b":"57e-x1"} unquoted_string,unquoted_string"#);
+        check(
+            r#"{"a": in progress, "b": 57e-x1}"#,
+            r#"{"a":"in progress","b":"57e-x1"} unquoted_string,unquoted_string"#,
+        );
         check(r#"{"a": [1, 2}"#, r#"{"a":[1,2]} mismatched_closer"#);
         check(r#"[{"a": 1}}, 2]"#, r#"[{"a":1},2] mismatched_closer"#);
         check(r#"{"a": 1}, "b": 2}"#, r#"{"a":1,"b":2} premature_closer"#);
         check(r#"{"a": [1, ...], ...}"#, r#"{"a":[1]} ellipsis,ellipsis"#);
         check("[1, …]", "[1] ellipsis");
         check(r#"{\"a\": \"b\"}"#, r#"{"a":"b"} escaped_json,escaped_json"#);
-        check(r#"[.5, 1., +1, 1_000, -.5]"#, "[0.5,1.0,1,1000,-0.5] number_format,number_format,number_format,number_format,number_format");
+        check(
+            r#"[.5, 1., +1, 1_000, -.5]"#,
+            "[0.5,1.0,1,1000,-0.5] number_format,number_format,number_format,number_format,number_format",
+        );
         check(r#"{"a": }"#, r#"{"a":""} missing_value"#);
         check(r#"{"a": 1}, {"b": 2}"#, r#"[{"a":1},{"b":2}] concatenated_values"#);
         check(r#"[1] [1]"#, "[1] doubled_value");
@@ -1032,17 +1060,15 @@ mod tests {
             (slips & bit != 0).then_some(bit)
         };
         match value {
-            Value::Null => {
-                out.push_str(if mark(made, on(RepairKind::JavascriptLiteral)) {
-                    "undefined"
-                } else if mark(made, on(RepairKind::PythonLiteral)) {
-                    "None"
-                } else if mark(made, on(RepairKind::LiteralCase)) {
-                    "NULL"
-                } else {
-                    "null"
-                })
-            }
+            Value::Null => out.push_str(if mark(made, on(RepairKind::JavascriptLiteral)) {
+                "undefined"
+            } else if mark(made, on(RepairKind::PythonLiteral)) {
+                "None"
+            } else if mark(made, on(RepairKind::LiteralCase)) {
+                "NULL"
+            } else {
+                "null"
+            }),
             Value::Bool(b) => {
                 let python = if *b { "True" } else { "False" };
                 let upper = if *b { "TRUE" } else { "FALSE" };
@@ -1066,7 +1092,7 @@ mod tests {
                 if !s.is_empty() && !s.contains(' ') && mark(made, on(RepairKind::UnquotedString)) {
                     // Only inside containers, where the writer always is here; a leading
                     // letter keeps it from reading as a number or a literal.
-                    out.push_str("w");
+                    out.push('w');
                     out.push_str(s);
                 } else if mark(made, on(RepairKind::SingleQuotes)) {
                     out.push_str(&format!("'{s}'"));
@@ -1100,7 +1126,11 @@ mod tests {
                 out.push('{');
                 for (i, (key, item)) in map.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(if mark(made, on(RepairKind::Comment)) { ", // note\n" } else { ", " });
+                        out.push_str(if mark(made, on(RepairKind::Comment)) {
+                            ", // note\n"
+                        } else {
+                            ", "
+                        });
                     }
                     if mark(made, on(RepairKind::UnquotedKey)) {
                         out.push_str(key);

@@ -115,8 +115,7 @@ pub struct Mode {
 
 /// The options of a mode (`strict` or `lenient`) for a line.
 pub fn options(lenient: bool, line: &Line, coerce: bool) -> ExtractOptions {
-    let want_array =
-        line.schema.as_ref().and_then(|s| s.get("type")).is_some_and(|t| t == "array");
+    let want_array = line.schema.as_ref().and_then(|s| s.get("type")).is_some_and(|t| t == "array");
     ExtractOptions { want_array, repair: lenient, coerce }
 }
 
@@ -181,10 +180,8 @@ pub fn score(lines: &[Line], lenient: bool) -> Mode {
                 None => mode.refusals.exact += 1,
                 Some(f) => {
                     mode.refusals.wrong += 1;
-                    mode.misses.push(format!(
-                        "{} should refuse: {} by {}",
-                        line.id, f.value, f.method
-                    ));
+                    mode.misses
+                        .push(format!("{} should refuse: {} by {}", line.id, f.value, f.method));
                 }
             }
         }
