@@ -91,11 +91,13 @@ def main():
     lines = read(path)
     refusals = sum(1 for l in lines if l.get("category") == "none" and not l.get("expected_stated"))
     print(f"{path}: {len(lines)} replies")
-    print("| peer | exact | wrong | refused | valid JSON: wrong | refusals kept |")
-    print("|---|---|---|---|---|---|")
+    # The columns of the pactum rows printed by the scorecard tests; a peer has no
+    # ambiguity flag and no schema guidance ("-").
+    print("| peer | exact | wrong | refused | ambiguous | valid JSON: wrong | refusals kept | with schema: exact |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, run in [("json_repair (Python)", json_repair_outcomes), ("jsonrepair (npm)", jsonrepair_outcomes)]:
         c = score(lines, run(lines))
-        print(f"| {name} | {c['exact']} | {c['wrong']} | {c['refused']} | {c['valid_wrong']} | {c['refusals_kept']}/{refusals} |")
+        print(f"| {name} | {c['exact']} | {c['wrong']} | {c['refused']} | - | {c['valid_wrong']} | {c['refusals_kept']}/{refusals} | - |")
 
 
 if __name__ == "__main__":
