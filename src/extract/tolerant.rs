@@ -12,7 +12,7 @@
 //! | `{key: 1}` (ASCII letters, digits, `_`, `$`, `-`) | `unquoted_key` |
 //! | `// …`, `# …` to the end of the line, `/* … */` | `comment` |
 //! | raw control characters (newline, tab, …) inside a string | `raw_control_character` (once per string) |
-//! | inside a container, a quote not followed by `,` `:` `}` `]` `/` or the end while another one follows on its line | `unescaped_quote` (kept; a guess) |
+//! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
 //! | a string value running into `, "key":` | `missing_quote` (closed before the comma; a guess) |
 //! | `\x`, `\u12` and lone surrogates | `invalid_escape` (kept literally; lone surrogates become U+FFFD) |
 //! | `True`, `False`, `None`, `(1, 2)` | `python_literal` (a tuple becomes an array) |
@@ -91,6 +91,28 @@ fn quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
         }
         if here.starts_with(quote) {
             return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
+/// Whether `quote` followed by blanks and a closer (`}` or `]`) occurs in `rest` before
+/// the next newline; reads up to the first such quote or the newline.
+fn closing_quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
+    let Some(&first) = quote.first() else { return false };
+    let mut from = 0;
+    while let Some(found) = rest.get(from..).and_then(|r| find_any([b'\n', first], r)) {
+        let at = from + found;
+        let here = rest.get(at..).unwrap_or_default();
+        if here.first() == Some(&b'\n') {
+            return false;
+        }
+        if let Some(tail) = here.strip_prefix(quote) {
+            let next = tail.iter().find(|&&b| b != b' ' && b != b'\t');
+            if matches!(next, Some(b'}' | b']')) {
+                return true;
+            }
         }
         from = at + 1;
     }
@@ -186,6 +208,8 @@ pub(super) struct Parser<'a> {
     in_object: bool,
     /// Whether the string being read is an object key.
     in_key: bool,
+    /// How many containers are open around the value being read.
+    depth: usize,
     /// Where a whole-text run's value starts (the only place a top-level tuple is read).
     whole_start: Option<usize>,
     /// Open containers, kept between runs for its allocation.
@@ -203,6 +227,7 @@ impl<'a> Parser<'a> {
             nested: false,
             in_object: false,
             in_key: false,
+            depth: 0,
             whole_start: None,
             stack: vec![],
         }
@@ -411,6 +436,7 @@ impl<'a> Parser<'a> {
                     _ => {
                         comma = None;
                         self.nested = !stack.is_empty();
+                        self.depth = stack.len();
                         self.in_object = matches!(stack.last(), Some(Frame::Object(..)));
                         match self.scalar()? {
                             Token::Done(value) => Some(value),
@@ -812,17 +838,14 @@ impl<'a> Parser<'a> {
     }
 
     /// Whether the quote `quote` ending at `after` closes its string: always for a key
-    /// or a top-level string; else when what follows it (after whitespace) is `,` `:` `}` `]`
-    /// `/` or the end of the input, or when no other such quote follows on the same line.
+    /// or a top-level string; else when what follows it can follow a value
+    /// ([`Self::plausible_end`]), when a new item or member follows without a comma, or
+    /// when no other such quote follows on the same line.
     fn ends_string(&self, quote: &[u8], after: usize) -> bool {
         if !self.nested || self.in_key {
             return true;
         }
         let rest = self.bytes.get(after..).unwrap_or_default();
-        let structural = rest
-            .iter()
-            .find(|&&b| !is_json_ws(b))
-            .is_none_or(|b| matches!(b, b',' | b':' | b'}' | b']' | b'/'));
         // In an array, `"x" "y"` or `"x" [1]`: a string or container after a blank is the
         // next item.
         let next_item = !self.in_object
@@ -831,7 +854,56 @@ impl<'a> Parser<'a> {
                 .iter()
                 .find(|&&b| !is_json_ws(b))
                 .is_some_and(|b| matches!(b, b'[' | b'{') || quote.first() == Some(b));
-        structural || next_item || !quote_later_on_line(rest, quote) || starts_member(rest, false)
+        self.plausible_end(rest, quote)
+            || next_item
+            || starts_member(rest, false)
+            || !quote_later_on_line(rest, quote)
+    }
+
+    /// Whether `rest`, what follows a closing quote, can follow a string value: the end,
+    /// a comment, a comma before another item or member, or a closer; one that closes the
+    /// outermost container must be followed by the end of the line, another value or
+    /// member, or at least not by prose running into another quote and closer on the same
+    /// line (`… {"b": "c"}, more"}`: those quotes belong to the text). A `:` never follows
+    /// a value. Reads to the end of the line at most.
+    fn plausible_end(&self, rest: &[u8], quote: &[u8]) -> bool {
+        let skip = |from: usize| {
+            from + rest
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|&&b| is_json_ws(b))
+                .count()
+        };
+        let at = skip(0);
+        match rest.get(at) {
+            None | Some(b'/' | b'#') => true,
+            Some(b',') => {
+                let next = skip(at + 1);
+                match rest.get(next) {
+                    None => true,
+                    Some(&b) if self.in_object => {
+                        starts_member(rest.get(at..).unwrap_or_default(), true)
+                            || is_key_byte(b)
+                            || matches!(b, b'}' | b'"' | b'\'' | b'\\' | b'/' | b'#')
+                    }
+                    Some(&b) => !matches!(b, b':' | b','),
+                }
+            }
+            Some(b'}' | b']') => {
+                let after = skip(at + 1);
+                if self.depth > 1 {
+                    return true;
+                }
+                let line_end = rest.get(at + 1..after).is_some_and(|gap| gap.contains(&b'\n'));
+                let next = rest.get(skip(after + usize::from(rest.get(after) == Some(&b','))));
+                line_end
+                    || next.is_none_or(|b| matches!(b, b'{' | b'[' | b'\n'))
+                    || starts_member(rest.get(after..).unwrap_or_default(), true)
+                    || !closing_quote_later_on_line(rest.get(at + 1..).unwrap_or_default(), quote)
+            }
+            _ => false,
+        }
     }
 
     /// Decodes the escape at the current backslash into `out`; returns where the next
@@ -969,6 +1041,18 @@ mod tests {
             r#"{"a":"say \"hi\" now"} unescaped_quote,unescaped_quote"#,
         );
         check(r#"{"a": "Porto, "b": 1}"#, r#"{"a":"Porto","b":1} missing_quote"#);
+        // JSON quoted inside a string value: a quote before `:` never ends a value, and a
+        // closer followed by prose that runs into another quote and closer is text.
+        check(
+            r#"{"note": "the reply was {"ok": true}, not what we asked", "n": 1}"#,
+            r#"{"n":1,"note":"the reply was {\"ok\": true}, not what we asked"} unescaped_quote,unescaped_quote"#,
+        );
+        check(
+            r#"{"why": "input {"x": "y"}, sadly"}"#,
+            r#"{"why":"input {\"x\": \"y\"}, sadly"} unescaped_quote,unescaped_quote,unescaped_quote,unescaped_quote"#,
+        );
+        // But a closer followed by another value or member is the end.
+        check(r#"{"a": "x"}, {"b": "y"}"#, r#"[{"a":"x"},{"b":"y"}] concatenated_values"#);
         check(r#"["C:\Users", "\ud800"]"#, r#"["C:\\Users","�"] invalid_escape,invalid_escape"#);
         check(r#"{"a": 1 "b": 2}"#, r#"{"a":1,"b":2} missing_comma"#);
         check(r#"["x" "y" 3]"#, r#"["x","y",3] missing_comma,missing_comma"#);
