@@ -12,6 +12,10 @@ Usage (from the repository root):
 
     python3 bench/scripts/extract_peers.py ../shared/peer/llm-outputs.jsonl
     python3 bench/scripts/extract_peers.py tests/fixtures/extract/replies.jsonl
+    python3 bench/scripts/extract_peers.py ../shared/peer/llm-outputs.jsonl --without json-repair-
+
+`--without PREFIX` leaves out the lines whose id starts with PREFIX (e.g. a peer's own
+test suite).
 
 Each line's `input` is handed to the peer as is (both peers read the whole text; neither
 looks for fences or prose around the JSON by itself). `exact`: the peer returned the
@@ -87,10 +91,16 @@ def score(lines, outcomes):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "../shared/peer/llm-outputs.jsonl"
-    lines = read(path)
+    args = sys.argv[1:]
+    without = None
+    if "--without" in args:
+        at = args.index("--without")
+        without = args[at + 1]
+        del args[at : at + 2]
+    path = args[0] if args else "../shared/peer/llm-outputs.jsonl"
+    lines = [l for l in read(path) if not (without and l["id"].startswith(without))]
     refusals = sum(1 for l in lines if l.get("category") == "none" and not l.get("expected_stated"))
-    print(f"{path}: {len(lines)} replies")
+    print(f"{path}: {len(lines)} replies" + (f" (without {without}*)" if without else ""))
     # The columns of the pactum rows printed by the scorecard tests; a peer has no
     # ambiguity flag and no schema guidance ("-").
     print("| peer | exact | wrong | refused | ambiguous | valid JSON: wrong | refusals kept | with schema: exact |")
