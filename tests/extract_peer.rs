@@ -64,7 +64,7 @@ fn peer_scorecard() {
     // SPEC §6.3 takes the first block that parses.
     assert_eq!(strict.valid_json_wrong, ["json-repair-009"], "{}", strict.misses.join("\n"));
     // Floors a little under the counts recorded in BENCHMARKS.md: a drop is a regression.
-    assert!(lenient.scored.exact >= 135, "lenient exact {:?}", lenient.scored);
+    assert!(lenient.scored.exact >= 138, "lenient exact {:?}", lenient.scored);
     assert!(lenient.scored.wrong <= 6, "lenient wrong {:?}", lenient.scored);
     assert!(strict.scored.wrong <= 1, "strict wrong {:?}", strict.scored);
 }

@@ -190,7 +190,8 @@ pub enum RepairKind {
     ConcatenatedValues,
     /// The same JSON value twice in a row, read once.
     DoubledValue,
-    /// A string value running into the next member: closed before the comma (ambiguous).
+    /// A string value running into the next member (closed before the comma), or an
+    /// unquoted value closed by a quote further on (ambiguous).
     MissingQuote,
     /// An object closed before more members followed; the closer was skipped (ambiguous).
     PrematureCloser,
@@ -198,6 +199,10 @@ pub enum RepairKind {
     LiteralCase,
     /// A key without its value (`{"a": }`), read as an empty string (ambiguous).
     MissingValue,
+    /// A bare word between members (`{"a": 1, NOTE "b": 2}`), dropped (ambiguous).
+    StrayText,
+    /// A string in doubled quotes (`""key""`, as CSV escapes them).
+    DoubledQuotes,
     /// A number written the JavaScript way (`.5`, `1.`, `+1`), normalised.
     NumberFormat,
     /// Coercion: a string read as the number the schema wants.
@@ -238,6 +243,8 @@ impl RepairKind {
             RepairKind::PrematureCloser => "premature_closer",
             RepairKind::LiteralCase => "literal_case",
             RepairKind::MissingValue => "missing_value",
+            RepairKind::StrayText => "stray_text",
+            RepairKind::DoubledQuotes => "doubled_quotes",
             RepairKind::NumberFormat => "number_format",
             RepairKind::CoercedNumber => "coerced_number",
             RepairKind::CoercedBoolean => "coerced_boolean",
@@ -257,6 +264,7 @@ impl RepairKind {
                 | RepairKind::MissingQuote
                 | RepairKind::PrematureCloser
                 | RepairKind::MissingValue
+                | RepairKind::StrayText
         )
     }
 

@@ -13,7 +13,8 @@
 //! | `// …`, `# …` to the end of the line, `/* … */` | `comment` |
 //! | raw control characters (newline, tab, …) inside a string | `raw_control_character` (once per string) |
 //! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
-//! | a string value running into `, "key":` | `missing_quote` (closed before the comma; a guess) |
+//! | a string value running into `, "key":`; an unquoted value that a quote closes later on its line (`{"a": x, y.", …}`) | `missing_quote` (a guess) |
+//! | `{"a": 1, NOTE "b": 2}`: a bare word before a quoted key | `stray_text` (dropped; a guess) |
 //! | `\x`, `\u12` and lone surrogates | `invalid_escape` (kept literally; lone surrogates become U+FFFD) |
 //! | `True`, `False`, `None`, `(1, 2)` | `python_literal` (a tuple becomes an array) |
 //! | `TRUE`, `Null`, … | `literal_case` |
@@ -26,6 +27,7 @@
 //! | `...` or `…` where an item or member would be | `ellipsis` (dropped) |
 //! | `{"a": }`: a key without its value | `missing_value` (an empty string; a guess) |
 //! | `{\"a\": 1}` | `escaped_json` |
+//! | `{""a"": ''x''}` (quotes doubled as CSV escapes them) | `doubled_quotes` |
 //! | the input ends inside the value, or a fence closer (```` ``` ````) cuts it | `truncated_tail` (once, at the end) |
 //! | several values back to back, parsed whole | `concatenated_values` (a list; a guess) or `doubled_value` (the same value twice: one) |
 //!
@@ -723,6 +725,23 @@ impl<'a> Parser<'a> {
         while self.peek().is_some_and(|b| !stops.contains(&b)) && !self.at_fence() {
             self.pos += 1;
         }
+        // `{"a": ipsum, sic, datum.", "b": 1}`: the opening quote is missing and the
+        // closing one ends the value further on its line.
+        if self.in_object && self.peek() == Some(b',') {
+            let line = self.bytes.get(start..).unwrap_or_default();
+            let line = line.get(..find_byte(b'\n', line).unwrap_or(line.len())).unwrap_or_default();
+            if let Some(quote) = find_byte(b'"', line)
+                && line.get(quote + 1..).is_some_and(|after| {
+                    matches!(after.iter().find(|&&b| !is_json_ws(b)), None | Some(b',' | b'}'))
+                })
+            {
+                self.pos = start + quote;
+                let text = self.slice(start).to_owned();
+                self.pos += 1;
+                self.note(RepairKind::MissingQuote, start);
+                return Ok(Token::Done(Value::String(text)));
+            }
+        }
         let text = self.slice(start).trim_end();
         if text.is_empty() {
             return Err(start);
@@ -742,6 +761,16 @@ impl<'a> Parser<'a> {
             if self.pos == self.bytes.len() {
                 self.truncate();
                 return Ok(Token::Truncated);
+            }
+            // `{"a": 1, COMMENT "b": 2}`: a stray word before a quoted key is dropped.
+            let word_end = self.pos;
+            let next = self.bytes.get(word_end..).unwrap_or_default();
+            if next.first().is_some_and(|&b| is_json_ws(b)) && starts_member(next, false) {
+                self.note_span(RepairKind::StrayText, start, word_end);
+                while self.peek().is_some_and(is_json_ws) {
+                    self.pos += 1;
+                }
+                return self.key();
             }
             self.note(RepairKind::UnquotedKey, start);
             return Ok(Token::Done(self.slice(start).to_owned()));
@@ -771,7 +800,12 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let rest = self.rest();
         // The closing quotes accepted, the quote's width and the kind of slip.
+        // `""key""`, `''text''`: doubled quotes (as CSV escapes them) around a word.
+        let doubled =
+            |c: u8| !is_json_ws(c) && !matches!(c, b',' | b':' | b'}' | b']' | b'"' | b'\'');
         let (closers, width, kind): (&[&[u8]], usize, Option<RepairKind>) = match rest {
+            [b'"', b'"', c, ..] if doubled(*c) => (&[b"\"\""], 2, Some(RepairKind::DoubledQuotes)),
+            [b'\'', b'\'', c, ..] if doubled(*c) => (&[b"''"], 2, Some(RepairKind::DoubledQuotes)),
             [b'"', ..] => (&[b"\""], 1, None),
             [b'\'', ..] => (&[b"'"], 1, Some(RepairKind::SingleQuotes)),
             [b'\\', b'"', ..] => (&[b"\\\""], 2, Some(RepairKind::EscapedJson)),
@@ -784,7 +818,7 @@ impl<'a> Parser<'a> {
             _ => return Err(start),
         };
         let single = rest.first() == Some(&b'\'');
-        let escaped_quotes = width == 2;
+        let escaped_quotes = kind == Some(RepairKind::EscapedJson);
         let value_in_object = self.in_object;
         self.pos += width;
         let mut out = String::new();
@@ -1041,6 +1075,12 @@ mod tests {
             r#"{"a":"say \"hi\" now"} unescaped_quote,unescaped_quote"#,
         );
         check(r#"{"a": "Porto, "b": 1}"#, r#"{"a":"Porto","b":1} missing_quote"#);
+        check(r#"{"a": one, two.", "b": 1}"#, r#"{"a":"one, two.","b":1} missing_quote"#);
+        check(r#"{"a": 1, NOTE "b": 2}"#, r#"{"a":1,"b":2} stray_text"#);
+        check(
+            r##"{""a"": ''x y'', ""b"": 2}"##,
+            r#"{"a":"x y","b":2} doubled_quotes,doubled_quotes,doubled_quotes"#,
+        );
         // JSON quoted inside a string value: a quote before `:` never ends a value, and a
         // closer followed by prose that runs into another quote and closer is text.
         check(
