@@ -71,6 +71,8 @@ pub struct Contract {
     pub output_schema: Option<Value>,
     /// Lenient JSON repair after strict extraction fails (`extraction.repair`).
     pub repair: bool,
+    /// Schema-aligned coercion of the extracted value (`extraction.coerce`).
+    pub coerce: bool,
     pub examples: Vec<Example>,
     pub metadata: Value,
     /// The whole document as written (for the compatibility diff).
@@ -163,7 +165,8 @@ impl Contract {
             required_context: raw.required_context.unwrap_or_default(),
             input_schema: raw.input_schema,
             output_schema: raw.output_schema,
-            repair: raw.extraction.is_some_and(|e| e.repair),
+            repair: raw.extraction.as_ref().is_some_and(|e| e.repair),
+            coerce: raw.extraction.as_ref().is_some_and(|e| e.coerce),
             examples,
             metadata: raw.metadata.unwrap_or_else(|| Value::Object(Default::default())),
             raw: value,
@@ -219,6 +222,8 @@ pub(crate) struct RawBoundary {
 pub(crate) struct RawExtraction {
     #[serde(default)]
     repair: bool,
+    #[serde(default)]
+    coerce: bool,
 }
 
 #[derive(Deserialize)]
@@ -250,6 +255,7 @@ mod tests {
         assert_eq!(c.prompt_pack_version, Requirement::Latest);
         assert!(!c.produces_json());
         assert!(!c.repair);
+        assert!(!c.coerce);
     }
 
     #[test]
@@ -257,12 +263,12 @@ mod tests {
         let mut v = minimal();
         v["prompt_pack_version"] = json!("^1");
         v["output_schema"] = json!({"type": "array"});
-        v["extraction"] = json!({"repair": true});
+        v["extraction"] = json!({"repair": true, "coerce": true});
         v["examples"] = json!([{"input": {}, "response": "[]"}]);
         v["x-future-field"] = json!(1);
         let c = Contract::from_value(v, "ab", Path::new("c.json")).unwrap();
         assert!(c.wants_array());
-        assert!(c.repair);
+        assert!(c.repair && c.coerce);
         assert_eq!(c.examples[0].expect, "ok");
     }
 

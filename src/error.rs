@@ -108,6 +108,7 @@ codes! {
     OutputJsonExtractionFailed = "output_json_extraction_failed", Error, "no JSON value could be extracted from the response";
     OutputSchemaInvalid = "output_schema_invalid", Error, "the extracted output does not fit the contract's output_schema";
     OutputTruncated = "output_truncated", Error, "the provider cut the response off (finish reason length) and no JSON could be extracted";
+    OutputExtractionAmbiguous = "output_extraction_ambiguous", Warning, "lenient extraction had to pick one of two plausible readings of the reply";
     ExampleFailed = "example_failed", Error, "a contract example does not give the outcome it expects";
     ExpectedOutputMissing = "expected_output_missing", Warning, "a file listed in the pack's expected_outputs was not produced";
     BudgetExceeded = "budget_exceeded", Error, "the work order's token budget cannot pay for the next call";

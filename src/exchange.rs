@@ -11,11 +11,13 @@
 use serde_json::Value;
 
 use crate::contract::{Contract, Example};
+use crate::error::Code;
 use crate::error::{Error, Finding, Result};
-use crate::extract::{self, ExtractOptions, Extracted};
+use crate::extract::{self, ExtractOptions, Extracted, Guide};
 use crate::gateway::{FinishReason, ResponseBody};
 use crate::project::Validators;
 use crate::render::CompiledPack;
+use crate::resolve::Warning;
 
 /// The validated output of one exchange: the extracted, schema-valid value with its
 /// provenance (JSON contracts), or the reply's text (text contracts).
@@ -110,7 +112,11 @@ pub fn check_context(contract: &Contract, assembled: Option<&Value>) -> Result<(
 
 /// The extraction options a contract asks for.
 pub fn extract_options(contract: &Contract) -> ExtractOptions {
-    ExtractOptions { want_array: contract.wants_array(), repair: contract.repair }
+    ExtractOptions {
+        want_array: contract.wants_array(),
+        repair: contract.repair,
+        coerce: contract.coerce,
+    }
 }
 
 /// Extracts and validates the reply. An extraction failure is
@@ -141,9 +147,13 @@ pub fn check_output(
         return Ok(Output::Text(text));
     };
     let options = extract_options(contract);
+    // The output schema chooses between candidates (SPEC §6.3).
+    let accepts = |value: &Value| validator.is_valid(value);
+    let schema = contract.output_schema.as_ref().unwrap_or(&Value::Bool(true));
+    let guide = Guide { schema, accepts: &accepts };
     let extracted = match body {
-        ResponseBody::Text(t) => extract::extract(t, &options),
-        ResponseBody::Envelope(v) => extract::extract_envelope(v, &options),
+        ResponseBody::Text(t) => extract::extract_guided(t, &options, Some(&guide)),
+        ResponseBody::Envelope(v) => extract::extract_envelope_guided(v, &options, Some(&guide)),
     };
     let extracted = extracted.map_err(|failure| {
         let methods_tried: Vec<String> =
@@ -159,6 +169,37 @@ pub fn check_output(
     }
     let findings: Vec<Finding> = crate::schema::findings(validator, &extracted.value);
     Err(Error::OutputSchemaInvalid { contract: contract.key(), value: extracted.value, findings })
+}
+
+/// The run warning for an output whose extraction had to guess (SPEC §6.3): the reply has
+/// two plausible readings and pactum took one (lenient mode only; strict mode refuses).
+pub fn ambiguity_warning(contract: &Contract, extracted: &Extracted) -> Option<Warning> {
+    if !extracted.ambiguous {
+        return None;
+    }
+    let guesses: Vec<String> = extracted
+        .repairs
+        .iter()
+        .filter(|r| r.kind.is_guess())
+        .map(|r| format!("{} at bytes {}..{}", r.kind, r.span.0, r.span.1))
+        .collect();
+    let why = if guesses.is_empty() {
+        "another JSON value follows the chosen one".to_string()
+    } else {
+        guesses.join(", ")
+    };
+    Some(Warning {
+        code: Code::OutputExtractionAmbiguous,
+        message: format!(
+            "{}: the reply has two plausible readings ({why}); the {} value from bytes {}..{} \
+             was used. Ask the model for exactly one JSON value, or drop `extraction.repair` \
+             to refuse such replies",
+            contract.key(),
+            extracted.method,
+            extracted.span.0,
+            extracted.span.1
+        ),
+    })
 }
 
 /// Runs one contract example offline: input, rendering and the output steps on the
@@ -275,6 +316,42 @@ mod tests {
         let e = check_output(&c, &v, &ResponseBody::Envelope(json!({"content": "x"})), None)
             .unwrap_err();
         assert_eq!(e.code(), Code::OutputJsonExtractionFailed);
+    }
+
+    #[test]
+    fn the_schema_chooses_and_the_contract_opts_in_to_coercion() {
+        let schema =
+            json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        let (mut c, v) = contract(Some(schema));
+        let reply = |t: &str| ResponseBody::Text(t.into());
+        // The echoed input fails the schema; the answer after it is chosen.
+        let out = check_output(&c, &v, &reply("in: {\"q\": 1} out: {\"n\": 2}"), None).unwrap();
+        let found = out.extraction().unwrap();
+        assert_eq!((found.value.clone(), found.candidates.len()), (json!({"n": 2}), 1));
+        // A string where the schema wants an integer: a schema failure, unless coerced.
+        let e = check_output(&c, &v, &reply("{\"n\": \"3\"}"), None).unwrap_err();
+        assert_eq!(e.code(), Code::OutputSchemaInvalid);
+        c.coerce = true;
+        let out = check_output(&c, &v, &reply("{\"n\": \"3\"}"), None).unwrap();
+        assert_eq!(out.value(), Some(&json!({"n": 3})));
+        assert!(ambiguity_warning(&c, out.extraction().unwrap()).is_none());
+    }
+
+    #[test]
+    fn ambiguous_extractions_warn_when_repair_is_on() {
+        let (mut c, v) = contract(Some(json!({"type": "object"})));
+        let reply = ResponseBody::Text("{\"a\": 1} {\"a\": 2}".into());
+        let e = check_output(&c, &v, &reply, None).unwrap_err();
+        assert_eq!(e.code(), Code::OutputJsonExtractionFailed, "strict mode refuses");
+        c.repair = true;
+        let out = check_output(&c, &v, &reply, None).unwrap();
+        let warning = ambiguity_warning(&c, out.extraction().unwrap()).unwrap();
+        assert_eq!(warning.code, Code::OutputExtractionAmbiguous);
+        assert!(
+            warning.message.starts_with("PRC-T-001@1.0.0: the reply has two"),
+            "{}",
+            warning.message
+        );
     }
 
     #[test]

@@ -864,6 +864,67 @@ fn extract_repair_is_opt_in_and_reported() {
 }
 
 #[test]
+fn extract_chooses_the_candidate_the_schema_accepts_and_lists_the_others() {
+    let p = Project::new();
+    let schema = p.write_json(
+        "label.schema.json",
+        &json!({"type": "object", "required": ["label"], "properties": {"label": {"enum": ["spam", "ham"]}}}),
+    );
+    let schema = schema.display().to_string();
+    let text = "You sent {\"text\": \"win\"}. Answer: {\"label\": \"spam\"}";
+    let out = p.pactum_stdin(&["extract", "--schema", &schema, "--json"], &[], Some(text));
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["value"], json!({"label": "spam"}), "{doc:#}");
+    assert_eq!(
+        doc["candidates"],
+        json!([{"method": "embedded", "span": [9, 24], "verdict": "fails_schema"}])
+    );
+    assert_eq!(doc["ambiguous"], false);
+}
+
+#[test]
+fn extract_refuses_ambiguous_replies_unless_repair_is_on_and_then_says_so() {
+    let p = Project::new();
+    let text = "{\"a\": 1}, {\"a\": 2}";
+    let out = p.pactum_stdin(&["extract", "--json"], &[], Some(text));
+    out.status(1);
+    assert!(out.json()["message"].as_str().unwrap().contains("is ambiguous"), "{out}");
+    let out = p.pactum_stdin(&["extract", "--repair", "--json"], &[], Some(text));
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["ambiguous"], true);
+    assert_eq!(doc["value"], json!([{"a": 1}, {"a": 2}]));
+    assert_eq!(doc["repairs"][0], json!({"kind": "concatenated_values", "span": [0, 18]}));
+}
+
+#[test]
+fn extract_coerce_needs_a_schema_and_reports_each_coercion() {
+    let p = Project::new();
+    let out = p.pactum_stdin(&["extract", "--coerce"], &[], Some("{}"));
+    out.status(2);
+    let schema = p.write_json(
+        "n.schema.json",
+        &json!({"type": "object", "properties": {"n": {"type": "integer"}, "tags": {"type": "array"}}}),
+    );
+    let schema = schema.display().to_string();
+    let text = "{\"n\": \"7\", \"tags\": \"x\"}";
+    let out = p.pactum_stdin(&["extract", "--schema", &schema, "--json"], &[], Some(text));
+    out.status(1);
+    assert_eq!(out.json()["code"], "output_schema_invalid");
+    let out =
+        p.pactum_stdin(&["extract", "--schema", &schema, "--coerce", "--json"], &[], Some(text));
+    out.status(0);
+    let doc = out.json();
+    assert_eq!(doc["value"], json!({"n": 7, "tags": ["x"]}));
+    assert_eq!(
+        doc["repairs"],
+        json!([{"kind": "coerced_number", "span": [0, 23], "pointer": "/n"},
+               {"kind": "wrapped_in_array", "span": [0, 23], "pointer": "/tags"}])
+    );
+}
+
+#[test]
 fn without_a_registered_repair_contract_a_bad_output_fails_at_once() {
     let p = Project::new();
     // A registry without PRC-REPAIRJSON-001 (hand-edited, so without history).

@@ -837,6 +837,27 @@ fn reproduces_output_truncated() {
 }
 
 #[test]
+fn reproduces_output_extraction_ambiguous() {
+    let mut c = contract();
+    c["extraction"] = json!({"repair": true});
+    let dir = project_with(c, pack());
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}});
+    // Two objects back to back: the first, or a list of both?
+    let reply = json!([{"text": "{\"label\": \"greeting\"}\n{\"label\": \"other\"}"}]);
+
+    let (out, status) = run_json(dir.path(), wo, reply);
+
+    assert_eq!(out["warnings"][0]["code"], "output_extraction_ambiguous", "{out:#}");
+    assert_eq!(out["extraction"]["ambiguous"], true, "{out:#}");
+    // The object the schema accepts, not the list of both.
+    assert_eq!(out["output"], json!({"label": "greeting"}), "{out:#}");
+    let message = out["warnings"][0]["message"].as_str().unwrap();
+    assert!(message.contains("the embedded value from bytes 0..21 was used"), "{message}");
+    assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "a warning does not fail the run");
+}
+
+#[test]
 fn reproduces_example_failed() {
     let mut c = contract();
     c["examples"] = json!([{"name": "greeting", "input": {"text": "hi"},

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     for want_array in [false, true] {
         for repair in [false, true] {
-            let options = ExtractOptions { want_array, repair };
+            let options = ExtractOptions { want_array, repair, coerce: false };
             if let Ok(found) = extract(text, &options) {
                 assert!(text.get(found.span.0..found.span.1).is_some(), "span off a char boundary");
             }

@@ -119,7 +119,8 @@ impl<'a> Caller<'a> {
         *self.usage.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Resolution warnings collected so far (deprecated contracts or packs), deduplicated.
+    /// Warnings collected so far (deprecated contracts or packs, ambiguous extractions),
+    /// deduplicated.
     pub fn warnings(&self) -> Vec<Warning> {
         let mut w = self.warnings.lock().unwrap_or_else(|p| p.into_inner()).clone();
         w.dedup();
@@ -235,6 +236,17 @@ impl<'a> Caller<'a> {
             response.finish_reason.as_ref(),
         );
         record(Some(&hash), Some(&response), output.as_ref())?;
+        if let Some(warning) = output
+            .as_ref()
+            .ok()
+            .and_then(Output::extraction)
+            .and_then(|x| exchange::ambiguity_warning(&target.contract, x))
+        {
+            let mut warnings = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
+            if !warnings.contains(&warning) {
+                warnings.push(warning);
+            }
+        }
         Ok(Exchanged {
             resolved,
             provider: provider.name().to_string(),

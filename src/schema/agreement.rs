@@ -114,7 +114,7 @@ fn full_contract() -> Value {
         },
         "input_schema": {"type": "object"},
         "output_schema": {"type": "object"},
-        "extraction": {"repair": true},
+        "extraction": {"repair": true, "coerce": true},
         "examples": [{
             "name": "one",
             "input": {},

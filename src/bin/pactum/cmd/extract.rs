@@ -1,13 +1,14 @@
-//! `pactum extract [--contract ID[@REQ] | --schema FILE] [--envelope] < response`: the
-//! JSON pactum finds in a raw model response, with its provenance, optionally validated
-//! against a contract's `output_schema` or a schema file.
+//! `pactum extract [--contract ID[@REQ] | --schema FILE] [--envelope] [--repair] [--coerce]
+//! < response`: the JSON pactum finds in a raw model response, with its provenance (method,
+//! span, repairs, ambiguity, the candidates passed over), optionally validated against a
+//! contract's `output_schema` or a schema file, which then also chooses between candidates.
 
 use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use pactum::error::{Error, Result};
-use pactum::extract::{ExtractOptions, Extracted, extract, extract_envelope};
+use pactum::extract::{ExtractOptions, Extracted, Guide, extract_envelope_guided, extract_guided};
 use pactum::id::Pin;
 use pactum::project::Validators;
 use pactum::resolve::ResolveOptions;
@@ -37,10 +38,10 @@ impl Against {
 #[derive(clap::Args)]
 pub struct Args {
     /// Validate against this contract's output_schema (and use its extraction policy).
-    #[arg(long, value_name = "ID[@REQ]", conflicts_with = "schema")]
+    #[arg(long, value_name = "ID[@REQ]", conflicts_with = "schema", group = "against")]
     contract: Option<String>,
     /// Validate against a JSON Schema file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", group = "against")]
     schema: Option<PathBuf>,
     /// The response is an envelope object with a string `text`.
     #[arg(long)]
@@ -48,6 +49,10 @@ pub struct Args {
     /// Try lenient repairs when strict extraction fails.
     #[arg(long)]
     repair: bool,
+    /// Coerce the value towards the schema (strings to numbers or booleans, a single value
+    /// to a one-item array, enum case); needs --contract or --schema.
+    #[arg(long, requires = "against")]
+    coerce: bool,
     /// Let drafts resolve.
     #[arg(long)]
     allow_draft: bool,
@@ -57,7 +62,8 @@ pub struct Args {
 
 fn extracted_json(x: &Extracted) -> Value {
     json!({"ok": true, "method": x.method, "envelope": x.envelope, "span": [x.span.0, x.span.1],
-           "value": x.value, "repairs": x.repairs})
+           "value": x.value, "repairs": x.repairs, "ambiguous": x.ambiguous,
+           "candidates": x.candidates})
 }
 
 pub fn exec(args: Args) -> u8 {
@@ -66,16 +72,19 @@ pub fn exec(args: Args) -> u8 {
     if let Err(e) = std::io::stdin().read_to_string(&mut raw) {
         return output::fail(&Error::io("<stdin>", e), json);
     }
-    let setup = (|| -> Result<(ExtractOptions, Against, String)> {
-        let mut options = ExtractOptions { want_array: false, repair: args.repair };
+    let setup = (|| -> Result<(ExtractOptions, Against, String, Option<Value>)> {
+        let mut options =
+            ExtractOptions { want_array: false, repair: args.repair, coerce: args.coerce };
         if let Some(pin) = &args.contract {
             let project = args.common.project()?;
             let resolved = project
                 .resolve(&Pin::parse(pin)?, ResolveOptions { allow_draft: args.allow_draft })?;
             options = pactum::exchange::extract_options(&resolved.contract);
             options.repair |= args.repair;
+            options.coerce |= args.coerce;
             let validators = project.validators(&resolved.contract)?;
-            return Ok((options, Against::Contract(validators), resolved.contract.key()));
+            let schema = resolved.contract.output_schema.clone();
+            return Ok((options, Against::Contract(validators), resolved.contract.key(), schema));
         }
         if let Some(path) = &args.schema {
             let doc = pactum::document::load(path, None)?;
@@ -83,24 +92,29 @@ pub fn exec(args: Args) -> u8 {
             let dir = path.parent().unwrap_or(std::path::Path::new("."));
             let validator = pactum::schema::compile(&doc.value, dir, dir)
                 .map_err(|findings| Error::SchemaFileInvalid { path: path.clone(), findings })?;
-            return Ok((options, Against::Schema(validator), path.display().to_string()));
+            let against = path.display().to_string();
+            return Ok((options, Against::Schema(validator), against, Some(doc.value)));
         }
-        Ok((options, Against::Nothing, String::new()))
+        Ok((options, Against::Nothing, String::new(), None))
     })();
-    let (options, against_validator, against) = match setup {
+    let (options, against_validator, against, against_schema) = match setup {
         Ok(x) => x,
         Err(e) => return output::fail(&e, json),
     };
+    // The schema chooses between candidates (and is what coercion aims at).
+    let schema_doc = against_schema;
+    let accepts = |value: &Value| against_validator.validator().is_none_or(|v| v.is_valid(value));
+    let guide = schema_doc.as_ref().map(|schema| Guide { schema, accepts: &accepts });
     let result = if args.envelope {
         match serde_json::from_str::<Value>(&raw) {
-            Ok(v) => extract_envelope(&v, &options),
+            Ok(v) => extract_envelope_guided(&v, &options, guide.as_ref()),
             Err(e) => Err(pactum::extract::ExtractFailure {
                 methods_tried: vec!["envelope"],
                 detail: format!("--envelope needs a JSON object on stdin: {e}"),
             }),
         }
     } else {
-        extract(&raw, &options)
+        extract_guided(&raw, &options, guide.as_ref())
     };
     let extracted = match result {
         Ok(x) => x,

@@ -1,0 +1,1402 @@
+//! The tolerant JSON parser behind lenient repair (`repair.rs` decides where it runs).
+//!
+//! An explicit state machine over a stack of open containers (no recursion), limited to
+//! [`MAX_DEPTH`] nested containers like `serde_json`. It accepts strict JSON plus the
+//! slips LLMs make, and reports each one as a [`Repair`] with the span it is about:
+//!
+//! | slip | kind |
+//! | --- | --- |
+//! | `[1, 2,]`, `{"a": 1,}` | `trailing_comma` |
+//! | `'text'` | `single_quotes` |
+//! | `“text”`, `‘text’` | `smart_quotes` |
+//! | `{key: 1}` (ASCII letters, digits, `_`, `$`, `-`) | `unquoted_key` |
+//! | `// …`, `# …` to the end of the line, `/* … */` | `comment` |
+//! | raw control characters (newline, tab, …) inside a string | `raw_control_character` (once per string) |
+//! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
+//! | a string value running into `, "key":`; an unquoted value that a quote closes later on its line (`{"a": x, y.", …}`) | `missing_quote` (a guess) |
+//! | `{"a": 1, NOTE "b": 2}`: a bare word before a quoted key | `stray_text` (dropped; a guess) |
+//! | `\x`, `\u12` and lone surrogates | `invalid_escape` (kept literally; lone surrogates become U+FFFD) |
+//! | `True`, `False`, `None`, `(1, 2)` | `python_literal` (a tuple becomes an array) |
+//! | `TRUE`, `Null`, … | `literal_case` |
+//! | `undefined`, `NaN`, `Infinity`, `-Infinity` | `javascript_literal` (all `null`, as `JSON.stringify` writes them) |
+//! | `.5`, `1.`, `+1`, `1_000` | `number_format` |
+//! | `{"a": 1 "b": 2}`, `[1 2]` | `missing_comma` |
+//! | `{"a": hello world}`, `{"id": 57e-x1}` (inside a container, up to `,` `}` `]` or the line end) | `unquoted_string` |
+//! | `[1, 2}`: a closer of the wrong kind | `mismatched_closer` (closes the open containers up to its own kind, or is skipped when none is open) |
+//! | `{"a": 1}, "b": 2}`: an object closed before more members | `premature_closer` (a guess) |
+//! | `...` or `…` where an item or member would be | `ellipsis` (dropped) |
+//! | `{"a": }`: a key without its value | `missing_value` (an empty string; a guess) |
+//! | `{\"a\": 1}` | `escaped_json` |
+//! | `{""a"": ''x''}` (quotes doubled as CSV escapes them) | `doubled_quotes` |
+//! | the input ends inside the value, or a fence closer (```` ``` ````) cuts it | `truncated_tail` (once, at the end) |
+//! | several values back to back, parsed whole | `concatenated_values` (a list; a guess) or `doubled_value` (the same value twice: one) |
+//!
+//! At a truncated end, open strings are closed, then open arrays and objects; a key
+//! without a value and a partial key are dropped; a partial number keeps its digits
+//! (`1.` → `1`, `-` is dropped) and a partial keyword that can only be one literal is
+//! completed (`tr` → `true`). A truncated value that holds no scalar and no object member
+//! (`{` alone, `{"a":`, `[[[`) is not accepted.
+
+use serde_json::{Map, Number, Value};
+
+use super::scan::{find_any, find_byte, is_json_ws};
+use super::{MAX_DEPTH, Repair, RepairKind};
+
+/// A value found by the tolerant parser.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Repaired {
+    pub value: Value,
+    pub span: (usize, usize),
+    pub repairs: Vec<Repair>,
+}
+
+/// Why a parser run failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stop {
+    /// Where the parser gave up.
+    pub at: usize,
+    /// The value nests deeper than [`MAX_DEPTH`].
+    pub too_deep: bool,
+}
+
+impl From<usize> for Stop {
+    fn from(at: usize) -> Self {
+        Stop { at, too_deep: false }
+    }
+}
+
+/// Bytes of an unquoted key.
+pub(super) fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'-')
+}
+
+/// Whether `value` holds a scalar or an object member anywhere (recursion bounded by
+/// [`MAX_DEPTH`]).
+fn has_content(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter().any(has_content),
+        Value::Object(map) => !map.is_empty(),
+        _ => true,
+    }
+}
+
+/// Whether `quote` occurs in `rest` before the next newline. Reads only up to that
+/// quote or newline, which the caller then consumes, so repeated checks stay linear.
+fn quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
+    let Some(&first) = quote.first() else { return false };
+    let mut from = 0;
+    while let Some(found) = rest.get(from..).and_then(|r| find_any([b'\n', first], r)) {
+        let at = from + found;
+        let here = rest.get(at..).unwrap_or_default();
+        if here.first() == Some(&b'\n') {
+            return false;
+        }
+        if here.starts_with(quote) {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
+/// Whether `quote` followed by blanks and a closer (`}` or `]`) occurs in `rest` before
+/// the next newline; reads up to the first such quote or the newline.
+fn closing_quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
+    let Some(&first) = quote.first() else { return false };
+    let mut from = 0;
+    while let Some(found) = rest.get(from..).and_then(|r| find_any([b'\n', first], r)) {
+        let at = from + found;
+        let here = rest.get(at..).unwrap_or_default();
+        if here.first() == Some(&b'\n') {
+            return false;
+        }
+        if let Some(tail) = here.strip_prefix(quote) {
+            let next = tail.iter().find(|&&b| b != b' ' && b != b'\t');
+            if matches!(next, Some(b'}' | b']')) {
+                return true;
+            }
+        }
+        from = at + 1;
+    }
+    false
+}
+
+/// Whether `rest` starts with `, "key":` (blanks allowed; a short key on one line): the
+/// start of another object member. Reads at most about 80 bytes.
+pub(super) fn starts_member(rest: &[u8], comma: bool) -> bool {
+    let mut at = 0;
+    let blanks = |at: &mut usize| {
+        while rest.get(*at).is_some_and(|&b| is_json_ws(b)) && *at < 80 {
+            *at += 1;
+        }
+    };
+    if comma {
+        if rest.first() != Some(&b',') {
+            return false;
+        }
+        at = 1;
+    }
+    blanks(&mut at);
+    if rest.get(at) != Some(&b'"') {
+        return false;
+    }
+    let key = rest.get(at + 1..).unwrap_or_default();
+    let Some(len) = key.iter().take(64).position(|&b| b == b'"' || b == b'\n') else {
+        return false;
+    };
+    if key.get(len) != Some(&b'"') || len == 0 {
+        return false;
+    }
+    at += len + 2;
+    blanks(&mut at);
+    rest.get(at) == Some(&b':')
+}
+
+/// What the parser expects next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// A value (or `]` right after `[` or a comma in an array).
+    Value,
+    /// A key (or `}` right after `{` or a comma in an object).
+    Key,
+    /// The `:` after a key.
+    Colon,
+    /// A `,` or the closer of the innermost container.
+    Next,
+}
+
+/// An open container.
+#[derive(Debug)]
+enum Frame {
+    /// Items so far and the closer (`]`, or `)` for a Python tuple).
+    Array(Vec<Value>, u8),
+    /// The object so far and the key waiting for its value.
+    Object(Map<String, Value>, Option<String>),
+}
+
+impl Frame {
+    fn into_value(self) -> Value {
+        match self {
+            Frame::Array(items, _) => Value::Array(items),
+            Frame::Object(map, _) => Value::Object(map),
+        }
+    }
+
+    fn closer(&self) -> u8 {
+        match self {
+            Frame::Array(_, closer) => *closer,
+            Frame::Object(..) => b'}',
+        }
+    }
+}
+
+/// What a scalar or key scan produced.
+enum Token<T> {
+    Done(T),
+    /// The input ended inside the token; it is dropped.
+    Truncated,
+}
+
+/// The tolerant parser; one is reused for every candidate of a text.
+pub(super) struct Parser<'a> {
+    text: &'a str,
+    /// The bytes of the current run, up to its limit.
+    bytes: &'a [u8],
+    pos: usize,
+    repairs: Vec<Repair>,
+    truncated: bool,
+    /// Whether the value being read sits inside a container, and inside an object.
+    nested: bool,
+    in_object: bool,
+    /// Whether the string being read is an object key.
+    in_key: bool,
+    /// How many containers are open around the value being read.
+    depth: usize,
+    /// Where a whole-text run's value starts (the only place a top-level tuple is read).
+    whole_start: Option<usize>,
+    /// Open containers, kept between runs for its allocation.
+    stack: Vec<Frame>,
+}
+
+impl<'a> Parser<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Parser {
+            text,
+            bytes: &[],
+            pos: 0,
+            repairs: vec![],
+            truncated: false,
+            nested: false,
+            in_object: false,
+            in_key: false,
+            depth: 0,
+            whole_start: None,
+            stack: vec![],
+        }
+    }
+
+    /// Parses one value from `text[start..limit]` (leading whitespace and comments
+    /// skipped); with `whole`, values back to back are read as a list and only
+    /// whitespace and comments may follow.
+    pub(super) fn run(
+        &mut self,
+        start: usize,
+        limit: usize,
+        whole: bool,
+    ) -> Result<Repaired, Stop> {
+        self.bytes = self.text.as_bytes().get(..limit).ok_or(start)?;
+        self.pos = start;
+        self.repairs.clear();
+        self.truncated = false;
+        self.skip_trivia();
+        let value_start = self.pos;
+        self.whole_start = whole.then_some(value_start);
+        let mut value = self.one()?;
+        let mut end = self.pos;
+        if whole {
+            let mut more = vec![];
+            loop {
+                self.skip_trivia();
+                let gap = self.pos;
+                if self.peek() == Some(b',') {
+                    self.pos += 1;
+                    self.skip_trivia();
+                }
+                if !matches!(self.peek(), Some(b'{' | b'[')) || self.truncated {
+                    self.pos = gap;
+                    break;
+                }
+                more.push(self.one()?);
+                end = self.pos;
+            }
+            if !more.is_empty() {
+                let doubled = more.iter().all(|v| *v == value);
+                if doubled {
+                    self.note_span(RepairKind::DoubledValue, value_start, end);
+                } else {
+                    self.note_span(RepairKind::ConcatenatedValues, value_start, end);
+                    more.insert(0, value);
+                    value = Value::Array(more);
+                }
+            }
+            self.skip_trivia();
+            if self.pos < self.bytes.len() {
+                return Err(self.pos.into());
+            }
+        }
+        if self.truncated && !has_content(&value) {
+            return Err(end.into());
+        }
+        Ok(Repaired { value, span: (value_start, end), repairs: std::mem::take(&mut self.repairs) })
+    }
+
+    /// One value, with the stack kept between runs.
+    fn one(&mut self) -> Result<Value, Stop> {
+        let mut stack = std::mem::take(&mut self.stack);
+        let value = self.value(&mut stack);
+        stack.clear();
+        self.stack = stack;
+        value
+    }
+
+    /// Records a repair about `text[start..self.pos]` (empty when nothing was read yet).
+    fn note(&mut self, kind: RepairKind, start: usize) {
+        let end = self.pos.max(start);
+        self.repairs.push(Repair::at(kind, (start, end)));
+    }
+
+    /// Records a repair about `text[start..end]`.
+    fn note_span(&mut self, kind: RepairKind, start: usize, end: usize) {
+        self.repairs.push(Repair::at(kind, (start, end)));
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        self.bytes.get(self.pos..).unwrap_or_default()
+    }
+
+    /// The text from `from` to the current position (both on character boundaries).
+    fn slice(&self, from: usize) -> &'a str {
+        self.text.get(from..self.pos).unwrap_or_default()
+    }
+
+    /// Records the truncated tail once.
+    fn truncate(&mut self) {
+        if !self.truncated {
+            self.truncated = true;
+            let end = self.bytes.len();
+            self.note_span(RepairKind::TruncatedTail, end, end);
+        }
+    }
+
+    /// Skips whitespace and comments.
+    fn skip_trivia(&mut self) {
+        loop {
+            while self.peek().is_some_and(is_json_ws) {
+                self.pos += 1;
+            }
+            let start = self.pos;
+            let rest = self.rest();
+            let end = match rest {
+                [b'/', b'/', ..] | [b'#', ..] => {
+                    find_byte(b'\n', rest).map_or(self.bytes.len(), |n| start + n)
+                }
+                [b'/', b'*', tail @ ..] => tail
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(self.bytes.len(), |n| start + 2 + n + 2),
+                _ => return,
+            };
+            self.pos = end;
+            self.note(RepairKind::Comment, start);
+        }
+    }
+
+    /// Length of an ellipsis placeholder (`...` or `…`) at the current position.
+    fn ellipsis(&self) -> usize {
+        let rest = self.rest();
+        if rest.starts_with(b"...") {
+            rest.iter().take_while(|&&b| b == b'.').count()
+        } else if rest.starts_with("…".as_bytes()) {
+            "…".len()
+        } else {
+            0
+        }
+    }
+
+    /// Whether a fence marker (```` ``` ````) cuts the value off here.
+    fn at_fence(&self) -> bool {
+        self.rest().starts_with(b"```")
+    }
+
+    /// Parses one value with an explicit stack of open containers (empty on entry).
+    fn value(&mut self, stack: &mut Vec<Frame>) -> Result<Value, Stop> {
+        let mut expect = Expect::Value;
+        let mut comma: Option<usize> = None;
+        loop {
+            self.skip_trivia();
+            let Some(byte) = self.peek() else {
+                return Ok(self.close_truncated(stack)?);
+            };
+            if self.at_fence() {
+                self.bytes = self.bytes.get(..self.pos).unwrap_or_default();
+                return Ok(self.close_truncated(stack)?);
+            }
+            let placeholder = self.ellipsis();
+            if placeholder > 0 && matches!(expect, Expect::Value | Expect::Key) && !stack.is_empty()
+            {
+                let start = self.pos;
+                self.pos += placeholder;
+                self.note(RepairKind::Ellipsis, start);
+                if let Some(Frame::Object(_, pending)) = stack.last_mut() {
+                    *pending = None;
+                }
+                comma = None;
+                expect = Expect::Next;
+                continue;
+            }
+            let done = match expect {
+                Expect::Value => match byte {
+                    b'{' | b'[' | b'(' => {
+                        if stack.len() >= MAX_DEPTH {
+                            return Err(Stop { at: self.pos, too_deep: true });
+                        }
+                        if byte == b'(' {
+                            if stack.is_empty() && self.whole_start != Some(self.pos) {
+                                return Err(self.pos.into());
+                            }
+                            self.note_span(RepairKind::PythonLiteral, self.pos, self.pos + 1);
+                        }
+                        self.pos += 1;
+                        comma = None;
+                        match byte {
+                            b'{' => {
+                                stack.push(Frame::Object(Map::new(), None));
+                                expect = Expect::Key;
+                            }
+                            b'[' => stack.push(Frame::Array(vec![], b']')),
+                            _ => stack.push(Frame::Array(vec![], b')')),
+                        }
+                        continue;
+                    }
+                    b']' | b')' if matches!(stack.last(), Some(Frame::Array(_, c)) if *c == byte) =>
+                    {
+                        if let Some(at) = comma.take() {
+                            self.note_span(RepairKind::TrailingComma, at, at + 1);
+                        }
+                        self.pos += 1;
+                        stack.pop().map(Frame::into_value)
+                    }
+                    b'}' | b',' if matches!(stack.last(), Some(Frame::Object(..))) => {
+                        // `{"a": }`: a key without its value reads as an empty string.
+                        self.note_span(RepairKind::MissingValue, self.pos, self.pos);
+                        Some(Value::String(String::new()))
+                    }
+                    _ => {
+                        comma = None;
+                        self.nested = !stack.is_empty();
+                        self.depth = stack.len();
+                        self.in_object = matches!(stack.last(), Some(Frame::Object(..)));
+                        match self.scalar()? {
+                            Token::Done(value) => Some(value),
+                            Token::Truncated => return Ok(self.close_truncated(stack)?),
+                        }
+                    }
+                },
+                Expect::Key => {
+                    if byte == b'}' {
+                        if let Some(at) = comma.take() {
+                            self.note_span(RepairKind::TrailingComma, at, at + 1);
+                        }
+                        self.pos += 1;
+                        stack.pop().map(Frame::into_value)
+                    } else if matches!(byte, b']' | b')') {
+                        self.mismatched(stack, byte);
+                        expect = Expect::Next;
+                        continue;
+                    } else {
+                        comma = None;
+                        self.nested = true;
+                        let Token::Done(key) = self.key()? else {
+                            return Ok(self.close_truncated(stack)?);
+                        };
+                        if let Some(Frame::Object(_, pending)) = stack.last_mut() {
+                            *pending = Some(key);
+                        }
+                        expect = Expect::Colon;
+                        continue;
+                    }
+                }
+                Expect::Colon => {
+                    if byte != b':' {
+                        return Err(self.pos.into());
+                    }
+                    self.pos += 1;
+                    expect = Expect::Value;
+                    continue;
+                }
+                Expect::Next => {
+                    let Some(frame) = stack.last() else { return Err(self.pos.into()) };
+                    let object = matches!(frame, Frame::Object(..));
+                    match byte {
+                        b',' => {
+                            comma = Some(self.pos);
+                            self.pos += 1;
+                            expect = if object { Expect::Key } else { Expect::Value };
+                            continue;
+                        }
+                        b if b == frame.closer() => {
+                            self.pos += 1;
+                            let closed = stack.pop().map(Frame::into_value);
+                            // `{"a": 1}, "b": 2}`: the outermost object closed too soon.
+                            if stack.is_empty()
+                                && object
+                                && starts_member(self.rest(), true)
+                                && let Some(Value::Object(map)) = closed
+                            {
+                                let at = self.pos - 1;
+                                self.note_span(RepairKind::PrematureCloser, at, at + 1);
+                                stack.push(Frame::Object(map, None));
+                                continue;
+                            }
+                            closed
+                        }
+                        b'}' | b']' | b')' => {
+                            self.mismatched(stack, byte);
+                            continue;
+                        }
+                        _ if self.starts_next(object) => {
+                            self.note_span(RepairKind::MissingComma, self.pos, self.pos);
+                            expect = if object { Expect::Key } else { Expect::Value };
+                            continue;
+                        }
+                        _ => return Err(self.pos.into()),
+                    }
+                }
+            };
+            let Some(value) = done else { return Err(self.pos.into()) };
+            if let Some(done) = self.attach(stack, value) {
+                return Ok(done);
+            }
+            expect = Expect::Next;
+        }
+    }
+
+    /// Adds a finished value to the innermost container, or returns it at the top.
+    fn attach(&mut self, stack: &mut [Frame], value: Value) -> Option<Value> {
+        match stack.last_mut() {
+            None => Some(value),
+            Some(Frame::Array(items, _)) => {
+                items.push(value);
+                None
+            }
+            Some(Frame::Object(map, pending)) => {
+                if let Some(key) = pending.take() {
+                    map.insert(key, value);
+                }
+                None
+            }
+        }
+    }
+
+    /// A closer that does not match the innermost container: when a container of its kind
+    /// is open, the ones inside it are closed (the closer is read again); otherwise it is
+    /// skipped.
+    fn mismatched(&mut self, stack: &mut Vec<Frame>, byte: u8) {
+        let at = self.pos;
+        self.note_span(RepairKind::MismatchedCloser, at, at + 1);
+        if stack.iter().any(|f| f.closer() == byte) {
+            if let Some(value) = stack.pop().map(Frame::into_value) {
+                // Never the last frame: a deeper one has this closer.
+                let _ = self.attach(stack, value);
+            }
+        } else {
+            self.pos += 1;
+        }
+    }
+
+    /// Whether the byte at the current position starts another member (`object`) or
+    /// item without a comma before it.
+    fn starts_next(&self, object: bool) -> bool {
+        let Some(b) = self.peek() else { return false };
+        let rest = self.rest();
+        if rest.starts_with("“".as_bytes()) || rest.starts_with("‘".as_bytes()) {
+            return true;
+        }
+        if object {
+            matches!(b, b'"' | b'\'') || b.is_ascii_alphabetic()
+        } else {
+            matches!(b, b'"' | b'\'' | b'{' | b'[' | b'(' | b'-' | b'+' | b'.' | b'0'..=b'9')
+                || b.is_ascii_alphabetic()
+        }
+    }
+
+    /// The input ended: closes every open container, dropping a key without a value.
+    fn close_truncated(&mut self, stack: &mut Vec<Frame>) -> Result<Value, usize> {
+        let mut carry: Option<Value> = None;
+        while let Some(frame) = stack.pop() {
+            self.truncate();
+            carry = Some(match frame {
+                Frame::Array(mut items, _) => {
+                    items.extend(carry.take());
+                    Value::Array(items)
+                }
+                Frame::Object(mut map, pending) => {
+                    if let (Some(key), Some(value)) = (pending, carry.take()) {
+                        map.insert(key, value);
+                    }
+                    Value::Object(map)
+                }
+            });
+        }
+        carry.ok_or(self.pos)
+    }
+
+    /// A string, number, literal or (inside a container) unquoted text.
+    fn scalar(&mut self) -> Result<Token<Value>, usize> {
+        let start = self.pos;
+        match self.peek() {
+            Some(b'-' | b'+' | b'.' | b'0'..=b'9') => self.number(start),
+            Some(b) if b.is_ascii_alphabetic() => self.word(start),
+            _ => Ok(Token::Done(Value::String(self.string()?))),
+        }
+    }
+
+    /// Whether the byte ends a bare token.
+    fn ends_token(b: u8) -> bool {
+        is_json_ws(b) || matches!(b, b',' | b'}' | b']' | b')' | b':' | b'"' | b'`')
+    }
+
+    fn number(&mut self, start: usize) -> Result<Token<Value>, usize> {
+        while self
+            .peek()
+            .is_some_and(|b| matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-' | b'_'))
+        {
+            self.pos += 1;
+        }
+        if self.slice(start) == "-" && self.rest().starts_with(b"Infinity") {
+            self.pos += "Infinity".len();
+            self.note(RepairKind::JavascriptLiteral, start);
+            return Ok(Token::Done(Value::Null));
+        }
+        let at_end = self.pos == self.bytes.len();
+        // `1/3`, `57eeeeb1-…`: text that starts like a number.
+        if !at_end && self.peek().is_some_and(|b| !Self::ends_token(b)) {
+            if self.nested {
+                return self.unquoted(start);
+            }
+            return Err(start);
+        }
+        let raw = self.slice(start);
+        if let Ok(number) = raw.parse::<Number>() {
+            return Ok(Token::Done(Value::Number(number)));
+        }
+        let mut normal = raw.replace('_', "");
+        if let Some(rest) = normal.strip_prefix('+') {
+            normal = rest.to_owned();
+        }
+        for (from, to) in [("-.", "-0."), (".", "0.")] {
+            if normal.starts_with(from) {
+                normal = format!("{to}{}", &normal[from.len()..]);
+                break;
+            }
+        }
+        if at_end {
+            // Truncated inside the number: keep the digits read.
+            let digits = normal.trim_end_matches(['.', 'e', 'E', '+', '-']);
+            self.truncate();
+            return match digits.parse::<Number>() {
+                Ok(number) if !digits.is_empty() => Ok(Token::Done(Value::Number(number))),
+                _ => Ok(Token::Truncated),
+            };
+        }
+        if normal.ends_with('.') {
+            normal.push('0');
+        }
+        match normal.parse::<Number>() {
+            Ok(number) => {
+                self.note(RepairKind::NumberFormat, start);
+                Ok(Token::Done(Value::Number(number)))
+            }
+            Err(_) if self.nested => self.unquoted(start),
+            Err(_) => Err(start),
+        }
+    }
+
+    fn word(&mut self, start: usize) -> Result<Token<Value>, usize> {
+        while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            self.pos += 1;
+        }
+        let word = self.slice(start);
+        let at_end = self.pos == self.bytes.len();
+        let literal = match word {
+            "true" => Some((Value::Bool(true), None)),
+            "false" => Some((Value::Bool(false), None)),
+            "null" => Some((Value::Null, None)),
+            "True" => Some((Value::Bool(true), Some(RepairKind::PythonLiteral))),
+            "False" => Some((Value::Bool(false), Some(RepairKind::PythonLiteral))),
+            "None" => Some((Value::Null, Some(RepairKind::PythonLiteral))),
+            "undefined" | "NaN" | "Infinity" => {
+                Some((Value::Null, Some(RepairKind::JavascriptLiteral)))
+            }
+            _ => match word.to_ascii_lowercase().as_str() {
+                "true" => Some((Value::Bool(true), Some(RepairKind::LiteralCase))),
+                "false" => Some((Value::Bool(false), Some(RepairKind::LiteralCase))),
+                "null" => Some((Value::Null, Some(RepairKind::LiteralCase))),
+                _ => None,
+            },
+        };
+        let next_ends = at_end || self.peek().is_some_and(Self::ends_token);
+        if let Some((value, kind)) = literal
+            && next_ends
+        {
+            if let Some(kind) = kind {
+                self.note(kind, start);
+            }
+            return Ok(Token::Done(value));
+        }
+        if at_end {
+            // Truncated inside a keyword that can only be one literal.
+            let completed =
+                ["true", "false", "null"].into_iter().find(|full| full.starts_with(word));
+            self.truncate();
+            return Ok(match completed {
+                Some("true") => Token::Done(Value::Bool(true)),
+                Some("false") => Token::Done(Value::Bool(false)),
+                Some(_) => Token::Done(Value::Null),
+                None if self.nested => Token::Done(Value::String(word.to_owned())),
+                None => Token::Truncated,
+            });
+        }
+        if self.nested {
+            return self.unquoted(start);
+        }
+        Err(start)
+    }
+
+    /// Unquoted text inside a container, from `start` up to `,` `}` `]` or the end of the
+    /// line (blanks trimmed); `"` ends it too in an object, where a key may follow.
+    fn unquoted(&mut self, start: usize) -> Result<Token<Value>, usize> {
+        self.pos = start;
+        let stops: &[u8] = if self.in_object { b",}]\n\r\"" } else { b",}])\n\r" };
+        while self.peek().is_some_and(|b| !stops.contains(&b)) && !self.at_fence() {
+            self.pos += 1;
+        }
+        // `{"a": ipsum, sic, datum.", "b": 1}`: the opening quote is missing and the
+        // closing one ends the value further on its line.
+        if self.in_object && self.peek() == Some(b',') {
+            let line = self.bytes.get(start..).unwrap_or_default();
+            let line = line.get(..find_byte(b'\n', line).unwrap_or(line.len())).unwrap_or_default();
+            if let Some(quote) = find_byte(b'"', line)
+                && line.get(quote + 1..).is_some_and(|after| {
+                    matches!(after.iter().find(|&&b| !is_json_ws(b)), None | Some(b',' | b'}'))
+                })
+            {
+                self.pos = start + quote;
+                let text = self.slice(start).to_owned();
+                self.pos += 1;
+                self.note(RepairKind::MissingQuote, start);
+                return Ok(Token::Done(Value::String(text)));
+            }
+        }
+        let text = self.slice(start).trim_end();
+        if text.is_empty() {
+            return Err(start);
+        }
+        self.pos = start + text.len();
+        self.note(RepairKind::UnquotedString, start);
+        Ok(Token::Done(Value::String(text.to_owned())))
+    }
+
+    /// An object key: a string in any accepted quotes, or a bare word.
+    fn key(&mut self) -> Result<Token<String>, usize> {
+        let start = self.pos;
+        if self.peek().is_some_and(is_key_byte) {
+            while self.peek().is_some_and(is_key_byte) {
+                self.pos += 1;
+            }
+            if self.pos == self.bytes.len() {
+                self.truncate();
+                return Ok(Token::Truncated);
+            }
+            // `{"a": 1, COMMENT "b": 2}`: a stray word before a quoted key is dropped.
+            let word_end = self.pos;
+            let next = self.bytes.get(word_end..).unwrap_or_default();
+            if next.first().is_some_and(|&b| is_json_ws(b)) && starts_member(next, false) {
+                self.note_span(RepairKind::StrayText, start, word_end);
+                while self.peek().is_some_and(is_json_ws) {
+                    self.pos += 1;
+                }
+                return self.key();
+            }
+            self.note(RepairKind::UnquotedKey, start);
+            return Ok(Token::Done(self.slice(start).to_owned()));
+        }
+        let before = self.truncated;
+        self.in_object = false;
+        self.in_key = true;
+        let key = self.string();
+        self.in_key = false;
+        let key = key?;
+        // A line break inside a key means the quotes are not what they seem; one at its
+        // end is a slip (reported as a raw control character).
+        let key = match key.trim_end_matches(['\n', '\r']) {
+            trimmed if trimmed.contains('\n') => return Err(start),
+            trimmed => trimmed.to_owned(),
+        };
+        // A key cut off by the end of the input is dropped.
+        if self.truncated && !before { Ok(Token::Truncated) } else { Ok(Token::Done(key)) }
+    }
+
+    /// A string opened by `"`, `'`, `“`, `‘` or `\"` at the current position.
+    fn string(&mut self) -> Result<String, usize> {
+        const LEFT_DOUBLE: &[u8] = "“".as_bytes();
+        const RIGHT_DOUBLE: &[u8] = "”".as_bytes();
+        const LEFT_SINGLE: &[u8] = "‘".as_bytes();
+        const RIGHT_SINGLE: &[u8] = "’".as_bytes();
+        let start = self.pos;
+        let rest = self.rest();
+        // The closing quotes accepted, the quote's width and the kind of slip.
+        // `""key""`, `''text''`: doubled quotes (as CSV escapes them) around a word.
+        let doubled =
+            |c: u8| !is_json_ws(c) && !matches!(c, b',' | b':' | b'}' | b']' | b'"' | b'\'');
+        let (closers, width, kind): (&[&[u8]], usize, Option<RepairKind>) = match rest {
+            [b'"', b'"', c, ..] if doubled(*c) => (&[b"\"\""], 2, Some(RepairKind::DoubledQuotes)),
+            [b'\'', b'\'', c, ..] if doubled(*c) => (&[b"''"], 2, Some(RepairKind::DoubledQuotes)),
+            [b'"', ..] => (&[b"\""], 1, None),
+            [b'\'', ..] => (&[b"'"], 1, Some(RepairKind::SingleQuotes)),
+            [b'\\', b'"', ..] => (&[b"\\\""], 2, Some(RepairKind::EscapedJson)),
+            _ if rest.starts_with(LEFT_DOUBLE) || rest.starts_with(RIGHT_DOUBLE) => {
+                (&[RIGHT_DOUBLE, LEFT_DOUBLE], 3, Some(RepairKind::SmartQuotes))
+            }
+            _ if rest.starts_with(LEFT_SINGLE) || rest.starts_with(RIGHT_SINGLE) => {
+                (&[RIGHT_SINGLE, LEFT_SINGLE], 3, Some(RepairKind::SmartQuotes))
+            }
+            _ => return Err(start),
+        };
+        let single = rest.first() == Some(&b'\'');
+        let escaped_quotes = kind == Some(RepairKind::EscapedJson);
+        let value_in_object = self.in_object;
+        self.pos += width;
+        let mut out = String::new();
+        let mut run = self.pos;
+        let mut control_noted = false;
+        loop {
+            let Some(byte) = self.peek() else {
+                out.push_str(self.slice(run));
+                self.truncate();
+                if let Some(kind) = kind {
+                    self.note_span(kind, start, start + width);
+                }
+                return Ok(out);
+            };
+            let here = self.pos;
+            let rest = self.rest();
+            if let Some(closer) = closers.iter().find(|c| rest.starts_with(c)) {
+                if self.ends_string(closer, here + closer.len()) {
+                    out.push_str(self.slice(run));
+                    self.pos = here + closer.len();
+                    if let Some(kind) = kind {
+                        self.note(kind, start);
+                    }
+                    return Ok(out);
+                }
+                self.note_span(RepairKind::UnescapedQuote, here, here + closer.len());
+                self.pos += closer.len();
+                continue;
+            }
+            if byte == b'\\' && !escaped_quotes {
+                out.push_str(self.slice(run));
+                run = self.escape(&mut out, single);
+                continue;
+            }
+            if byte < 0x20 {
+                if !control_noted {
+                    control_noted = true;
+                    self.note_span(RepairKind::RawControlCharacter, here, here + 1);
+                }
+                self.pos += 1;
+                continue;
+            }
+            // `"New York, "gender": …`: the closing quote is missing before the comma.
+            if byte == b',' && value_in_object && !escaped_quotes && starts_member(rest, true) {
+                out.push_str(self.slice(run));
+                self.note_span(RepairKind::MissingQuote, here, here);
+                return Ok(out.trim_end().to_owned());
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// Whether the quote `quote` ending at `after` closes its string: always for a key
+    /// or a top-level string; else when what follows it can follow a value
+    /// ([`Self::plausible_end`]), when a new item or member follows without a comma, or
+    /// when no other such quote follows on the same line.
+    fn ends_string(&self, quote: &[u8], after: usize) -> bool {
+        if !self.nested || self.in_key {
+            return true;
+        }
+        let rest = self.bytes.get(after..).unwrap_or_default();
+        // In an array, `"x" "y"` or `"x" [1]`: a string or container after a blank is the
+        // next item.
+        let next_item = !self.in_object
+            && rest.first().is_some_and(|&b| is_json_ws(b))
+            && rest
+                .iter()
+                .find(|&&b| !is_json_ws(b))
+                .is_some_and(|b| matches!(b, b'[' | b'{') || quote.first() == Some(b));
+        self.plausible_end(rest, quote)
+            || next_item
+            || starts_member(rest, false)
+            || !quote_later_on_line(rest, quote)
+    }
+
+    /// Whether `rest`, what follows a closing quote, can follow a string value: the end,
+    /// a comment, a comma before another item or member, or a closer; one that closes the
+    /// outermost container must be followed by the end of the line, another value or
+    /// member, or at least not by prose running into another quote and closer on the same
+    /// line (`… {"b": "c"}, more"}`: those quotes belong to the text). A `:` never follows
+    /// a value. Reads to the end of the line at most.
+    fn plausible_end(&self, rest: &[u8], quote: &[u8]) -> bool {
+        let skip = |from: usize| {
+            from + rest
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|&&b| is_json_ws(b))
+                .count()
+        };
+        let at = skip(0);
+        match rest.get(at) {
+            None | Some(b'/' | b'#') => true,
+            Some(b',') => {
+                let next = skip(at + 1);
+                match rest.get(next) {
+                    None => true,
+                    Some(&b) if self.in_object => {
+                        starts_member(rest.get(at..).unwrap_or_default(), true)
+                            || is_key_byte(b)
+                            || matches!(b, b'}' | b'"' | b'\'' | b'\\' | b'/' | b'#')
+                    }
+                    Some(&b) => !matches!(b, b':' | b','),
+                }
+            }
+            Some(b'}' | b']') => {
+                let after = skip(at + 1);
+                if self.depth > 1 {
+                    return true;
+                }
+                let line_end = rest.get(at + 1..after).is_some_and(|gap| gap.contains(&b'\n'));
+                let next = rest.get(skip(after + usize::from(rest.get(after) == Some(&b','))));
+                line_end
+                    || next.is_none_or(|b| matches!(b, b'{' | b'[' | b'\n'))
+                    || starts_member(rest.get(after..).unwrap_or_default(), true)
+                    || !closing_quote_later_on_line(rest.get(at + 1..).unwrap_or_default(), quote)
+            }
+            _ => false,
+        }
+    }
+
+    /// Decodes the escape at the current backslash into `out`; returns where the next
+    /// literal run starts.
+    fn escape(&mut self, out: &mut String, single: bool) -> usize {
+        let at = self.pos;
+        let Some(&code) = self.bytes.get(at + 1) else {
+            // A backslash cut off by the end: dropped.
+            self.pos = self.bytes.len();
+            return self.pos;
+        };
+        self.pos = at + 2;
+        let simple = match code {
+            b'"' => Some('"'),
+            b'\\' => Some('\\'),
+            b'/' => Some('/'),
+            b'b' => Some('\u{8}'),
+            b'f' => Some('\u{c}'),
+            b'n' => Some('\n'),
+            b'r' => Some('\r'),
+            b't' => Some('\t'),
+            b'\'' => {
+                if !single {
+                    self.note_span(RepairKind::InvalidEscape, at, at + 2);
+                }
+                Some('\'')
+            }
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            return self.pos;
+        }
+        if code == b'u'
+            && let Some(unit) = self.hex4(at + 2)
+        {
+            self.pos = at + 6;
+            let decoded = if (0xD800..0xDC00).contains(&unit) {
+                let low = (self.bytes.get(at + 6..at + 8) == Some(b"\\u"))
+                    .then(|| self.hex4(at + 8))
+                    .flatten()
+                    .filter(|low| (0xDC00..0xE000).contains(low));
+                low.and_then(|low| {
+                    self.pos = at + 12;
+                    char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                })
+            } else {
+                char::from_u32(unit)
+            };
+            out.push(decoded.unwrap_or_else(|| {
+                self.note_span(RepairKind::InvalidEscape, at, self.pos);
+                char::REPLACEMENT_CHARACTER
+            }));
+            return self.pos;
+        }
+        // Unknown escape: keep the backslash; the next character stays in the next run.
+        self.note_span(RepairKind::InvalidEscape, at, at + 1);
+        out.push('\\');
+        self.pos = at + 1;
+        self.pos
+    }
+
+    /// The four hex digits at `at`, if there are four.
+    fn hex4(&self, at: usize) -> Option<u32> {
+        let digits = self.bytes.get(at..at + 4)?;
+        digits.iter().try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Parses `text` (values back to back read whole) and renders the value and the
+    /// repair kinds, or the error byte.
+    fn check(text: &str, want: &str) {
+        let got = match Parser::new(text).run(0, text.len(), true) {
+            Ok(found) => {
+                let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
+                format!("{} {}", found.value, kinds.join(","))
+            }
+            Err(stop) => format!("error at {}", stop.at),
+        };
+        assert_eq!(got.trim_end(), want, "input {text:?}");
+    }
+
+    /// Parses one value from the start, ignoring what follows it.
+    fn check_prefix(text: &str, want: &str) {
+        let got = match Parser::new(text).run(0, text.len(), false) {
+            Ok(found) => {
+                let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
+                format!("{} {}", found.value, kinds.join(","))
+            }
+            Err(stop) => format!("error at {}", stop.at),
+        };
+        assert_eq!(got.trim_end(), want, "input {text:?}");
+    }
+
+    #[test]
+    fn strict_json_needs_no_repair() {
+        check(
+            r#"{"a": [1, -2.5e3, true, false, null, "x\"\u00e9\ud83d\ude00"]}"#,
+            "{\"a\":[1,-2500.0,true,false,null,\"x\\\"é😀\"]}",
+        );
+        check("[]", "[]");
+        check("{}", "{}");
+        check_prefix("  \"s\" trailing", "\"s\"");
+    }
+
+    #[test]
+    fn each_slip_is_repaired_and_reported() {
+        check("[1, 2,]", "[1,2] trailing_comma");
+        check(
+            "{'a': 'it''s'}",
+            "{\"a\":\"it''s\"} single_quotes,unescaped_quote,unescaped_quote,single_quotes",
+        );
+        check("{a: 1, b_2: 2}", "{\"a\":1,\"b_2\":2} unquoted_key,unquoted_key");
+        check("{\"a\": 1 // c\n /* d */ # e\n}", "{\"a\":1} comment,comment,comment");
+        check("{\"a\": \"x\ny\"}", "{\"a\":\"x\\ny\"} raw_control_character");
+        check(
+            "[True, False, None]",
+            "[true,false,null] python_literal,python_literal,python_literal",
+        );
+        check("(1, 2)", "[1,2] python_literal");
+        check("[TRUE, Null]", "[true,null] literal_case,literal_case");
+        check(
+            "[undefined, NaN, Infinity, -Infinity]",
+            "[null,null,null,null] javascript_literal,javascript_literal,javascript_literal,javascript_literal",
+        );
+        check("{“a”: ‘b’}", "{\"a\":\"b\"} smart_quotes,smart_quotes");
+        check(
+            r#"{"a": "say "hi" now"}"#,
+            r#"{"a":"say \"hi\" now"} unescaped_quote,unescaped_quote"#,
+        );
+        check(r#"{"a": "Porto, "b": 1}"#, r#"{"a":"Porto","b":1} missing_quote"#);
+        check(r#"{"a": one, two.", "b": 1}"#, r#"{"a":"one, two.","b":1} missing_quote"#);
+        check(r#"{"a": 1, NOTE "b": 2}"#, r#"{"a":1,"b":2} stray_text"#);
+        check(
+            r##"{""a"": ''x y'', ""b"": 2}"##,
+            r#"{"a":"x y","b":2} doubled_quotes,doubled_quotes,doubled_quotes"#,
+        );
+        // JSON quoted inside a string value: a quote before `:` never ends a value, and a
+        // closer followed by prose that runs into another quote and closer is text.
+        check(
+            r#"{"note": "the reply was {"ok": true}, not what we asked", "n": 1}"#,
+            r#"{"n":1,"note":"the reply was {\"ok\": true}, not what we asked"} unescaped_quote,unescaped_quote"#,
+        );
+        check(
+            r#"{"why": "input {"x": "y"}, sadly"}"#,
+            r#"{"why":"input {\"x\": \"y\"}, sadly"} unescaped_quote,unescaped_quote,unescaped_quote,unescaped_quote"#,
+        );
+        // But a closer followed by another value or member is the end.
+        check(r#"{"a": "x"}, {"b": "y"}"#, r#"[{"a":"x"},{"b":"y"}] concatenated_values"#);
+        check(r#"["C:\Users", "\ud800"]"#, r#"["C:\\Users","�"] invalid_escape,invalid_escape"#);
+        check(r#"{"a": 1 "b": 2}"#, r#"{"a":1,"b":2} missing_comma"#);
+        check(r#"["x" "y" 3]"#, r#"["x","y",3] missing_comma,missing_comma"#);
+        check(
+            r#"{"a": in progress, "b": 57e-x1}"#,
+            r#"{"a":"in progress","b":"57e-x1"} unquoted_string,unquoted_string"#,
+        );
+        check(r#"{"a": [1, 2}"#, r#"{"a":[1,2]} mismatched_closer"#);
+        check(r#"[{"a": 1}}, 2]"#, r#"[{"a":1},2] mismatched_closer"#);
+        check(r#"{"a": 1}, "b": 2}"#, r#"{"a":1,"b":2} premature_closer"#);
+        check(r#"{"a": [1, ...], ...}"#, r#"{"a":[1]} ellipsis,ellipsis"#);
+        check("[1, …]", "[1] ellipsis");
+        check(r#"{\"a\": \"b\"}"#, r#"{"a":"b"} escaped_json,escaped_json"#);
+        check(
+            r#"[.5, 1., +1, 1_000, -.5]"#,
+            "[0.5,1.0,1,1000,-0.5] number_format,number_format,number_format,number_format,number_format",
+        );
+        check(r#"{"a": }"#, r#"{"a":""} missing_value"#);
+        check(r#"{"a": 1}, {"b": 2}"#, r#"[{"a":1},{"b":2}] concatenated_values"#);
+        check(r#"[1] [1]"#, "[1] doubled_value");
+    }
+
+    #[test]
+    fn truncated_tails_are_closed() {
+        check(r#"{"a": [1, {"b": "te"#, r#"{"a":[1,{"b":"te"}]} truncated_tail"#);
+        check(r#"{"a": 1, "b""#, r#"{"a":1} truncated_tail"#);
+        check(r#"{"a": 1, "b":"#, r#"{"a":1} truncated_tail"#);
+        check(r#"{"a": 1, "b"#, r#"{"a":1} truncated_tail"#);
+        check(r#"{"a": tr"#, r#"{"a":true} truncated_tail"#);
+        check(r#"{"a": nu"#, r#"{"a":null} truncated_tail"#);
+        check(r#"{"a": 1, "b": xy"#, r#"{"a":1,"b":"xy"} truncated_tail"#);
+        check(r#"[1, 2."#, "[1,2] truncated_tail");
+        check(r#"[1, 23"#, "[1,23] truncated_tail");
+        check(r#"[1, -"#, "[1] truncated_tail");
+        check(r#"["a","#, r#"["a"] truncated_tail"#);
+        check(r#"["a\"#, r#"["a"] truncated_tail"#);
+        check("{\"a\": \"b\", \"n\": 1```", r#"{"a":"b","n":1} truncated_tail"#);
+        check("{", "error at 1");
+        check("", "error at 0");
+        check("{a", "error at 2");
+    }
+
+    #[test]
+    fn hard_errors() {
+        check("{\"a\" 1}", "error at 5");
+        check("{x}", "error at 2");
+        check("nope", "error at 4");
+        check("[1, }", "error at 4");
+        check("{\"line\nbreak\": 1}", "error at 1");
+        check("x (1, 2)", "error at 0");
+        let deep = "[".repeat(MAX_DEPTH + 1);
+        check(&deep, &format!("error at {MAX_DEPTH}"));
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(Parser::new(&ok).run(0, ok.len(), true).is_ok());
+        assert_eq!(Parser::new("[1] x").run(0, 5, true).map_err(|s| s.at), Err(4));
+        let found = Parser::new("[1] // x").run(0, 8, true).map(|r| r.value);
+        assert_eq!(found, Ok(json!([1])));
+    }
+
+    /// The slips the sloppy writer can make, one bit each.
+    const SLIPS: [RepairKind; 12] = [
+        RepairKind::TrailingComma,
+        RepairKind::SingleQuotes,
+        RepairKind::UnquotedKey,
+        RepairKind::Comment,
+        RepairKind::PythonLiteral,
+        RepairKind::SmartQuotes,
+        RepairKind::MissingComma,
+        RepairKind::JavascriptLiteral,
+        RepairKind::LiteralCase,
+        RepairKind::NumberFormat,
+        RepairKind::Ellipsis,
+        RepairKind::UnquotedString,
+    ];
+
+    /// Records a slip made (when it is on); returns whether it is.
+    fn mark(made: &mut u16, bit: Option<u16>) -> bool {
+        if let Some(bit) = bit {
+            *made |= bit;
+        }
+        bit.is_some()
+    }
+
+    /// Writes `value` as an LLM might, making each slip of `slips` wherever it applies,
+    /// and records which slips it made.
+    fn sloppy(value: &Value, slips: u16, made: &mut u16, out: &mut String) {
+        let on = |kind: RepairKind| {
+            let bit = SLIPS.iter().position(|&k| k == kind).map_or(0, |i| 1u16 << i);
+            (slips & bit != 0).then_some(bit)
+        };
+        match value {
+            Value::Null => out.push_str(if mark(made, on(RepairKind::JavascriptLiteral)) {
+                "undefined"
+            } else if mark(made, on(RepairKind::PythonLiteral)) {
+                "None"
+            } else if mark(made, on(RepairKind::LiteralCase)) {
+                "NULL"
+            } else {
+                "null"
+            }),
+            Value::Bool(b) => {
+                let python = if *b { "True" } else { "False" };
+                let upper = if *b { "TRUE" } else { "FALSE" };
+                out.push_str(if mark(made, on(RepairKind::PythonLiteral)) {
+                    python
+                } else if mark(made, on(RepairKind::LiteralCase)) {
+                    upper
+                } else if *b {
+                    "true"
+                } else {
+                    "false"
+                })
+            }
+            Value::Number(n) => {
+                if n.as_u64().is_some() && mark(made, on(RepairKind::NumberFormat)) {
+                    out.push('+');
+                }
+                out.push_str(&n.to_string());
+            }
+            Value::String(s) => {
+                if !s.is_empty() && !s.contains(' ') && mark(made, on(RepairKind::UnquotedString)) {
+                    // Only inside containers, where the writer always is here; a leading
+                    // letter keeps it from reading as a number or a literal.
+                    out.push('w');
+                    out.push_str(s);
+                } else if mark(made, on(RepairKind::SingleQuotes)) {
+                    out.push_str(&format!("'{s}'"));
+                } else if mark(made, on(RepairKind::SmartQuotes)) {
+                    out.push_str(&format!("“{s}”"));
+                } else {
+                    out.push_str(&format!("\"{s}\""));
+                }
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    // After a string, a missing comma reads as a quote inside it unless
+                    // another string or a container follows (see the unit tests).
+                    let after_string = i > 0 && items.get(i - 1).is_some_and(Value::is_string);
+                    if i > 0 {
+                        let missing = !after_string && mark(made, on(RepairKind::MissingComma));
+                        out.push_str(if missing { " " } else { ", " });
+                    }
+                    sloppy(item, slips, made, out);
+                }
+                if !items.is_empty() && mark(made, on(RepairKind::Ellipsis)) {
+                    out.push_str(", ...");
+                }
+                if !items.is_empty() && mark(made, on(RepairKind::TrailingComma)) {
+                    out.push(',');
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (key, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(if mark(made, on(RepairKind::Comment)) {
+                            ", // note\n"
+                        } else {
+                            ", "
+                        });
+                    }
+                    if mark(made, on(RepairKind::UnquotedKey)) {
+                        out.push_str(key);
+                    } else {
+                        out.push_str(&format!("\"{key}\""));
+                    }
+                    out.push_str(": ");
+                    sloppy(item, slips, made, out);
+                }
+                if !map.is_empty() && mark(made, on(RepairKind::TrailingComma)) {
+                    out.push(',');
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// The value the sloppy writer's reader must find: what it wrote, with unquoted
+    /// strings read back with their `w` and literals of JavaScript read as `null`.
+    fn expected(value: &Value, slips: u16) -> Value {
+        let unquoted = slips & (1 << 11) != 0;
+        match value {
+            Value::String(s) if unquoted && !s.is_empty() && !s.contains(' ') => {
+                Value::String(format!("w{s}"))
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| expected(v, slips)).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), expected(v, slips))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(Value::from),
+            "[a-z ]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,5}", inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn container() -> impl Strategy<Value = Value> {
+        value().prop_filter("a container", |v| v.is_array() || v.is_object())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        /// Every slip, alone or with others, is repaired to the value that was meant,
+        /// reported, and the repaired value is JSON that parses back to itself.
+        #[test]
+        fn sloppy_json_is_repaired_and_reported(value in container(), slips in 0u16..(1 << 12)) {
+            let (mut text, mut made) = (String::new(), 0u16);
+            sloppy(&value, slips, &mut made, &mut text);
+            let found = Parser::new(&text).run(0, text.len(), true);
+            let found = found.map_err(|stop| format!("{text:?} fails at {}", stop.at));
+            prop_assert!(found.is_ok(), "{:?}", found);
+            let found = found.unwrap_or_else(|_| unreachable!());
+            prop_assert_eq!(&found.value, &expected(&value, slips), "{}", text);
+            let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+            prop_assert_eq!(&reparsed, &found.value);
+            for (i, kind) in SLIPS.iter().enumerate() {
+                let reported = found.repairs.iter().any(|r| r.kind == *kind);
+                prop_assert_eq!(made & (1 << i) != 0, reported, "{:?} in {}", kind, text);
+            }
+            for repair in &found.repairs {
+                prop_assert!(repair.span.0 <= repair.span.1 && repair.span.1 <= text.len());
+            }
+        }
+
+        /// Escaped quotes, values back to back, a value written twice and an object
+        /// closed too soon are repaired to the values meant, reported, and parse back.
+        #[test]
+        fn whole_text_slips_are_repaired_and_reported(first in container(), second in container()) {
+            let cases = [
+                (first.to_string().replace('"', "\\\""), first.clone(), RepairKind::EscapedJson),
+                (format!("{first}, {second}"), json!([first, second]), RepairKind::ConcatenatedValues),
+                (format!("{first}\n{first}"), first.clone(), RepairKind::DoubledValue),
+            ];
+            for (text, want, kind) in cases {
+                let want = if kind == RepairKind::ConcatenatedValues && first == second { first.clone() } else { want };
+                let found = Parser::new(&text).run(0, text.len(), true);
+                prop_assert!(found.is_ok(), "{}", text);
+                let found = found.unwrap_or_else(|_| unreachable!());
+                prop_assert_eq!(&found.value, &want, "{}", text);
+                let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+                prop_assert_eq!(&reparsed, &found.value);
+                let reported = found.repairs.iter().any(|r| r.kind == kind);
+                let needed = kind != RepairKind::EscapedJson || text.contains('"');
+                let needed = needed && !(kind == RepairKind::ConcatenatedValues && first == second);
+                prop_assert!(reported || !needed, "{:?} not reported for {}", kind, text);
+            }
+            if let (Value::Object(a), Value::Object(b)) = (&first, &second)
+                && !a.is_empty() && !b.is_empty() && a.keys().all(|k| !b.contains_key(k))
+            {
+                // `{"a": 1}, "b": 2}`: the first object's brace closed too soon.
+                let inner = second.to_string();
+                let text = format!("{first}, {}", &inner[1..]);
+                let found = Parser::new(&text).run(0, text.len(), false);
+                prop_assert!(found.is_ok(), "{}", text);
+                let found = found.unwrap_or_else(|_| unreachable!());
+                let mut merged = a.clone();
+                merged.extend(b.clone());
+                prop_assert_eq!(found.value, Value::Object(merged), "{}", text);
+                prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::PrematureCloser));
+            }
+        }
+
+        /// Any cut of a value either fails or repairs to JSON that parses back to itself,
+        /// with `truncated_tail` reported when the cut is inside the value.
+        #[test]
+        fn truncations_repair_to_json_that_parses(value in container(), cut in 0.0f64..1.0) {
+            let json = value.to_string();
+            let at = (json.len() as f64 * cut) as usize;
+            let at = (0..=at).rev().find(|&i| json.is_char_boundary(i)).unwrap_or(0);
+            let text = &json[..at];
+            if let Ok(found) = Parser::new(text).run(0, text.len(), false) {
+                let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+                prop_assert_eq!(&reparsed, &found.value);
+                prop_assert!(found.span.1 <= text.len());
+                let truncated = found.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail);
+                prop_assert!(truncated || found.value == value, "{}", text);
+            }
+        }
+
+        /// Text around the special cases (quotes, escapes, closers, placeholders) never
+        /// panics, and whatever is found re-serializes to JSON.
+        #[test]
+        fn any_text_never_panics(text in "[{}\\[\\]()\"'\\\\:,.\n a1tTN_#/*`…“”]{0,60}") {
+            if let Ok(found) = Parser::new(&text).run(0, text.len(), true) {
+                let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+                prop_assert_eq!(reparsed, found.value);
+            }
+            let _ = Parser::new(&text).run(0, text.len(), false);
+        }
+    }
+}
