@@ -79,21 +79,22 @@ pub fn exec(args: Args) -> u8 {
             "changes": changes.iter().map(|c| json!({"pointer": c.pointer, "kind": c.kind, "bump": c.bump, "detail": c.detail})).collect::<Vec<_>>(),
         }));
     } else {
-        println!(
-            "{from} -> {to}: {} change(s); needs a {} bump, declared {}",
+        let mut text = format!(
+            "{from} -> {to}: {} change(s); needs a {} bump, declared {}\n",
             changes.len(),
             required.as_str(),
             declared.as_str()
         );
         for c in &changes {
-            println!(
-                "  {:<6} {:<28} {}  ({})",
+            text.push_str(&format!(
+                "  {:<6} {:<28} {}  ({})\n",
                 c.bump.as_str(),
                 c.kind.as_str(),
-                c.pointer,
-                c.detail
-            );
+                pactum::terminal::escape_line(&c.pointer),
+                pactum::terminal::escape_line(&c.detail)
+            ));
         }
+        output::print_text(&text);
         if !compatible {
             output::eprint_error(&Error::IncompatibleBump {
                 id: from.split('@').next().unwrap_or(&from).to_string(),

@@ -35,12 +35,12 @@ pub fn exec(args: Args) -> u8 {
                     &json!({"ok": true, "records": v.records, "last_hash": v.last_hash}),
                 );
             } else {
-                println!(
-                    "{}: {} records, chain intact (last hash {})",
+                output::print_text(&format!(
+                    "{}: {} records, chain intact (last hash {})\n",
                     file.display(),
                     v.records,
                     v.last_hash
-                );
+                ));
             }
             OK
         }

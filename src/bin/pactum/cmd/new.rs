@@ -36,11 +36,11 @@ pub fn exec(args: Args) -> u8 {
                     &json!({"ok": true, "contract": s.contract, "prompt_pack": s.pack, "prompt_pack_id": s.pack_id, "state": "draft"}),
                 );
             } else {
-                println!("created {} and {} (registered as drafts)", s.contract, s.pack);
-                println!(
-                    "next: edit them, `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`",
-                    s.pack_id
-                );
+                output::print_text(&format!(
+                    "created {} and {} (registered as drafts)\n\
+                     next: edit them, `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`\n",
+                    s.contract, s.pack, s.pack_id
+                ));
             }
             OK
         }
