@@ -347,23 +347,44 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
     } else if let Some(text) = registry_text {
         texts.insert(ctx.registry_name.as_str(), (text, Syntax::Json));
     }
-    let mut indexes: HashMap<&str, source::LineIndex> = HashMap::new();
-    for d in diagnostics.iter_mut() {
+    // The findings to place, by file: each file is indexed and scanned once for all of its
+    // pointers, so placing stays linear in the findings and the text.
+    let mut by_file: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, d) in diagnostics.iter().enumerate() {
         let Some(file) = d.file.as_deref() else { continue };
-        let Some(&(text, syntax)) = texts.get(file) else { continue };
-        if d.line.is_none() && d.pointer.is_none() {
-            continue;
+        if texts.contains_key(file) && (d.line.is_some() || d.pointer.is_some()) {
+            by_file.entry(file).or_default().push(i);
         }
-        let index = indexes.entry(file).or_insert_with(|| source::LineIndex::new(text));
+    }
+    let mut placed: Vec<(usize, usize, usize, String)> = Vec::new();
+    for (file, list) in &by_file {
+        let (text, syntax) = texts[file];
+        let index = source::LineIndex::new(text);
+        let unplaced: Vec<usize> =
+            list.iter().copied().filter(|&i| diagnostics[i].line.is_none()).collect();
+        let pointers: Vec<&str> =
+            unplaced.iter().map(|&i| diagnostics[i].pointer.as_deref().unwrap_or("")).collect();
+        let spans = source::locate_best_many(text, syntax, &pointers);
+        let mut at: HashMap<usize, (usize, usize)> = HashMap::with_capacity(unplaced.len());
+        for (&i, span) in unplaced.iter().zip(spans) {
+            at.insert(i, index.line_col(text, span.start));
+        }
+        for &i in list {
+            let d = &diagnostics[i];
+            let (line, column) = match (d.line, at.get(&i)) {
+                (Some(line), _) => (line, d.column.unwrap_or(0)),
+                (None, Some(&position)) => position,
+                (None, None) => continue,
+            };
+            placed.push((i, line, column, index.line_text(text, line).to_string()));
+        }
+    }
+    for (i, line, column, source_line) in placed {
+        let d = &mut diagnostics[i];
         if d.line.is_none() {
-            let Some(pointer) = d.pointer.as_deref() else { continue };
-            let span = source::locate_best(text, syntax, pointer);
-            let (line, column) = index.line_col(text, span.start);
             d.line = Some(line);
             d.column = Some(column);
         }
-        if let Some(line) = d.line {
-            d.source_line = Some(index.line_text(text, line).to_string());
-        }
+        d.source_line = Some(source_line);
     }
 }
