@@ -324,6 +324,17 @@ impl Registry {
         self.same_version(kind, id, version).first().map(|&i| &self.entries[i])
     }
 
+    /// Every entry with this kind, id and version (several only for duplicates), found by
+    /// binary search.
+    pub fn entries_at(
+        &self,
+        kind: EntryKind,
+        id: &str,
+        version: &Version,
+    ) -> impl Iterator<Item = &Entry> {
+        self.same_version(kind, id, version).iter().map(|&i| &self.entries[i])
+    }
+
     /// Indexes of the entries with this kind, id and version (several only for
     /// duplicates), lowest index first.
     fn same_version(&self, kind: EntryKind, id: &str, version: &Version) -> &[usize] {

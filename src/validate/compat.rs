@@ -3,6 +3,7 @@
 //! (`incompatible_version_bump`). Removed versions are skipped; drafts are included so the
 //! author hears about it before promoting.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -13,11 +14,12 @@ use crate::error::{DocKind, Error};
 use crate::registry::{EntryKind, State};
 use crate::validate::Context;
 
-/// One version of a contract with its document and the file to report on.
-struct Version {
+/// One version of a contract with its document (borrowed from the analyzed file, or
+/// loaded when the file is outside the validated folder) and the file to report on.
+struct Version<'a> {
     version: semver::Version,
-    value: Value,
-    file: Option<String>,
+    value: Cow<'a, Value>,
+    file: Option<&'a str>,
 }
 
 pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
@@ -34,27 +36,25 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
             }
             let needing = crate::compat::beyond(&changes, declared);
             let e = Error::IncompatibleBump {
-                id: id.clone(),
+                id: id.to_string(),
                 from: old.version.to_string(),
                 to: new.version.to_string(),
                 declared: declared.as_str().to_string(),
                 required: required.as_str().to_string(),
                 changes: needing,
             };
-            out.push(Diagnostic::from_error(&e).file(file.clone()).pointer("/version").help(
-                format!(
-                    "`pactum diff {id}@{} {id}@{}` lists the changes",
-                    old.version, new.version
-                ),
-            ));
+            out.push(Diagnostic::from_error(&e).file(*file).pointer("/version").help(format!(
+                "`pactum diff {id}@{} {id}@{}` lists the changes",
+                old.version, new.version
+            )));
         }
     }
 }
 
 /// Every non-removed version of every contract: from the registry when there is one (files
 /// outside the validated folder are loaded), else from the files being validated.
-fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
-    let mut out: BTreeMap<String, Vec<Version>> = BTreeMap::new();
+fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
+    let mut out: BTreeMap<&str, Vec<Version<'_>>> = BTreeMap::new();
     match &ctx.registry {
         Some(registry) => {
             for entry in registry
@@ -65,15 +65,15 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
                 let Ok(path) = registry.file_of(entry) else { continue };
                 let (value, file) = match ctx.file_at(&path) {
                     Some(f) => match &f.contract {
-                        Some(c) => (c.raw.clone(), Some(f.rel.clone())),
+                        Some(c) => (Cow::Borrowed(&c.raw), Some(f.rel.as_str())),
                         None => continue,
                     },
                     None => match crate::document::load(&path, Some(DocKind::Contract)) {
-                        Ok(doc) => (doc.value, None),
+                        Ok(doc) => (Cow::Owned(doc.value), None),
                         Err(_) => continue,
                     },
                 };
-                out.entry(entry.id.clone()).or_default().push(Version {
+                out.entry(entry.id.as_str()).or_default().push(Version {
                     version: entry.version.clone(),
                     value,
                     file,
@@ -83,10 +83,10 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
         None => {
             for f in &ctx.files {
                 if let Some(c) = &f.contract {
-                    out.entry(c.id.clone()).or_default().push(Version {
+                    out.entry(c.id.as_str()).or_default().push(Version {
                         version: c.version.clone(),
-                        value: c.raw.clone(),
-                        file: Some(f.rel.clone()),
+                        value: Cow::Borrowed(&c.raw),
+                        file: Some(f.rel.as_str()),
                     });
                 }
             }
