@@ -59,7 +59,6 @@ pub struct Analyzed {
     /// Canonical absolute path.
     pub abs: PathBuf,
     pub kind: Option<FileKind>,
-    /// The file's text, when the file has findings of its own (see [`analyze`]).
     pub text: Option<String>,
     pub syntax: Syntax,
     pub sha256: Option<String>,
@@ -107,18 +106,8 @@ impl Analyzed {
     }
 }
 
-/// Reads and checks one file on its own. The text is kept only when the file has findings
-/// of its own (a later finding about another file reads it again: see `validate::place`),
-/// so that memory does not grow with every file's text.
+/// Reads and checks one file on its own.
 pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
-    let mut a = analyze_file(candidate, base);
-    if a.diagnostics.is_empty() {
-        a.text = None;
-    }
-    a
-}
-
-fn analyze_file(candidate: &Candidate, base: &Path) -> Analyzed {
     // Walked paths under the canonical base are canonical already, symlinks aside.
     let abs = if candidate.canonical {
         candidate.path.clone()

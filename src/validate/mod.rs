@@ -336,29 +336,10 @@ fn analyze_all(
 /// Fills in line, column and the source line of every finding that has a file and a
 /// pointer (or a line already).
 fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnostic]) {
-    // Texts of files that had no finding of their own were dropped after analysis (to keep
-    // memory flat); a later finding about such a file reads it again, if it is unchanged.
-    let wanted: std::collections::HashSet<&str> = diagnostics
-        .iter()
-        .filter(|d| d.line.is_some() || d.pointer.is_some())
-        .filter_map(|d| d.file.as_deref())
-        .collect();
-    let reread: HashMap<&str, String> = ctx
-        .files
-        .iter()
-        .filter(|f| f.text.is_none() && f.parsed && wanted.contains(f.rel.as_str()))
-        .filter_map(|f| {
-            let bytes =
-                crate::document::read_limited(&f.abs, crate::document::MAX_FILE_BYTES).ok()?;
-            let same = f.sha256.as_deref() == Some(crate::digest::sha256_hex(&bytes).as_str());
-            same.then(|| String::from_utf8(bytes).ok()).flatten().map(|t| (f.rel.as_str(), t))
-        })
-        .collect();
     let mut texts: HashMap<&str, (&str, Syntax)> = HashMap::new();
     for f in &ctx.files {
-        let text = f.text.as_deref().or_else(|| reread.get(f.rel.as_str()).map(String::as_str));
-        if let Some(text) = text {
-            texts.insert(f.rel.as_str(), (text, f.syntax));
+        if let Some(text) = &f.text {
+            texts.insert(f.rel.as_str(), (text.as_str(), f.syntax));
         }
     }
     if let Some(r) = &ctx.registry {

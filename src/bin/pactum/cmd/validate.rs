@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     registry: Option<PathBuf>,
     /// Keep running: re-validate on every change (with --format json, one JSON document per
-    /// line; the change notices go to stderr).
+    /// line; except for text, the change notices go to stderr).
     #[arg(long)]
     watch: bool,
     /// Worker threads (default: one per core).

@@ -70,9 +70,15 @@ pub fn watch(path: &Path, strict: bool, format: Format) -> u8 {
         let shown: Vec<String> = paths.iter().take(3).map(|p| output::shown(&root, p)).collect();
         let more =
             if paths.len() > 3 { format!(" and {} more", paths.len() - 3) } else { String::new() };
-        // The notice goes to stderr, so stdout holds nothing but reports.
+        // Between text reports the notice is part of what people read; with any other
+        // format it goes to stderr, so stdout holds nothing but reports (NDJSON for json).
         let notice = format!("--- {} changed{more}: re-validating ---", shown.join(", "));
-        eprintln!("\n{}", pactum::terminal::escape_line(&notice));
+        let notice = format!("\n{}\n", pactum::terminal::escape_line(&notice));
+        if format == Format::Text {
+            output::print_exact(&notice);
+        } else {
+            eprint!("{notice}");
+        }
         run_once(path, strict, format);
     }
     output::OK
