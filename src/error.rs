@@ -76,6 +76,7 @@ codes! {
     IoError = "io_error", Error, "a file could not be read or written";
     InputParseError = "input_parse_error", Error, "the input given on the command line is not valid JSON or YAML";
     PinInvalid = "pin_invalid", Error, "an id or an ID@REQUIREMENT pin is malformed";
+    UsageError = "usage_error", Error, "the command line has an unknown, missing or malformed argument";
     // Registry and resolution.
     ContractNotFound = "contract_not_found", Error, "no registry entry has this contract id";
     ContractVersionNotFound = "contract_version_not_found", Error, "no usable version of the contract matches the requirement";

@@ -56,6 +56,7 @@ pub mod scaffold;
 pub mod schema;
 pub mod source;
 pub mod synthesis;
+pub mod terminal;
 pub mod validate;
 pub mod watch;
 pub mod work_order;

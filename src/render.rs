@@ -94,6 +94,10 @@ fn environment() -> Environment<'static> {
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_fuel(Some(FUEL));
     env.set_recursion_limit(RECURSION_LIMIT);
+    // Errors keep the template source in every build profile (minijinja keeps it only in
+    // debug builds by default), so `template_variable_missing` can name the variable in a
+    // release build too.
+    env.set_debug(true);
     env.set_formatter(|out, _state, value| {
         if value.is_undefined() {
             return Err(minijinja::Error::new(
@@ -444,8 +448,11 @@ mod tests {
         assert!(e.to_string().contains("`name`"), "{e}");
         let e = render_text("{{ item.missing }}", json!({"item": {}})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateVariableMissing);
+        assert!(e.to_string().contains("`item.missing`"), "{e}");
         let e = render_text("{% for x in xs %}{{ x }}{% endfor %}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateVariableMissing);
+        assert!(e.to_string().contains("`xs`"), "{e}");
+        assert!(!e.to_string().contains("a variable"), "{e}");
         // Optional inputs can be tested and defaulted.
         assert_eq!(render_text("{% if h %}H{% endif %}x", json!({})).unwrap(), "x");
         assert_eq!(render_text("{{ h | default('none') }}", json!({})).unwrap(), "none");

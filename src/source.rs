@@ -84,11 +84,11 @@ pub enum Syntax {
 /// the key itself.
 pub fn locate(text: &str, syntax: Syntax, pointer: &str) -> Option<Span> {
     let tokens = strict_tokens(pointer)?;
-    let walk = Walk::run(text, syntax, &tokens);
+    let (walk, leaves) = Walk::run(text, syntax, &[tokens]);
     if !walk.complete {
         return None;
     }
-    walk.slots.last()?.value
+    walk.current(leaves[0])?.value
 }
 
 /// The span of the property name (a quoted key includes its quotes) of the object member at
@@ -98,11 +98,11 @@ pub fn locate(text: &str, syntax: Syntax, pointer: &str) -> Option<Span> {
 /// which have no name.
 pub fn locate_key(text: &str, syntax: Syntax, pointer: &str) -> Option<Span> {
     let tokens = strict_tokens(pointer)?;
-    let walk = Walk::run(text, syntax, &tokens);
+    let (walk, leaves) = Walk::run(text, syntax, &[tokens]);
     if !walk.complete {
         return None;
     }
-    walk.slots.last()?.key
+    walk.current(leaves[0])?.key
 }
 
 /// Best location for a diagnostic: the value at `pointer`, else the deepest existing ancestor (so
@@ -112,9 +112,26 @@ pub fn locate_key(text: &str, syntax: Syntax, pointer: &str) -> Option<Span> {
 /// nothing was found it returns the empty span at offset 0. A pointer that does not start with
 /// `/` is read as if it did.
 pub fn locate_best(text: &str, syntax: Syntax, pointer: &str) -> Span {
-    let tokens = pointer_tokens(pointer);
-    let walk = Walk::run(text, syntax, &tokens);
-    walk.slots.iter().rev().find_map(|slot| slot.value.or(slot.key)).unwrap_or_default()
+    locate_best_many(text, syntax, &[pointer])[0]
+}
+
+/// [`locate_best`] for many pointers into one text, in one pass over it: linear in the
+/// size of the text plus the length of the pointers, where a [`locate_best`] per pointer
+/// would be linear in the text *times* the number of pointers. The spans come in the order
+/// of `pointers`.
+///
+/// ```
+/// use pactum::source::{Span, Syntax, locate_best_many};
+///
+/// let text = r#"{"a": [10, 20], "b": {"c": true}}"#;
+/// let spans = locate_best_many(text, Syntax::Json, &["/a/1", "/b/c", "/b/missing"]);
+/// let shown: Vec<&str> = spans.iter().map(|s| s.slice(text).unwrap()).collect();
+/// assert_eq!(shown, ["20", "true", r#"{"c": true}"#]);
+/// ```
+pub fn locate_best_many(text: &str, syntax: Syntax, pointers: &[&str]) -> Vec<Span> {
+    let tokens: Vec<Vec<String>> = pointers.iter().map(|p| pointer_tokens(p)).collect();
+    let (walk, leaves) = Walk::run(text, syntax, &tokens);
+    leaves.iter().map(|&leaf| walk.best(leaf)).collect()
 }
 
 /// 1-based line and 1-based column counted in Unicode scalar values (chars), for a byte offset
@@ -241,7 +258,7 @@ fn trim_line(raw: &str, line: usize) -> &str {
     if line == 1 { raw.strip_prefix(BOM).unwrap_or(raw) } else { raw }
 }
 
-/// What was found for one prefix of the pointer.
+/// What was found for one node of the pointers' trie.
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     /// The span of the member's key, for an object member.
@@ -250,70 +267,139 @@ struct Slot {
     value: Option<Span>,
 }
 
-/// The state of a search for one pointer, shared by both syntaxes.
-///
-/// A node is *on the path* when its path is a prefix of the pointer: the node at depth `d` (the
-/// document is at depth 0) matches the first `d` tokens, and what is found for it goes to
-/// `slots[d]`.
-struct Walk<'p> {
-    tokens: &'p [String],
-    /// Each token read as an array index, if it is one.
-    indexes: Vec<Option<usize>>,
-    /// One slot per depth, `0..=tokens.len()`.
-    slots: Vec<Slot>,
-    /// One past the deepest slot that may be filled, so that clearing stays linear overall.
-    filled: usize,
+/// The trie node of the document itself.
+const ROOT: usize = 0;
+
+/// One prefix of the pointers searched for: the document (the root), or a node reached
+/// from its parent by one token.
+#[derive(Debug, Default)]
+struct Node {
+    parent: usize,
+    /// Children by token, and by array index for tokens that are one.
+    keys: std::collections::HashMap<String, usize>,
+    indexes: std::collections::HashMap<usize, usize>,
+    /// How many times a value for this node was entered (a duplicate key enters it again).
+    visits: u32,
+    /// The parent's `visits` when this node was last entered: a slot filled while an earlier
+    /// member of a repeated key was read is stale, since the last member wins.
+    entered_in: u32,
+    slot: Slot,
+}
+
+/// The state of a search for a set of pointers, shared by both syntaxes: a trie of the
+/// pointers' tokens. A value is *on the path* when its path is a prefix of some pointer;
+/// the scanners carry its trie node, and what is found for it goes to that node's slot.
+struct Walk {
+    nodes: Vec<Node>,
     /// Whether the whole text (the first document, for YAML) was read without error.
     complete: bool,
 }
 
-impl<'p> Walk<'p> {
-    /// Search `text` for the path `tokens`.
-    fn run(text: &str, syntax: Syntax, tokens: &'p [String]) -> Self {
-        let mut walk = Walk {
-            tokens,
-            indexes: tokens.iter().map(|token| array_index(token)).collect(),
-            slots: vec![Slot::default(); tokens.len() + 1],
-            filled: 0,
-            complete: false,
-        };
+impl Walk {
+    /// Search `text` for every pointer given by its tokens; returns the walk and each
+    /// pointer's trie node.
+    fn run(text: &str, syntax: Syntax, pointers: &[Vec<String>]) -> (Self, Vec<usize>) {
+        let mut walk = Walk { nodes: vec![Node { visits: 1, ..Node::default() }], complete: false };
+        let leaves = pointers.iter().map(|tokens| walk.insert(tokens)).collect();
         walk.complete = match syntax {
             Syntax::Json => scan_json(text, &mut walk),
             Syntax::Yaml => scan_yaml(text, &mut walk),
         }
         .is_some();
-        walk
+        (walk, leaves)
     }
 
-    /// The token a child of an on-path container at depth `parent` must match, if any.
-    fn token(&self, parent: usize) -> Option<&'p str> {
-        self.tokens.get(parent).map(String::as_str)
-    }
-
-    /// Whether the element `index` of an on-path array at depth `parent` is on the path.
-    fn is_index(&self, parent: usize, index: usize) -> bool {
-        self.indexes.get(parent).is_some_and(|&wanted| wanted == Some(index))
-    }
-
-    /// A child at `depth` continues the path: forget what an earlier member with the same key (a
-    /// duplicate, which this one overrides) led to, and note the child's key.
-    fn enter(&mut self, depth: usize, key: Option<Span>) {
-        if let Some(stale) = self.slots.get_mut(depth..self.filled) {
-            stale.fill(Slot::default());
+    /// Adds a pointer to the trie; returns its node.
+    fn insert(&mut self, tokens: &[String]) -> usize {
+        let mut at = ROOT;
+        for token in tokens {
+            at = match self.nodes[at].keys.get(token) {
+                Some(&child) => child,
+                None => {
+                    let child = self.nodes.len();
+                    self.nodes.push(Node { parent: at, ..Node::default() });
+                    self.nodes[at].keys.insert(token.clone(), child);
+                    if let Some(index) = array_index(token) {
+                        self.nodes[at].indexes.insert(index, child);
+                    }
+                    child
+                }
+            };
         }
-        self.filled = self.filled.min(depth);
-        if let Some(slot) = self.slots.get_mut(depth) {
-            slot.key = key;
-            self.filled = depth + 1;
-        }
+        at
     }
 
-    /// The on-path value at `depth` is complete and occupies `span`.
-    fn found(&mut self, depth: usize, span: Span) {
-        if let Some(slot) = self.slots.get_mut(depth) {
-            slot.value = Some(span);
-            self.filled = self.filled.max(depth + 1);
+    /// Whether members of an on-path object at `node` can be on the path (so their keys
+    /// must be read).
+    fn wants_keys(&self, node: usize) -> bool {
+        !self.nodes[node].keys.is_empty()
+    }
+
+    /// The child of `node` for an object member named `key`.
+    fn child_key(&self, node: usize, key: &str) -> Option<usize> {
+        self.nodes[node].keys.get(key).copied()
+    }
+
+    /// The child of `node` for array element `index`.
+    fn child_index(&self, node: usize, index: usize) -> Option<usize> {
+        self.nodes[node].indexes.get(&index).copied()
+    }
+
+    /// A value for `node` starts (with its key, for an object member): it replaces what an
+    /// earlier member with the same key (a duplicate, which this one overrides) led to.
+    fn enter(&mut self, node: usize, key: Option<Span>) {
+        let parent_visits = self.nodes[self.nodes[node].parent].visits;
+        let entered = &mut self.nodes[node];
+        entered.visits += 1;
+        entered.entered_in = parent_visits;
+        entered.slot = Slot { key, value: None };
+    }
+
+    /// The on-path value of `node` is complete and occupies `span`.
+    fn found(&mut self, node: usize, span: Span) {
+        self.nodes[node].slot.value = Some(span);
+    }
+
+    /// The slot of `node`, unless it was never entered or belongs to a member that a later
+    /// duplicate key overrode (itself or one of its ancestors).
+    fn current(&self, node: usize) -> Option<Slot> {
+        let mut at = node;
+        while at != ROOT {
+            let n = &self.nodes[at];
+            if n.visits == 0 || n.entered_in != self.nodes[n.parent].visits {
+                return None;
+            }
+            at = n.parent;
         }
+        Some(self.nodes[node].slot)
+    }
+
+    /// The best span for `node`: its value, else the deepest current ancestor's value (or
+    /// key), else the empty span at 0.
+    fn best(&self, node: usize) -> Span {
+        let mut chain = vec![node];
+        let mut at = node;
+        while at != ROOT {
+            at = self.nodes[at].parent;
+            chain.push(at);
+        }
+        // The deepest node whose whole chain to the root is current.
+        let mut deepest = None;
+        for &n in chain.iter().rev() {
+            let Some(slot) = self.current_step(n) else { break };
+            if let Some(span) = slot.value.or(slot.key) {
+                deepest = Some(span);
+            }
+        }
+        deepest.unwrap_or_default()
+    }
+
+    /// The slot of `node` when it is current relative to its parent (one step of
+    /// [`Walk::current`]).
+    fn current_step(&self, node: usize) -> Option<Slot> {
+        let n = &self.nodes[node];
+        let fresh = node == ROOT || (n.visits > 0 && n.entered_in == self.nodes[n.parent].visits);
+        fresh.then_some(n.slot)
     }
 }
 
@@ -321,14 +407,15 @@ impl<'p> Walk<'p> {
 #[derive(Clone, Copy)]
 struct JsonFrame {
     object: bool,
-    on_path: bool,
+    /// The container's trie node when it is on the path.
+    node: Option<usize>,
     /// Offset of the opening bracket.
     start: usize,
     /// Index of the current member.
     count: usize,
 }
 
-/// Walk strict JSON text for `walk`'s path; `None` if the text is malformed.
+/// Walk strict JSON text for `walk`'s pointers; `None` if the text is malformed.
 ///
 /// The loop alternates between reading one value (or opening a container) and, once a value is
 /// complete, closing containers until a `,` starts the next member. Containers live on an
@@ -337,11 +424,10 @@ fn scan_json(text: &str, walk: &mut Walk) -> Option<()> {
     let start = if text.starts_with(BOM) { BOM.len() } else { 0 };
     let mut json = JsonScanner { bytes: text.as_bytes(), pos: start };
     let mut stack: Vec<JsonFrame> = Vec::new();
-    let mut on_path = true;
+    let mut node = Some(ROOT);
     loop {
         json.skip_whitespace();
         let start = json.pos;
-        let depth = stack.len();
         let object = match json.peek()? {
             b'{' => Some(true),
             b'[' => Some(false),
@@ -356,15 +442,15 @@ fn scan_json(text: &str, walk: &mut Walk) -> Option<()> {
             json.pos += 1;
             json.skip_whitespace();
             if json.peek() != Some(if object { b'}' } else { b']' }) {
-                let frame = JsonFrame { object, on_path, start, count: 0 };
-                on_path = json.member(frame, depth, walk)?;
+                let frame = JsonFrame { object, node, start, count: 0 };
+                node = json.member(frame, walk)?;
                 stack.push(frame);
                 continue;
             }
             json.pos += 1;
         }
-        if on_path {
-            walk.found(depth, Span::new(start, json.pos));
+        if let Some(node) = node {
+            walk.found(node, Span::new(start, json.pos));
         }
         loop {
             json.skip_whitespace();
@@ -376,15 +462,15 @@ fn scan_json(text: &str, walk: &mut Walk) -> Option<()> {
             if byte == b',' {
                 top.count += 1;
                 let frame = *top;
-                on_path = json.member(frame, stack.len() - 1, walk)?;
+                node = json.member(frame, walk)?;
                 break;
             }
             if byte != if top.object { b'}' } else { b']' } {
                 return None;
             }
             let frame = stack.pop()?;
-            if frame.on_path {
-                walk.found(stack.len(), Span::new(frame.start, json.pos));
+            if let Some(node) = frame.node {
+                walk.found(node, Span::new(frame.start, json.pos));
             }
         }
     }
@@ -412,30 +498,74 @@ impl JsonScanner<'_> {
         (self.peek()? == byte).then(|| self.pos += 1)
     }
 
-    /// Start member `frame.count` of the container `frame` at depth `parent`: read the key and
-    /// colon of an object member. Returns whether the member's value is on the path.
-    fn member(&mut self, frame: JsonFrame, parent: usize, walk: &mut Walk) -> Option<bool> {
-        let wanted = if frame.on_path { walk.token(parent) } else { None };
+    /// Start member `frame.count` of the container `frame`: read the key and colon of an
+    /// object member. Returns the member's trie node when its value is on the path.
+    fn member(&mut self, frame: JsonFrame, walk: &mut Walk) -> Option<Option<usize>> {
         if !frame.object {
-            let hit = wanted.is_some() && walk.is_index(parent, frame.count);
-            if hit {
-                walk.enter(parent + 1, None);
+            let child = frame.node.and_then(|parent| walk.child_index(parent, frame.count));
+            if let Some(child) = child {
+                walk.enter(child, None);
             }
-            return Some(hit);
+            return Some(child);
         }
         self.skip_whitespace();
         let key_start = self.pos;
         if self.peek()? != b'"' {
             return None;
         }
-        let hit = self.string(wanted)?;
+        let child = match frame.node.filter(|&parent| walk.wants_keys(parent)) {
+            Some(parent) => {
+                let key = self.key()?;
+                walk.child_key(parent, &key)
+            }
+            None => self.string(None).map(|_| None)?,
+        };
         let key = Span::new(key_start, self.pos);
         self.skip_whitespace();
         self.expect(b':')?;
-        if hit {
-            walk.enter(parent + 1, Some(key));
+        if let Some(child) = child {
+            walk.enter(child, Some(key));
         }
-        Some(hit)
+        Some(child)
+    }
+
+    /// Read a string and return its unescaped content, the cursor being on its opening
+    /// quote (borrowed from the text when it has no escapes).
+    fn key(&mut self) -> Option<std::borrow::Cow<'_, str>> {
+        let start = self.pos + 1;
+        let plain_end =
+            self.bytes.get(start..)?.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        if let Some(len) = plain_end
+            && self.bytes.get(start + len) == Some(&b'"')
+        {
+            self.pos = start + len + 1;
+            let raw = std::str::from_utf8(&self.bytes[start..start + len]).ok()?;
+            return Some(std::borrow::Cow::Borrowed(raw));
+        }
+        self.pos += 1;
+        let mut out = String::new();
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.pos += 1;
+                    return Some(std::borrow::Cow::Owned(out));
+                }
+                b'\\' => out.push(self.escape()?),
+                0..=0x1f => return None,
+                first => {
+                    // Copy one UTF-8 character (the text is a `str`: `pos` is on a boundary).
+                    let len = match first {
+                        0..=0x7f => 1,
+                        0xc0..=0xdf => 2,
+                        0xe0..=0xef => 3,
+                        _ => 4,
+                    };
+                    let bytes = self.bytes.get(self.pos..self.pos + len)?;
+                    out.push_str(std::str::from_utf8(bytes).ok()?);
+                    self.pos += len;
+                }
+            }
+        }
     }
 
     /// Read a string, the cursor being on its opening quote. Returns whether its unescaped
@@ -565,7 +695,8 @@ impl JsonScanner<'_> {
 struct YamlFrame {
     mapping: bool,
     flow: bool,
-    on_path: bool,
+    /// The collection's trie node when it is on the path.
+    node: Option<usize>,
     start: usize,
     /// End of the last complete child (the end of a block collection).
     last_end: usize,
@@ -573,11 +704,12 @@ struct YamlFrame {
     count: usize,
     /// Whether the next child of a mapping is a key (else a value).
     want_key: bool,
-    /// Whether the value after the current key is on the path.
-    pending: bool,
+    /// The trie node of the value after the current key, when it is on the path.
+    pending: Option<usize>,
 }
 
-/// Walk the first document of a YAML stream for `walk`'s path; `None` if it is malformed.
+/// Walk the first document of a YAML stream for `walk`'s pointers; `None` if it is
+/// malformed.
 fn scan_yaml(text: &str, walk: &mut Walk) -> Option<()> {
     let mut stack: Vec<YamlFrame> = Vec::new();
     for item in Parser::new_from_str(text) {
@@ -610,7 +742,7 @@ fn scan_yaml(text: &str, walk: &mut Walk) -> Option<()> {
             Event::MappingEnd | Event::SequenceEnd => {
                 let frame = stack.pop()?;
                 let end = if frame.flow { end } else { frame.last_end };
-                yaml_close(&mut stack, walk, frame.on_path, Span::new(frame.start, end));
+                yaml_close(&mut stack, walk, frame.node, Span::new(frame.start, end));
             }
             Event::DocumentEnd | Event::StreamEnd => return Some(()),
             _ => {}
@@ -643,27 +775,30 @@ fn dash_before(text: &str, start: usize) -> usize {
     if at > 0 && before.get(at - 1) == Some(&b'-') { at - 1 } else { start }
 }
 
-/// A YAML node starts: its role in its parent. Returns whether it is on the path. A mapping key
-/// is never on the path itself, but a matching scalar key puts the value after it there.
-fn yaml_begin(stack: &mut [YamlFrame], walk: &mut Walk, key: Option<&str>, span: Span) -> bool {
-    let depth = stack.len();
+/// A YAML node starts: its role in its parent. Returns its trie node when it is on the path.
+/// A mapping key is never on the path itself, but a matching scalar key puts the value
+/// after it there.
+fn yaml_begin(
+    stack: &mut [YamlFrame],
+    walk: &mut Walk,
+    key: Option<&str>,
+    span: Span,
+) -> Option<usize> {
     let Some(top) = stack.last_mut() else {
-        return true;
+        return Some(ROOT);
     };
-    let parent = depth - 1;
-    let wanted = if top.on_path { walk.token(parent) } else { None };
     if !top.mapping {
-        let hit = wanted.is_some() && walk.is_index(parent, top.count);
-        if hit {
-            walk.enter(depth, None);
+        let child = top.node.and_then(|parent| walk.child_index(parent, top.count));
+        if let Some(child) = child {
+            walk.enter(child, None);
         }
-        hit
+        child
     } else if top.want_key {
-        top.pending = wanted.is_some() && wanted == key;
-        if top.pending {
-            walk.enter(depth, Some(span));
+        top.pending = top.node.zip(key).and_then(|(parent, key)| walk.child_key(parent, key));
+        if let Some(child) = top.pending {
+            walk.enter(child, Some(span));
         }
-        false
+        None
     } else {
         top.pending
     }
@@ -671,8 +806,8 @@ fn yaml_begin(stack: &mut [YamlFrame], walk: &mut Walk, key: Option<&str>, span:
 
 /// A scalar or alias node.
 fn yaml_leaf(stack: &mut [YamlFrame], walk: &mut Walk, key: Option<&str>, span: Span) {
-    let on_path = yaml_begin(stack, walk, key, span);
-    yaml_close(stack, walk, on_path, span);
+    let node = yaml_begin(stack, walk, key, span);
+    yaml_close(stack, walk, node, span);
 }
 
 /// A mapping or sequence starts.
@@ -683,29 +818,29 @@ fn yaml_open(
     style: StructureStyle,
     span: Span,
 ) {
-    let on_path = yaml_begin(stack, walk, None, span);
+    let node = yaml_begin(stack, walk, None, span);
     stack.push(YamlFrame {
         mapping,
         flow: style == StructureStyle::Flow,
-        on_path,
+        node,
         start: span.start,
         last_end: span.end,
         count: 0,
         want_key: true,
-        pending: false,
+        pending: None,
     });
 }
 
 /// A node at depth `stack.len()` is complete: record it and move its parent on.
-fn yaml_close(stack: &mut [YamlFrame], walk: &mut Walk, on_path: bool, span: Span) {
-    if on_path {
-        walk.found(stack.len(), span);
+fn yaml_close(stack: &mut [YamlFrame], walk: &mut Walk, node: Option<usize>, span: Span) {
+    if let Some(node) = node {
+        walk.found(node, span);
     }
     if let Some(top) = stack.last_mut() {
         top.last_end = top.last_end.max(span.end);
         if top.mapping {
             if !top.want_key {
-                top.pending = false;
+                top.pending = None;
             }
             top.want_key = !top.want_key;
         } else {
@@ -901,6 +1036,17 @@ mod tests {
         assert_eq!(locate_best(&open, Syntax::Json, "/0"), Span::default());
         let text = format!("{}1{}", "{\"k\":".repeat(depth), "}".repeat(depth));
         check(json(&text), &"/k".repeat(depth), "1");
+    }
+
+    #[test]
+    fn many_pointers_in_one_pass_with_duplicate_keys() {
+        let text = r#"{"a": {"b": 1, "c": 2}, "a": {"c": 3}, "d": [4, {"e": 5}]}"#;
+        let spans = locate_best_many(text, Syntax::Json, &["/a/b", "/a/c", "/d/1/e", "/d/7", ""]);
+        let shown: Vec<&str> = spans.iter().map(|s| s.slice(text).unwrap()).collect();
+        // The last `a` wins: `/a/b` falls back to it, `/a/c` is its 3.
+        assert_eq!(shown, [r#"{"c": 3}"#, "3", "5", r#"[4, {"e": 5}]"#, text]);
+        assert_eq!(locate(text, Syntax::Json, "/a/b"), None);
+        assert!(locate_best_many(text, Syntax::Json, &[]).is_empty());
     }
 
     #[test]
@@ -1214,6 +1360,38 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// One pass for many pointers finds what one pass per pointer finds: every value's
+        /// pointer, missing children of each, and odd pointers, in JSON and YAML, also in
+        /// documents with duplicate keys and malformed tails.
+        #[test]
+        fn many_pointers_at_once_locate_like_one_at_a_time(value in value(), cut in 0usize..40) {
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            let mut yaml_text = String::new();
+            to_yaml(&value, 0, &mut yaml_text);
+            let duplicated = format!("{{\"a\": {pretty}, \"a\": [1, {pretty}], \"b\": 2}}");
+            let truncated = pretty.get(..pretty.len().saturating_sub(cut)).unwrap_or(&pretty).to_string();
+            let mut pointers: Vec<String> = nodes(&value).into_iter().map(|(p, _)| p).collect();
+            let extra: Vec<String> = pointers.iter().map(|p| format!("{p}/nope")).collect();
+            pointers.extend(extra);
+            pointers.extend(["/a".into(), "/a/1".into(), "/a/0".into(), "/b".into(), "".into(), "x".into()]);
+            let duplicated_pointers: Vec<String> =
+                pointers.iter().map(|p| format!("/a/1{p}")).collect();
+            pointers.extend(duplicated_pointers);
+            let refs: Vec<&str> = pointers.iter().map(String::as_str).collect();
+            for (syntax, text) in [
+                (Syntax::Json, &pretty),
+                (Syntax::Yaml, &yaml_text),
+                (Syntax::Json, &duplicated),
+                (Syntax::Json, &truncated),
+            ] {
+                let many = locate_best_many(text, syntax, &refs);
+                prop_assert_eq!(many.len(), refs.len());
+                for (pointer, span) in refs.iter().zip(&many) {
+                    prop_assert_eq!(*span, locate_best(text, syntax, pointer), "{} in {}", pointer, text);
+                }
+            }
+        }
 
         #[test]
         fn every_json_pointer_locates_its_value(value in value()) {

@@ -437,6 +437,20 @@ fn reproduces_pin_invalid() {
     assert_eq!(status, 2, "a malformed pin is a usage error");
 }
 
+#[test]
+fn reproduces_usage_error() {
+    let dir = classify_project();
+
+    let (out, status) = json_of(pactum(dir.path()).args(["validate", "--json", "--strictt"]));
+
+    assert_eq!(out["code"], "usage_error", "{out:#}");
+    assert_eq!(out["ok"], false);
+    let message = out["message"].as_str().unwrap();
+    assert!(message.contains("'--strictt'"), "{message}");
+    assert!(message.ends_with("run `pactum validate --help` for the usage"), "{message}");
+    assert_eq!(status, 2, "a malformed command line is a usage error");
+}
+
 // --- Registry and resolution --------------------------------------------------------------
 
 #[test]

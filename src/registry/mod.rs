@@ -401,11 +401,30 @@ impl Registry {
         self.index.get(&(kind, id.to_string())).into_iter().flatten().map(|&i| &self.entries[i])
     }
 
-    /// The entry for an exact id + version.
+    /// The entry for an exact id + version (the first registered, if there are duplicates),
+    /// found by binary search: O(log n) in the versions of the id.
     pub fn get(&self, kind: EntryKind, id: &str, version: &Version) -> Option<&Entry> {
-        let list = self.index.get(&(kind, id.to_string()))?;
-        let at = list.partition_point(|&i| &self.entries[i].version < version);
-        list.get(at).map(|&i| &self.entries[i]).filter(|e| &e.version == version)
+        self.same_version(kind, id, version).first().map(|&i| &self.entries[i])
+    }
+
+    /// Every entry with this kind, id and version (several only for duplicates), found by
+    /// binary search.
+    pub fn entries_at(
+        &self,
+        kind: EntryKind,
+        id: &str,
+        version: &Version,
+    ) -> impl Iterator<Item = &Entry> {
+        self.same_version(kind, id, version).iter().map(|&i| &self.entries[i])
+    }
+
+    /// Indexes of the entries with this kind, id and version (several only for
+    /// duplicates), lowest index first.
+    fn same_version(&self, kind: EntryKind, id: &str, version: &Version) -> &[usize] {
+        let Some(list) = self.index.get(&(kind, id.to_string())) else { return &[] };
+        let start = list.partition_point(|&i| &self.entries[i].version < version);
+        let len = list[start..].partition_point(|&i| &self.entries[i].version == version);
+        &list[start..start + len]
     }
 
     /// Every registered id of a kind (sorted).
@@ -445,9 +464,12 @@ impl Registry {
 
     /// The position of an entry in [`Registry::entries`] (the first equal one).
     fn index_of(&self, entry: &Entry) -> Option<usize> {
-        self.index
-            .get(&(entry.kind, entry.id.clone()))
-            .and_then(|list| list.iter().copied().find(|&i| &self.entries[i] == entry))
+        // Binary search by version: O(log n) in the versions of the id, so that asking for
+        // every entry's file stays linear overall.
+        self.same_version(entry.kind, &entry.id, &entry.version)
+            .iter()
+            .copied()
+            .find(|&i| &self.entries[i] == entry)
     }
 
     /// The registry's folder with symlinks resolved.

@@ -13,21 +13,22 @@
 //!
 //! Escaping follows the Actions toolkit (`@actions/core`, `command.ts`): in the message `%`,
 //! CR and LF become `%25`, `%0D` and `%0A`; in property values also `:` and `,` become
-//! `%3A` and `%2C`. Other control characters become U+FFFD, because the log viewer would
-//! interpret escape sequences. The report's notes and the summary are plain lines; they
-//! start with `note:` or `checked`, so the runner never reads them as commands.
+//! `%3A` and `%2C`. Before that, text goes through [`crate::terminal`]'s escaping (the
+//! one rule of every human-facing printer): other control characters are shown as
+//! `\u{1b}`, because the log viewer would interpret escape sequences, and a CRLF counts as
+//! one line break. The report's notes and the summary are plain lines that start with
+//! `note:` or `checked`; a note is escaped onto one line, so neither can become a command.
 
 use super::summary_line;
 use crate::diagnostic::{Diagnostic, Report};
 use crate::error::Severity;
+use crate::terminal::{escape, escape_line};
 
 /// Renders `report` as workflow-command annotations, then the notes and the summary.
 pub fn github(report: &Report) -> String {
     let mut lines: Vec<String> = report.diagnostics.iter().map(annotation).collect();
     for note in &report.notes {
-        let one_line: String =
-            note.chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
-        lines.push(format!("note: {}", clean(&one_line)));
+        lines.push(format!("note: {}", escape_line(note)));
     }
     lines.push(summary_line(report));
     let mut out = lines.join("\n");
@@ -64,7 +65,7 @@ fn annotation(d: &Diagnostic) -> String {
 /// Escapes a command's message: `%`, CR and LF.
 fn escape_data(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
-    for c in clean(value).chars() {
+    for c in escape(value).chars() {
         match c {
             '%' => out.push_str("%25"),
             '\r' => out.push_str("%0D"),
@@ -78,20 +79,6 @@ fn escape_data(value: &str) -> String {
 /// Escapes a property value: as the message, plus `:` and `,`.
 fn escape_property(value: &str) -> String {
     escape_data(value).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// Replaces control characters other than tab, CR and LF (which the escapes handle).
-fn clean(value: &str) -> String {
-    value
-        .chars()
-        .map(|c| {
-            if c.is_control() && !matches!(c, '\t' | '\r' | '\n') {
-                char::REPLACEMENT_CHARACTER
-            } else {
-                c
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -166,10 +153,13 @@ mod tests {
 
     #[test]
     fn escapes_follow_the_toolkit() {
-        assert_eq!(escape_data("50% a:b,c\r\nd"), "50%25 a:b,c%0D%0Ad");
-        assert_eq!(escape_property("50% a:b,c\r\nd"), "50%25 a%3Ab%2Cc%0D%0Ad");
+        assert_eq!(escape_data("50% a:b,c\nd"), "50%25 a:b,c%0Ad");
+        assert_eq!(escape_property("50% a:b,c\nd"), "50%25 a%3Ab%2Cc%0Ad");
+        // A CRLF is one line break; a lone CR is shown, never sent raw.
+        assert_eq!(escape_data("a\r\nb"), "a%0Ab");
         assert_eq!(escape_data("%0A"), "%250A");
-        assert_eq!(escape_data("tab\there\u{1b}[31m\u{0}"), "tab\there\u{fffd}[31m\u{fffd}");
+        assert_eq!(escape_data("tab\there\u{1b}[31m\u{0}"), "tab\there\\u{1b}[31m\\u{0}");
+        assert_eq!(escape_data("a\rb"), "a\\rb");
     }
 
     #[test]
@@ -179,7 +169,8 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 4, "{out}");
         assert!(!out.contains('\u{1b}') && !out.contains('\r') && !out.contains('\0'));
-        let carried = fixtures::HOSTILE.replace(['\u{1b}', '\0'], "\u{fffd}");
+        let carried = crate::terminal::escape(fixtures::HOSTILE).into_owned();
+        assert!(carried.contains("\\u{1b}[31m\\u{0}") && !carried.contains('\r'), "{carried}");
 
         let (name, properties, message) = parse(lines[0]);
         assert_eq!(name, "error");

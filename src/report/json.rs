@@ -59,8 +59,23 @@ struct Entry<'a> {
 
 /// Renders `report` as one pretty-printed JSON document followed by a newline.
 pub fn json(report: &Report) -> String {
+    // Serializing these structs cannot fail: every key is a string, every value plain data.
+    let mut out = serde_json::to_string_pretty(&document(report)).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+/// Renders `report` as the same document on one line followed by a newline: one record of
+/// a stream of reports (NDJSON, as `validate --watch --format json` writes).
+pub fn json_line(report: &Report) -> String {
+    let mut out = serde_json::to_string(&document(report)).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+fn document(report: &Report) -> Document<'_> {
     let errors = report.errors();
-    let document = Document {
+    Document {
         ok: errors == 0,
         version: JSON_VERSION,
         summary: Summary { files: report.files.len(), errors, warnings: report.warnings() },
@@ -79,11 +94,7 @@ pub fn json(report: &Report) -> String {
             })
             .collect(),
         notes: &report.notes,
-    };
-    // Serializing these structs cannot fail: every key is a string, every value plain data.
-    let mut out = serde_json::to_string_pretty(&document).unwrap_or_default();
-    out.push('\n');
-    out
+    }
 }
 
 #[cfg(test)]
@@ -96,6 +107,17 @@ mod tests {
 
     fn parse(report: &Report) -> Value {
         serde_json::from_str(&json(report)).expect("valid JSON")
+    }
+
+    #[test]
+    fn one_line_form_is_the_same_document() {
+        for report in [Report::default(), fixtures::representative(), fixtures::hostile()] {
+            let line = json_line(&report);
+            assert!(line.ends_with('\n'));
+            assert_eq!(line.matches('\n').count(), 1, "{line}");
+            let doc: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(doc, parse(&report));
+        }
     }
 
     #[test]

@@ -7,8 +7,11 @@
 //! <?xml version="1.0" encoding="UTF-8"?>
 //! <testsuites name="pactum validate" tests="2" failures="1" errors="0">
 //!   <testsuite name="pactum validate" tests="2" failures="1" errors="0" skipped="0" time="0">
-//!     <testcase name="contracts/a.json" classname="pactum.validate" file="contracts/a.json" time="0"/>
-//!     <testcase name="contracts/b.json" classname="pactum.validate" file="contracts/b.json" time="0">
+//!     <properties>
+//!       <property name="note" value="no registry.json found ..."/>
+//!     </properties>
+//!     <testcase name="contracts/a.json" classname="pactum.validate" time="0"/>
+//!     <testcase name="contracts/b.json" classname="pactum.validate" time="0">
 //!       <failure type="contract_schema_invalid" message="...">contracts/b.json:7:20 /boundary/temperature — ... — ...</failure>
 //!       <system-out>warning[template_input_unused]: ...</system-out>
 //!     </testcase>
@@ -25,9 +28,14 @@
 //!   `<system-out>`, one line each, prefixed with `warning[code]:` or `note[code]:`.
 //! - Findings without a file belong to a test case named `project`; files that have
 //!   findings but are missing from the checked list get a test case of their own.
-//! - The report's notes go to the suite's `<system-out>`.
-//! - A file's test case also has a `file` attribute, which GitLab and some GitHub reporter
-//!   actions use to link to the file; readers that do not know it ignore it.
+//! - The report's notes are the suite's properties named `note`, in report order.
+//! - Only attributes both schemas that CI readers validate with define are used: Jenkins'
+//!   `junit-10.xsd` (xUnit plugin) and Maven Surefire's test-report schema. Neither has a
+//!   `file` attribute on `<testcase>`, so the file is the test case's name: a path relative
+//!   to the repository (see [`crate::validate::names_root`]). Inside the suite, properties
+//!   come first, then the test cases, each with its `<failure>` before its `<system-out>`,
+//!   the order Surefire's schema requires; the `<testsuite>` element on its own is a valid
+//!   Surefire report.
 //! - `failures` counts failed test cases; `errors` and `skipped` are always 0 and `time`
 //!   is 0 (the report carries no timings).
 //!
@@ -67,11 +75,18 @@ pub fn junit(report: &Report) -> String {
         "  <testsuite name=\"{SUITE}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" \
          skipped=\"0\" time=\"0\">\n"
     ));
+    if !report.notes.is_empty() {
+        out.push_str("    <properties>\n");
+        for note in &report.notes {
+            out.push_str(&format!(
+                "      <property name=\"note\" value=\"{}\"/>\n",
+                attribute(note)
+            ));
+        }
+        out.push_str("    </properties>\n");
+    }
     for case in &cases {
         write_case(&mut out, case);
-    }
-    if !report.notes.is_empty() {
-        out.push_str(&format!("    <system-out>{}</system-out>\n", text(&report.notes.join("\n"))));
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
@@ -121,10 +136,8 @@ impl<'a> Cases<'a> {
 }
 
 fn write_case(out: &mut String, case: &Case<'_>) {
-    let file =
-        if case.is_file { format!(" file=\"{}\"", attribute(case.name)) } else { String::new() };
     let open = format!(
-        "    <testcase name=\"{}\" classname=\"{CLASSNAME}\"{file} time=\"0\"",
+        "    <testcase name=\"{}\" classname=\"{CLASSNAME}\" time=\"0\"",
         attribute(case.name)
     );
     if case.errors.is_empty() && case.others.is_empty() {
@@ -327,16 +340,18 @@ mod tests {
         <?xml version="1.0" encoding="UTF-8"?>
         <testsuites name="pactum validate" tests="3" failures="2" errors="0">
           <testsuite name="pactum validate" tests="3" failures="2" errors="0" skipped="0" time="0">
-            <testcase name="contracts/classify/1.0.0.json" classname="pactum.validate" file="contracts/classify/1.0.0.json" time="0">
+            <properties>
+              <property name="note" value="no registry.json found above contracts/: registry checks skipped"/>
+            </properties>
+            <testcase name="contracts/classify/1.0.0.json" classname="pactum.validate" time="0">
               <failure type="contract_schema_invalid" message="/boundary/temperature: 3 is greater than the maximum of 2">contracts/classify/1.0.0.json:7:20 /boundary/temperature — /boundary/temperature: 3 is greater than the maximum of 2 — set boundary.temperature to a number between 0 and 2</failure>
             </testcase>
-            <testcase name="packs/classify/1.0.0.yaml" classname="pactum.validate" file="packs/classify/1.0.0.yaml" time="0">
+            <testcase name="packs/classify/1.0.0.yaml" classname="pactum.validate" time="0">
               <system-out>warning[template_input_unused]: packs/classify/1.0.0.yaml:12:5 /input_schema/properties/locale — input_schema declares `locale` but the template never uses it</system-out>
             </testcase>
             <testcase name="project" classname="pactum.validate" time="0">
               <failure type="registry_history_broken" message="history entry 3 does not hash-chain">history entry 3 does not hash-chain — restore registry.json from version control</failure>
             </testcase>
-            <system-out>no registry.json found above contracts/: registry checks skipped</system-out>
           </testsuite>
         </testsuites>
         "#);
@@ -377,12 +392,14 @@ mod tests {
         assert!(failures.iter().all(|f| f.depth == 3));
         assert_eq!(failures[0].attributes["type"], "contract_schema_invalid");
         let outs = named(&elements, "system-out");
-        assert_eq!(outs.len(), 2);
+        assert_eq!(outs.len(), 1);
         assert!(outs[0].text.starts_with("warning[template_input_unused]: "));
-        assert_eq!(
-            (outs[1].depth, outs[1].text.as_str()),
-            (2, fixtures::representative().notes[0].as_str())
-        );
+        let properties = named(&elements, "property");
+        assert_eq!(properties.len(), 1);
+        assert_eq!(properties[0].depth, 3);
+        assert_eq!(properties[0].attributes["name"], "note");
+        assert_eq!(properties[0].attributes["value"], fixtures::representative().notes[0]);
+        assert!(cases.iter().all(|c| !c.attributes.contains_key("file")), "no `file` attribute");
     }
 
     #[test]
@@ -485,7 +502,7 @@ mod tests {
         );
         let outs = named(&elements, "system-out");
         assert_eq!(outs[0].text, format!("warning[config_invalid]: {carried}"));
-        assert_eq!(outs[1].text, carried);
+        assert_eq!(named(&elements, "property")[0].attributes["value"], carried);
         assert!(out.contains("]]&gt;"));
     }
 

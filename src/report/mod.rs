@@ -7,14 +7,17 @@
 //! | format   | function   | for                                                        |
 //! |----------|------------|------------------------------------------------------------|
 //! | `text`   | [`text`]   | people: compiler-style diagnostics with source snippets     |
-//! | `json`   | [`json`]   | scripts: one pretty-printed JSON document (a stable shape) |
+//! | `json`   | [`json`]   | scripts: one pretty-printed JSON document (a stable shape); [`json_line`] for streams |
 //! | `sarif`  | [`sarif`]  | GitHub code scanning and other SARIF 2.1.0 consumers       |
 //! | `junit`  | [`junit`]  | CI test reporters (Jenkins, GitLab, GitHub test reporters) |
 //! | `github` | [`github`] | GitHub Actions workflow-command annotations                |
 //!
-//! Paths are printed as the report holds them: relative to the validated folder, with `/`
-//! separators. Tools that match paths against a repository (SARIF, GitHub annotations) see
-//! the right files when `pactum validate` runs from the repository root.
+//! Paths are printed as the report holds them: relative to the repository (git's top
+//! level, else the folder `pactum validate` ran in; see [`crate::validate::names_root`]),
+//! with `/` separators, so tools that match paths against a repository (SARIF, JUnit,
+//! GitHub annotations) find the files wherever the project sits in it. The human formats
+//! (`text`, `github`) escape text from files through [`crate::terminal`]; the machine
+//! formats carry it byte for byte.
 
 mod github;
 mod json;
@@ -28,7 +31,7 @@ use std::str::FromStr;
 use crate::diagnostic::Report;
 
 pub use github::github;
-pub use json::{JSON_VERSION, json};
+pub use json::{JSON_VERSION, json, json_line};
 pub use junit::junit;
 pub use sarif::{INFORMATION_URI, sarif};
 pub use text::text;

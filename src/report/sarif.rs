@@ -9,19 +9,29 @@
 //!
 //! Choices this module makes, each for a documented GitHub requirement:
 //!
-//! - Locations are the report's relative paths, percent-encoded where a URI needs it, with
+//! - Locations are the report's paths, which are relative to the repository (see
+//!   [`crate::validate::names_root`]), percent-encoded where a URI needs it, with
 //!   `uriBaseId` `%SRCROOT%`; GitHub reads relative URIs as relative to the repository
-//!   root. `region` holds `startLine`, `startColumn`, `endLine` and (when the source line
+//!   root. A file outside the repository has an absolute path and becomes a `file:///`
+//!   URI without a base. `region` holds `startLine`, `startColumn`, `endLine` and (when the source line
 //!   is known) `endColumn` = the end of that line; it is left out when the finding has no
 //!   line, and the result then points at the whole file. Columns count Unicode code points
 //!   (`columnKind` `unicodeCodePoints`), as diagnostics do.
 //! - GitHub shows a result only with a location, so a project-level finding (no file)
 //!   points at the shallowest `registry.json` the report checked, or at `registry.json` in
 //!   the root when it checked none, and carries `"projectLevel": true` in its properties.
-//! - `partialFingerprints.primaryLocationLineHash` (the only key GitHub reads) is
-//!   `HASH:N`: a 64-bit FNV-1a hash of code, path and JSON pointer (the message when there
-//!   is no pointer), and N counting equal hashes in report order. It does not depend on
-//!   line numbers, so an alert survives edits that move its value to another line.
+//! - `partialFingerprints` carries pactum's own fingerprint under its own key,
+//!   `pactumFingerprint/v1`: `HASH:N`, a 64-bit FNV-1a hash of code, path and JSON pointer
+//!   (the message when there is no pointer), and N counting equal hashes in report order.
+//!   It does not depend on line numbers, so it survives edits that move a value to another
+//!   line. `primaryLocationLineHash` is left to GitHub's upload step, which computes it
+//!   from the source line and warns when a file already carries a different value.
+//! - Each rule's `help` is the code's section of `docs/error-codes.md` (what it means, what
+//!   reports it, an example and the fix), embedded at build time, as `text` and as
+//!   `markdown` (which GitHub shows on the alert).
+//! - `tool.driver.informationUri` is the project's home, the `repository` of Cargo.toml;
+//!   it is left out while the manifest names none, rather than pointing at an invented
+//!   address.
 //! - GitHub rejects runs with more than 25,000 results. Past that the most severe 25,000
 //!   are kept (in report order) and `run.properties.omittedResults` counts the rest.
 
@@ -32,8 +42,15 @@ use serde::Serialize;
 use crate::diagnostic::{Diagnostic, Report};
 use crate::error::{Code, Severity};
 
-/// Where SARIF consumers send people for more about the tool (`tool.driver.informationUri`).
-pub const INFORMATION_URI: &str = "https://pactum.dev";
+/// Where SARIF consumers send people for more about the tool (`tool.driver.informationUri`):
+/// the `repository` of Cargo.toml, empty (and then left out) when it names none.
+pub const INFORMATION_URI: &str = env!("CARGO_PKG_REPOSITORY");
+
+/// The key of pactum's own fingerprint in `partialFingerprints`.
+const FINGERPRINT_KEY: &str = "pactumFingerprint/v1";
+
+/// `docs/error-codes.md`, the source of every rule's help.
+const ERROR_CODES_DOC: &str = include_str!("../../docs/error-codes.md");
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 const SRCROOT: &str = "%SRCROOT%";
@@ -70,6 +87,7 @@ struct Driver<'a> {
     name: &'static str,
     #[serde(skip_serializing_if = "str::is_empty")]
     version: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
     information_uri: &'static str,
     rules: Vec<Rule>,
 }
@@ -82,7 +100,14 @@ struct Rule {
     short_description: Text,
     full_description: Text,
     default_configuration: Configuration,
-    help: Text,
+    help: Help,
+}
+
+/// A rule's help: plain text, and the same as Markdown for viewers that render it.
+#[derive(Serialize)]
+struct Help {
+    text: String,
+    markdown: String,
 }
 
 /// A SARIF `message` or `multiformatMessageString` with plain text only.
@@ -121,7 +146,7 @@ struct SarifResult {
     level: &'static str,
     message: Text,
     locations: [Location; 1],
-    partial_fingerprints: Fingerprints,
+    partial_fingerprints: BTreeMap<&'static str, String>,
     #[serde(skip_serializing_if = "ResultProperties::is_empty")]
     properties: ResultProperties,
 }
@@ -144,7 +169,8 @@ struct PhysicalLocation {
 #[serde(rename_all = "camelCase")]
 struct ArtifactLocation {
     uri: String,
-    uri_base_id: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri_base_id: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -156,12 +182,6 @@ struct Region {
     end_line: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     end_column: Option<usize>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Fingerprints {
-    primary_location_line_hash: String,
 }
 
 #[derive(Serialize)]
@@ -213,16 +233,14 @@ pub fn sarif(report: &Report, tool_version: &str) -> String {
                 message: Text::new(message_text(d)),
                 locations: [Location {
                     physical_location: PhysicalLocation {
-                        artifact_location: ArtifactLocation {
-                            uri: encode_uri_path(file),
-                            uri_base_id: SRCROOT,
-                        },
+                        artifact_location: artifact_location(file),
                         region: region(d),
                     },
                 }],
-                partial_fingerprints: Fingerprints {
-                    primary_location_line_hash: format!("{hash:016x}:{occurrence}"),
-                },
+                partial_fingerprints: BTreeMap::from([(
+                    FINGERPRINT_KEY,
+                    format!("{hash:016x}:{occurrence}"),
+                )]),
                 properties: ResultProperties {
                     pointer: d.pointer.clone(),
                     project_level: d.file.is_none(),
@@ -247,7 +265,8 @@ pub fn sarif(report: &Report, tool_version: &str) -> String {
                 SRCROOT,
                 BaseId {
                     description: Text::new(
-                        "The folder pactum validate checked; result paths are relative to it.",
+                        "The repository root (git's top level, else the folder pactum validate \
+                         ran in); relative result paths are relative to it.",
                     ),
                 },
             )]),
@@ -274,12 +293,34 @@ fn rule(code: Code) -> Rule {
         short_description: Text::new(code.summary()),
         full_description: Text::new(format!("{}.", code.summary())),
         default_configuration: Configuration { level },
-        help: Text::new(format!(
-            "{}. The message of each finding says what to change; docs/error-codes.md in \
-             the pactum sources documents the code `{}`.",
-            code.summary(),
-            code.as_str()
-        )),
+        help: help(code),
+    }
+}
+
+/// The code's section of `docs/error-codes.md` (without its heading), as Markdown and as
+/// text (the same without emphasis markers). A code without a section (which a test
+/// forbids) falls back to its summary.
+fn help(code: Code) -> Help {
+    let markdown =
+        doc_section(code).map(str::to_string).unwrap_or_else(|| format!("{}.", code.summary()));
+    Help { text: markdown.replace("**", ""), markdown }
+}
+
+/// The body of the section `## <code>` of `docs/error-codes.md`, trimmed.
+fn doc_section(code: Code) -> Option<&'static str> {
+    let heading = format!("\n## {}\n", code.as_str());
+    let start = ERROR_CODES_DOC.find(&heading)? + heading.len();
+    let rest = &ERROR_CODES_DOC[start..];
+    let end = rest.find("\n## ").unwrap_or(rest.len());
+    Some(rest[..end].trim()).filter(|body| !body.is_empty())
+}
+
+/// A relative path under `%SRCROOT%`, or an absolute one as a `file://` URI.
+fn artifact_location(file: &str) -> ArtifactLocation {
+    if file.starts_with('/') {
+        ArtifactLocation { uri: format!("file://{}", encode_uri_path(file)), uri_base_id: None }
+    } else {
+        ArtifactLocation { uri: encode_uri_path(file), uri_base_id: Some(SRCROOT) }
     }
 }
 
@@ -440,7 +481,15 @@ mod tests {
                         "name": {"type": "string"},
                         "shortDescription": {"$ref": "#/$defs/text"},
                         "fullDescription": {"$ref": "#/$defs/text"},
-                        "help": {"$ref": "#/$defs/text"},
+                        "help": {
+                            "type": "object",
+                            "required": ["text"],
+                            "additionalProperties": false,
+                            "properties": {
+                                "text": {"type": "string", "minLength": 1},
+                                "markdown": {"type": "string", "minLength": 1}
+                            }
+                        },
                         "defaultConfiguration": {
                             "type": "object",
                             "additionalProperties": false,
@@ -562,14 +611,28 @@ mod tests {
                 assert!(region["startLine"].as_u64().unwrap() >= 1);
                 assert_eq!(region["endLine"], region["startLine"]);
             }
-            let hash = result["partialFingerprints"]["primaryLocationLineHash"].as_str().unwrap();
-            assert!(!hash.is_empty());
+            // GitHub computes primaryLocationLineHash itself and warns about a different
+            // value already in the file: pactum's fingerprint has a key of its own.
+            let fingerprints = result["partialFingerprints"].as_object().unwrap();
+            assert!(!fingerprints.contains_key("primaryLocationLineHash"));
+            assert!(!fingerprints[FINGERPRINT_KEY].as_str().unwrap().is_empty());
         }
     }
 
     #[test]
     fn representative_report() {
-        let out = sarif(&fixtures::representative(), "0.1.0");
+        let mut out = sarif(&fixtures::representative(), "0.1.0");
+        // The help of each rule is its docs section (checked in `rule_help_is_the_docs_section`).
+        for code in
+            [Code::ContractSchemaInvalid, Code::RegistryHistoryBroken, Code::TemplateInputUnused]
+        {
+            let help = help(code);
+            for (text, shown) in [(help.text, "[text]"), (help.markdown, "[markdown]")] {
+                let quoted = serde_json::to_string(&text).unwrap();
+                assert!(out.contains(&quoted), "{code:?}");
+                out = out.replace(&quoted, &format!("\"{shown} of {}\"", code.as_str()));
+            }
+        }
         insta::assert_snapshot!(out, @r#"
         {
           "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -580,7 +643,6 @@ mod tests {
                 "driver": {
                   "name": "pactum",
                   "version": "0.1.0",
-                  "informationUri": "https://pactum.dev",
                   "rules": [
                     {
                       "id": "contract_schema_invalid",
@@ -595,7 +657,8 @@ mod tests {
                         "level": "error"
                       },
                       "help": {
-                        "text": "a contract does not fit prompt_contract.schema.json, or an embedded schema is not a valid JSON Schema. The message of each finding says what to change; docs/error-codes.md in the pactum sources documents the code `contract_schema_invalid`."
+                        "text": "[text] of contract_schema_invalid",
+                        "markdown": "[markdown] of contract_schema_invalid"
                       }
                     },
                     {
@@ -611,7 +674,8 @@ mod tests {
                         "level": "error"
                       },
                       "help": {
-                        "text": "the registry history does not hash-chain. The message of each finding says what to change; docs/error-codes.md in the pactum sources documents the code `registry_history_broken`."
+                        "text": "[text] of registry_history_broken",
+                        "markdown": "[markdown] of registry_history_broken"
                       }
                     },
                     {
@@ -627,7 +691,8 @@ mod tests {
                         "level": "warning"
                       },
                       "help": {
-                        "text": "input_schema declares a property the template never uses. The message of each finding says what to change; docs/error-codes.md in the pactum sources documents the code `template_input_unused`."
+                        "text": "[text] of template_input_unused",
+                        "markdown": "[markdown] of template_input_unused"
                       }
                     }
                   ]
@@ -636,7 +701,7 @@ mod tests {
               "originalUriBaseIds": {
                 "%SRCROOT%": {
                   "description": {
-                    "text": "The folder pactum validate checked; result paths are relative to it."
+                    "text": "The repository root (git's top level, else the folder pactum validate ran in); relative result paths are relative to it."
                   }
                 }
               },
@@ -666,7 +731,7 @@ mod tests {
                     }
                   ],
                   "partialFingerprints": {
-                    "primaryLocationLineHash": "7fc5ae006600f87c:1"
+                    "pactumFingerprint/v1": "7fc5ae006600f87c:1"
                   },
                   "properties": {
                     "pointer": "/boundary/temperature"
@@ -695,7 +760,7 @@ mod tests {
                     }
                   ],
                   "partialFingerprints": {
-                    "primaryLocationLineHash": "e704e8c5448536da:1"
+                    "pactumFingerprint/v1": "e704e8c5448536da:1"
                   },
                   "properties": {
                     "pointer": "/input_schema/properties/locale"
@@ -723,7 +788,7 @@ mod tests {
                     }
                   ],
                   "partialFingerprints": {
-                    "primaryLocationLineHash": "38e37f22c6aae51c:1"
+                    "pactumFingerprint/v1": "38e37f22c6aae51c:1"
                   },
                   "properties": {
                     "projectLevel": true
@@ -786,6 +851,42 @@ mod tests {
     }
 
     #[test]
+    fn rule_help_is_the_docs_section() {
+        for &code in Code::ALL {
+            let section = doc_section(code).unwrap_or_else(|| panic!("{code:?} has no section"));
+            let help = help(code);
+            assert_eq!(help.markdown, section);
+            assert!(section.starts_with("**Severity:**"), "{code:?}: {section}");
+            assert!(section.contains("**Fix:**"), "{code:?}: {section}");
+            assert!(!section.contains("\n## "), "{code:?} runs into the next section");
+            assert!(help.text.contains("Fix:") && !help.text.contains("**"), "{code:?}");
+        }
+        // A code's section is found by its exact heading, not by a prefix of another.
+        assert!(doc_section(Code::ContractDeprecated).unwrap().contains("deprecated"));
+    }
+
+    #[test]
+    fn information_uri_is_the_manifest_repository_or_absent() {
+        let doc = parse(&Report::default());
+        let driver = &doc["runs"][0]["tool"]["driver"];
+        assert_eq!(INFORMATION_URI, env!("CARGO_PKG_REPOSITORY"));
+        match driver.get("informationUri") {
+            Some(uri) => assert_eq!(uri, INFORMATION_URI),
+            None => assert!(INFORMATION_URI.is_empty()),
+        }
+        assert!(!doc.to_string().contains("pactum.dev"), "no invented address");
+    }
+
+    #[test]
+    fn files_outside_the_repository_are_file_uris() {
+        let d = Diagnostic::new(Code::IoError, "x").file("/tmp/elsewhere/a b.json").at(2, 1);
+        let doc = parse(&Report { diagnostics: vec![d], ..Report::default() });
+        let location = &results(&doc)[0]["locations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(location, &json!({"uri": "file:///tmp/elsewhere/a%20b.json"}));
+        assert_valid(&doc);
+    }
+
+    #[test]
     fn empty_report_has_empty_rules_and_results() {
         let doc = parse(&Report::default());
         assert_eq!(doc["runs"][0]["tool"]["driver"]["rules"], json!([]));
@@ -837,12 +938,7 @@ mod tests {
         let hashes = |report: &Report| -> Vec<String> {
             results(&parse(report))
                 .iter()
-                .map(|r| {
-                    r["partialFingerprints"]["primaryLocationLineHash"]
-                        .as_str()
-                        .unwrap()
-                        .to_string()
-                })
+                .map(|r| r["partialFingerprints"][FINGERPRINT_KEY].as_str().unwrap().to_string())
                 .collect()
         };
         let first = hashes(&report);

@@ -15,15 +15,18 @@
 //! The gutter is as wide as the line number, as in rustc. The caret sits under the
 //! finding's column, counted in characters; a tab in the source line is shown as four
 //! spaces. A finding without a file has only its header (and help); one without a line
-//! has a `--> file` line and no snippet. Control characters in messages and source lines
-//! (escape sequences included) are shown as U+FFFD (`�`), so a hostile file cannot drive the
-//! terminal. ANSI styles appear only when color is asked for.
+//! has a `--> file` line and no snippet. Messages, paths and source lines go through
+//! [`crate::terminal`]'s escaping (control characters shown as `\u{1b}`, workflow commands
+//! defused), so a hostile file can neither drive the terminal nor command a CI runner; the
+//! caret still sits under the right character of an escaped source line. ANSI styles
+//! appear only when color is asked for.
 
 use anstyle::{AnsiColor, Style};
 
 use super::summary_line;
 use crate::diagnostic::{Diagnostic, Report};
 use crate::error::Severity;
+use crate::terminal::{escape, escape_char};
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
 const WARNING: Style = AnsiColor::Yellow.on_default().bold();
@@ -43,7 +46,7 @@ pub fn text(report: &Report, color: bool) -> String {
         lines.push(String::new());
     }
     for note in &report.notes {
-        lines.push(format!("{}: {}", painter.paint(NOTE, "note"), clean(note)));
+        lines.push(format!("{}: {}", painter.paint(NOTE, "note"), escape(note)));
     }
     lines.push(summary_line(report));
     let mut out = lines.join("\n");
@@ -75,7 +78,7 @@ fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) 
     lines.push(format!(
         "{}{}",
         painter.paint(style, &format!("{label}[{}]", d.code)),
-        painter.paint(EMPHASIS, &format!(": {}", clean(&d.message))),
+        painter.paint(EMPHASIS, &format!(": {}", escape(&d.message))),
     ));
 
     let width = d.line.map_or(1, |line| line.to_string().len());
@@ -90,7 +93,7 @@ fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) 
             "{}{} {}",
             " ".repeat(width),
             painter.paint(GUTTER, "-->"),
-            clean(&location)
+            escape(&location)
         ));
         if let (Some(line), Some(source)) = (d.line, &d.source_line) {
             let (shown, caret_at) = expand(source, d.column.unwrap_or(1));
@@ -112,14 +115,14 @@ fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) 
             "{margin}{} {}: {}",
             painter.paint(GUTTER, "="),
             painter.paint(EMPHASIS, "help"),
-            clean(help),
+            escape(help),
         ));
     }
 }
 
-/// The source line as shown (tabs expanded, control characters replaced, line break
-/// dropped) and the display offset of the 1-based character `column` in it. A column past
-/// the end of the line lands that many places after its last character.
+/// The source line as shown (tabs expanded, hidden characters and `##[` escaped, line
+/// break dropped) and the display offset of the 1-based character `column` in it. A column
+/// past the end of the line lands that many places after its last character.
 fn expand(source: &str, column: usize) -> (String, usize) {
     let target = column.max(1) - 1;
     let mut shown = String::new();
@@ -131,33 +134,25 @@ fn expand(source: &str, column: usize) -> (String, usize) {
             caret_at = Some(width);
         }
         chars += 1;
-        if c == '\t' {
-            shown.push_str(&" ".repeat(TAB_WIDTH));
-            width += TAB_WIDTH;
-        } else {
-            shown.push(if c.is_control() { char::REPLACEMENT_CHARACTER } else { c });
-            width += 1;
+        let escaped = match c {
+            '\t' => Some(" ".repeat(TAB_WIDTH)),
+            // The legacy workflow-command prefix `##[`, anywhere in a line.
+            '[' if shown.ends_with("##") => Some("\\u{5b}".to_string()),
+            c => escape_char(c),
+        };
+        match escaped {
+            Some(text) => {
+                width += text.chars().count();
+                shown.push_str(&text);
+            }
+            None => {
+                shown.push(c);
+                width += 1;
+            }
         }
     }
     let caret_at = caret_at.unwrap_or(width + target.saturating_sub(chars));
     (shown, caret_at)
-}
-
-/// Replaces control characters other than line feed and tab, so that text from a checked
-/// file cannot move the cursor or start an escape sequence. A CRLF becomes a line feed.
-fn clean(text: &str) -> String {
-    text.replace("\r\n", "\n")
-        .chars()
-        .map(
-            |c| {
-                if c.is_control() && c != '\n' && c != '\t' {
-                    char::REPLACEMENT_CHARACTER
-                } else {
-                    c
-                }
-            },
-        )
-        .collect()
 }
 
 #[cfg(test)]
@@ -242,7 +237,8 @@ mod tests {
         assert_eq!(expand("abc", 6), ("abc".into(), 5));
         assert_eq!(expand("abc", 0), ("abc".into(), 0));
         assert_eq!(expand("", 1), (String::new(), 0));
-        assert_eq!(expand("a\u{1b}[0mb", 3), ("a\u{fffd}[0mb".into(), 2));
+        assert_eq!(expand("a\u{1b}[0mb", 3), ("a\\u{1b}[0mb".into(), 7));
+        assert_eq!(expand("##[error]x", 4), ("##\\u{5b}error]x".into(), 8));
     }
 
     #[test]
@@ -267,7 +263,7 @@ mod tests {
         assert!(!out.contains('\r'), "{out}");
         assert!(!out.contains('\0'), "{out}");
         assert!(
-            out.contains("a \"quoted\" 'x' <tag> & ]]> 50% :: a,b\nnext\u{fffd}[31m\u{fffd}"),
+            out.contains("a \"quoted\" 'x' <tag> & ]]> 50% :: a,b\nnext\\u{1b}[31m\\u{0}"),
             "{out}"
         );
     }

@@ -118,8 +118,8 @@ fn bound_via_registry(
 ) -> Bound {
     let Some(registry) = &ctx.registry else { return Bound::Missing };
     let draft = registry
-        .versions(EntryKind::Contract, &contract.id)
-        .any(|e| e.version == contract.version && e.state == State::Draft);
+        .entries_at(EntryKind::Contract, &contract.id, &contract.version)
+        .any(|e| e.state == State::Draft);
     let resolution = resolve(
         registry,
         EntryKind::PromptPack,

@@ -3,6 +3,7 @@
 //! (`incompatible_version_bump`). Removed versions are skipped; drafts are included so the
 //! author hears about it before promoting.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -14,47 +15,90 @@ use crate::registry::{EntryKind, State};
 use crate::validate::Context;
 
 /// One version of a contract with its document and the file to report on.
-struct Version {
+struct Version<'a> {
     version: semver::Version,
-    value: Value,
-    file: Option<String>,
+    value: Document<'a>,
+    file: Option<&'a str>,
 }
 
-pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
-    for (id, mut versions) in versions_by_id(ctx) {
-        versions.sort_by(|a, b| a.version.cmp(&b.version));
-        for pair in versions.windows(2) {
-            let (old, new) = (&pair[0], &pair[1]);
-            let Some(file) = &new.file else { continue };
-            let changes = diff_contracts(&old.value, &new.value);
-            let required = required_bump(&changes);
-            let declared = declared_bump(&old.version, &new.version);
-            if declared >= required {
-                continue;
+/// A version's whole document: the text of an analyzed file (the per-file stage keeps no
+/// parsed copy; it is parsed again only for ids with several versions), or a document
+/// loaded from outside the validated folder.
+enum Document<'a> {
+    Text(&'a super::Analyzed),
+    Loaded(Value),
+}
+
+impl Document<'_> {
+    fn value(&self) -> Option<Cow<'_, Value>> {
+        match self {
+            Document::Loaded(value) => Some(Cow::Borrowed(value)),
+            Document::Text(f) => {
+                let text = f.text.as_deref()?;
+                crate::document::parse(text, f.syntax, &f.abs, Some(DocKind::Contract))
+                    .ok()
+                    .map(Cow::Owned)
             }
-            let needing = crate::compat::beyond(&changes, declared);
-            let e = Error::IncompatibleBump {
-                id: id.clone(),
-                from: old.version.to_string(),
-                to: new.version.to_string(),
-                declared: declared.as_str().to_string(),
-                required: required.as_str().to_string(),
-                changes: needing,
-            };
-            out.push(Diagnostic::from_error(&e).file(file.clone()).pointer("/version").help(
-                format!(
-                    "`pactum diff {id}@{} {id}@{}` lists the changes",
-                    old.version, new.version
-                ),
-            ));
         }
     }
 }
 
+pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
+    for (id, mut versions) in versions_by_id(ctx) {
+        if versions.len() < 2 {
+            continue;
+        }
+        versions.sort_by(|a, b| a.version.cmp(&b.version));
+        // One parsed document at a time besides the previous one: memory stays flat however
+        // many versions an id has.
+        let mut previous = versions[0].value.value();
+        for pair in versions.windows(2) {
+            let (old, new) = (&pair[0], &pair[1]);
+            let current = new.value.value();
+            if let (Some(file), Some(old_value), Some(new_value)) = (new.file, &previous, &current)
+            {
+                bump_finding(id, old, new, file, old_value, new_value, out);
+            }
+            previous = current;
+        }
+    }
+}
+
+/// `incompatible_version_bump` on `new` when its declared bump over `old` is too small.
+fn bump_finding(
+    id: &str,
+    old: &Version<'_>,
+    new: &Version<'_>,
+    file: &str,
+    old_value: &Value,
+    new_value: &Value,
+    out: &mut Vec<Diagnostic>,
+) {
+    let changes = diff_contracts(old_value, new_value);
+    let required = required_bump(&changes);
+    let declared = declared_bump(&old.version, &new.version);
+    if declared >= required {
+        return;
+    }
+    let needing = crate::compat::beyond(&changes, declared);
+    let e = Error::IncompatibleBump {
+        id: id.to_string(),
+        from: old.version.to_string(),
+        to: new.version.to_string(),
+        declared: declared.as_str().to_string(),
+        required: required.as_str().to_string(),
+        changes: needing,
+    };
+    out.push(Diagnostic::from_error(&e).file(file).pointer("/version").help(format!(
+        "`pactum diff {id}@{} {id}@{}` lists the changes",
+        old.version, new.version
+    )));
+}
+
 /// Every non-removed version of every contract: from the registry when there is one (files
 /// outside the validated folder are loaded), else from the files being validated.
-fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
-    let mut out: BTreeMap<String, Vec<Version>> = BTreeMap::new();
+fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
+    let mut out: BTreeMap<&str, Vec<Version<'_>>> = BTreeMap::new();
     match &ctx.registry {
         Some(registry) => {
             for entry in registry
@@ -65,15 +109,15 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
                 let Ok(path) = registry.file_of(entry) else { continue };
                 let (value, file) = match ctx.file_at(&path) {
                     Some(f) => match &f.contract {
-                        Some(c) => (c.raw.clone(), Some(f.rel.clone())),
+                        Some(_) => (Document::Text(f), Some(f.rel.as_str())),
                         None => continue,
                     },
                     None => match crate::document::load(&path, Some(DocKind::Contract)) {
-                        Ok(doc) => (doc.value, None),
+                        Ok(doc) => (Document::Loaded(doc.value), None),
                         Err(_) => continue,
                     },
                 };
-                out.entry(entry.id.clone()).or_default().push(Version {
+                out.entry(entry.id.as_str()).or_default().push(Version {
                     version: entry.version.clone(),
                     value,
                     file,
@@ -83,10 +127,10 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<String, Vec<Version>> {
         None => {
             for f in &ctx.files {
                 if let Some(c) = &f.contract {
-                    out.entry(c.id.clone()).or_default().push(Version {
+                    out.entry(c.id.as_str()).or_default().push(Version {
                         version: c.version.clone(),
-                        value: c.raw.clone(),
-                        file: Some(f.rel.clone()),
+                        value: Document::Text(f),
+                        file: Some(f.rel.as_str()),
                     });
                 }
             }

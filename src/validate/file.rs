@@ -219,10 +219,14 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
         }
     }
     let embedded_ok = a.diagnostics.is_empty();
-    // The value moves into the contract (as `raw`): one copy of each document in memory.
     match Contract::from_value(value, a.sha256.as_deref().unwrap_or_default(), &path) {
-        // An invalid embedded schema makes the contract unusable for later rules.
-        Ok(c) if embedded_ok => a.contract = Some(c),
+        // An invalid embedded schema makes the contract unusable for later rules. The whole
+        // document (`raw`) is not kept: only the compatibility check needs it, for ids with
+        // several versions, and it parses the kept text again (memory stays flat).
+        Ok(mut c) if embedded_ok => {
+            c.raw = Value::Null;
+            a.contract = Some(c);
+        }
         Ok(_) => {}
         Err(e) => schema_diagnostics(
             a,

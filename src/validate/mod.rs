@@ -43,8 +43,10 @@ pub struct ValidateOptions {
     pub now: jiff::Timestamp,
     /// Worker threads for the per-file stage (0 = one per core).
     pub jobs: usize,
-    /// Without a registry, file names are relative to this folder when PATH is inside it
-    /// (the binary passes the current folder); otherwise relative to PATH.
+    /// Where report paths are named from when PATH is not in a git work tree (the binary
+    /// passes the current folder). Report paths are relative to the repository, so that
+    /// GitHub, SARIF and JUnit consumers find the files: the top level of the git work tree
+    /// holding PATH, else this folder, else the registry's folder (see [`names_root`]).
     pub names_from: Option<PathBuf>,
 }
 
@@ -212,8 +214,38 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
 
     place(&ctx, registry_text.as_deref(), &mut diagnostics);
     report.diagnostics = diagnostics;
+    let root = names_root(&path, options.names_from.as_deref(), &ctx.base);
+    rename(&mut report, &ctx.base, &root);
     report.sort();
     Ok(report)
+}
+
+/// The folder report paths are relative to: the top level of the git work tree that holds
+/// PATH (the nearest folder above it with a `.git` folder or file), else `names_from`,
+/// else `base` (the registry's folder).
+pub fn names_root(path: &Path, names_from: Option<&Path>, base: &Path) -> PathBuf {
+    let start = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
+    if let Some(top) = start.ancestors().find(|dir| dir.join(".git").exists()) {
+        return top.to_path_buf();
+    }
+    names_from.and_then(|from| from.canonicalize().ok()).unwrap_or_else(|| base.to_path_buf())
+}
+
+/// Renames every file in `report` from relative-to-`base` to relative-to-`root` (absolute
+/// when outside `root`). Messages keep their own wording.
+fn rename(report: &mut Report, base: &Path, root: &Path) {
+    if base == root {
+        return;
+    }
+    let renamed = |name: &str| relative_name(root, &base.join(name));
+    for file in &mut report.files {
+        *file = renamed(file);
+    }
+    for d in &mut report.diagnostics {
+        if let Some(file) = &mut d.file {
+            *file = renamed(file);
+        }
+    }
 }
 
 /// Findings for a registry.json that does not load: its parse error, or one finding per
@@ -253,12 +285,17 @@ pub fn pointer_label(pointer: &str) -> &str {
     if pointer.is_empty() { "(root)" } else { pointer }
 }
 
-/// `path` relative to `base`, `/`-separated (the absolute path when it is outside).
+/// `path` relative to `base`, `/`-separated; the absolute path (with one leading `/`)
+/// when it is outside `base`.
 pub fn relative_name(base: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(base).unwrap_or(path);
-    let parts: Vec<String> =
-        rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    parts.join("/")
+    match path.strip_prefix(base) {
+        Ok(rel) => {
+            let parts: Vec<String> =
+                rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            parts.join("/")
+        }
+        Err(_) => path.to_string_lossy().replace('\\', "/"),
+    }
 }
 
 /// Runs the per-file stage on a pool of scoped threads pulling from a shared index.
@@ -310,20 +347,44 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
     } else if let Some(text) = registry_text {
         texts.insert(ctx.registry_name.as_str(), (text, Syntax::Json));
     }
-    let mut indexes: HashMap<&str, source::LineIndex> = HashMap::new();
-    for d in diagnostics.iter_mut() {
+    // The findings to place, by file: each file is indexed and scanned once for all of its
+    // pointers, so placing stays linear in the findings and the text.
+    let mut by_file: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, d) in diagnostics.iter().enumerate() {
         let Some(file) = d.file.as_deref() else { continue };
-        let Some(&(text, syntax)) = texts.get(file) else { continue };
+        if texts.contains_key(file) && (d.line.is_some() || d.pointer.is_some()) {
+            by_file.entry(file).or_default().push(i);
+        }
+    }
+    let mut placed: Vec<(usize, usize, usize, String)> = Vec::new();
+    for (file, list) in &by_file {
+        let (text, syntax) = texts[file];
+        let index = source::LineIndex::new(text);
+        let unplaced: Vec<usize> =
+            list.iter().copied().filter(|&i| diagnostics[i].line.is_none()).collect();
+        let pointers: Vec<&str> =
+            unplaced.iter().map(|&i| diagnostics[i].pointer.as_deref().unwrap_or("")).collect();
+        let spans = source::locate_best_many(text, syntax, &pointers);
+        let mut at: HashMap<usize, (usize, usize)> = HashMap::with_capacity(unplaced.len());
+        for (&i, span) in unplaced.iter().zip(spans) {
+            at.insert(i, index.line_col(text, span.start));
+        }
+        for &i in list {
+            let d = &diagnostics[i];
+            let (line, column) = match (d.line, at.get(&i)) {
+                (Some(line), _) => (line, d.column.unwrap_or(0)),
+                (None, Some(&position)) => position,
+                (None, None) => continue,
+            };
+            placed.push((i, line, column, index.line_text(text, line).to_string()));
+        }
+    }
+    for (i, line, column, source_line) in placed {
+        let d = &mut diagnostics[i];
         if d.line.is_none() {
-            let Some(pointer) = d.pointer.as_deref() else { continue };
-            let span = source::locate_best(text, syntax, pointer);
-            let index = indexes.entry(file).or_insert_with(|| source::LineIndex::new(text));
-            let (line, column) = index.line_col(text, span.start);
             d.line = Some(line);
             d.column = Some(column);
         }
-        if let Some(line) = d.line {
-            d.source_line = Some(source::line_text(text, line).to_string());
-        }
+        d.source_line = Some(source_line);
     }
 }

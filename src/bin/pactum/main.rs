@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 mod output;
@@ -57,6 +57,11 @@ enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() && wants_json(std::env::args_os().skip(1)) => {
+            // A script that asked for JSON gets JSON, even about the command line itself.
+            output::print_json(&usage_error_json(&e, std::env::args_os().nth(1)));
+            return ExitCode::from(output::USAGE);
+        }
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
@@ -81,11 +86,63 @@ fn main() -> ExitCode {
     ExitCode::from(status)
 }
 
+/// Whether the command line asks for JSON output (`--json`, `--format json`,
+/// `--format=json`) before any `--`.
+fn wants_json(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    let mut previous_was_format = false;
+    for arg in args {
+        let arg = arg.to_string_lossy();
+        if arg == "--" {
+            return false;
+        }
+        if arg == "--json" || arg == "--format=json" || (previous_was_format && arg == "json") {
+            return true;
+        }
+        previous_was_format = arg == "--format";
+    }
+    false
+}
+
+/// `{"ok": false, "code": "usage_error", "message"}` for an argument error: clap's first
+/// line, and where to read the usage.
+fn usage_error_json(e: &clap::Error, command: Option<std::ffi::OsString>) -> serde_json::Value {
+    let rendered = e.to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let command = command
+        .map(|c| c.to_string_lossy().into_owned())
+        .filter(|c| Cli::command().find_subcommand(c).is_some());
+    let help = match command {
+        Some(c) => format!("pactum {c} --help"),
+        None => "pactum --help".to_string(),
+    };
+    serde_json::json!({
+        "ok": false,
+        "code": pactum::Code::UsageError,
+        "message": format!("{first}; run `{help}` for the usage"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
 
-    use super::Cli;
+    use super::*;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = std::ffi::OsString> {
+        list.iter().map(std::ffi::OsString::from).collect::<Vec<_>>().into_iter()
+    }
+
+    #[test]
+    fn json_is_asked_for_before_a_double_dash_only() {
+        assert!(wants_json(args(&["validate", "--json", "--bogus"])));
+        assert!(wants_json(args(&["validate", "--format", "json"])));
+        assert!(wants_json(args(&["validate", "--format=json"])));
+        assert!(!wants_json(args(&["validate", "--format", "sarif", "json"])));
+        assert!(!wants_json(args(&["validate", "json"])));
+        assert!(!wants_json(args(&["render", "X", "--", "--json"])));
+        assert!(!wants_json(args(&[])));
+    }
 
     /// Every command, subcommand and argument says what it is for in `--help`.
     #[test]

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use pactum::project::Project;
+use pactum::terminal::escape;
 use pactum::{Code, Error};
 use serde_json::{Value, json};
 
@@ -118,6 +119,22 @@ pub fn status_of(error: &Error) -> u8 {
     }
 }
 
+/// Prints text meant for people on stdout, through the one escaping rule for text from
+/// files and models (`pactum::terminal`): no control characters, no workflow commands.
+pub fn print_text(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(escape(text).as_bytes());
+    let _ = out.flush();
+}
+
+/// Writes a machine-readable document (JSON, SARIF, JUnit) to stdout byte for byte: no
+/// escaping and no stripping, whatever stdout is.
+pub fn print_exact(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 /// Prints one JSON document on stdout.
 pub fn print_json(value: &Value) {
     let mut out = std::io::stdout().lock();
@@ -164,19 +181,17 @@ pub fn eprint_error(error: &Error) {
 pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
-    let _ =
-        writeln!(err, "{style}error[{}]{style:#}: {}", error.code(), relative(&error.to_string()));
+    let message = relative(&error.to_string());
+    let _ = writeln!(err, "{style}error[{}]{style:#}: {}", error.code(), escape(&message));
     if error.findings().len() > 1 || origin.is_some() {
         for f in error.findings() {
-            let _ = writeln!(err, "  - {}{}", located(origin, &f.pointer), f.message);
+            let line = format!("{}{}", located(origin, &f.pointer), f.message);
+            let _ = writeln!(err, "  - {}", escape(&line));
         }
     }
     if let Some(o) = origin {
-        let _ = writeln!(
-            err,
-            "  = help: fix the values at these places in {}",
-            relative(&o.path.display().to_string())
-        );
+        let path = relative(&o.path.display().to_string());
+        let _ = writeln!(err, "  = help: fix the values at these places in {}", escape(&path));
     }
 }
 
@@ -243,7 +258,7 @@ impl Origin {
 pub fn eprint_warning(code: Code, message: &str) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Yellow.into()));
-    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {message}");
+    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {}", escape(message));
 }
 
 /// A path shown relative to the project root.

@@ -119,21 +119,22 @@ pub fn exec(args: Args) -> u8 {
         }
         output::print_json(&doc);
     } else {
-        println!(
-            "{from} -> {to}: {} change(s); needs a {} bump, declared {}",
+        let mut text = format!(
+            "{from} -> {to}: {} change(s); needs a {} bump, declared {}\n",
             changes.len(),
             required.as_str(),
             declared.as_str()
         );
         for c in &changes {
-            println!(
-                "  {:<6} {:<28} {}  ({})",
+            text.push_str(&format!(
+                "  {:<6} {:<28} {}  ({})\n",
                 c.bump.as_str(),
                 c.kind.as_str(),
-                c.pointer,
-                c.detail
-            );
+                pactum::terminal::escape_line(&c.pointer),
+                pactum::terminal::escape_line(&c.detail)
+            ));
         }
+        output::print_text(&text);
         if let Some(e) = &too_small {
             output::eprint_error(e);
         }

@@ -58,7 +58,7 @@ pub fn exec(args: Args) -> u8 {
         if json {
             output::print_json(&json!({"ok": false, "code": "unknown_code", "message": message}));
         } else {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", pactum::terminal::escape_line(&message));
         }
         return FAILED;
     };
@@ -69,7 +69,7 @@ pub fn exec(args: Args) -> u8 {
             "summary": known.summary(), "documentation": text,
         }));
     } else {
-        println!("{text}");
+        output::print_text(&format!("{text}\n"));
     }
     OK
 }

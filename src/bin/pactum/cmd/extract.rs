@@ -155,7 +155,8 @@ pub fn exec(args: Args) -> u8 {
     if json {
         output::print_json(&extracted_json(&extracted));
     } else {
-        println!("{}", serde_json::to_string_pretty(&extracted.value).unwrap_or_default());
+        let pretty = serde_json::to_string_pretty(&extracted.value).unwrap_or_default();
+        output::print_text(&format!("{pretty}\n"));
         eprintln!(
             "extracted by {} from bytes {}..{}{}{}",
             extracted.method.as_str(),

@@ -24,6 +24,14 @@ pub struct Args {
     json: bool,
 }
 
+/// Appends one formatted line to a `String`.
+macro_rules! line {
+    ($text:expr, $($arg:tt)*) => {{
+        $text.push_str(&format!($($arg)*));
+        $text.push('\n');
+    }};
+}
+
 pub fn exec(args: Args) -> u8 {
     let json = args.json || args.format == Format::Json;
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -38,18 +46,22 @@ pub fn exec(args: Args) -> u8 {
         }));
         return OK;
     }
+    let mut text = String::new();
     let mut registered = 0;
     for step in &done.steps {
         match step {
-            Step::Created { path } => println!("created   {path}"),
-            Step::Kept { path, note } if !note.is_empty() => println!("kept      {path} ({note})"),
+            Step::Created { path } => line!(text, "created   {path}"),
+            Step::Kept { path, note } if !note.is_empty() => {
+                line!(text, "kept      {path} ({note})")
+            }
             Step::Kept { .. } => {}
             Step::Appended { path, lines } => {
-                println!("updated   {path} (added {})", lines.join(", "))
+                line!(text, "updated   {path} (added {})", lines.join(", "))
             }
             Step::Registered { .. } => registered += 1,
             Step::MergeDriver { repository, registered: true } => {
-                println!(
+                line!(
+                    text,
                     "git       registered the registry.json merge driver in {repository}/.git/config"
                 )
             }
@@ -57,7 +69,7 @@ pub fn exec(args: Args) -> u8 {
         }
     }
     if registered > 0 {
-        println!("registered {registered} kernel contracts and packs (active)");
+        line!(text, "registered {registered} kernel contracts and packs (active)");
     }
     let kept = done
         .steps
@@ -65,16 +77,19 @@ pub fn exec(args: Args) -> u8 {
         .filter(|s| matches!(s, Step::Kept { note, .. } if note.is_empty()))
         .count();
     if kept > 0 {
-        println!("{kept} files and folders already there were kept as they are");
+        line!(text, "{kept} files and folders already there were kept as they are");
     }
     if done.git.is_none() {
-        println!(
+        line!(
+            text,
             "not in a git work tree: run `pactum init` again after `git init` to register the merge driver"
         );
     }
-    println!(
+    line!(
+        text,
         "{}: ready. next: `pactum new contract PRC-NAME-001`, then `pactum validate`",
         done.root.display()
     );
+    output::print_text(&text);
     OK
 }

@@ -78,16 +78,17 @@ pub fn exec(args: Args) -> u8 {
                     "expected_head_line": head_line,
                 }));
             } else {
-                println!(
-                    "{shown}: {} records, chain intact (last hash {})",
+                let mut text = format!(
+                    "{shown}: {} records, chain intact (last hash {})\n",
                     v.records, v.last_hash
                 );
                 if let Some(line) = head_line {
-                    println!(
-                        "the expected head is record {line}; {} records were appended since",
+                    text.push_str(&format!(
+                        "the expected head is record {line}; {} records were appended since\n",
                         v.records - line
-                    );
+                    ));
                 }
+                output::print_text(&text);
             }
             OK
         }

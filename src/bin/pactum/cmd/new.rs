@@ -44,11 +44,11 @@ pub fn exec(args: Args) -> u8 {
                         &json!({"ok": true, "contract": s.contract, "prompt_pack": s.pack, "prompt_pack_id": s.pack_id, "state": "draft"}),
                     );
                 } else {
-                    println!("created {} and {} (registered as drafts)", s.contract, s.pack);
-                    println!(
-                        "next: edit them, `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`",
-                        s.pack_id
-                    );
+                    output::print_text(&format!(
+                        "created {} and {} (registered as drafts)\n\
+                         next: edit them, `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`\n",
+                        s.contract, s.pack, s.pack_id
+                    ));
                 }
                 OK
             }
@@ -65,19 +65,22 @@ pub fn exec(args: Args) -> u8 {
                         "copied_from": v.from.to_string(), "state": "draft", "prompt_pack": pack_json,
                     }));
                 } else {
-                    println!(
-                        "created {} ({}@{}, copied from {}; registered as a draft)",
+                    let mut text = format!(
+                        "created {} ({}@{}, copied from {}; registered as a draft)\n",
                         v.path, v.id, v.version, v.from
                     );
                     let mut promote = String::new();
                     if let Some((id, version, path)) = &v.pack {
-                        println!("created {path} ({id}@{version}; registered as a draft)");
+                        text.push_str(&format!(
+                            "created {path} ({id}@{version}; registered as a draft)\n"
+                        ));
                         promote = format!("`pactum registry promote {id}@{version}`, then ");
                     }
-                    println!(
-                        "next: edit it, `pactum diff {}@{} {}@{}` to see the bump it needs, then {promote}`pactum registry promote {}@{}`",
+                    text.push_str(&format!(
+                        "next: edit it, `pactum diff {}@{} {}@{}` to see the bump it needs, then {promote}`pactum registry promote {}@{}`\n",
                         v.id, v.from, v.id, v.version, v.id, v.version
-                    );
+                    ));
+                    output::print_text(&text);
                 }
                 OK
             }

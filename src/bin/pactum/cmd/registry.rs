@@ -132,7 +132,7 @@ pub fn exec(args: Args) -> u8 {
             if json {
                 output::print_json(&value);
             } else {
-                print!("{text}");
+                output::print_text(&text);
             }
             status
         }

@@ -81,18 +81,19 @@ pub fn exec(args: Args) -> u8 {
                                    "messages": messages, "warnings": resolved.warnings}),
         );
     } else {
+        let mut text = String::new();
         for (i, m) in messages.iter().enumerate() {
             if i > 0 {
-                println!();
+                text.push('\n');
             }
             let role = match m.role {
                 Role::System => "system",
                 Role::User => "user",
                 Role::Assistant => "assistant",
             };
-            println!("--- {role} ---");
-            println!("{}", m.content);
+            text.push_str(&format!("--- {role} ---\n{}\n", m.content));
         }
+        output::print_text(&text);
         for w in &resolved.warnings {
             output::eprint_warning(w.code, &w.message);
         }

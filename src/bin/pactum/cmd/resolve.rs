@@ -46,15 +46,16 @@ pub fn exec(args: Args) -> u8 {
         }));
     } else {
         let _ = &project;
-        println!("{} ({})", r.contract_entry.key(), r.contract_entry.state.as_str());
-        println!("  path:   {}", r.contract_entry.path);
-        println!("  sha256: {}", r.contract.sha256);
-        println!(
-            "  pack:   {} ({}) {}",
+        output::print_text(&format!(
+            "{} ({})\n  path:   {}\n  sha256: {}\n  pack:   {} ({}) {}\n",
+            r.contract_entry.key(),
+            r.contract_entry.state.as_str(),
+            r.contract_entry.path,
+            r.contract.sha256,
             r.pack_entry.key(),
             r.pack_entry.state.as_str(),
             r.pack_entry.path
-        );
+        ));
         for w in &r.warnings {
             output::eprint_warning(w.code, &w.message);
         }

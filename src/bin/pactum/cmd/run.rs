@@ -10,6 +10,7 @@ use pactum::gateway::select::{Choice, ProviderSet};
 use pactum::ledger::Ledger;
 use pactum::project::Project;
 use pactum::synthesis::FinalAnswer;
+use pactum::terminal::{escape, escape_line};
 use pactum::work_order::WorkOrder;
 use serde_json::{Value, json};
 
@@ -114,7 +115,10 @@ pub fn exec(args: Args) -> u8 {
                     v["work_order"] = json!(args.work_orders[*i].display().to_string());
                     docs.push(v);
                 } else {
-                    eprintln!("{}:", output::relative(&args.work_orders[*i].display().to_string()));
+                    eprintln!(
+                        "{}:",
+                        escape_line(&output::relative(&args.work_orders[*i].display().to_string()))
+                    );
                     output::eprint_error(e);
                 }
             }
@@ -146,7 +150,7 @@ fn run_one(
     if let Some(note) = &providers.selected().offline {
         let mut err = anstream::stderr().lock();
         let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
-        let _ = writeln!(err, "{style}note{style:#}: {}: {note}", wo.id);
+        let _ = writeln!(err, "{style}note{style:#}: {}", escape(&format!("{}: {note}", wo.id)));
     }
     let runner = Runner {
         project,
@@ -167,12 +171,15 @@ fn print_human(r: &RunResult, path: &Path) {
     let status_style = anstyle::Style::new().bold().fg_color(Some(color.into()));
     let _ = writeln!(
         out,
-        "{bold}{}{bold:#} ({}) {status_style}{mark}{status_style:#}: {}{} via {}",
-        r.work_order_id,
+        "{bold}{}{bold:#} ({}) {status_style}{mark}{status_style:#}: {}",
+        escape_line(&r.work_order_id),
         r.kind,
-        r.status,
-        r.contract.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default(),
-        r.provider
+        escape_line(&format!(
+            "{}{} via {}",
+            r.status,
+            r.contract.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default(),
+            r.provider
+        )),
     );
     if r.kind == "kernel" {
         print_final_answer(&mut out, r.final_answer.as_ref());
@@ -181,7 +188,7 @@ fn print_human(r: &RunResult, path: &Path) {
             Value::String(s) => s.clone(),
             other => serde_json::to_string_pretty(other).unwrap_or_default(),
         };
-        let _ = writeln!(out, "Output: {text}");
+        let _ = writeln!(out, "Output: {}", escape(&text));
         if let Some(x) = &r.extraction {
             let _ = writeln!(
                 out,
@@ -221,13 +228,18 @@ fn print_human(r: &RunResult, path: &Path) {
             Some(pointer) => output::located(None, pointer),
             None => String::new(),
         };
-        let _ = writeln!(err, "{style}error[{code}]{style:#}: {at}{message}");
+        let _ = writeln!(
+            err,
+            "{style}error[{}]{style:#}: {}",
+            escape_line(code),
+            escape(&format!("{at}{message}"))
+        );
     }
     if let Some(o) = &origin {
         let _ = writeln!(
             err,
             "  = help: fix `input` in {} so it fits the contract's input_schema",
-            o.path.display()
+            escape_line(&o.path.display().to_string())
         );
     }
 }
@@ -238,7 +250,7 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
         let _ = writeln!(out, "No final answer available");
         return;
     };
-    let _ = writeln!(out, "Answer: {}", a.answer_text);
+    let _ = writeln!(out, "Answer: {}", escape(&a.answer_text));
     if let Some(c) = a.confidence {
         let _ = writeln!(out, "Confidence: {c}");
     }
@@ -246,7 +258,7 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
         let _ = writeln!(out, "⚠ Time limit reached: the run used its whole TTL before converging");
     }
     if let Some(n) = a.notes.as_deref().filter(|n| !n.is_empty()) {
-        let _ = writeln!(out, "Note: {n}");
+        let _ = writeln!(out, "Note: {}", escape(n));
     }
     if !a.metadata.is_empty() {
         let summary: Vec<String> = a
@@ -262,7 +274,7 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
                 Value::Object(map) => format!("{k}=({} fields)", map.len()),
             })
             .collect();
-        let _ = writeln!(out, "Metadata: {}", summary.join(", "));
+        let _ = writeln!(out, "Metadata: {}", escape_line(&summary.join(", ")));
     }
 }
 
@@ -331,6 +343,22 @@ mod tests {
             "Metadata: degraded=true, missing_fields=[\"plan_state\"], plan=(1 fields)"
         );
         assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn a_hostile_answer_cannot_command_the_runner_or_the_terminal() {
+        let answer = FinalAnswer::from_value(&json!({
+            "answer_text": "fine\n::error file=x::forged\n\u{1b}[2J",
+            "notes": "##[add-mask]x",
+            "metadata": {"k\n::warning::": "v"},
+        }))
+        .unwrap();
+        let text = shown(Some(&answer));
+        assert_eq!(
+            text,
+            "Answer: fine\n\\u{3a}:error file=x::forged\n\\u{1b}[2J\nNote: ##\\u{5b}add-mask]x\n\
+             Metadata: k\\n::warning::=v\n"
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn exec(args: Args) -> u8 {
                             Step::Kept { path, .. } => ("unchanged", path),
                             _ => continue,
                         };
-                        println!("{word:<9} {}", dir.join(path).display());
+                        output::print_text(&format!("{word:<9} {}\n", dir.join(path).display()));
                     }
                 }
                 OK
@@ -52,7 +52,8 @@ pub fn exec(args: Args) -> u8 {
     match &args.name {
         Some(name) => match pactum::schema::embedded(name) {
             Some(text) => {
-                print!("{text}");
+                // The embedded schema, byte for byte.
+                output::print_exact(text);
                 OK
             }
             None => output::fail(
@@ -70,9 +71,7 @@ pub fn exec(args: Args) -> u8 {
             if json {
                 output::print_json(&json!({"ok": true, "schemas": names}));
             } else {
-                for n in names {
-                    println!("{n}");
-                }
+                output::print_text(&(names.join("\n") + "\n"));
             }
             OK
         }

@@ -32,7 +32,8 @@ pub struct Args {
     /// registry.json to use instead of the one found by walking up from PATH.
     #[arg(long, value_name = "FILE")]
     registry: Option<PathBuf>,
-    /// Keep running: re-validate on every change.
+    /// Keep running: re-validate on every change (with --format json, one JSON document per
+    /// line; except for text, the change notices go to stderr).
     #[arg(long)]
     watch: bool,
     /// Worker threads (default: one per core).
@@ -102,12 +103,23 @@ pub fn exec(args: Args) -> u8 {
     if args.strict {
         report.make_strict();
     }
-    let color = format == Format::Text;
-    let text = report::render(&report, format, &RenderOptions { color, ..Default::default() });
-    let mut out = anstream::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    write_report(&report, format);
     if report.errors() > 0 { FAILED } else { OK }
+}
+
+/// Writes a rendered report to stdout: text through `anstream` (which keeps the colors
+/// only on a terminal without `NO_COLOR`; the renderer has already escaped what came from
+/// files), every other format byte for byte, whatever stdout is.
+pub fn write_report(report: &pactum::Report, format: Format) {
+    if format == Format::Text {
+        let text =
+            report::render(report, format, &RenderOptions { color: true, ..Default::default() });
+        let mut out = anstream::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    } else {
+        output::print_exact(&report::render(report, format, &RenderOptions::default()));
+    }
 }
 
 /// A cheap guess at the number of files, to decide whether a bar is worth drawing.

@@ -1,11 +1,10 @@
 //! `pactum watch [PATH]` (and `validate --watch`): re-validates on every change, debounced,
 //! and prints fresh diagnostics. Runs until interrupted.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pactum::report::{self, Format, RenderOptions};
+use pactum::report::{self, Format};
 use pactum::validate::{NoProgress, ValidateOptions, validate};
 
 use crate::output;
@@ -22,8 +21,9 @@ pub struct Args {
     strict: bool,
 }
 
+/// One validation, written like `pactum validate` writes it, except that JSON is one
+/// compact document per line (NDJSON): a stream of reports a script reads line by line.
 fn run_once(path: &Path, strict: bool, format: Format) {
-    let mut out = anstream::stdout().lock();
     let options =
         ValidateOptions { names_from: std::env::current_dir().ok(), ..Default::default() };
     match validate(path, &options, &NoProgress) {
@@ -31,20 +31,19 @@ fn run_once(path: &Path, strict: bool, format: Format) {
             if strict {
                 r.make_strict();
             }
-            let text = report::render(
-                &r,
-                format,
-                &RenderOptions { color: format == Format::Text, ..Default::default() },
-            );
-            let _ = out.write_all(text.as_bytes());
+            if format == Format::Json {
+                output::print_exact(&report::json_line(&r));
+            } else {
+                crate::cmd::validate::write_report(&r, format);
+            }
         }
-        Err(e) => {
-            drop(out);
-            output::eprint_error(&e);
-            return;
+        Err(e) if format == Format::Json => {
+            let mut line = serde_json::to_string(&output::error_json(&e)).unwrap_or_default();
+            line.push('\n');
+            output::print_exact(&line);
         }
+        Err(e) => output::eprint_error(&e),
     }
-    let _ = out.flush();
 }
 
 /// Validates, then re-validates on every change until the process is stopped.
@@ -65,12 +64,21 @@ pub fn watch(path: &Path, strict: bool, format: Format) -> u8 {
             return output::USAGE;
         }
     };
-    eprintln!("watching {} (Ctrl-C to stop)", root.display());
+    let root_shown = root.display().to_string();
+    eprintln!("watching {} (Ctrl-C to stop)", pactum::terminal::escape_line(&root_shown));
     while let Ok(paths) = rx.recv() {
         let shown: Vec<String> = paths.iter().take(3).map(|p| output::shown(&root, p)).collect();
         let more =
             if paths.len() > 3 { format!(" and {} more", paths.len() - 3) } else { String::new() };
-        println!("\n--- {} changed{more}: re-validating ---", shown.join(", "));
+        // Between text reports the notice is part of what people read; with any other
+        // format it goes to stderr, so stdout holds nothing but reports (NDJSON for json).
+        let notice = format!("--- {} changed{more}: re-validating ---", shown.join(", "));
+        let notice = format!("\n{}\n", pactum::terminal::escape_line(&notice));
+        if format == Format::Text {
+            output::print_exact(&notice);
+        } else {
+            eprint!("{notice}");
+        }
         run_once(path, strict, format);
     }
     output::OK
