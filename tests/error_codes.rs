@@ -884,6 +884,20 @@ fn reproduces_script_exhausted() {
     assert!(message.contains("no response left for PRC-T-001@1.0.0"), "{message}");
 }
 
+#[test]
+fn reproduces_script_prompt_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let reply = json!({"contract_id": "PRC-T-001", "expect_prompt": ["Classify: goodbye"],
+                       "text": "{\"label\": \"other\"}"});
+    let fixtures = write_json(dir.path(), "fixtures.json", &json!({"responses": [reply]}));
+    let provider = ScriptedProvider::load(&fixtures).unwrap();
+
+    let e = err(provider.complete(&request()));
+
+    let message = assert_code(&e, Code::ScriptPromptMismatch);
+    assert!(message.contains("expects the prompt to contain \"Classify: goodbye\""), "{message}");
+}
+
 // --- Kernel -------------------------------------------------------------------------------
 
 fn builtin_tools() -> ToolRegistry {
