@@ -563,7 +563,8 @@ fn repair_calls_the_repair_contract_with_the_bad_output() {
 
 #[test]
 fn provider_precedence_cli_then_work_order_then_environment() {
-    let server = MockServer::start(vec![openai_ok(BILLING), openai_ok(BILLING)]);
+    let server =
+        MockServer::start(vec![openai_ok(BILLING), openai_ok(BILLING), openai_ok(BILLING)]);
     let p = Project::new();
     p.config("");
     let named = p.classify_wo("WO-SELECT-WO", json!({"provider": "openai"}));
@@ -580,12 +581,19 @@ fn provider_precedence_cli_then_work_order_then_environment() {
     assert_eq!(r["provider"], "dry-run", "--provider overrides the work order");
     assert_eq!(server.hits(), 1);
 
+    let mut env_dry_run = env.clone();
+    env_dry_run.push(("PACTUM_PROVIDER", "dry-run".to_string()));
+    let (out, r) = p.run_json(&named, &[], &env_dry_run);
+    out.status(0);
+    assert_eq!(r["provider"], "openai", "the work order overrides PACTUM_PROVIDER");
+    assert_eq!(server.hits(), 2);
+
     let mut with_env = env.clone();
     with_env.push(("PACTUM_PROVIDER", "openai".to_string()));
     let (out, r) = p.run_json(&plain, &[], &with_env);
     out.status(0);
     assert_eq!(r["provider"], "openai", "PACTUM_PROVIDER");
-    assert_eq!(server.hits(), 2);
+    assert_eq!(server.hits(), 3);
 
     let (out, r) = p.run_json(&plain, &[], &env);
     out.status(0);
