@@ -222,6 +222,7 @@ fn check(d: &Value, severity: &str, pointer: Option<&str>, at: Option<(u64, u64)
         None => assert!(d["line"].is_null() && d["column"].is_null(), "{d:#}"),
     }
     let message = d["message"].as_str().unwrap();
+    assert!(!needle.is_empty(), "an empty fragment is in every message: {d:#}");
     assert!(message.contains(needle), "message lacks `{needle}`: {d:#}");
     let help = d["help"].as_str().unwrap_or_default();
     assert!(!help.is_empty(), "no help: {d:#}");
@@ -358,7 +359,7 @@ fn validate_reports_empty_file_as_parse_error_at_start() {
         "error",
         None,
         Some((1, 1)),
-        "",
+        "EOF while parsing a value",
     );
 }
 
@@ -370,7 +371,13 @@ fn validate_reports_yaml_pack_parse_error_at_line_and_column() {
     let expected = pos_after(&tree.read(rel), "  constraints: ");
     let (doc, status) = tree.validate_json(&[]);
     assert_eq!(status, 1);
-    check(one(&doc, "contract_parse_error", rel), "error", None, Some(expected), "");
+    check(
+        one(&doc, "contract_parse_error", rel),
+        "error",
+        None,
+        Some(expected),
+        "unclosed bracket '['",
+    );
     assert_eq!(expected, (11, 16));
 }
 
