@@ -16,7 +16,7 @@ use harness::{
     BILLING, MODEL, Out, Project, anthropic_body, anthropic_env, first_code, openai_body,
     openai_env,
 };
-use mock_http::{MockReply, MockServer, refused_url};
+use mock_http::{MockReply, MockServer, RefusedPort};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-test-PACTUM-LEAK-CANARY-123456";
@@ -238,7 +238,8 @@ fn openai_slow_answers_time_out_per_the_work_order() {
 #[test]
 fn openai_connection_refused_is_unreachable() {
     let (p, wo) = setup("WO-OPENAI-REFUSED", json!({}));
-    let (out, r) = run_openai(&p, &wo, &refused_url());
+    let refused = RefusedPort::new();
+    let (out, r) = run_openai(&p, &wo, &refused.url());
     out.status(1);
     assert_eq!(first_code(&r), "provider_unreachable", "{r:#}");
     assert!(r["errors"][0]["message"].as_str().unwrap().contains("OPENAI_BASE_URL"), "{r:#}");
@@ -430,7 +431,8 @@ fn replay_records_once_then_plays_offline() {
     drop(server);
 
     // Played back with nothing listening: the same output, without the network.
-    let env = vec![("OPENAI_BASE_URL", refused_url()), ("PACTUM_MODEL", MODEL.to_string())];
+    let refused = RefusedPort::new();
+    let env = vec![("OPENAI_BASE_URL", refused.url()), ("PACTUM_MODEL", MODEL.to_string())];
     let (out, played) = p.run_json(&wo, &["--provider", "play"], &env);
     out.status(0);
     assert_eq!(played["ok"], true, "{played:#}");

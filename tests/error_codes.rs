@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mock_http::{MockReply, MockServer, refused_url};
+use mock_http::{MockReply, MockServer, RefusedPort};
 use pactum::diagnostic::{Diagnostic, Report};
 use pactum::executor::memory::Memory;
 use pactum::executor::tools::ToolRegistry;
@@ -823,7 +823,8 @@ fn reproduces_provider_timeout() {
 
 #[test]
 fn reproduces_provider_unreachable() {
-    let provider = openai(&refused_url(), Duration::from_secs(5));
+    let refused = RefusedPort::new();
+    let provider = openai(&refused.url(), Duration::from_secs(5));
 
     let e = err(provider.complete(&request()));
 
@@ -848,8 +849,9 @@ fn reproduces_provider_response_invalid() {
 #[test]
 fn reproduces_provider_not_configured() {
     // Nothing listens there: the missing model is reported before any request is sent.
+    let refused = RefusedPort::new();
     let provider = OpenAiProvider::new(OpenAiConfig {
-        base_url: refused_url(),
+        base_url: refused.url(),
         model: String::new(),
         ..OpenAiConfig::default()
     });
