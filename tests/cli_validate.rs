@@ -1783,15 +1783,13 @@ fn generated_tree(n: usize) -> (tempfile::TempDir, PathBuf) {
 }
 
 #[test]
+#[ignore = "needs util-linux `script` for a pseudo-terminal; .ci/run runs it (cargo test -- --ignored)"]
 fn validate_large_tree_on_a_terminal_shows_a_progress_bar_and_clears_it() {
     // A pseudo-terminal from util-linux `script`, so stderr is a terminal.
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: `script` (util-linux) is not installed, so there is no terminal");
-        return;
-    }
+    let script = common::require_tool("script", "util-linux, for a pseudo-terminal");
     let (_tmp, root) = generated_tree(250);
     let bin = assert_cmd::cargo::cargo_bin("pactum");
-    let out = Command::new("script")
+    let out = Command::new(script)
         .args(["-qec", &format!("'{}' validate", bin.display()), "/dev/null"])
         .current_dir(&root)
         .env("NO_COLOR", "1")

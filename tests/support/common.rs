@@ -1,6 +1,7 @@
-//! What every CLI test shares: the checkout, copying a project tree, SHA-256 hex, an
-//! independent check of a ledger's hash chain, the `pactum` binary with a controlled
-//! environment, and what one command did.
+//! What every CLI test shares: the checkout, prerequisites outside it (for tests that
+//! `#[ignore]` without them), copying a project tree, SHA-256 hex, an independent check of a
+//! ledger's hash chain, the `pactum` binary with a controlled environment, and what one
+//! command did.
 //!
 //! Include it with `#[path = "support/common.rs"] mod common;` (the harnesses under
 //! `tests/fixtures/` include it themselves and re-export it).
@@ -27,6 +28,39 @@ pub const PROVIDER_VARS: [&str; 6] = [
 /// This crate's checkout.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+// --- Prerequisites outside the repository -------------------------------------------------
+//
+// A test that needs something this repository does not hold (the peer material in
+// `../shared/`, an external tool such as util-linux `script`) is marked
+// `#[ignore = "needs …; .ci/run runs it"]`, so a plain `cargo test` (a user's clean clone)
+// reports it as ignored, never as passed. `.ci/run` runs these tests explicitly
+// (`cargo test -- --ignored`); CI has `../shared/` beside the clone and the tools installed.
+// Inside such a test, `require_tool` / `require_shared` fail it with a message naming what
+// is missing: when the test runs, a missing prerequisite is a failure, not a skip.
+
+/// `tool`, checked to run (`tool --version`); fails the test when it is not installed.
+pub fn require_tool<'a>(tool: &'a str, what_for: &str) -> &'a str {
+    match std::process::Command::new(tool).arg("--version").output() {
+        Ok(_) => tool,
+        Err(e) => panic!(
+            "this test needs `{tool}` ({what_for}), which does not run ({e}); install it (CI \
+             must have it), or run the tests without --ignored"
+        ),
+    }
+}
+
+/// `../shared/<rel>` beside the checkout; fails the test when it is absent.
+pub fn require_shared(rel: &str) -> PathBuf {
+    let path = repo().join("..").join("shared").join(rel);
+    assert!(
+        path.exists(),
+        "this test needs {} (the peer material CI keeps beside the clone), which is absent; \
+         put it there, or run the tests without --ignored",
+        path.display()
+    );
+    path
 }
 
 /// Copies the folder `from` to `to`, recursively.
