@@ -115,9 +115,7 @@ impl ScriptedProvider {
     pub fn remaining(&self) -> usize {
         self.queue.lock().map(|q| q.iter().flatten().count()).unwrap_or(0)
     }
-}
 
-impl ScriptedProvider {
     /// Fails with `script_prompt_mismatch` when the prompt lacks text response `index`
     /// expects.
     fn check_prompt(&self, index: usize, f: &Fixture, request: &PromptRequest) -> Result<()> {
