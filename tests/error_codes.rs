@@ -1,7 +1,10 @@
 //! One reproducer per error code (SPEC §11): each `reproduces_<code>` test triggers its code
 //! the way a user would meet it — through the library API or the `pactum` binary, on a
-//! small project built in a temporary folder — and asserts the code. The meta test at the
-//! end keeps this file and `docs/error-codes.md` in step with `Code::ALL`.
+//! small project built in a temporary folder — and asserts the code. It then runs the
+//! command the code's example in `docs/error-codes.md` names, in that project, and checks
+//! that the example is what the binary prints (`doc_example`; the format is described at
+//! the top of the doc). The meta test at the end keeps this file and the doc in step with
+//! `Code::ALL`.
 //!
 //! No network: the HTTP providers talk to the mock server in `support/mock_http.rs`.
 
