@@ -115,6 +115,20 @@ mod tests {
     }
 
     #[test]
+    fn chain_hash_matches_an_independent_implementation() {
+        // Computed outside pactum with Python's
+        // hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).
+        let record = json!({"seq": 1, "prev": ZERO_HASH, "kind": "exchange",
+                            "at": "2026-01-01T00:00:00Z", "verdict": "ok", "errors": [],
+                            "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+                            "raw_response": "{\"label\": \"x\"}\n", "hash": "not hashed"});
+        assert_eq!(
+            chain_hash(&record),
+            "0855c21a2556475242e528ea86dabb038c53d26b321beecc8361d9ac806a1edb"
+        );
+    }
+
+    #[test]
     fn chain_hash_ignores_the_hash_field() {
         let a = json!({"seq": 1, "prev": ZERO_HASH});
         let mut b = a.clone();

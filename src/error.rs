@@ -122,6 +122,7 @@ codes! {
     ProviderNotConfigured = "provider_not_configured", Error, "the provider lacks a setting it needs (model, API key, fixtures)";
     ReplayMiss = "replay_miss", Error, "the replay cassette has no recording for this exchange";
     ScriptExhausted = "script_exhausted", Error, "the scripted provider has no response left for this exchange";
+    ScriptPromptMismatch = "script_prompt_mismatch", Error, "the prompt lacks text the scripted response for it expects (`expect_prompt`)";
     // Kernel.
     ToolNotFound = "tool_not_found", Error, "a plan step names a tool that is not registered or not allowed";
     ToolInputInvalid = "tool_input_invalid", Error, "a tool call's arguments do not fit the tool's input_schema";
@@ -228,6 +229,8 @@ pub enum ProviderFailure {
     NotConfigured,
     ReplayMiss,
     ScriptExhausted,
+    /// A scripted response's `expect_prompt` text is not in the prompt.
+    ScriptPromptMismatch,
 }
 
 /// The library's error. Library code returns it and never panics, prints or exits.
@@ -495,6 +498,7 @@ impl Error {
                 ProviderFailure::NotConfigured => Code::ProviderNotConfigured,
                 ProviderFailure::ReplayMiss => Code::ReplayMiss,
                 ProviderFailure::ScriptExhausted => Code::ScriptExhausted,
+                ProviderFailure::ScriptPromptMismatch => Code::ScriptPromptMismatch,
             },
             Error::ToolNotFound { .. } => Code::ToolNotFound,
             Error::ToolInputInvalid { .. } => Code::ToolInputInvalid,

@@ -1208,7 +1208,9 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         missing(yaml(&deep), "");
-        let _ = locate_best(&deep, Syntax::Yaml, "/0/0");
+        let best = locate_best(&deep, Syntax::Yaml, "/0/0");
+        assert_eq!(best.slice(&deep).map(|s| s.trim_start_matches('[')), Some(""), "{best:?}");
+        assert!(best.start <= 2, "at the outer brackets, before the parser gave up: {best:?}");
     }
 
     #[test]
@@ -1239,10 +1241,16 @@ mod tests {
         for offset in 0..=text.len() + 1 {
             assert_eq!(index.line_col(text, offset), line_col(text, offset));
         }
-        // An index of another text is wrong, but does not panic.
+        // An index of another text gives wrong positions, but stays inside the text.
         let other = LineIndex::new("a\nb\nc\nd\ne\n");
-        let _ = other.line_col(text, 5);
-        let _ = other.line_text(text, 5);
+        for offset in 0..=text.len() + 1 {
+            let (line, column) = other.line_col(text, offset);
+            assert!((1..=other.line_count()).contains(&line) && column >= 1, "{offset}");
+        }
+        for line in 0..=7 {
+            let shown = other.line_text(text, line);
+            assert!(text.contains(shown), "{line}: {shown:?}");
+        }
     }
 
     #[test]
@@ -1433,12 +1441,26 @@ mod tests {
         }
 
         #[test]
-        fn arbitrary_text_never_panics(text in "[\\[\\]{}:,\"'\\\\ \n\r\t\u{feff}a0é&*!|>#?-]{0,40}", pointer in "(/[a0~1]{0,2}){0,3}") {
+        fn arbitrary_text_gives_spans_inside_it(text in "[\\[\\]{}:,\"'\\\\ \n\r\t\u{feff}a0é&*!|>#?-]{0,40}", pointer in "(/[a0~1]{0,2}){0,3}") {
             for syntax in [Syntax::Json, Syntax::Yaml] {
-                let _ = locate(&text, syntax, &pointer);
-                let _ = locate_key(&text, syntax, &pointer);
+                let value = locate(&text, syntax, &pointer);
+                let key = locate_key(&text, syntax, &pointer);
                 let best = locate_best(&text, syntax, &pointer);
                 prop_assert!(best.slice(&text).is_some());
+                if let Some(span) = value {
+                    prop_assert!(span.slice(&text).is_some(), "{:?}", span);
+                    prop_assert_eq!(best, span, "the best location of a value that exists is the value");
+                    if syntax == Syntax::Json {
+                        // Only a well-formed document locates anything; its value spans parse.
+                        prop_assert!(serde_json::from_str::<Value>(text.trim_start_matches(BOM)).is_ok(), "{:?}", text);
+                        prop_assert!(serde_json::from_str::<Value>(span.slice(&text).unwrap_or_default()).is_ok());
+                    }
+                }
+                if let Some(k) = key {
+                    prop_assert!(k.slice(&text).is_some(), "{:?}", k);
+                    let v = value.unwrap_or_default();
+                    prop_assert!(value.is_some() && k.end <= v.start, "a key needs its value, after it: {:?} {:?}", k, value);
+                }
             }
             for offset in 0..=text.len() + 1 {
                 prop_assert_eq!(line_col(&text, offset), LineIndex::new(&text).line_col(&text, offset));
@@ -1446,14 +1468,19 @@ mod tests {
         }
 
         #[test]
-        fn truncated_documents_never_panic(value in value(), cut in 0usize..1000) {
+        fn truncated_documents_locate_nothing_but_best_effort_spans(value in value(), cut in 0usize..1000) {
             let text = serde_json::to_string_pretty(&value).unwrap();
             let cut = floor_char_boundary(&text, cut);
             let text = &text[..cut];
+            let whole = serde_json::from_str::<Value>(text).is_ok();
             for (pointer, _) in nodes(&value) {
                 for syntax in [Syntax::Json, Syntax::Yaml] {
                     let best = locate_best(text, syntax, &pointer);
                     prop_assert!(best.slice(text).is_some());
+                }
+                // Malformed (cut) JSON locates nothing.
+                if !whole {
+                    prop_assert_eq!(locate(text, Syntax::Json, &pointer), None, "{} in {:?}", pointer, text);
                 }
             }
         }

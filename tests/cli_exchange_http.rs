@@ -16,7 +16,7 @@ use harness::{
     BILLING, MODEL, Out, Project, anthropic_body, anthropic_env, first_code, openai_body,
     openai_env,
 };
-use mock_http::{MockReply, MockServer, refused_url};
+use mock_http::{MockReply, MockServer, RefusedPort};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-test-PACTUM-LEAK-CANARY-123456";
@@ -238,7 +238,8 @@ fn openai_slow_answers_time_out_per_the_work_order() {
 #[test]
 fn openai_connection_refused_is_unreachable() {
     let (p, wo) = setup("WO-OPENAI-REFUSED", json!({}));
-    let (out, r) = run_openai(&p, &wo, &refused_url());
+    let refused = RefusedPort::new();
+    let (out, r) = run_openai(&p, &wo, &refused.url());
     out.status(1);
     assert_eq!(first_code(&r), "provider_unreachable", "{r:#}");
     assert!(r["errors"][0]["message"].as_str().unwrap().contains("OPENAI_BASE_URL"), "{r:#}");
@@ -430,7 +431,8 @@ fn replay_records_once_then_plays_offline() {
     drop(server);
 
     // Played back with nothing listening: the same output, without the network.
-    let env = vec![("OPENAI_BASE_URL", refused_url()), ("PACTUM_MODEL", MODEL.to_string())];
+    let refused = RefusedPort::new();
+    let env = vec![("OPENAI_BASE_URL", refused.url()), ("PACTUM_MODEL", MODEL.to_string())];
     let (out, played) = p.run_json(&wo, &["--provider", "play"], &env);
     out.status(0);
     assert_eq!(played["ok"], true, "{played:#}");
@@ -563,7 +565,8 @@ fn repair_calls_the_repair_contract_with_the_bad_output() {
 
 #[test]
 fn provider_precedence_cli_then_work_order_then_environment() {
-    let server = MockServer::start(vec![openai_ok(BILLING), openai_ok(BILLING)]);
+    let server =
+        MockServer::start(vec![openai_ok(BILLING), openai_ok(BILLING), openai_ok(BILLING)]);
     let p = Project::new();
     p.config("");
     let named = p.classify_wo("WO-SELECT-WO", json!({"provider": "openai"}));
@@ -580,12 +583,19 @@ fn provider_precedence_cli_then_work_order_then_environment() {
     assert_eq!(r["provider"], "dry-run", "--provider overrides the work order");
     assert_eq!(server.hits(), 1);
 
+    let mut env_dry_run = env.clone();
+    env_dry_run.push(("PACTUM_PROVIDER", "dry-run".to_string()));
+    let (out, r) = p.run_json(&named, &[], &env_dry_run);
+    out.status(0);
+    assert_eq!(r["provider"], "openai", "the work order overrides PACTUM_PROVIDER");
+    assert_eq!(server.hits(), 2);
+
     let mut with_env = env.clone();
     with_env.push(("PACTUM_PROVIDER", "openai".to_string()));
     let (out, r) = p.run_json(&plain, &[], &with_env);
     out.status(0);
     assert_eq!(r["provider"], "openai", "PACTUM_PROVIDER");
-    assert_eq!(server.hits(), 2);
+    assert_eq!(server.hits(), 3);
 
     let (out, r) = p.run_json(&plain, &[], &env);
     out.status(0);

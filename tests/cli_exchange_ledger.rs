@@ -167,6 +167,20 @@ fn records_fit_the_ledger_schema_and_carry_their_provenance() {
 }
 
 #[test]
+fn record_hashes_recompute_without_the_library() {
+    let p = ledger_of_five();
+    assert_eq!(harness::check_ledger_chain_independently(&p.ledger()), 5);
+    // The check itself fails on a record edited without rehashing.
+    let mut edited = lines(&p);
+    edited[2] = edited[2].replacen("\"verdict\":\"ok\"", "\"verdict\":\"failed\"", 1);
+    assert_ne!(edited[2], lines(&p)[2]);
+    write_lines(&p, &edited);
+    let broken =
+        std::panic::catch_unwind(|| harness::check_ledger_chain_independently(&p.ledger()));
+    assert!(broken.is_err(), "an edited record must not recompute");
+}
+
+#[test]
 fn verify_names_an_edited_line() {
     let p = ledger_of_five();
     let mut edited = lines(&p);

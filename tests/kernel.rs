@@ -29,6 +29,8 @@ fn thought_tool_thought_converges_with_the_calculators_result() {
     assert_eq!(run.cycles(), 6, "profile, plan, 2 reasoning steps, semantic, convergence");
     assert_eq!(run.ttl_remaining(), 4);
     assert!(run.json.get("supervisor_actions").is_none(), "no repair: {:#}", run.json);
+    // The scripted s3 and synthesis replies are served only to prompts holding s2's
+    // calculator result (their `expect_prompt`), so this 15 follows from the tool.
     assert!(run.answer_text().contains("15"), "{}", run.answer_text());
     assert_eq!(run.answer()["confidence"], 0.95);
     assert_eq!(run.answer()["used_step_ids"], json!(["s2", "s3"]));

@@ -149,12 +149,14 @@ fn concurrent_kernel_runs_share_one_ledger_and_keep_their_own_cycle_numbers() {
 fn cycle_records_of_calls_that_never_reached_the_model_are_numbered_and_schema_valid() {
     // Three ways a cycle fails before the provider is asked: the pinned contract rejects the
     // input, the budget cannot fit the call, the pinned version does not exist.
-    let cases: [(&str, Value); 3] = [
-        ("contracts", json!({"task_profile": "PRC-CLASSIFY-001"})),
-        ("constraints", json!({"token_budget": 1})),
-        ("contracts", json!({"plan": "PRC-PLAN-001@=9.9.9"})),
+    // With the cycle records each leaves: the failed cycle and Phase E, after the task
+    // profile's cycle when the plan's pin is the one that fails.
+    let cases: [(&str, Value, usize); 3] = [
+        ("contracts", json!({"task_profile": "PRC-CLASSIFY-001"}), 2),
+        ("constraints", json!({"token_budget": 1}), 2),
+        ("contracts", json!({"plan": "PRC-PLAN-001@=9.9.9"}), 3),
     ];
-    for (field, value) in cases {
+    for (field, value, records) in cases {
         let p = Project::scenario("thought_tool_thought");
         p.edit("wo.json", |wo| wo[field] = value.clone());
         let run = p.run(&[]);
@@ -165,6 +167,7 @@ fn cycle_records_of_calls_that_never_reached_the_model_are_numbered_and_schema_v
         for c in ledger.cycles() {
             assert_cycle_fields(c);
         }
+        assert_eq!(numbers.len(), records, "{value}: {numbers:?}");
         assert!(
             numbers.windows(2).all(|w| w[0] < w[1]),
             "{value}: one record per cycle, each with its own number: {numbers:?}"

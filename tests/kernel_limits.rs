@@ -11,7 +11,7 @@ mod mock_http;
 use harness::{
     DEFAULT_TTL, FAST_RETRY, Project, chat_completion, check_run, pairs, statuses, step,
 };
-use mock_http::{MockReply, MockServer, refused_url};
+use mock_http::{MockReply, MockServer, RefusedPort};
 use serde_json::{Value, json};
 
 // --- TTL ---------------------------------------------------------------------------------
@@ -227,8 +227,9 @@ fn a_budget_that_runs_out_mid_run_ends_the_loop_with_budget_exceeded() {
 fn an_unreachable_provider_fails_the_run_with_a_degraded_answer() {
     let p = Project::scenario("thought_tool_thought");
     p.write("pactum.toml", FAST_RETRY);
+    let refused = RefusedPort::new();
     let mut cmd = p.pactum();
-    cmd.env("OPENAI_BASE_URL", format!("{}/v1", refused_url()))
+    cmd.env("OPENAI_BASE_URL", format!("{}/v1", refused.url()))
         .env("OPENAI_API_KEY", "x")
         .env("PACTUM_MODEL", "m");
     let run = p.run_with(cmd, &["--provider", "openai"]);

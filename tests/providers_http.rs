@@ -6,7 +6,7 @@ mod mock_http;
 
 use std::time::{Duration, Instant};
 
-use mock_http::{MockReply, MockServer, refused_url};
+use mock_http::{MockReply, MockServer, RefusedPort};
 use pactum::Error;
 use pactum::gateway::anthropic::{AnthropicConfig, AnthropicProvider, STRUCTURED_OUTPUT_TOOL};
 use pactum::gateway::http::RetryPolicy;
@@ -508,12 +508,23 @@ fn the_configured_timeout_applies_when_the_request_sets_none() {
 #[test]
 fn a_refused_connection_is_provider_unreachable() {
     for api in BOTH {
-        let url = refused_url();
+        let refused = RefusedPort::new();
+        let url = refused.url();
         let error = fail(api, provider(api, &url).as_ref(), &request());
         assert_eq!(code(&error), "provider_unreachable", "{api:?}: {error}");
         let message = error.to_string();
         assert!(message.contains("3 attempts") && message.contains("_BASE_URL"), "{message}");
     }
+}
+
+#[test]
+fn a_refused_port_refuses_connections_and_stays_taken() {
+    let refused = RefusedPort::new();
+    let addr = refused.url().strip_prefix("http://").unwrap().to_string();
+    let e = std::net::TcpStream::connect(&addr).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+    // Held: no server can bind it, not even one that allows address reuse (std's does).
+    assert!(std::net::TcpListener::bind(&addr).is_err(), "{addr} was free to bind");
 }
 
 #[test]

@@ -218,7 +218,10 @@ impl Kernel<'_> {
             Err(e) => {
                 (e.code().as_str().starts_with("provider_")
                     && e.code() != Code::ProviderNotConfigured)
-                    || matches!(e.code(), Code::ReplayMiss | Code::ScriptExhausted)
+                    || matches!(
+                        e.code(),
+                        Code::ReplayMiss | Code::ScriptExhausted | Code::ScriptPromptMismatch
+                    )
             }
         };
         if reached_model {

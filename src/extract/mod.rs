@@ -1165,19 +1165,70 @@ mod tests {
     /// Prose without `{`, `[`, backticks or quotes.
     const PROSE: &str = "[^{\\[`\"]{0,40}";
 
+    /// What every extraction result must satisfy, whatever the text (module docs): the span
+    /// lies inside the text on character boundaries; a strict result's span re-parses to its
+    /// value and carries no repairs; only the repair option repairs, at offsets inside the
+    /// text; with repair, a text the strict methods handle gives the strict result.
+    fn check_outcome(text: &str, options: &ExtractOptions) -> Result<(), TestCaseError> {
+        let outcome = extract(text, options);
+        match &outcome {
+            Ok(found) => {
+                let (start, end) = found.span;
+                prop_assert!(
+                    start <= end && end <= text.len(),
+                    "{:?} in {} bytes",
+                    found.span,
+                    text.len()
+                );
+                prop_assert!(text.is_char_boundary(start) && text.is_char_boundary(end));
+                if found.method == Method::Repaired {
+                    prop_assert!(options.repair, "repaired without the repair option");
+                    prop_assert!(
+                        found.repairs.iter().all(|r| r.span.0 <= r.span.1 && r.span.1 <= text.len()),
+                        "{:?}",
+                        found.repairs
+                    );
+                } else {
+                    prop_assert!(found.repairs.is_empty(), "{:?}", found.repairs);
+                    let reparsed: Option<Value> = serde_json::from_str(&text[start..end]).ok();
+                    prop_assert_eq!(
+                        reparsed.as_ref(),
+                        Some(&found.value),
+                        "span {:?} of {:?}",
+                        found.span,
+                        text
+                    );
+                }
+                prop_assert!(!found.envelope);
+            }
+            Err(failure) => prop_assert!(!failure.methods_tried.is_empty()),
+        }
+        if options.repair {
+            let strict = ExtractOptions { repair: false, ..*options };
+            if let Ok(found) = extract(text, &strict) {
+                prop_assert_eq!(
+                    outcome,
+                    Ok(found),
+                    "repair runs only after the strict methods fail"
+                );
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
         #[test]
-        fn any_text_never_panics(text in any::<String>(), syntax in "[{}\\[\\]\"'\\\\`:,\n a1/*]{0,80}") {
+        fn any_text_gives_a_consistent_result(text in any::<String>(), syntax in "[{}\\[\\]\"'\\\\`:,\n a1/*]{0,80}") {
             for options in [STRICT, ARRAY, REPAIR] {
-                let _ = extract(&text, &options);
-                let _ = extract(&syntax, &options);
+                check_outcome(&text, &options)?;
+                check_outcome(&syntax, &options)?;
             }
         }
 
         #[test]
-        fn prefixes_and_wrappings_never_panic(
+        fn every_prefix_of_a_fenced_reply_gives_a_consistent_result(
             value in json_value(),
             before in any::<String>(),
             after in any::<String>(),
@@ -1187,11 +1238,18 @@ mod tests {
             let json = json.unwrap_or_default();
             let response = format!("{before}\n```json\n{json}\n```\n{after}");
             for (cut, _) in response.char_indices() {
-                let _ = extract(&response[..cut], &STRICT);
-                let _ = extract(&response[..cut], &REPAIR);
+                check_outcome(&response[..cut], &STRICT)?;
+                check_outcome(&response[..cut], &REPAIR)?;
             }
-            let wrapped = format!("{before}{json}{after}");
-            let _ = extract(&wrapped, &REPAIR);
+            check_outcome(&response, &REPAIR)?;
+            check_outcome(&format!("{before}{json}{after}"), &REPAIR)?;
+            // Around prose without backticks, the fenced block is what is found, whole.
+            let clean = format!("{}\n```json\n{json}\n```\n{}", before.replace('`', ""), after.replace('`', ""));
+            let found = extract(&clean, &STRICT);
+            prop_assert_eq!(
+                found.map(|f| (f.method, f.value, clean[f.span.0..f.span.1].to_string())),
+                Ok((Method::Fenced, value, json))
+            );
         }
 
         #[test]
@@ -1215,14 +1273,25 @@ mod tests {
 
         #[test]
         fn truncated_objects_repair_to_a_prefix(value in json_object(), cut in 0.0f64..1.0) {
-            // Any cut of a non-empty object either fails or repairs without panicking, and
-            // the repaired span always lies inside the text.
+            // A cut of an object that the strict methods cannot read (they may find a whole
+            // inner object) repairs to a prefix of it: the first keys in order, each but the
+            // last with its whole value (the last may itself be cut short), or fails.
             let json = serde_json::to_string(&value).unwrap_or_default();
             let at = (json.len() as f64 * cut) as usize;
             let at = (0..=at).rev().find(|&i| json.is_char_boundary(i)).unwrap_or(0);
             let text = &json[..at];
-            if let Ok(found) = extract(text, &REPAIR) {
-                prop_assert!(found.span.0 <= found.span.1 && found.span.1 <= text.len());
+            check_outcome(text, &REPAIR)?;
+            let repaired = extract(text, &REPAIR).ok().filter(|f| f.method == Method::Repaired);
+            if let Some(found) = repaired {
+                let (Some(original), Some(repaired)) = (value.as_object(), found.value.as_object()) else {
+                    return Err(TestCaseError::fail(format!("{text:?} gave {}", found.value)));
+                };
+                let kept: Vec<&String> = repaired.keys().collect();
+                let first: Vec<&String> = original.keys().take(kept.len()).collect();
+                prop_assert_eq!(&kept, &first, "{:?}", text);
+                for key in kept.iter().take(kept.len().saturating_sub(1)) {
+                    prop_assert_eq!(&repaired[*key], &original[*key], "{:?}", text);
+                }
             }
         }
     }

@@ -234,6 +234,14 @@ mod tests {
     fn self_referencing_schemas_terminate() {
         let schema =
             json!({"type": "object", "required": ["next"], "properties": {"next": {"$ref": "#"}}});
-        let _ = minimal_instance(&schema);
+        // No finite instance exists: the chain of `next` objects stops at the depth limit.
+        let instance = minimal_instance(&schema);
+        let (mut node, mut levels) = (&instance, 0);
+        while let Some(next) = node.get("next") {
+            node = next;
+            levels += 1;
+        }
+        assert!(node.is_null(), "{instance}");
+        assert!((2..=MAX_DEPTH).contains(&levels), "{levels} levels");
     }
 }

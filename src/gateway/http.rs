@@ -356,7 +356,8 @@ impl HttpClient {
             ),
             ProviderFailure::NotConfigured
             | ProviderFailure::ReplayMiss
-            | ProviderFailure::ScriptExhausted => {
+            | ProviderFailure::ScriptExhausted
+            | ProviderFailure::ScriptPromptMismatch => {
                 format!("cannot send a request to `{url}`: {}", failure.detail)
             }
         }

@@ -2,11 +2,13 @@
 //! clearly named as such: it never pretends to be a model.
 //!
 //! ```json
-//! { "responses": [
+//! { "note": "optional, for the reader", "responses": [
 //!     { "contract_id": "PRC-PLAN-001", "text": "{\"goal\": ...}" },
 //!     { "text": "any contract takes this one", "finish_reason": "stop",
 //!       "usage": { "prompt_tokens": 12, "completion_tokens": 30 } },
 //!     { "envelope": { "text": "...", "files": { "out/a.md": "# A" } } },
+//!     { "contract_id": "PRC-SYNTH-001", "expect_prompt": ["{\"s1\":{\"result\":15}}"],
+//!       "text": "{\"answer_text\": \"The sum is 15.\", \"metadata\": {}}" },
 //!     { "contract_id": "PRC-SYNTH-001", "error": { "code": "provider_unreachable", "message": "simulated outage" } }
 //! ] }
 //! ```
@@ -14,6 +16,12 @@
 //! Responses are consumed in order: a request takes the first unused response whose
 //! `contract_id` is absent or equal to its own. A response may simulate a provider failure
 //! (`error.code` is one of the provider codes). When none is left: `script_exhausted`.
+//!
+//! A scripted reply is only true for the prompt it was written for. `expect_prompt` lists
+//! substrings the prompt being answered (its messages, joined by blank lines) must contain;
+//! when one is missing the request fails with `script_prompt_mismatch`, naming the response
+//! and the missing text, and the response stays unused. So a demo whose answer depends on
+//! a tool's result can state that the result must be in the prompt that answer replies to.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -36,6 +44,9 @@ struct Fixture {
     finish_reason: Option<String>,
     usage: Option<Usage>,
     error: Option<FixtureError>,
+    /// Substrings the prompt this response answers must contain.
+    #[serde(default)]
+    expect_prompt: Vec<String>,
     /// Free-form note for the reader of the fixture file.
     #[allow(dead_code)]
     note: Option<String>,
@@ -52,12 +63,16 @@ struct FixtureError {
 #[serde(deny_unknown_fields)]
 struct FixtureFile {
     responses: Vec<Fixture>,
+    /// Free-form note for the reader of the fixture file (e.g. that the replies are scripted).
+    #[allow(dead_code)]
+    note: Option<String>,
 }
 
 /// Answers from a fixture file, in order or keyed by contract id.
 #[derive(Debug)]
 pub struct ScriptedProvider {
     path: PathBuf,
+    /// Responses in file order; `None` once used. The index is the response's position.
     queue: Mutex<Vec<Option<Fixture>>>,
 }
 
@@ -83,6 +98,12 @@ impl ScriptedProvider {
                     path.display()
                 )));
             }
+            if f.expect_prompt.iter().any(String::is_empty) {
+                return Err(not_configured(format!(
+                    "fixtures {} response {i}: `expect_prompt` holds an empty string, which every prompt contains; remove it or write the text the prompt must contain",
+                    path.display()
+                )));
+            }
         }
         Ok(ScriptedProvider {
             path: path.to_path_buf(),
@@ -93,6 +114,34 @@ impl ScriptedProvider {
     /// Responses not used yet.
     pub fn remaining(&self) -> usize {
         self.queue.lock().map(|q| q.iter().flatten().count()).unwrap_or(0)
+    }
+
+    /// Fails with `script_prompt_mismatch` when the prompt lacks text response `index`
+    /// expects.
+    fn check_prompt(&self, index: usize, f: &Fixture, request: &PromptRequest) -> Result<()> {
+        if f.expect_prompt.is_empty() {
+            return Ok(());
+        }
+        let prompt: Vec<&str> = request.messages.iter().map(|m| m.content.as_str()).collect();
+        let prompt = prompt.join("\n\n");
+        let missing: Vec<String> = f
+            .expect_prompt
+            .iter()
+            .filter(|text| !prompt.contains(text.as_str()))
+            .map(|text| format!("{text:?}"))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let message = format!(
+            "{} response {index} ({}) expects the prompt to contain {}, but the prompt for {}@{} does not; the run did not produce what the script was written for: fix the run, or the response's `expect_prompt` and text",
+            self.path.display(),
+            f.contract_id.as_deref().unwrap_or("any contract"),
+            missing.join(" and "),
+            request.contract_id,
+            request.contract_version
+        );
+        Err(Error::provider("scripted", ProviderFailure::ScriptPromptMismatch, message))
     }
 }
 
@@ -105,6 +154,7 @@ fn failure_of(code: &str) -> ProviderFailure {
         "provider_not_configured" => ProviderFailure::NotConfigured,
         "replay_miss" => ProviderFailure::ReplayMiss,
         "script_exhausted" => ProviderFailure::ScriptExhausted,
+        "script_prompt_mismatch" => ProviderFailure::ScriptPromptMismatch,
         _ => ProviderFailure::Status,
     }
 }
@@ -122,14 +172,20 @@ impl Provider for ScriptedProvider {
         let started = Instant::now();
         let fixture = {
             let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-            queue
-                .iter_mut()
-                .find(|slot| {
-                    slot.as_ref().is_some_and(|f| {
-                        f.contract_id.as_ref().is_none_or(|id| id == &request.contract_id)
-                    })
+            let next = queue.iter_mut().enumerate().find(|(_, slot)| {
+                slot.as_ref().is_some_and(|f| {
+                    f.contract_id.as_ref().is_none_or(|id| id == &request.contract_id)
                 })
-                .and_then(Option::take)
+            });
+            match next {
+                Some((index, slot)) => {
+                    if let Some(f) = slot.as_ref() {
+                        self.check_prompt(index, f, request)?;
+                    }
+                    slot.take()
+                }
+                None => None,
+            }
         };
         let Some(fixture) = fixture else {
             let message = format!(
@@ -161,5 +217,108 @@ impl Provider for ScriptedProvider {
             model: Some("scripted".into()),
             attempts: 1,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Code;
+    use crate::gateway::{Boundary, Message};
+    use serde_json::json;
+
+    fn provider(responses: Value) -> (tempfile::TempDir, ScriptedProvider) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fixtures.json");
+        std::fs::write(&path, json!({"responses": responses}).to_string()).unwrap();
+        let provider = ScriptedProvider::load(&path).unwrap();
+        (dir, provider)
+    }
+
+    fn request(contract_id: &str, system: &str, user: &str) -> PromptRequest {
+        PromptRequest {
+            contract_id: contract_id.to_string(),
+            contract_version: "1.0.0".to_string(),
+            prompt_pack_id: "PRM-T-001".to_string(),
+            prompt_pack_version: "1.0.0".to_string(),
+            boundary: Boundary {
+                max_tokens: 64,
+                temperature: 0.0,
+                provider_id: None,
+                structured_output: None,
+            },
+            input_schema: None,
+            output_schema: None,
+            template_variables: json!({}),
+            messages: vec![Message::system(system), Message::user(user)],
+            work_order_id: None,
+            session_id: None,
+            agent_id: None,
+            agent_class: None,
+            tier: None,
+            timeout: None,
+        }
+    }
+
+    fn text(r: &ProviderResponse) -> &str {
+        match &r.body {
+            ResponseBody::Text(t) => t,
+            ResponseBody::Envelope(_) => panic!("expected text, got {r:?}"),
+        }
+    }
+
+    #[test]
+    fn responses_are_used_in_order_and_by_contract() {
+        let (_dir, p) = provider(json!([
+            {"contract_id": "PRC-B-001", "text": "b"},
+            {"text": "any 1"},
+            {"text": "any 2"},
+        ]));
+        assert_eq!(text(&p.complete(&request("PRC-A-001", "", "x")).unwrap()), "any 1");
+        assert_eq!(text(&p.complete(&request("PRC-B-001", "", "x")).unwrap()), "b");
+        assert_eq!(p.remaining(), 1);
+        assert_eq!(text(&p.complete(&request("PRC-B-001", "", "x")).unwrap()), "any 2");
+        let e = p.complete(&request("PRC-A-001", "", "x")).unwrap_err();
+        assert_eq!(e.code(), Code::ScriptExhausted, "{e}");
+    }
+
+    #[test]
+    fn expect_prompt_serves_a_response_only_to_a_prompt_that_contains_its_text() {
+        let (_dir, p) = provider(json!([
+            {"contract_id": "PRC-SYNTH-001", "expect_prompt": ["{\"result\":15}", "sum of 5 and 10"],
+             "text": "The sum is 15."},
+        ]));
+        // Every expected text must be there; system and user messages both count.
+        let wrong = request("PRC-SYNTH-001", "sum of 5 and 10", "results: {\"result\":16}");
+        let e = p.complete(&wrong).unwrap_err();
+        assert_eq!(e.code(), Code::ScriptPromptMismatch, "{e}");
+        let message = e.to_string();
+        assert!(
+            message.contains(
+                "response 0 (PRC-SYNTH-001) expects the prompt to contain \"{\\\"result\\\":15}\""
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("sum of 5 and 10"), "only the missing text is named: {message}");
+        assert!(message.contains("the prompt for PRC-SYNTH-001@1.0.0 does not"), "{message}");
+        // The response was not used up by the mismatch.
+        assert_eq!(p.remaining(), 1);
+        let right = request("PRC-SYNTH-001", "sum of 5 and 10", "results: {\"result\":15}");
+        assert_eq!(text(&p.complete(&right).unwrap()), "The sum is 15.");
+        assert_eq!(p.remaining(), 0);
+    }
+
+    #[test]
+    fn an_empty_expected_text_is_refused_when_the_fixtures_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fixtures.json");
+        std::fs::write(&path, r#"{"responses": [{"text": "x", "expect_prompt": ["ok", ""]}]}"#)
+            .unwrap();
+        let e = ScriptedProvider::load(&path).unwrap_err();
+        assert_eq!(e.code(), Code::ProviderNotConfigured);
+        assert!(e.to_string().contains("response 0: `expect_prompt` holds an empty string"), "{e}");
+        std::fs::write(&path, r#"{"responses": [{"text": "x", "expect_prompt": "15"}]}"#).unwrap();
+        let e = ScriptedProvider::load(&path).unwrap_err();
+        assert!(e.to_string().contains("malformed"), "a list is required: {e}");
     }
 }

@@ -355,19 +355,27 @@ mod tests {
 
     #[test]
     fn precedence_is_cli_then_work_order_then_env_then_file() {
-        let mut config = Config::parse("[defaults]\nprovider = \"file\"\n[providers.file]\nkind = \"dry-run\"\n[providers.wo]\nkind = \"openai\"\nmodel = \"m\"\n", Path::new("p")).unwrap();
+        // Every source names a different provider, so each case shows which one won.
+        let mut config = Config::parse(
+            "[defaults]\nprovider = \"file\"\n[providers.file]\nkind = \"openai\"\nmodel = \"m\"\n\
+             [providers.wo]\nkind = \"openai\"\nmodel = \"m\"\n\
+             [providers.env]\nkind = \"openai\"\nmodel = \"m\"\n",
+            Path::new("p"),
+        )
+        .unwrap();
+        config.env.provider = Some("env".into());
         let wo = ProviderChoice { name: Some("wo".into()), ..Default::default() };
-        let s = select(&config, Path::new("."), choice(Some("anthropic"), &wo)).unwrap();
-        assert_eq!(s.provider.name(), "anthropic");
-        assert!(s.offline.is_none());
-        let s = select(&config, Path::new("."), choice(None, &wo)).unwrap();
-        assert_eq!(s.provider.name(), "wo");
-        config.env.provider = Some("dry-run".into());
-        let s = select(&config, Path::new("."), choice(None, &ProviderChoice::default())).unwrap();
-        assert_eq!(s.provider.name(), "dry-run");
+        let none = ProviderChoice::default();
+        let name = |config: &Config, cli, wo| {
+            let s = select(config, Path::new("."), choice(cli, wo)).unwrap();
+            assert!(s.offline.is_none());
+            s.provider.name().to_string()
+        };
+        assert_eq!(name(&config, Some("anthropic"), &wo), "anthropic", "--provider first");
+        assert_eq!(name(&config, None, &wo), "wo", "then the work order");
+        assert_eq!(name(&config, None, &none), "env", "then PACTUM_PROVIDER");
         config.env.provider = None;
-        let s = select(&config, Path::new("."), choice(None, &ProviderChoice::default())).unwrap();
-        assert_eq!(s.provider.name(), "dry-run");
+        assert_eq!(name(&config, None, &none), "file", "then pactum.toml's default");
     }
 
     #[test]

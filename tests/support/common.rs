@@ -1,5 +1,7 @@
-//! What every CLI test shares: the checkout, copying a project tree, SHA-256 hex, the
-//! `pactum` binary with a controlled environment, and what one command did.
+//! What every CLI test shares: the checkout, prerequisites outside it (for tests that
+//! `#[ignore]` without them), copying a project tree, SHA-256 hex, an independent check of a
+//! ledger's hash chain, the `pactum` binary with a controlled environment, and what one
+//! command did.
 //!
 //! Include it with `#[path = "support/common.rs"] mod common;` (the harnesses under
 //! `tests/fixtures/` include it themselves and re-export it).
@@ -28,6 +30,39 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+// --- Prerequisites outside the repository -------------------------------------------------
+//
+// A test that needs something this repository does not hold (the peer material in
+// `../shared/`, an external tool such as util-linux `script`) is marked
+// `#[ignore = "needs …; .ci/run runs it"]`, so a plain `cargo test` (a user's clean clone)
+// reports it as ignored, never as passed. `.ci/run` runs these tests explicitly
+// (`cargo test -- --ignored`); CI has `../shared/` beside the clone and the tools installed.
+// Inside such a test, `require_tool` / `require_shared` fail it with a message naming what
+// is missing: when the test runs, a missing prerequisite is a failure, not a skip.
+
+/// `tool`, checked to run (`tool --version`); fails the test when it is not installed.
+pub fn require_tool<'a>(tool: &'a str, what_for: &str) -> &'a str {
+    match std::process::Command::new(tool).arg("--version").output() {
+        Ok(_) => tool,
+        Err(e) => panic!(
+            "this test needs `{tool}` ({what_for}), which does not run ({e}); install it (CI \
+             must have it), or run the tests without --ignored"
+        ),
+    }
+}
+
+/// `../shared/<rel>` beside the checkout; fails the test when it is absent.
+pub fn require_shared(rel: &str) -> PathBuf {
+    let path = repo().join("..").join("shared").join(rel);
+    assert!(
+        path.exists(),
+        "this test needs {} (the peer material CI keeps beside the clone), which is absent; \
+         put it there, or run the tests without --ignored",
+        path.display()
+    );
+    path
+}
+
 /// Copies the folder `from` to `to`, recursively.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -52,6 +87,42 @@ pub fn copy_shipped(to: &Path) {
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Re-checks a ledger file's hash chain without the library's digest or JSON code: every
+/// line must be a record whose `hash` is the SHA-256 of the line's own bytes with the
+/// `"hash":"…"` member cut out (the line is written in canonical form, so those bytes are
+/// what was hashed), whose `prev` is the previous line's `hash` (64 zeros first) and whose
+/// `seq` counts from 1. Returns the number of records.
+pub fn check_ledger_chain_independently(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read the ledger {}: {e}", path.display()));
+    assert!(text.ends_with('\n'), "{}: the last record is cut off", path.display());
+    let mut prev = "0".repeat(64);
+    let mut count = 0;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let record: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{}:{n}: not JSON ({e})", path.display()));
+        let hash = record["hash"].as_str().unwrap_or_else(|| panic!("line {n} has no hash"));
+        assert!(
+            hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+            "line {n}: hash is not lowercase hex SHA-256: {hash}"
+        );
+        let member = format!("\"hash\":\"{hash}\"");
+        assert_eq!(line.matches(&member).count(), 1, "line {n}: {line}");
+        let without = if line.contains(&format!(",{member}")) {
+            line.replacen(&format!(",{member}"), "", 1)
+        } else {
+            line.replacen(&format!("{member},"), "", 1)
+        };
+        assert_eq!(sha256_hex(without.as_bytes()), hash, "line {n}: the hash does not recompute");
+        assert_eq!(record["prev"], prev.as_str(), "line {n}: prev is not the previous hash");
+        assert_eq!(record["seq"], n, "line {n}: seq");
+        prev = hash.to_string();
+        count = n;
+    }
+    count
 }
 
 /// The binary, in `dir`, without colour and without provider settings from the environment.

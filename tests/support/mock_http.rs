@@ -7,7 +7,8 @@
 //! `mock: no reply left`. Request bodies are read by `Content-Length` (chunked bodies are not
 //! supported); `Expect: 100-continue` is answered; every reply says `Connection: close`.
 //! Sockets have read and write timeouts so a test can never hang on the server, and the
-//! listener thread stops when the [`MockServer`] is dropped.
+//! listener thread stops when the [`MockServer`] is dropped. [`RefusedPort`] is a port
+//! where connections are refused, held so that no other test's server can take it.
 //!
 //! Include it with `#[path = "support/mock_http.rs"] mod mock_http;`.
 
@@ -147,12 +148,45 @@ impl Drop for MockServer {
     }
 }
 
-/// A URL on 127.0.0.1 where nothing listens (bound, then released).
-pub fn refused_url() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let addr = listener.local_addr().expect("local address");
-    drop(listener);
-    format!("http://{addr}")
+/// A port on 127.0.0.1 that refuses connections, held for as long as this value lives.
+///
+/// The port is bound by a socket that never listens: connecting to it is refused, and
+/// because the socket does not allow address reuse, no other socket (a [`MockServer`] of a
+/// test running in parallel included) can bind the port until this value is dropped. A port
+/// that was bound and released instead could be handed to another test's server.
+pub struct RefusedPort {
+    /// Closed on drop, which releases the port.
+    _fd: std::os::fd::OwnedFd,
+    addr: SocketAddr,
+}
+
+impl RefusedPort {
+    pub fn new() -> RefusedPort {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: plain socket calls on a descriptor this function owns; every pointer is
+        // to a local of the size passed with it.
+        unsafe {
+            let raw = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
+            let fd = std::os::fd::OwnedFd::from_raw_fd(raw);
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let bound = libc::bind(fd.as_raw_fd(), (&raw const addr).cast(), len);
+            assert_eq!(bound, 0, "bind 127.0.0.1:0: {}", std::io::Error::last_os_error());
+            let mut len = len;
+            let named = libc::getsockname(fd.as_raw_fd(), (&raw mut addr).cast(), &mut len);
+            assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+            let port = u16::from_be(addr.sin_port);
+            RefusedPort { _fd: fd, addr: SocketAddr::from(([127, 0, 0, 1], port)) }
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
 }
 
 fn serve(stream: TcpStream, reply: MockReply, recorded: &Mutex<Vec<Recorded>>) {
