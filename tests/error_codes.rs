@@ -626,6 +626,7 @@ fn reproduces_usage_error() {
     assert!(message.contains("'--strictt'"), "{message}");
     assert!(message.ends_with("run `pactum validate --help` for the usage"), "{message}");
     assert_eq!(status, 2, "a malformed command line is a usage error");
+    doc_example(dir.path(), Code::UsageError, 2);
 }
 
 // --- Registry and resolution --------------------------------------------------------------
@@ -791,6 +792,7 @@ fn reproduces_registry_history_mismatch() {
         "{}",
         d.message
     );
+    doc_example(dir.path(), Code::RegistryHistoryMismatch, 1);
 }
 
 #[test]
@@ -805,6 +807,7 @@ fn reproduces_registry_history_missing() {
     let d = findings.iter().find(|d| d.code == Code::RegistryHistoryMissing).expect("a warning");
     assert_eq!(d.severity, Severity::Warning);
     assert!(d.help.as_deref().unwrap_or_default().contains("pactum registry adopt"), "{d:?}");
+    doc_example(dir.path(), Code::RegistryHistoryMissing, 0);
 }
 
 #[test]
@@ -842,6 +845,12 @@ fn reproduces_registry_merge_conflict() {
         message.starts_with("cannot merge registry.json: PRC-T-001@1.0.0: both sides changed it with different content"),
         "{message}"
     );
+    // The same through the binary, as git runs the driver.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("base.json", base), ("ours.json", &ours), ("theirs.json", &theirs)] {
+        fs::write(dir.path().join(name), text).unwrap();
+    }
+    doc_example(dir.path(), Code::RegistryMergeConflict, 1);
 }
 
 #[test]
@@ -1089,6 +1098,7 @@ fn reproduces_output_extraction_ambiguous() {
     let message = out["warnings"][0]["message"].as_str().unwrap();
     assert!(message.contains("the embedded value from bytes 0..21 was used"), "{message}");
     assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "a warning does not fail the run");
+    doc_example(dir.path(), Code::OutputExtractionAmbiguous, 0);
 }
 
 #[test]

@@ -1184,7 +1184,10 @@ mod tests {
                 if found.method == Method::Repaired {
                     prop_assert!(options.repair, "repaired without the repair option");
                     prop_assert!(
-                        found.repairs.iter().all(|r| r.span.0 <= r.span.1 && r.span.1 <= text.len()),
+                        found
+                            .repairs
+                            .iter()
+                            .all(|r| r.span.0 <= r.span.1 && r.span.1 <= text.len()),
                         "{:?}",
                         found.repairs
                     );

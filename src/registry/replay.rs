@@ -236,7 +236,7 @@ pub fn check(registry: &Registry) -> Vec<Diagnostic> {
                 Diagnostic::new(
                     Code::RegistryHistoryMissing,
                     format!(
-                        "registry.json has {} entries but no history: the entries cannot be checked against the events that made them",
+                        "{} entries but no history: they cannot be checked against the events that made them",
                         registry.entries.len()
                     ),
                 )

@@ -297,10 +297,11 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                         let span =
                             pactum::source::locate_best(&reg.text, pactum::source::Syntax::Json, p);
                         let (line, column) = pactum::source::line_col(&reg.text, span.start);
-                        format!(
-                            "{name}:{line}:{column}: {}",
-                            if p.is_empty() { "(root)" } else { p }
-                        )
+                        if p.is_empty() {
+                            format!("{name}:{line}:{column}")
+                        } else {
+                            format!("{name}:{line}:{column}: {p}")
+                        }
                     }
                     None => name.clone(),
                 };
