@@ -189,8 +189,42 @@ fn timeout(config: &Config, default: Duration) -> Duration {
         .defaults
         .timeout_s
         .filter(|t| t.is_finite() && *t > 0.0)
-        .map(Duration::from_secs_f64)
+        .and_then(|t| Duration::try_from_secs_f64(t).ok())
         .unwrap_or(default)
+}
+
+/// The base URL a provider uses (environment, then pactum.toml, then the default),
+/// refused with `config_insecure` when an API key would go to it over plain http to a host
+/// that is not this machine (SPEC §18).
+fn key_safe(
+    provider: &str,
+    from_env: Option<&str>,
+    from_file: Option<&str>,
+    default: &str,
+    has_key: bool,
+    env_name: &str,
+) -> Result<String> {
+    let url = from_env.or(from_file).unwrap_or(default).to_string();
+    if !has_key || crate::config::key_may_go_to(&url) {
+        return Ok(url);
+    }
+    let (path, key) = if from_env.is_some() {
+        (env_name.to_string(), env_name.to_string())
+    } else {
+        (crate::config::FILE_NAME.to_string(), format!("providers.{provider}.base_url"))
+    };
+    Err(Error::ConfigInsecure {
+        path: path.into(),
+        problems: vec![crate::error::Located {
+            line: 0,
+            column: 0,
+            key,
+            message: format!(
+                "provider `{provider}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
+                crate::redact::mask_url_credentials(&url)
+            ),
+        }],
+    })
 }
 
 fn build(
@@ -233,12 +267,14 @@ fn build(
     let provider: Arc<dyn Provider> = match kind {
         "openai" => Arc::new(OpenAiProvider::new(OpenAiConfig {
             name: name.to_string(),
-            base_url: config
-                .env
-                .openai_base_url
-                .clone()
-                .or(settings.base_url.clone())
-                .unwrap_or_else(|| crate::gateway::openai::DEFAULT_BASE_URL.to_string()),
+            base_url: key_safe(
+                name,
+                config.env.openai_base_url.as_deref(),
+                settings.base_url.as_deref(),
+                crate::gateway::openai::DEFAULT_BASE_URL,
+                key_from(&config.env.openai_api_key).is_some(),
+                "OPENAI_BASE_URL",
+            )?,
             api_key: key_from(&config.env.openai_api_key),
             model,
             timeout: timeout(config, crate::gateway::openai::DEFAULT_TIMEOUT),
@@ -247,12 +283,14 @@ fn build(
         })),
         "anthropic" => Arc::new(AnthropicProvider::new(AnthropicConfig {
             name: name.to_string(),
-            base_url: config
-                .env
-                .anthropic_base_url
-                .clone()
-                .or(settings.base_url.clone())
-                .unwrap_or_else(|| crate::gateway::anthropic::DEFAULT_BASE_URL.to_string()),
+            base_url: key_safe(
+                name,
+                config.env.anthropic_base_url.as_deref(),
+                settings.base_url.as_deref(),
+                crate::gateway::anthropic::DEFAULT_BASE_URL,
+                key_from(&config.env.anthropic_api_key).is_some(),
+                "ANTHROPIC_BASE_URL",
+            )?,
             api_key: key_from(&config.env.anthropic_api_key),
             model,
             timeout: timeout(config, crate::gateway::anthropic::DEFAULT_TIMEOUT),

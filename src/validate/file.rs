@@ -126,6 +126,13 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
         );
         return a;
     }
+    if let Some(reason) = &candidate.unreadable {
+        let e = Error::io(&a.rel, std::io::Error::other(reason.clone()));
+        a.push(Diagnostic::from_error(&e).help(
+            "make the folder readable (its files are not checked while it is not), or remove it",
+        ));
+        return a;
+    }
     let bytes = match document::read_limited(&candidate.path, MAX_FILE_BYTES) {
         Ok(b) => b,
         Err(e) => {

@@ -79,9 +79,58 @@ pub fn env_lookup(name: &str) -> Option<String> {
 /// The exit status an error maps to.
 pub fn status_of(error: &Error) -> u8 {
     match error.code() {
-        Code::IoError | Code::PinInvalid => USAGE,
+        Code::IoError | Code::PinInvalid | Code::InternalError => USAGE,
         _ => FAILED,
     }
+}
+
+/// What the last panic said and where, kept by the hook [`catch_panics`] installs.
+static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Replaces the default panic message with a record for [`report_panic`].
+pub fn catch_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = pactum::validate::panic_message(info.payload());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let mut slot = PANIC.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(format!("{message}{at}"));
+    }));
+}
+
+/// Reports a caught panic as `internal_error` (JSON on stdout when the command line asked
+/// for JSON, text on stderr otherwise) and returns exit status 2.
+pub fn report_panic() -> u8 {
+    let message = PANIC
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_else(|| "a panic without a message".to_string());
+    let error = Error::Internal { message };
+    let args: Vec<String> = std::env::args().collect();
+    let json = args.iter().any(|a| a == "--json" || a == "--format=json")
+        || args.windows(2).any(|w| w[0] == "--format" && w[1] == "json");
+    fail(&error, json).max(USAGE)
+}
+
+/// Carries a worker thread's panic to the top of the binary, where it becomes
+/// `internal_error` (a panicked worker is never joined as an empty success).
+pub fn join_or_propagate<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match handle.join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Test hook, in debug builds only: `PACTUM_INJECT_PANIC=<place>` panics at that place
+/// (`main`, `validate-worker`, `run-worker`), so the tests can prove that a panic anywhere
+/// ends in `internal_error` and exit 2. Release builds compile it to nothing.
+pub fn inject_panic(place: &str) {
+    #[cfg(debug_assertions)]
+    if env_lookup("PACTUM_INJECT_PANIC").as_deref() == Some(place) {
+        panic!("injected panic at {place} (PACTUM_INJECT_PANIC)");
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = place;
 }
 
 /// Prints one JSON document on stdout.

@@ -84,13 +84,14 @@ pub fn exec(args: Args) -> u8 {
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(path) = args.work_orders.get(i) else { break };
+                        output::inject_panic("run-worker");
                         local.push((i, run_one(&args, &project, &ledger, log.as_ref(), path)));
                     }
                     local
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        handles.into_iter().flat_map(output::join_or_propagate).collect()
     });
     results.sort_by_key(|(i, _)| *i);
     let mut status = OK;

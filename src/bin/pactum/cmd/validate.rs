@@ -48,6 +48,7 @@ impl Progress for Bar {
         self.0.set_length(total as u64);
     }
     fn advance(&self) {
+        output::inject_panic("validate-worker");
         self.0.inc(1);
     }
     fn finish(&self) {
@@ -78,7 +79,10 @@ pub fn exec(args: Args) -> u8 {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
     }
-    let progress: &dyn Progress = if use_bar { &bar } else { &NoProgress };
+    // The bar (hidden unless drawn) is always the progress in debug builds, so the panic
+    // test hook reaches the workers.
+    let progress: &dyn Progress =
+        if use_bar || cfg!(debug_assertions) { &bar } else { &NoProgress };
     let mut report = match validate(&path, &options, progress) {
         Ok(r) => r,
         Err(e) => {
