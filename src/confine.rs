@@ -190,6 +190,26 @@ impl Root {
         Root { given, real }
     }
 
+    /// The boundary for paths a document names relative to itself (a work order's
+    /// fixtures, cassette, output folder): the project root when the document lies inside
+    /// the project, else the document's own folder — a work order given on the command
+    /// line from elsewhere reaches only what is beside it.
+    pub fn for_document(project_root: &Path, document_dir: &Path) -> Root {
+        let project = Root::new(project_root);
+        let dir = if document_dir.as_os_str().is_empty() { Path::new(".") } else { document_dir };
+        match dir.canonicalize() {
+            Ok(real) if !real.starts_with(&project.real) => Root::canonical(&real),
+            _ => project,
+        }
+    }
+
+    /// `rel` (as written in a document) joined to the document's folder with symlinks
+    /// resolved, ready for [`Root::file`] or [`Root::writable`].
+    pub fn beside(document_dir: &Path, rel: impl AsRef<Path>) -> PathBuf {
+        let dir = if document_dir.as_os_str().is_empty() { Path::new(".") } else { document_dir };
+        dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()).join(rel)
+    }
+
     /// A root whose path is already canonical (saves a `realpath`).
     pub fn canonical(real: &Path) -> Root {
         Root { given: real.to_path_buf(), real: real.to_path_buf() }

@@ -249,7 +249,7 @@ pub struct Verified {
 /// number (1-based): an edited record fails its own hash; a removed or reordered one
 /// breaks the `prev` or `seq` of the line after it.
 pub fn verify(path: &Path) -> Result<Verified> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::confine::open_file(path)?;
     let mut reader = BufReader::new(file);
     let mut prev = ZERO_HASH.to_string();
     let mut expected_seq = 1u64;

@@ -1,11 +1,16 @@
 //! `pactum new contract ID`: a contract and its pack, with `$schema` for editors,
 //! registered as drafts, that pass `pactum validate` as they are. The texts are
 //! placeholders for the author to replace.
+//!
+//! The files are written exclusively, through the confinement rule, under the registry
+//! lock (SPEC §18): of two `new contract` runs with one id, one succeeds and the other
+//! changes nothing and leaves no file behind.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::confine::Root;
 use crate::error::{Error, Result};
 use crate::registry::{self, EntryKind, lifecycle, store};
 
@@ -51,22 +56,31 @@ struct PackSections {
     output_format: &'static str,
 }
 
-fn write_new(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    if path.exists() {
-        return Err(Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "already exists; pick another id",
-            ),
-        ));
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
+/// Creates `rel` under `root` exclusively: through the one confinement rule (no folder on
+/// the way is a symlink, nothing is written outside the project), and never over an
+/// existing file or a dangling link (`create_new`). Returns the file's path.
+fn write_new(root: &Root, rel: &str, value: &impl serde::Serialize) -> Result<PathBuf> {
+    let path = root.writable(Path::new(rel), true)?;
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(
+        |e| {
+            let e = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                std::io::Error::new(e.kind(), "already exists; pick another id")
+            } else {
+                e
+            };
+            Error::io(rel, e)
+        },
+    )?;
+    let written = std::io::Write::write_all(&mut file, text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| Error::io(rel, e));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&path);
+        return Err(e);
+    }
+    Ok(path)
 }
 
 /// Writes `contracts/<name>/1.0.0.json` and `prompt_packs/<name>/1.0.0.json` under `root`
@@ -82,27 +96,7 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
     let pack_id = format!("PRM-{word}-{number}");
     let name = word.to_ascii_lowercase();
     let registry_path = root.join(registry::FILE_NAME);
-    if registry_path.is_file() {
-        let reg = registry::Registry::load(&registry_path)?;
-        for (kind, i) in [(EntryKind::Contract, id), (EntryKind::PromptPack, pack_id.as_str())] {
-            if let Some(existing) = reg.versions(kind, i).last() {
-                return Err(Error::DuplicateEntry {
-                    id: i.to_string(),
-                    version: existing.version.to_string(),
-                });
-            }
-        }
-    }
-    // `contracts/plan/` for PRC-PLAN-001; when that folder is taken (by PRC-PLAN-001, for
-    // PRC-PLAN-002), `contracts/plan-002/`.
-    let folders = [name.clone(), format!("{name}-{number}")];
-    let free = |folder: &String| {
-        !root.join("contracts").join(folder).join("1.0.0.json").exists()
-            && !root.join("prompt_packs").join(folder).join("1.0.0.json").exists()
-    };
-    let name = folders.iter().find(|f| free(f)).unwrap_or(&folders[1]);
-    let contract_rel = format!("contracts/{name}/1.0.0.json");
-    let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
+    let confined = Root::new(root);
     let pack = PackFile {
         schema: "../../schemas/prompt_pack.schema.json",
         prompt_pack_id: pack_id.clone(),
@@ -133,22 +127,47 @@ pub fn new_contract(root: &Path, id: &str, at: &str) -> Result<Scaffolded> {
         ]),
         metadata: json!({"description": "(one sentence: what this exchange is for)"}),
     };
-    let pack_path = root.join(&pack_rel);
-    let contract_path = root.join(&contract_rel);
-    write_new(&pack_path, &pack)?;
-    if let Err(e) = write_new(&contract_path, &contract) {
-        let _ = std::fs::remove_file(&pack_path);
-        return Err(e);
-    }
+    // Everything under the registry lock: a second `new contract` of the same id waits,
+    // then finds the first one's entries and changes nothing.
+    let created: std::cell::RefCell<Vec<PathBuf>> = std::cell::RefCell::default();
     let registered = store::update(&registry_path, |reg| {
+        for (kind, i) in [(EntryKind::Contract, id), (EntryKind::PromptPack, pack_id.as_str())] {
+            if let Some(existing) = reg.versions(kind, i).last() {
+                return Err(Error::DuplicateEntry {
+                    id: i.to_string(),
+                    version: existing.version.to_string(),
+                });
+            }
+        }
+        // `contracts/plan/` for PRC-PLAN-001; when that folder is taken (by PRC-PLAN-001, for
+        // PRC-PLAN-002), `contracts/plan-002/`.
+        let folders = [name.clone(), format!("{name}-{number}")];
+        let free = |folder: &String| {
+            !root.join("contracts").join(folder).join("1.0.0.json").exists()
+                && !root.join("prompt_packs").join(folder).join("1.0.0.json").exists()
+        };
+        let name = folders.iter().find(|f| free(f)).unwrap_or(&folders[1]);
+        let contract_rel = format!("contracts/{name}/1.0.0.json");
+        let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
+        let pack_path = write_new(&confined, &pack_rel, &pack)?;
+        created.borrow_mut().push(pack_path.clone());
+        let contract_path = write_new(&confined, &contract_rel, &contract)?;
+        created.borrow_mut().push(contract_path.clone());
         lifecycle::add(reg, &pack_path, at)?;
-        lifecycle::add(reg, &contract_path, at)
+        lifecycle::add(reg, &contract_path, at)?;
+        Ok((contract_rel, pack_rel))
     });
-    if let Err(e) = registered {
-        let _ = std::fs::remove_file(&pack_path);
-        let _ = std::fs::remove_file(&contract_path);
-        return Err(e);
-    }
+    let (contract_rel, pack_rel) = match registered {
+        Ok(rels) => rels,
+        Err(e) => {
+            // Only the files this call created (exclusively) are removed: nothing is
+            // orphaned, nothing someone else wrote is touched.
+            for path in created.borrow().iter() {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+    };
     Ok(Scaffolded { contract: contract_rel, pack: pack_rel, pack_id })
 }
 

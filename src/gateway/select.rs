@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Config, ProviderSettings};
+use crate::confine::Root;
 use crate::error::{Error, ProviderFailure, Result};
 use crate::gateway::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::gateway::dry_run::DryRunProvider;
@@ -74,7 +75,8 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
         Some(name) => Ok(Selected { provider: build(config, root, &name, choice, 0)?, offline: None, explicit }),
         None => match &choice.work_order.fixtures {
             Some(fixtures) => {
-                let path = choice.work_order_dir.join(fixtures);
+                let path = Root::for_document(root, choice.work_order_dir)
+                    .read_path(&Root::beside(choice.work_order_dir, fixtures))?;
                 let provider = Arc::new(ScriptedProvider::load(&path)?);
                 Ok(Selected {
                     provider,
@@ -299,8 +301,9 @@ fn build(
         })),
         "scripted" => {
             let path = match (&choice.work_order.fixtures, &settings.fixtures) {
-                (Some(f), _) => choice.work_order_dir.join(f),
-                (None, Some(f)) => root.join(f),
+                (Some(f), _) => Root::for_document(root, choice.work_order_dir)
+                    .read_path(&Root::beside(choice.work_order_dir, f))?,
+                (None, Some(f)) => Root::new(root).read_path(Path::new(f))?,
                 (None, None) => {
                     return Err(not_configured(
                         name,
@@ -311,9 +314,11 @@ fn build(
             Arc::new(ScriptedProvider::load(&path)?)
         }
         "replay" => {
+            // A cassette may not exist yet (record mode): checked as a file to write.
             let path = match (&choice.work_order.cassette, &settings.cassette) {
-                (Some(c), _) => choice.work_order_dir.join(c),
-                (None, Some(c)) => root.join(c),
+                (Some(c), _) => Root::for_document(root, choice.work_order_dir)
+                    .writable(&Root::beside(choice.work_order_dir, c), false)?,
+                (None, Some(c)) => Root::new(root).writable(Path::new(c), false)?,
                 (None, None) => {
                     return Err(not_configured(
                         name,

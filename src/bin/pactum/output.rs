@@ -3,6 +3,9 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use pactum::redact::Redactor;
 
 use pactum::project::Project;
 use pactum::{Code, Error};
@@ -66,6 +69,9 @@ impl Common {
         };
         let mut project = project;
         project.config.apply_env(&env_lookup);
+        for key in project.config.env.named_keys.values() {
+            redactor().add(key.expose());
+        }
         Ok(project)
     }
 }
@@ -133,10 +139,34 @@ pub fn inject_panic(place: &str) {
     let _ = place;
 }
 
-/// Prints one JSON document on stdout.
+/// The process's one secret masker (SPEC §18): API keys and tokens from the environment,
+/// URL credentials, and every value a contract marks `x-secret` once a command has seen
+/// it. Everything the binary prints, and every ledger it writes, goes through it.
+pub fn redactor() -> &'static Arc<Redactor> {
+    static REDACTOR: OnceLock<Arc<Redactor>> = OnceLock::new();
+    REDACTOR.get_or_init(|| {
+        let redactor = Redactor::new();
+        #[allow(clippy::disallowed_methods)]
+        for (name, value) in std::env::vars() {
+            if name.ends_with("_API_KEY") || name.ends_with("_TOKEN") || name.ends_with("_SECRET")
+            {
+                redactor.add(&value);
+            }
+        }
+        Arc::new(redactor)
+    })
+}
+
+/// `text` with every secret masked.
+pub fn redacted(text: &str) -> String {
+    redactor().redact(text).into_owned()
+}
+
+/// Prints one JSON document on stdout, secrets masked.
 pub fn print_json(value: &Value) {
+    let value = redactor().redact_value(value.clone());
     let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = serde_json::to_writer_pretty(&mut out, &value);
     let _ = writeln!(out);
 }
 
@@ -173,10 +203,12 @@ pub fn eprint_error(error: &Error) {
 pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
-    let _ = writeln!(err, "{style}error[{}]{style:#}: {error}", error.code());
+    let message = redacted(&error.to_string());
+    let _ = writeln!(err, "{style}error[{}]{style:#}: {message}", error.code());
     if error.findings().len() > 1 || origin.is_some() {
         for f in error.findings() {
-            let _ = writeln!(err, "  - {}{}", located(origin, &f.pointer), f.message);
+            let line = redacted(&format!("{}{}", located(origin, &f.pointer), f.message));
+            let _ = writeln!(err, "  - {line}");
         }
     }
     if let Some(o) = origin {
@@ -231,7 +263,7 @@ impl Origin {
 pub fn eprint_warning(code: Code, message: &str) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Yellow.into()));
-    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {message}");
+    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {}", redacted(message));
 }
 
 /// A path shown relative to the project root.

@@ -141,7 +141,8 @@ pub fn exec(args: Args) -> u8 {
     if json {
         output::print_json(&extracted_json(&extracted));
     } else {
-        println!("{}", serde_json::to_string_pretty(&extracted.value).unwrap_or_default());
+        let text = serde_json::to_string_pretty(&extracted.value).unwrap_or_default();
+        println!("{}", output::redacted(&text));
         eprintln!(
             "extracted by {} from bytes {}..{}{}{}",
             extracted.method.as_str(),

@@ -52,6 +52,9 @@ fn open_project(args: &Args) -> Result<Project, Error> {
     };
     let mut project = Project::discover(&start)?;
     project.config.apply_env(&output::env_lookup);
+    for key in project.config.env.named_keys.values() {
+        output::redactor().add(key.expose());
+    }
     Ok(project)
 }
 
@@ -61,15 +64,21 @@ pub fn exec(args: Args) -> u8 {
         Ok(p) => p,
         Err(e) => return output::fail(&e, json),
     };
-    let ledger_path =
-        args.ledger.clone().unwrap_or_else(|| project.root.join(".pactum").join("ledger.jsonl"));
-    let ledger = match Ledger::open(&ledger_path) {
-        Ok(l) => l,
+    // The project's own ledger stays inside the project: a committed `.pactum` that is a
+    // symlink is refused (a `--ledger FILE` is the caller's choice).
+    let ledger_path = match &args.ledger {
+        Some(path) => Ok(path.clone()),
+        None => pactum::confine::Root::new(&project.root)
+            .writable(Path::new(".pactum/ledger.jsonl"), true),
+    };
+    let opened = ledger_path.and_then(|p| Ledger::open(&p));
+    let ledger = match opened {
+        Ok(l) => l.redacting(output::redactor().clone()),
         Err(e) => return output::fail(&e, json),
     };
     let log = match &args.log {
         Some(p) => match Ledger::open(p) {
-            Ok(l) => Some(l),
+            Ok(l) => Some(l.redacting(output::redactor().clone())),
             Err(e) => return output::fail(&e, json),
         },
         None => None,
@@ -163,9 +172,17 @@ fn run_one(
     Ok(runner.run(&wo))
 }
 
-/// The result for people; `path` is the work order's file.
+/// The result for people; `path` is the work order's file. Secrets are masked.
 fn print_human(r: &RunResult, path: &Path) {
+    let mut buffer = Vec::new();
+    print_result(&mut buffer, r);
     let mut out = anstream::stdout().lock();
+    let _ = out.write_all(output::redacted(&String::from_utf8_lossy(&buffer)).as_bytes());
+    drop(out);
+    print_problems(r, path);
+}
+
+fn print_result(mut out: &mut Vec<u8>, r: &RunResult) {
     let bold = anstyle::Style::new().bold();
     let (color, mark) =
         if r.ok { (anstyle::AnsiColor::Green, "ok") } else { (anstyle::AnsiColor::Red, "failed") };
@@ -205,7 +222,9 @@ fn print_human(r: &RunResult, path: &Path) {
         "Usage: {} prompt + {} completion tokens",
         r.usage.prompt_tokens, r.usage.completion_tokens
     );
-    drop(out);
+}
+
+fn print_problems(r: &RunResult, path: &Path) {
     for w in &r.warnings {
         output::eprint_warning(w.code, &w.message);
     }
@@ -226,7 +245,8 @@ fn print_human(r: &RunResult, path: &Path) {
             Some(pointer) => output::located(None, pointer),
             None => String::new(),
         };
-        let _ = writeln!(err, "{style}error[{code}]{style:#}: {at}{message}");
+        let line = output::redacted(&format!("{at}{message}"));
+        let _ = writeln!(err, "{style}error[{code}]{style:#}: {line}");
     }
     if let Some(o) = &origin {
         let _ = writeln!(
