@@ -198,7 +198,11 @@ impl Project {
             |schema: &Option<serde_json::Value>, pointer: &str| -> Result<Option<Validator>> {
                 match schema {
                     None => Ok(None),
-                    Some(s) => crate::schema::compile(s, contract.dir(), &self.root)
+                    Some(s) => {
+                        if let Some(f) = crate::schema::cost::check(s, pointer, contract.dir(), &self.root) {
+                            return Err(Error::SchemaLimit { path: contract.path.clone(), findings: vec![f] });
+                        }
+                        crate::schema::compile(s, contract.dir(), &self.root)
                         .map(Some)
                         .map_err(|findings| Error::SchemaInvalid {
                             doc: DocKind::Contract,
@@ -212,7 +216,8 @@ impl Project {
                                     )
                                 })
                                 .collect(),
-                        }),
+                        })
+                    }
                 }
             };
         let validators = Arc::new(Validators {

@@ -7,8 +7,10 @@
 //! - **verbatim**: values are inserted as they are and never expanded again (a value
 //!   containing `{{ x }}` stays literal); no HTML escaping; strings print as-is, every
 //!   other value prints as compact JSON;
-//! - **bounded**: execution has fuel, recursion is limited and output is capped, so a
-//!   hostile template stops with `template_limit_exceeded`.
+//! - **bounded**: execution has fuel, recursion is limited, output is capped, and every
+//!   value a template builds is bounded in size ([`bounds`]), so a hostile template stops
+//!   with `template_limit_exceeded`; constructs that capture output outside the cap
+//!   (macros, set and filter blocks, recursive loops, includes) are refused.
 //!
 //! A pass-through pack (`template`) renders to one user message. A structured pack puts
 //! role, constraints and output format in the system message and required inputs, context,
@@ -28,6 +30,8 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::gateway::Message;
 use crate::pack::{PackBody, PromptPack};
+
+pub mod bounds;
 
 /// Instructions a render may execute before it is stopped.
 pub const FUEL: u64 = 200_000;
@@ -94,6 +98,7 @@ fn environment() -> Environment<'static> {
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_fuel(Some(FUEL));
     env.set_recursion_limit(RECURSION_LIMIT);
+    bounds::install(&mut env);
     env.set_formatter(|out, _state, value| {
         if value.is_undefined() {
             return Err(minijinja::Error::new(
@@ -136,6 +141,10 @@ fn template_error(template: &str, e: &minijinja::Error) -> Error {
         ErrorKind::InvalidOperation if detail.contains("recursion") => {
             Error::TemplateLimit { template: template.to_string(), message: detail }
         }
+        ErrorKind::InvalidOperation if bounds::is_limit(&detail) => {
+            let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            Error::TemplateLimit { template: template.to_string(), message: format!("{detail}{at}") }
+        }
         _ => {
             let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
             let what = if detail.is_empty() {
@@ -153,6 +162,11 @@ fn undefined_name(e: &minijinja::Error) -> Option<String> {
     let source = e.template_source()?;
     let range = e.range()?;
     let text = source.get(range)?;
+    // Inside a check pactum wrapped around an expression (`__pactum_concat(x , y)`).
+    let text = match text.trim_start().strip_prefix("__pactum_") {
+        Some(rest) => rest.split_once('(').map_or(rest, |(_, args)| args).trim_start_matches('('),
+        None => text,
+    };
     let name: String =
         text.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
     (!name.is_empty()).then_some(name)
@@ -167,7 +181,15 @@ impl CompiledPack {
         let mut literals = Vec::new();
         let mut add = |slot: Slot, pointer: &str, source: &str| -> Result<()> {
             let name = format!("{key}{pointer}");
-            env.add_template_owned(name.clone(), source.to_string()).map_err(|e| {
+            let source = bounds::prepare(source, &name).map_err(|refused| Error::SchemaInvalid {
+                doc: crate::error::DocKind::PromptPack,
+                path: pack.path.clone(),
+                findings: vec![crate::error::Finding::new(
+                    pointer,
+                    format!("{} (template line {})", refused.message, refused.line),
+                )],
+            })?;
+            env.add_template_owned(name.clone(), source).map_err(|e| {
                 Error::SchemaInvalid {
                     doc: crate::error::DocKind::PromptPack,
                     path: pack.path.clone(),
@@ -264,6 +286,7 @@ impl CompiledPack {
 
     fn render_part(&self, name: &str, ctx: &JinjaValue) -> Result<String> {
         let template = self.env.get_template(name).map_err(|e| template_error(name, &e))?;
+        bounds::begin_render();
         let mut out = Capped { buf: Vec::with_capacity(512) };
         template.render_captured_to(ctx.clone(), &mut out).map_err(|e| template_error(name, &e))?;
         String::from_utf8(out.buf).map_err(|_| Error::TemplateRender {
@@ -459,12 +482,27 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
+        // Macros capture their output outside the cap: refused when the pack compiles.
         let e = render_text("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", json!({}))
             .unwrap_err();
-        assert!(
-            matches!(e.code(), Code::TemplateLimitExceeded | Code::TemplateRenderFailed),
-            "{e}"
-        );
+        assert_eq!(e.code(), Code::PromptPackInvalid, "{e}");
+        // Values built within the fuel are bounded too (issue 11).
+        for hostile in [
+            "{% set n = namespace(x='ab') %}{% for i in range(40) %}{% set n.x = n.x ~ n.x %}{% endfor %}{{ n.x|length }}",
+            "{% set a = 'x' * 1000000 %}{% set b = a ~ a %}{% set c = b ~ b %}{% set d = c ~ c %}{{ d|length }}",
+            "{{ 'line\n' * 1000 | indent(100000000) }}",
+            "{{ 'abc' | replace('', 'x' * 3000000) }}",
+            "{% set n = namespace(l=[1]) %}{% for i in range(40) %}{% set n.l = n.l + n.l %}{% endfor %}{{ n.l|length }}",
+            "{% set n = namespace(l=[1]) %}{% for i in range(200) %}{% set n.l = [n.l] %}{% endfor %}{{ n.l }}",
+            "{% set n = namespace(l=[1]) %}{% for i in range(40) %}{% set n.l = [n.l, n.l] %}{% endfor %}{{ n.l|length }}",
+            "{% set n = namespace(x='a') %}{% for i in range(40) %}{% set n.x = n.x|replace('a', 'aa') %}{% endfor %}{{ n.x|length }}",
+            "{{ range(100000) | join('x' * 100000) }}",
+            "{{ '%100000000s' | format('a') }}",
+            "{{ [1] | batch(100000000, 0) | list }}",
+        ] {
+            let e = render_text(hostile, json!({})).unwrap_err();
+            assert_eq!(e.code(), Code::TemplateLimitExceeded, "{hostile}: {e}");
+        }
         let e = render_text("{{ 'x' * 50000000 }}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
     }

@@ -217,6 +217,15 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
     let path = a.abs.clone();
     let dir = path.parent().unwrap_or(base).to_path_buf();
     for (pointer, embedded) in Contract::embedded_schemas(&value) {
+        // A schema whose evaluation would explode is refused before anything compiles it.
+        if let Some(f) = schema::cost::check(embedded, pointer, &dir, base) {
+            a.push(
+                Diagnostic::new(Code::SchemaLimitExceeded, f.message)
+                    .pointer(f.pointer)
+                    .help("keep `$ref` expansion small: each definition referred to once per level"),
+            );
+            continue;
+        }
         for f in schema::check_user_schema(embedded, pointer, &dir, base) {
             a.push(
                 Diagnostic::new(Code::ContractSchemaInvalid, format!("{}: {}", f.pointer, f.message))
