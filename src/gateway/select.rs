@@ -75,8 +75,10 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
         Some(name) => Ok(Selected { provider: build(config, root, &name, choice, 0)?, offline: None, explicit }),
         None => match &choice.work_order.fixtures {
             Some(fixtures) => {
-                let path = Root::for_document(root, choice.work_order_dir)
-                    .read_path(&Root::beside(choice.work_order_dir, fixtures))?;
+                let path = confined_read(
+                    &Root::for_document(root, choice.work_order_dir),
+                    Root::beside(choice.work_order_dir, fixtures),
+                )?;
                 let provider = Arc::new(ScriptedProvider::load(&path)?);
                 Ok(Selected {
                     provider,
@@ -195,6 +197,25 @@ fn timeout(config: &Config, default: Duration) -> Duration {
         .unwrap_or(default)
 }
 
+/// `path` when it stays inside `boundary` (a missing file is left to the loader, which
+/// says it is not configured); `path_escape` or `io_error` otherwise.
+fn confined_read(boundary: &Root, path: std::path::PathBuf) -> Result<std::path::PathBuf> {
+    match boundary.file(&path) {
+        Ok(real) => Ok(real),
+        Err(crate::confine::Refusal::Missing) => Ok(path),
+        Err(refusal) => Err(refusal.into_error(&path)),
+    }
+}
+
+/// `path` when it may be written inside `boundary` (a missing folder is left to the
+/// provider, which says the cassette does not exist).
+fn confined_write(boundary: &Root, path: std::path::PathBuf) -> Result<std::path::PathBuf> {
+    match boundary.writable(&path, false) {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(path),
+        other => other,
+    }
+}
+
 /// The base URL a provider uses (environment, then pactum.toml, then the default),
 /// refused with `config_insecure` when an API key would go to it over plain http to a host
 /// that is not this machine (SPEC §18).
@@ -301,9 +322,11 @@ fn build(
         })),
         "scripted" => {
             let path = match (&choice.work_order.fixtures, &settings.fixtures) {
-                (Some(f), _) => Root::for_document(root, choice.work_order_dir)
-                    .read_path(&Root::beside(choice.work_order_dir, f))?,
-                (None, Some(f)) => Root::new(root).read_path(Path::new(f))?,
+                (Some(f), _) => confined_read(
+                    &Root::for_document(root, choice.work_order_dir),
+                    Root::beside(choice.work_order_dir, f),
+                )?,
+                (None, Some(f)) => confined_read(&Root::new(root), root.join(f))?,
                 (None, None) => {
                     return Err(not_configured(
                         name,
@@ -316,9 +339,11 @@ fn build(
         "replay" => {
             // A cassette may not exist yet (record mode): checked as a file to write.
             let path = match (&choice.work_order.cassette, &settings.cassette) {
-                (Some(c), _) => Root::for_document(root, choice.work_order_dir)
-                    .writable(&Root::beside(choice.work_order_dir, c), false)?,
-                (None, Some(c)) => Root::new(root).writable(Path::new(c), false)?,
+                (Some(c), _) => confined_write(
+                    &Root::for_document(root, choice.work_order_dir),
+                    Root::beside(choice.work_order_dir, c),
+                )?,
+                (None, Some(c)) => confined_write(&Root::new(root), root.join(c))?,
                 (None, None) => {
                     return Err(not_configured(
                         name,

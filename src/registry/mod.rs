@@ -586,7 +586,9 @@ pub fn find_upwards(start: &Path) -> Option<PathBuf> {
     let mut dir = if start.is_file() { start.parent()?.to_path_buf() } else { start };
     loop {
         let candidate = dir.join(FILE_NAME);
-        if candidate.is_file() {
+        // Anything named registry.json counts (a FIFO or a link is then refused by name
+        // when it is loaded, rather than silently skipped for one further up).
+        if std::fs::symlink_metadata(&candidate).is_ok() {
             return Some(candidate);
         }
         dir = dir.parent()?.to_path_buf();

@@ -51,7 +51,7 @@ impl Common {
         let project = match &self.root {
             Some(root) => {
                 let registry = root.join(pactum::registry::FILE_NAME);
-                if !registry.is_file() {
+                if std::fs::symlink_metadata(&registry).is_err() {
                     return Err(Error::Io {
                         path: registry,
                         source: std::io::Error::new(
