@@ -25,9 +25,14 @@ pub const MIN_SECRET_LEN: usize = 6;
 /// The texts one secret may appear as.
 fn needles(secret: &str) -> Vec<String> {
     let mut out = vec![secret.to_string()];
-    let encoded = percent_encode(secret);
-    if encoded != secret {
-        out.push(encoded);
+    // URL-encoded as RFC 3986 does, and as encoders that escape every non-alphanumeric
+    // byte do, with upper- or lowercase hex.
+    for encoded in [percent_encode(secret, b"-_.~"), percent_encode(secret, b"")] {
+        for variant in [encoded.clone(), lower_hex(&encoded)] {
+            if variant != secret && !out.contains(&variant) {
+                out.push(variant);
+            }
+        }
     }
     let bytes = secret.as_bytes();
     for offset in 0..3 {
@@ -49,10 +54,24 @@ fn needles(secret: &str) -> Vec<String> {
     out
 }
 
-fn percent_encode(s: &str) -> String {
+/// `%XX` escapes in lowercase hex.
+fn lower_hex(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut rest = encoded;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let escape = rest.get(i..i + 3).unwrap_or(&rest[i..]);
+        out.push_str(&escape.to_ascii_lowercase());
+        rest = &rest[i + escape.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn percent_encode(s: &str, unreserved: &[u8]) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+        if b.is_ascii_alphanumeric() || unreserved.contains(&b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -254,6 +273,10 @@ mod tests {
         let r = Redactor::new();
         r.add("p@ss w/rd:secret");
         assert_eq!(r.redact("q=p%40ss%20w%2Frd%3Asecret&x=1"), "q=[redacted]&x=1");
+        let r = Redactor::new();
+        r.add(KEY);
+        assert_eq!(r.redact("k=sk%2Dtest%2D0123456789abcdef"), "k=[redacted]");
+        assert_eq!(r.redact("k=sk%2dtest%2d0123456789abcdef"), "k=[redacted]");
     }
 
     #[test]

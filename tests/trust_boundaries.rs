@@ -251,18 +251,23 @@ fn fifos_are_refused_without_hanging() {
     assert_eq!(fifo.map(|d| d["code"].clone()), Some(json!("io_error")), "{out}");
     assert!(out.stdout.contains("FIFO"), "{out}");
 
-    // A FIFO in place of registry.json or pactum.toml: `resolve` and `registry verify` end.
-    for name in ["registry.json", "pactum.toml"] {
+    // A FIFO in place of registry.json or pactum.toml: every command that reads it ends
+    // (the timeout would fail the test) and names it; `registry verify` does not read
+    // pactum.toml at all.
+    let cases: [(&str, &[&str]); 3] = [
+        ("registry.json", &["resolve", "PRC-CLASSIFY-001", "--json"]),
+        ("registry.json", &["registry", "verify", "--json", "--root", "."]),
+        ("pactum.toml", &["resolve", "PRC-CLASSIFY-001", "--json"]),
+    ];
+    for (name, args) in cases {
         let p = Project::new();
         let _ = std::fs::remove_file(p.path(name));
         mkfifo(&p.path(name));
-        for args in [["resolve", "PRC-CLASSIFY-001", "--json"], ["registry", "verify", "--json", "--root", "."]] {
-            let mut cmd = p.cmd();
-            cmd.args(args).timeout(Duration::from_secs(30));
-            let out = Out::of(&mut cmd);
-            assert_ne!(out.code, 0, "{name} {args:?}: {out}");
-            assert!(out.stdout.contains("FIFO"), "{name} {args:?}: {out}");
-        }
+        let mut cmd = p.cmd();
+        cmd.args(args).timeout(Duration::from_secs(30));
+        let out = Out::of(&mut cmd);
+        assert_ne!(out.code, 0, "{name} {args:?}: {out}");
+        assert!(out.stdout.contains("FIFO"), "{name} {args:?}: {out}");
     }
 }
 

@@ -89,6 +89,8 @@ impl Checker<'_> {
 
     fn value(&mut self, value: &Spanned<DeValue<'_>>, key: &str, kind: Kind) {
         let v = value.get_ref();
+        // Numbers are quoted as written (`1e300`, not 301 digits).
+        let written = self.text.get(value.span()).unwrap_or("").trim().to_string();
         let problem = match kind {
             Kind::Text => (!v.is_str()).then(|| format!("`{key}` must be a string")),
             Kind::Flag => (!v.is_bool()).then(|| format!("`{key}` must be true or false")),
@@ -101,13 +103,13 @@ impl Checker<'_> {
             },
             Kind::Integer(min, max) => match integer(v) {
                 Some(n) if (i128::from(min)..=i128::from(max)).contains(&n) => None,
-                Some(n) => Some(format!("`{key}` = {n} is out of range; use {min} to {max}")),
+                Some(_) => Some(format!("`{key}` = {written} is out of range; use {min} to {max}")),
                 None => Some(format!("`{key}` must be a whole number from {min} to {max}")),
             },
             Kind::Positive(max) => match number(v) {
                 Some(x) if x > 0.0 && x <= max => None,
-                Some(x) => Some(format!(
-                    "`{key}` = {x} is out of range; use a number above 0 and at most {max}"
+                Some(_) => Some(format!(
+                    "`{key}` = {written} is out of range; use a number above 0 and at most {max}"
                 )),
                 None => Some(format!("`{key}` must be a number above 0 and at most {max}")),
             },
