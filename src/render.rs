@@ -162,9 +162,10 @@ fn undefined_name(e: &minijinja::Error) -> Option<String> {
     let source = e.template_source()?;
     let range = e.range()?;
     let text = source.get(range)?;
-    // Inside a check pactum wrapped around an expression (`__pactum_concat(x , y)`).
-    let text = match text.trim_start().strip_prefix("__pactum_") {
-        Some(rest) => rest.split_once('(').map_or(rest, |(_, args)| args).trim_start_matches('('),
+    // An operand of a check pactum wrapped around an operator (`__pactum_concat(x , y)`).
+    let detail = e.detail().unwrap_or_default();
+    let text = match detail.strip_prefix(bounds::UNDEFINED).and_then(|i| i.parse().ok()) {
+        Some(index) => bounds::operand(text.trim_start(), index)?,
         None => text,
     };
     let name: String =
@@ -263,7 +264,7 @@ impl CompiledPack {
             if let Part::Template(name) = part
                 && let Ok(t) = self.env.get_template(name)
             {
-                out.extend(t.undeclared_variables(false));
+                out.extend(bounds::user_variables(t.undeclared_variables(false)));
             }
         }
         out
@@ -277,7 +278,7 @@ impl CompiledPack {
             .filter_map(|(_, part)| match part {
                 Part::Template(name) => self.env.get_template(name).ok().map(|t| {
                     let pointer = name.get(prefix_len..).unwrap_or(name).to_string();
-                    (pointer, t.undeclared_variables(false).into_iter().collect())
+                    (pointer, bounds::user_variables(t.undeclared_variables(false)).collect())
                 }),
                 Part::Literal(_) => None,
             })
@@ -505,6 +506,32 @@ mod tests {
         }
         let e = render_text("{{ 'x' * 50000000 }}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
+    }
+
+    #[test]
+    fn bounded_operators_and_filters_keep_their_meaning() {
+        let vars = json!({"items": ["b", "a"], "name": "Ada", "n": 4, "data": {"k": [1, 2]},
+                          "text": "one\ntwo"});
+        for (template, expected) in [
+            ("{{ items | join(', ') }}", "b, a"),
+            ("{{ name ~ '!' }} {{ (n + 1) * 2 }} {{ n / 2 }}", "Ada! 10 2.0"),
+            ("{{ [1, 2] + [3] }} {{ 'ab' * 2 }} {{ (1, 2) }}", "[1,2,3] abab [1,2]"),
+            ("{{ data | tojson }}", "{\"k\": [1, 2]}"),
+            ("{% for x in items | sort %}{{ loop.index }}{{ x }}{% endfor %}", "1a2b"),
+            ("{{ text | indent(2) }}", "one\n  two"),
+            ("{{ missing | default('d') }} {{ {'a': n}['a'] }}", "d 4"),
+            ("{% set ns = namespace(s='') %}{% for x in items %}{% set ns.s = ns.s ~ x %}{% endfor %}{{ ns.s }}", "ba"),
+            ("{{ range(3) | list }} {{ dict(a=1).a }}", "[0,1,2] 1"),
+        ] {
+            assert_eq!(render_text(template, vars.clone()).unwrap(), expected, "{template}");
+        }
+        let e = render_text("{{ 'x' ~ missing }}", json!({})).unwrap_err();
+        assert_eq!(e.code(), Code::TemplateVariableMissing, "{e}");
+        let e = render_text("{{ missing ~ 'x' }}", json!({})).unwrap_err();
+        assert!(e.to_string().contains("`missing`"), "the variable is named: {e}");
+        let compiled = CompiledPack::compile(&pack(json!({"template": "{{ a ~ b }}{{ [c] }}{{ f | upper }}"}))).unwrap();
+        let names: Vec<String> = compiled.variables().into_iter().collect();
+        assert_eq!(names, ["a", "b", "c", "f"]);
     }
 
     #[test]

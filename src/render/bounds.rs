@@ -26,11 +26,12 @@
 //! like the prompt environment, so their semantics are minijinja's own.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use minijinja::machinery::ast::{BinOpKind, CallArg, Expr, Stmt};
 use minijinja::value::{Value, ValueKind};
-use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, Expression, State, UndefinedBehavior};
 
 /// The largest value (string, or a structure as printed) a template may build.
 pub const MAX_VALUE_BYTES: usize = super::MAX_OUTPUT_BYTES;
@@ -182,10 +183,31 @@ static PRISTINE: LazyLock<Environment<'static>> = LazyLock::new(|| {
     env
 });
 
+/// The original operations and filters, compiled once in the pristine environment.
+static ORIGINALS: LazyLock<HashMap<String, Expression<'static, 'static>>> = LazyLock::new(|| {
+    let mut all = HashMap::new();
+    let sources = ["a ~ b".to_string(), "a + b".to_string(), "a * b".to_string()]
+        .into_iter()
+        .chain(FILTERS.iter().map(|name| filter_expression(name)));
+    for source in sources {
+        if let Ok(compiled) = PRISTINE.compile_expression_owned(source.clone()) {
+            all.insert(source, compiled);
+        }
+    }
+    all
+});
+
+fn filter_expression(name: &str) -> String {
+    format!("a | {name}(*b)")
+}
+
 /// Evaluates `expression` (over `a`, `b`) in the pristine environment.
 fn original(expression: &str, a: &Value, b: &Value) -> Result<Value, Error> {
-    let compiled = PRISTINE.compile_expression(expression)?;
-    compiled.eval(minijinja::context! { a => a.clone(), b => b.clone() })
+    let context = minijinja::context! { a => a.clone(), b => b.clone() };
+    match ORIGINALS.get(expression) {
+        Some(compiled) => compiled.eval(context),
+        None => PRISTINE.compile_expression(expression)?.eval(context),
+    }
 }
 
 fn product_limit(size: Size, times: Option<usize>, what: &str) -> Result<(), Error> {
@@ -199,7 +221,22 @@ fn product_limit(size: Size, times: Option<usize>, what: &str) -> Result<(), Err
     Ok(())
 }
 
+/// An undefined operand is the template's error, named by its position (the caller
+/// finds the operand's text in the rewritten call).
+fn defined(a: &Value, b: &Value) -> Result<(), Error> {
+    for (i, v) in [a, b].into_iter().enumerate() {
+        if v.is_undefined() {
+            return Err(Error::new(ErrorKind::UndefinedError, format!("{UNDEFINED}{i}")));
+        }
+    }
+    Ok(())
+}
+
+/// Detail of an undefined operand of a checked operator: this, then its index.
+pub const UNDEFINED: &str = "undefined operand ";
+
 fn op_concat(a: Value, b: Value) -> Result<Value, Error> {
+    defined(&a, &b)?;
     let (x, y) = (measure(&a), measure(&b));
     if x.bytes.saturating_add(y.bytes) > MAX_VALUE_BYTES {
         return Err(limit(format!("`~` would build a string larger than {MAX_VALUE_BYTES} bytes")));
@@ -208,6 +245,7 @@ fn op_concat(a: Value, b: Value) -> Result<Value, Error> {
 }
 
 fn op_add(a: Value, b: Value) -> Result<Value, Error> {
+    defined(&a, &b)?;
     if a.kind() != ValueKind::Number || b.kind() != ValueKind::Number {
         let (x, y) = (measure(&a), measure(&b));
         if x.bytes.saturating_add(y.bytes) > MAX_VALUE_BYTES
@@ -223,6 +261,7 @@ fn op_add(a: Value, b: Value) -> Result<Value, Error> {
 }
 
 fn op_mul(a: Value, b: Value) -> Result<Value, Error> {
+    defined(&a, &b)?;
     match (a.kind(), b.kind()) {
         (ValueKind::Number, ValueKind::Number) => original("a * b", &a, &b),
         (ValueKind::Number, _) => {
@@ -336,8 +375,12 @@ fn filter(name: &'static str, args: &[Value]) -> Result<Value, Error> {
     precheck(name, args)?;
     let input = args.first().cloned().unwrap_or_default();
     let rest: Vec<Value> = args.get(1..).unwrap_or_default().to_vec();
-    let expression = format!("a | {name}(*b)");
-    checked(original(&expression, &input, &Value::from(rest))?)
+    checked(original(&filter_expression(name), &input, &Value::from(rest))?)
+}
+
+/// The variables a template reads, without the checking functions the rewrite added.
+pub fn user_variables(names: impl IntoIterator<Item = String>) -> impl Iterator<Item = String> {
+    names.into_iter().filter(|n| !n.starts_with("__pactum_"))
 }
 
 /// Installs the checking functions and filters in a prompt environment.
@@ -560,6 +603,30 @@ impl Rewriter<'_> {
         let is_op = bytes.get(i) == Some(&op) && !(op == b'*' && bytes.get(i + 1) == Some(&b'*'));
         is_op.then_some(i)
     }
+}
+
+/// The text of operand `index` in a checked call (`__pactum_concat(x , y)`), for naming
+/// an undefined variable.
+pub fn operand(call: &str, index: usize) -> Option<&str> {
+    let open = call.find('(')?;
+    let inner = &call[open + 1..];
+    let (mut depth, mut start, mut found) = (0i32, 0usize, 0usize);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth == 0 => return (found == index).then(|| inner[start..i].trim()),
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                if found == index {
+                    return Some(inner[start..i].trim());
+                }
+                found += 1;
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The template source rewritten with the checks (see the module docs), or why it is

@@ -100,7 +100,7 @@ pub fn exec(args: Args) -> u8 {
     let color = format == Format::Text;
     let text = report::render(&report, format, &RenderOptions { color, ..Default::default() });
     let mut out = anstream::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(output::redacted(&text).as_bytes());
     let _ = out.flush();
     if report.errors() > 0 { FAILED } else { OK }
 }
