@@ -165,10 +165,8 @@ impl Config {
         let bytes = crate::document::read_limited(&real, MAX_CONFIG_BYTES)?;
         let text = String::from_utf8(bytes).map_err(|e| {
             let valid = e.utf8_error().valid_up_to();
-            let (line, column) = crate::source::line_col(
-                &String::from_utf8_lossy(&e.as_bytes()[..valid]),
-                valid,
-            );
+            let (line, column) =
+                crate::source::line_col(&String::from_utf8_lossy(&e.as_bytes()[..valid]), valid);
             Error::Config {
                 path: shown.clone(),
                 problems: vec![Located {

@@ -185,7 +185,10 @@ struct StrictValue;
 
 impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
     type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
@@ -217,14 +220,20 @@ impl<'de> serde::de::Visitor<'de> for StrictValue {
     fn visit_unit<E>(self) -> std::result::Result<Value, E> {
         Ok(Value::Null)
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Value, A::Error> {
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(StrictValue)? {
             items.push(item);
         }
         Ok(Value::Array(items))
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {

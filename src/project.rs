@@ -199,24 +199,29 @@ impl Project {
                 match schema {
                     None => Ok(None),
                     Some(s) => {
-                        if let Some(f) = crate::schema::cost::check(s, pointer, contract.dir(), &self.root) {
-                            return Err(Error::SchemaLimit { path: contract.path.clone(), findings: vec![f] });
+                        if let Some(f) =
+                            crate::schema::cost::check(s, pointer, contract.dir(), &self.root)
+                        {
+                            return Err(Error::SchemaLimit {
+                                path: contract.path.clone(),
+                                findings: vec![f],
+                            });
                         }
-                        crate::schema::compile(s, contract.dir(), &self.root)
-                        .map(Some)
-                        .map_err(|findings| Error::SchemaInvalid {
-                            doc: DocKind::Contract,
-                            path: contract.path.clone(),
-                            findings: findings
-                                .into_iter()
-                                .map(|f| {
-                                    crate::error::Finding::new(
-                                        format!("{pointer}{}", f.pointer),
-                                        f.message,
-                                    )
-                                })
-                                .collect(),
-                        })
+                        crate::schema::compile(s, contract.dir(), &self.root).map(Some).map_err(
+                            |findings| Error::SchemaInvalid {
+                                doc: DocKind::Contract,
+                                path: contract.path.clone(),
+                                findings: findings
+                                    .into_iter()
+                                    .map(|f| {
+                                        crate::error::Finding::new(
+                                            format!("{pointer}{}", f.pointer),
+                                            f.message,
+                                        )
+                                    })
+                                    .collect(),
+                            },
+                        )
                     }
                 }
             };

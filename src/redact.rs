@@ -188,9 +188,8 @@ impl Redactor {
             Value::Array(items) => {
                 let prefix = map.get("prefixItems").and_then(Value::as_array);
                 for (i, value) in items.iter().enumerate() {
-                    match prefix.and_then(|p| p.get(i)).or_else(|| map.get("items")) {
-                        Some(sub) => self.walk_marked(sub, value, depth + 1),
-                        None => {}
+                    if let Some(sub) = prefix.and_then(|p| p.get(i)).or_else(|| map.get("items")) {
+                        self.walk_marked(sub, value, depth + 1);
                     }
                 }
             }
@@ -283,7 +282,9 @@ mod tests {
     fn url_credentials_are_masked_without_being_known() {
         let r = Redactor::new();
         assert_eq!(
-            r.redact("POST http://user:hunter2@10.0.0.1:8080/v1 failed; see https://example.com/a@b"),
+            r.redact(
+                "POST http://user:hunter2@10.0.0.1:8080/v1 failed; see https://example.com/a@b"
+            ),
             "POST http://[redacted]@10.0.0.1:8080/v1 failed; see https://example.com/a@b"
         );
         let once = r.redact("https://tok@host/x").into_owned();
@@ -304,8 +305,11 @@ mod tests {
         r.add_marked(Some(&schema), &input);
         let out = r.redact_value(json!({"echo": "tok-abcdef123 and 98765432 and first-secret",
                                         "tok-abcdef123": 1, "text": "short"}));
-        assert_eq!(out, json!({"echo": "[redacted] and [redacted] and [redacted]",
-                               "[redacted]": 1, "text": "short"}));
+        assert_eq!(
+            out,
+            json!({"echo": "[redacted] and [redacted] and [redacted]",
+                               "[redacted]": 1, "text": "short"})
+        );
     }
 
     #[test]

@@ -143,7 +143,10 @@ fn template_error(template: &str, e: &minijinja::Error) -> Error {
         }
         ErrorKind::InvalidOperation if bounds::is_limit(&detail) => {
             let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
-            Error::TemplateLimit { template: template.to_string(), message: format!("{detail}{at}") }
+            Error::TemplateLimit {
+                template: template.to_string(),
+                message: format!("{detail}{at}"),
+            }
         }
         _ => {
             let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
@@ -182,27 +185,26 @@ impl CompiledPack {
         let mut literals = Vec::new();
         let mut add = |slot: Slot, pointer: &str, source: &str| -> Result<()> {
             let name = format!("{key}{pointer}");
-            let source = bounds::prepare(source, &name).map_err(|refused| Error::SchemaInvalid {
-                doc: crate::error::DocKind::PromptPack,
-                path: pack.path.clone(),
-                findings: vec![crate::error::Finding::new(
-                    pointer,
-                    format!("{} (template line {})", refused.message, refused.line),
-                )],
-            })?;
-            env.add_template_owned(name.clone(), source).map_err(|e| {
-                Error::SchemaInvalid {
+            let source =
+                bounds::prepare(source, &name).map_err(|refused| Error::SchemaInvalid {
                     doc: crate::error::DocKind::PromptPack,
                     path: pack.path.clone(),
                     findings: vec![crate::error::Finding::new(
                         pointer,
-                        format!(
-                            "template does not compile: {}{}",
-                            e.detail().unwrap_or("syntax error"),
-                            e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
-                        ),
+                        format!("{} (template line {})", refused.message, refused.line),
                     )],
-                }
+                })?;
+            env.add_template_owned(name.clone(), source).map_err(|e| Error::SchemaInvalid {
+                doc: crate::error::DocKind::PromptPack,
+                path: pack.path.clone(),
+                findings: vec![crate::error::Finding::new(
+                    pointer,
+                    format!(
+                        "template does not compile: {}{}",
+                        e.detail().unwrap_or("syntax error"),
+                        e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
+                    ),
+                )],
             })?;
             parts.push((slot, Part::Template(name)));
             Ok(())
@@ -520,7 +522,10 @@ mod tests {
             ("{% for x in items | sort %}{{ loop.index }}{{ x }}{% endfor %}", "1a2b"),
             ("{{ text | indent(2) }}", "one\n  two"),
             ("{{ missing | default('d') }} {{ {'a': n}['a'] }}", "d 4"),
-            ("{% set ns = namespace(s='') %}{% for x in items %}{% set ns.s = ns.s ~ x %}{% endfor %}{{ ns.s }}", "ba"),
+            (
+                "{% set ns = namespace(s='') %}{% for x in items %}{% set ns.s = ns.s ~ x %}{% endfor %}{{ ns.s }}",
+                "ba",
+            ),
             ("{{ range(3) | list }} {{ dict(a=1).a }}", "[0,1,2] 1"),
         ] {
             assert_eq!(render_text(template, vars.clone()).unwrap(), expected, "{template}");
@@ -529,7 +534,10 @@ mod tests {
         assert_eq!(e.code(), Code::TemplateVariableMissing, "{e}");
         let e = render_text("{{ missing ~ 'x' }}", json!({})).unwrap_err();
         assert!(e.to_string().contains("`missing`"), "the variable is named: {e}");
-        let compiled = CompiledPack::compile(&pack(json!({"template": "{{ a ~ b }}{{ [c] }}{{ f | upper }}"}))).unwrap();
+        let compiled = CompiledPack::compile(&pack(
+            json!({"template": "{{ a ~ b }}{{ [c] }}{{ f | upper }}"}),
+        ))
+        .unwrap();
         let names: Vec<String> = compiled.variables().into_iter().collect();
         assert_eq!(names, ["a", "b", "c", "f"]);
     }

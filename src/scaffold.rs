@@ -63,16 +63,15 @@ fn write_new(root: &Root, rel: &str, value: &impl serde::Serialize) -> Result<Pa
     let path = root.writable(Path::new(rel), true)?;
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(
-        |e| {
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
             let e = if e.kind() == std::io::ErrorKind::AlreadyExists {
                 std::io::Error::new(e.kind(), "already exists; pick another id")
             } else {
                 e
             };
             Error::io(rel, e)
-        },
-    )?;
+        })?;
     let written = std::io::Write::write_all(&mut file, text.as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(|e| Error::io(rel, e));

@@ -375,14 +375,13 @@ impl Retrieve for RootRetriever {
         };
         let raw = rest.split('#').next().unwrap_or(rest);
         let path = PathBuf::from(percent_decode(raw));
-        let real = crate::confine::Root::canonical(&self.root).file(&path).map_err(|r| {
-            match r {
+        let real =
+            crate::confine::Root::canonical(&self.root).file(&path).map_err(|r| match r {
                 crate::confine::Refusal::Escape(_) => {
                     format!("refusing `{}`: it is outside the project root", path.display())
                 }
                 other => other.into_error(&path).to_string(),
-            }
-        })?;
+            })?;
         let doc = crate::document::load(&real, None).map_err(|e| e.to_string())?;
         Ok(doc.value)
     }

@@ -1016,7 +1016,10 @@ fn reproduces_ledger_corrupt() {
     let e = err(ledger.append("exchange", serde_json::Map::new()));
 
     let message = assert_code(&e, Code::LedgerCorrupt);
-    assert!(message.contains(":2:") && message.contains("delete the incomplete line 2"), "{message}");
+    assert!(
+        message.contains(":2:") && message.contains("delete the incomplete line 2"),
+        "{message}"
+    );
     assert_eq!(fs::read(&path).unwrap(), torn, "nothing was appended to the torn line");
 }
 

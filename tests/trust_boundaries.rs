@@ -100,11 +100,21 @@ fn out_of_range_numbers_in_pactum_toml_are_findings_not_panics() {
     let out = run(&p, &["validate", "--format", "json"]);
     out.status(1);
     let doc = out.json();
-    let config: Vec<&Value> =
-        doc["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "config_invalid").collect();
+    let config: Vec<&Value> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "config_invalid")
+        .collect();
     let places: Vec<(String, u64, u64)> = config
         .iter()
-        .map(|d| (d["file"].as_str().unwrap().to_string(), d["line"].as_u64().unwrap(), d["column"].as_u64().unwrap()))
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         places,
@@ -118,7 +128,10 @@ fn out_of_range_numbers_in_pactum_toml_are_findings_not_panics() {
     );
     let out = run(&p, &["resolve", "PRC-CLASSIFY-001"]);
     out.status(1);
-    assert!(out.stderr.contains("pactum.toml:2:13: `defaults.timeout_s` = 1e300 is out of range"), "{out}");
+    assert!(
+        out.stderr.contains("pactum.toml:2:13: `defaults.timeout_s` = 1e300 is out of range"),
+        "{out}"
+    );
 }
 
 // --- Confinement ----------------------------------------------------------------------------
@@ -127,7 +140,8 @@ fn out_of_range_numbers_in_pactum_toml_are_findings_not_panics() {
 #[test]
 fn symlinked_folders_are_reported_not_walked() {
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("secret.json"), r#"{"contract_id": "SECRET-LINE-1"}"#).unwrap();
+    std::fs::write(outside.path().join("secret.json"), r#"{"contract_id": "SECRET-LINE-1"}"#)
+        .unwrap();
     for folder in ["contracts", "work_orders"] {
         let p = Project::new();
         if p.path(folder).exists() {
@@ -163,7 +177,10 @@ fn registry_lock_and_ledger_symlinks_are_refused_not_followed() {
     let victim = outside.path().join("victim");
     symlink(&victim, &p.path(".registry.lock"));
     let before = std::fs::read(p.path("registry.json")).unwrap();
-    let file = p.write_json("prompt_packs/x/1.0.0.json", &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}));
+    let file = p.write_json(
+        "prompt_packs/x/1.0.0.json",
+        &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}),
+    );
     let out = run(&p, &["registry", "add", &file.display().to_string(), "--json"]);
     assert_eq!(out.json()["code"], "path_escape", "{out}");
     assert!(!victim.exists(), "the lock link was followed");
@@ -173,7 +190,10 @@ fn registry_lock_and_ledger_symlinks_are_refused_not_followed() {
     let p = Project::new();
     std::fs::rename(p.path("registry.json"), p.path("real-registry.json")).unwrap();
     symlink(&p.path("real-registry.json"), &p.path("registry.json"));
-    let file = p.write_json("prompt_packs/x/1.0.0.json", &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}));
+    let file = p.write_json(
+        "prompt_packs/x/1.0.0.json",
+        &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}),
+    );
     let out = run(&p, &["registry", "add", &file.display().to_string(), "--json"]);
     assert_eq!(out.json()["code"], "path_escape", "{out}");
     assert!(std::fs::symlink_metadata(p.path("registry.json")).unwrap().file_type().is_symlink());
@@ -217,7 +237,8 @@ fn reply_files_and_output_folders_stay_inside() {
     let (_, r) = escape_code("WO-CLIMB", json!({"output_dir": "../../.."}), json!({"a.txt": "x"}));
     assert_eq!(r["errors"][0]["code"], "path_escape", "{r:#}");
     // Inside, all is well.
-    let (out, r) = escape_code("WO-FINE", json!({"output_dir": "../results"}), json!({"a/b.txt": "ok"}));
+    let (out, r) =
+        escape_code("WO-FINE", json!({"output_dir": "../results"}), json!({"a/b.txt": "ok"}));
     out.status(0);
     assert_eq!(std::fs::read_to_string(p.path("results/a/b.txt")).unwrap(), "ok", "{r:#}");
 }
@@ -247,7 +268,11 @@ fn fifos_are_refused_without_hanging() {
     let out = Out::of(&mut cmd);
     out.status(1);
     let doc = out.json();
-    let fifo = doc["diagnostics"].as_array().unwrap().iter().find(|d| d["file"] == "contracts/pipe/1.0.0.json");
+    let fifo = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["file"] == "contracts/pipe/1.0.0.json");
     assert_eq!(fifo.map(|d| d["code"].clone()), Some(json!("io_error")), "{out}");
     assert!(out.stdout.contains("FIFO"), "{out}");
 
@@ -287,11 +312,10 @@ fn unreadable_folders_are_reported_not_skipped() {
         return;
     }
     let doc = out.json();
-    let found = doc["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|d| d["code"] == "io_error" && d["file"].as_str().is_some_and(|f| f.starts_with("contracts/locked")));
+    let found = doc["diagnostics"].as_array().unwrap().iter().any(|d| {
+        d["code"] == "io_error"
+            && d["file"].as_str().is_some_and(|f| f.starts_with("contracts/locked"))
+    });
     assert!(found, "the unreadable folder must be a finding:\n{out}");
 }
 
@@ -299,7 +323,13 @@ fn unreadable_folders_are_reported_not_skipped() {
 
 /// A contract of `name` whose pack is `template` and whose one example expects `ok`,
 /// registered as drafts when `register` is set.
-fn contract_with_template(p: &Project, name: &str, template: &str, output_schema: Value, register: bool) {
+fn contract_with_template(
+    p: &Project,
+    name: &str,
+    template: &str,
+    output_schema: Value,
+    register: bool,
+) {
     let id = name.to_ascii_uppercase();
     let pack = json!({"prompt_pack_id": format!("PRM-{id}-001"), "version": "1.0.0", "template": template});
     let contract = json!({
@@ -325,7 +355,13 @@ fn template_values_are_bounded_even_from_validate() {
     contract_with_template(&p, "doubling", doubling, json!({"type": "object"}), true);
     let indent = "{{ ('a\\n' * 1000) | indent(100000000) }}";
     contract_with_template(&p, "indenting", indent, json!({"type": "object"}), true);
-    contract_with_template(&p, "macro", "{% macro m() %}{{ x }}{% endmacro %}{{ m() }}", json!({"type": "object"}), false);
+    contract_with_template(
+        &p,
+        "macro",
+        "{% macro m() %}{{ x }}{% endmacro %}{{ m() }}",
+        json!({"type": "object"}),
+        false,
+    );
     let mut cmd = p.cmd();
     cmd.args(["validate", "--format", "json"]).timeout(Duration::from_secs(60));
     let out = Out::of(&mut cmd);
@@ -335,12 +371,20 @@ fn template_values_are_bounded_even_from_validate() {
     for name in ["doubling", "indenting"] {
         let d = diagnostics
             .iter()
-            .find(|d| d["file"] == format!("contracts/{name}/1.0.0.json") && d["code"] == "example_failed")
+            .find(|d| {
+                d["file"] == format!("contracts/{name}/1.0.0.json") && d["code"] == "example_failed"
+            })
             .unwrap_or_else(|| panic!("{name}: no failing example:\n{out}"));
-        assert!(d["message"].as_str().unwrap().contains("template_limit_exceeded"), "{name}: {d:#}");
+        assert!(
+            d["message"].as_str().unwrap().contains("template_limit_exceeded"),
+            "{name}: {d:#}"
+        );
     }
     assert!(
-        diagnostics.iter().any(|d| d["file"] == "prompt_packs/macro/1.0.0.json" && d["code"] == "prompt_pack_invalid"),
+        diagnostics
+            .iter()
+            .any(|d| d["file"] == "prompt_packs/macro/1.0.0.json"
+                && d["code"] == "prompt_pack_invalid"),
         "a macro is refused:\n{out}"
     );
 }
@@ -368,7 +412,8 @@ fn exploding_schemas_are_refused_in_validate_and_in_run() {
         "{out}"
     );
     // Registered anyway (drafts may be anything): a run refuses it before any call.
-    let files = ["prompt_packs/explode/1.0.0.json", "contracts/explode/1.0.0.json"].map(|f| p.path(f).display().to_string());
+    let files = ["prompt_packs/explode/1.0.0.json", "contracts/explode/1.0.0.json"]
+        .map(|f| p.path(f).display().to_string());
     run(&p, &["registry", "add", &files[0], &files[1]]).status(0);
     let mut cmd = p.cmd();
     cmd.args(["render", "PRC-EXPLODE-001", "--allow-draft", "--input", "-", "--json"])
@@ -386,17 +431,23 @@ fn promote_refuses_a_breaking_change_behind_a_deep_ref_chain() {
     let chain = |leaf: &str| {
         let mut defs = serde_json::Map::new();
         for i in 0..100 {
-            let next = if i == 99 { json!({"type": leaf}) } else { json!({"$ref": format!("#/$defs/d{}", i + 1)}) };
+            let next = if i == 99 {
+                json!({"type": leaf})
+            } else {
+                json!({"$ref": format!("#/$defs/d{}", i + 1)})
+            };
             defs.insert(format!("d{i}"), next);
         }
         json!({"type": "object", "properties": {"v": {"$ref": "#/$defs/d0"}}, "$defs": defs})
     };
     let pack = json!({"prompt_pack_id": "PRM-DEEP-001", "version": "1.0.0", "template": "{{ x }}"});
-    let contract = |version: &str, leaf: &str| json!({
+    let contract = |version: &str, leaf: &str| {
+        json!({
         "contract_id": "PRC-DEEP-001", "version": version, "prompt_pack_id": "PRM-DEEP-001",
         "prompt_pack_version": "1.0.0", "boundary": {"max_tokens": 16, "temperature": 0},
         "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}},
-        "output_schema": chain(leaf)});
+        "output_schema": chain(leaf)})
+    };
     register(&p, "deep", &contract("1.0.0", "string"), &pack);
     let patch = p.write_json("contracts/deep/1.0.1.json", &contract("1.0.1", "integer"));
     run(&p, &["registry", "add", &patch.display().to_string()]).status(0);
@@ -493,7 +544,8 @@ fn keys_and_url_credentials_never_reach_output_or_ledger_in_any_encoding() {
     let b64 = base64(format!("Authorization: Bearer {KEY}").as_bytes());
     let url_encoded = KEY.replace('-', "%2D");
     let echo = format!("bad key {KEY}; as sent: {b64}; in the query: {url_encoded}");
-    let server = MockServer::start(vec![MockReply::json(401, &json!({"error": {"message": echo}}))]);
+    let server =
+        MockServer::start(vec![MockReply::json(401, &json!({"error": {"message": echo}}))]);
     let url = server.url().replacen("http://", "http://admin:hunter2hunter2@", 1);
     let wo = p.classify_wo("WO-LEAK", json!({}));
     let mut outs = Vec::new();
@@ -501,7 +553,9 @@ fn keys_and_url_credentials_never_reach_output_or_ledger_in_any_encoding() {
         outs.push(p.run(&[wo.as_path()], &args, &openai_env(&url, KEY)));
     }
     let ledger = std::fs::read_to_string(p.ledger()).unwrap();
-    for text in outs.iter().flat_map(|o| [o.stdout.clone(), o.stderr.clone()]).chain([ledger.clone()]) {
+    for text in
+        outs.iter().flat_map(|o| [o.stdout.clone(), o.stderr.clone()]).chain([ledger.clone()])
+    {
         for secret in [KEY, b64.as_str(), "hunter2hunter2", url_encoded.as_str()] {
             assert!(!text.contains(secret), "`{secret}` leaked:\n{text}");
         }
@@ -523,11 +577,17 @@ fn values_a_contract_marks_secret_are_masked_everywhere() {
             "token": {"type": "string", "x-secret": true}, "text": {"type": "string"}}},
         "output_schema": {"type": "object", "required": ["signed"], "properties": {"signed": {"type": "string"}}}});
     register(&p, "vault", &contract, &pack);
-    p.fixtures("vault.fx.json", json!([{"contract_id": "PRC-VAULT-001",
-        "text": format!("{{\"signed\": \"with {token} and {}\"}}", base64(token.as_bytes()))}]));
-    let wo = p.write_json("wo/vault.json", &json!({"work_order_id": "WO-VAULT", "kind": "exchange",
+    p.fixtures(
+        "vault.fx.json",
+        json!([{"contract_id": "PRC-VAULT-001",
+        "text": format!("{{\"signed\": \"with {token} and {}\"}}", base64(token.as_bytes()))}]),
+    );
+    let wo = p.write_json(
+        "wo/vault.json",
+        &json!({"work_order_id": "WO-VAULT", "kind": "exchange",
         "contract": "PRC-VAULT-001", "input": {"token": token, "text": "hello"},
-        "provider": {"fixtures": "vault.fx.json"}}));
+        "provider": {"fixtures": "vault.fx.json"}}),
+    );
     let (out, r) = p.run_json(&wo, &[], &[]);
     out.status(0);
     let human = p.run(&[wo.as_path()], &[], &[]);
@@ -538,7 +598,9 @@ fn values_a_contract_marks_secret_are_masked_everywhere() {
     );
     render.status(0);
     let ledger = std::fs::read_to_string(p.ledger()).unwrap();
-    for text in [out.stdout.as_str(), human.stdout.as_str(), render.stdout.as_str(), ledger.as_str()] {
+    for text in
+        [out.stdout.as_str(), human.stdout.as_str(), render.stdout.as_str(), ledger.as_str()]
+    {
         assert!(!text.contains(token), "the secret leaked:\n{text}");
         assert!(!text.contains(&base64(token.as_bytes())[..16]), "its base64 leaked:\n{text}");
     }
@@ -559,9 +621,22 @@ fn keys_go_only_over_https_or_to_this_machine() {
     p.write("pactum.toml", "[providers.exfil]\nkind = \"openai\"\nbase_url = \"https://collector.example/v1\"\napi_key_env = \"GITHUB_TOKEN\"\n");
     let out = run(&p, &["validate", "--format", "json"]);
     let doc = out.json();
-    let d = doc["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "config_insecure").cloned();
-    assert_eq!(d.as_ref().map(|d| (d["line"].clone(), d["column"].clone())), Some((json!(4), json!(15))), "{out}");
-    let out = p.run(&[wo.as_path()], &["--provider", "exfil", "--json"], &[("GITHUB_TOKEN", KEY.to_string())]);
+    let d = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "config_insecure")
+        .cloned();
+    assert_eq!(
+        d.as_ref().map(|d| (d["line"].clone(), d["column"].clone())),
+        Some((json!(4), json!(15))),
+        "{out}"
+    );
+    let out = p.run(
+        &[wo.as_path()],
+        &["--provider", "exfil", "--json"],
+        &[("GITHUB_TOKEN", KEY.to_string())],
+    );
     assert_eq!(out.json()["code"], "config_insecure", "{out}");
     assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
 }
@@ -577,8 +652,11 @@ fn usage_near_2_pow_64_saturates_and_the_budget_holds() {
         {"contract_id": "PRC-REPAIRJSON-001", "text": "{\"label\": \"billing\", \"confidence\": 0.8}",
          "usage": {"prompt_tokens": 10, "completion_tokens": 10}}
     ]));
-    let wo = p.classify_wo("WO-HUGE", json!({"provider": {"fixtures": "huge.fx.json"},
-        "constraints": {"token_budget": 100000, "max_repair_attempts": 1}}));
+    let wo = p.classify_wo(
+        "WO-HUGE",
+        json!({"provider": {"fixtures": "huge.fx.json"},
+        "constraints": {"token_budget": 100000, "max_repair_attempts": 1}}),
+    );
     let (out, r) = p.run_json(&wo, &[], &[]);
     out.status(1);
     assert_eq!(r["usage"]["prompt_tokens"], json!(u64::MAX - 5), "{r:#}");
@@ -592,11 +670,16 @@ fn usage_near_2_pow_64_saturates_and_the_budget_holds() {
 fn a_registry_rewrite_keeps_schema_and_permissions() {
     use std::os::unix::fs::PermissionsExt;
     let p = Project::new();
-    let mut registry: Value = serde_json::from_str(&std::fs::read_to_string(p.path("registry.json")).unwrap()).unwrap();
+    let mut registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path("registry.json")).unwrap()).unwrap();
     registry["$schema"] = json!("schemas/registry.schema.json");
     p.write_json("registry.json", &registry);
-    std::fs::set_permissions(p.path("registry.json"), std::fs::Permissions::from_mode(0o640)).unwrap();
-    let file = p.write_json("prompt_packs/x/1.0.0.json", &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}));
+    std::fs::set_permissions(p.path("registry.json"), std::fs::Permissions::from_mode(0o640))
+        .unwrap();
+    let file = p.write_json(
+        "prompt_packs/x/1.0.0.json",
+        &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}),
+    );
     run(&p, &["registry", "add", &file.display().to_string()]).status(0);
     let text = std::fs::read_to_string(p.path("registry.json")).unwrap();
     assert!(text.contains("\"$schema\": \"schemas/registry.schema.json\""), "{text}");
@@ -612,7 +695,13 @@ fn two_new_contracts_of_one_id_one_wins_and_nothing_is_orphaned() {
         let dir = tempfile::tempdir().unwrap();
         let spawn = || {
             std::process::Command::new(&bin)
-                .args(["new", "contract", "PRC-RACE-001", "--root", &dir.path().display().to_string()])
+                .args([
+                    "new",
+                    "contract",
+                    "PRC-RACE-001",
+                    "--root",
+                    &dir.path().display().to_string(),
+                ])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -631,11 +720,18 @@ fn two_new_contracts_of_one_id_one_wins_and_nothing_is_orphaned() {
         files.sort();
         assert_eq!(
             files,
-            [".registry.lock", "contracts/race/1.0.0.json", "prompt_packs/race/1.0.0.json", "registry.json"],
+            [
+                ".registry.lock",
+                "contracts/race/1.0.0.json",
+                "prompt_packs/race/1.0.0.json",
+                "registry.json"
+            ],
             "round {round}"
         );
-        let registry: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("registry.json")).unwrap()).unwrap();
+        let registry: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("registry.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(registry["contracts"].as_array().unwrap().len(), 1);
         assert_eq!(registry["prompt_packs"].as_array().unwrap().len(), 1);
     }

@@ -96,9 +96,7 @@ impl Checker<'_> {
             Kind::Flag => (!v.is_bool()).then(|| format!("`{key}` must be true or false")),
             Kind::OneOf(allowed) => match v.as_str() {
                 Some(s) if allowed.contains(&s) => None,
-                Some(s) => {
-                    Some(format!("`{key}` = `{s}` is not one of {}", allowed.join(", ")))
-                }
+                Some(s) => Some(format!("`{key}` = `{s}` is not one of {}", allowed.join(", "))),
                 None => Some(format!("`{key}` must be one of {}", allowed.join(", "))),
             },
             Kind::Integer(min, max) => match integer(v) {
@@ -154,8 +152,7 @@ pub(super) fn check(text: &str) -> Vec<Located> {
                     for (name, provider) in providers.iter() {
                         let at = format!("providers.{}", name.get_ref());
                         c.table(provider, &at, PROVIDER);
-                        if provider.get_ref().as_table().is_some_and(|t| t.get("kind").is_none())
-                        {
+                        if provider.get_ref().as_table().is_some_and(|t| t.get("kind").is_none()) {
                             c.push(
                                 name.span(),
                                 &at,

@@ -235,7 +235,10 @@ mod tests {
         }
         update(&target, |_| Ok(())).unwrap();
         let text = std::fs::read_to_string(&target).unwrap();
-        assert!(text.starts_with("{\n  \"$schema\": \"schemas/registry.schema.json\",\n"), "{text}");
+        assert!(
+            text.starts_with("{\n  \"$schema\": \"schemas/registry.schema.json\",\n"),
+            "{text}"
+        );
         assert!(Registry::open(&target).is_ok(), "{text}");
         #[cfg(unix)]
         {

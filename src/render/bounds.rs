@@ -212,7 +212,8 @@ fn original(expression: &str, a: &Value, b: &Value) -> Result<Value, Error> {
 
 fn product_limit(size: Size, times: Option<usize>, what: &str) -> Result<(), Error> {
     let n = times.unwrap_or(0);
-    if size.bytes.saturating_mul(n) > MAX_VALUE_BYTES || size.items.saturating_mul(n) > MAX_VALUE_ITEMS
+    if size.bytes.saturating_mul(n) > MAX_VALUE_BYTES
+        || size.items.saturating_mul(n) > MAX_VALUE_ITEMS
     {
         return Err(limit(format!(
             "`{what}` would build a value larger than {MAX_VALUE_BYTES} bytes or {MAX_VALUE_ITEMS} items"
@@ -281,11 +282,53 @@ fn value(v: Value) -> Result<Value, Error> {
 
 /// The built-in filters (minijinja 3 with pactum's features), all wrapped.
 const FILTERS: &[&str] = &[
-    "safe", "escape", "e", "lower", "upper", "title", "capitalize", "replace", "length",
-    "count", "dictsort", "items", "reverse", "trim", "join", "split", "lines", "default", "d",
-    "round", "abs", "int", "float", "attr", "first", "last", "min", "max", "sort", "list",
-    "string", "bool", "batch", "slice", "sum", "indent", "select", "reject", "map", "groupby",
-    "unique", "chain", "zip", "pprint", "format", "tojson", "urlencode",
+    "safe",
+    "escape",
+    "e",
+    "lower",
+    "upper",
+    "title",
+    "capitalize",
+    "replace",
+    "length",
+    "count",
+    "dictsort",
+    "items",
+    "reverse",
+    "trim",
+    "join",
+    "split",
+    "lines",
+    "default",
+    "d",
+    "round",
+    "abs",
+    "int",
+    "float",
+    "attr",
+    "first",
+    "last",
+    "min",
+    "max",
+    "sort",
+    "list",
+    "string",
+    "bool",
+    "batch",
+    "slice",
+    "sum",
+    "indent",
+    "select",
+    "reject",
+    "map",
+    "groupby",
+    "unique",
+    "chain",
+    "zip",
+    "pprint",
+    "format",
+    "tojson",
+    "urlencode",
 ];
 
 fn usize_arg(args: &[Value], index: usize, kwarg: &str) -> Option<usize> {
@@ -294,11 +337,15 @@ fn usize_arg(args: &[Value], index: usize, kwarg: &str) -> Option<usize> {
         .cloned()
         .or_else(|| args.last().filter(|v| v.is_kwargs()).and_then(|k| k.get_attr(kwarg).ok()))
         .filter(|v| !v.is_undefined() && !v.is_none())
-        .and_then(|v| v.as_usize().or_else(|| v.as_i64().map(|n| if n < 0 { 0 } else { usize::MAX })))
+        .and_then(|v| {
+            v.as_usize().or_else(|| v.as_i64().map(|n| if n < 0 { 0 } else { usize::MAX }))
+        })
 }
 
 fn str_arg(args: &[Value], index: usize) -> Option<String> {
-    args.get(index).filter(|v| !v.is_kwargs()).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+    args.get(index)
+        .filter(|v| !v.is_kwargs())
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
 }
 
 /// Refuses the calls of filters whose output can outgrow their input, before they run.
@@ -308,9 +355,7 @@ fn precheck(name: &str, args: &[Value]) -> Result<(), Error> {
     let bytes = size.bytes;
     let too_big = |bound: usize| -> Result<(), Error> {
         if bound > MAX_VALUE_BYTES {
-            Err(limit(format!(
-                "`{name}` would build a value larger than {MAX_VALUE_BYTES} bytes"
-            )))
+            Err(limit(format!("`{name}` would build a value larger than {MAX_VALUE_BYTES} bytes")))
         } else {
             Ok(())
         }
@@ -355,13 +400,14 @@ fn precheck(name: &str, args: &[Value]) -> Result<(), Error> {
             )
         }
         "batch" | "slice" => match usize_arg(args, 1, "count") {
-            Some(n) if n > MAX_VALUE_ITEMS => Err(limit(format!(
-                "`{name}` count {n} is more than {MAX_VALUE_ITEMS} items"
-            ))),
+            Some(n) if n > MAX_VALUE_ITEMS => {
+                Err(limit(format!("`{name}` count {n} is more than {MAX_VALUE_ITEMS} items")))
+            }
             _ => Ok(()),
         },
         "tojson" | "pprint" => {
-            let indent = if name == "pprint" { 2 } else { usize_arg(args, 1, "indent").unwrap_or(0) };
+            let indent =
+                if name == "pprint" { 2 } else { usize_arg(args, 1, "indent").unwrap_or(0) };
             let lines = size.items.saturating_add(2);
             too_big(bytes.saturating_add(
                 lines.saturating_mul(indent.saturating_mul(size.depth.saturating_add(1))),
@@ -486,9 +532,10 @@ impl Rewriter<'_> {
     fn args(&mut self, args: &[CallArg<'_>]) {
         for arg in args {
             match arg {
-                CallArg::Pos(e) | CallArg::Kwarg(_, e) | CallArg::PosSplat(e) | CallArg::KwargSplat(e) => {
-                    self.expr(e)
-                }
+                CallArg::Pos(e)
+                | CallArg::Kwarg(_, e)
+                | CallArg::PosSplat(e)
+                | CallArg::KwargSplat(e) => self.expr(e),
             }
         }
     }
@@ -614,7 +661,9 @@ pub fn operand(call: &str, index: usize) -> Option<&str> {
     for (i, c) in inner.char_indices() {
         match c {
             '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' if depth == 0 => return (found == index).then(|| inner[start..i].trim()),
+            ')' | ']' | '}' if depth == 0 => {
+                return (found == index).then(|| inner[start..i].trim());
+            }
             ')' | ']' | '}' => depth -= 1,
             ',' if depth == 0 => {
                 if found == index {

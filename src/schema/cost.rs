@@ -43,10 +43,17 @@ enum Holds {
 
 fn holds(keyword: &str) -> Option<Holds> {
     Some(match keyword {
-        "items" | "additionalItems" | "additionalProperties" | "not" | "if" | "then" | "else"
-        | "contains" | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties" => {
-            Holds::One
-        }
+        "items"
+        | "additionalItems"
+        | "additionalProperties"
+        | "not"
+        | "if"
+        | "then"
+        | "else"
+        | "contains"
+        | "propertyNames"
+        | "unevaluatedItems"
+        | "unevaluatedProperties" => Holds::One,
         "allOf" | "anyOf" | "oneOf" | "prefixItems" => Holds::List,
         "properties" | "patternProperties" | "dependentSchemas" | "dependencies" => Holds::Map,
         _ => return None,
@@ -124,7 +131,8 @@ impl Sizer {
                 }
             } else {
                 match (holds(key), value) {
-                    (Some(Holds::One), Value::Array(items)) | (Some(Holds::List), Value::Array(items)) => {
+                    (Some(Holds::One), Value::Array(items))
+                    | (Some(Holds::List), Value::Array(items)) => {
                         self.all(items.iter(), file, dir, depth)
                     }
                     (Some(Holds::One), _) => self.node(value, file, dir, depth + 1),

@@ -220,9 +220,9 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
         // A schema whose evaluation would explode is refused before anything compiles it.
         if let Some(f) = schema::cost::check(embedded, pointer, &dir, base) {
             a.push(
-                Diagnostic::new(Code::SchemaLimitExceeded, f.message)
-                    .pointer(f.pointer)
-                    .help("keep `$ref` expansion small: each definition referred to once per level"),
+                Diagnostic::new(Code::SchemaLimitExceeded, f.message).pointer(f.pointer).help(
+                    "keep `$ref` expansion small: each definition referred to once per level",
+                ),
             );
             continue;
         }

@@ -143,7 +143,9 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                     // Only a confined, regular registry.json (never a FIFO or a link
                     // leading out, whose lines would be shown).
                     registry_text = registry::confined(rp)
-                        .and_then(|()| crate::document::read_limited(rp, crate::document::MAX_REGISTRY_BYTES))
+                        .and_then(|()| {
+                            crate::document::read_limited(rp, crate::document::MAX_REGISTRY_BYTES)
+                        })
                         .ok()
                         .and_then(|b| String::from_utf8(b).ok());
                     diagnostics.extend(registry_load_diagnostics(&e, rp, &root));
@@ -342,10 +344,7 @@ fn analyze_all(
                 Ok(local) => all.extend(local),
                 Err(panic) => {
                     return Err(Error::Internal {
-                        message: format!(
-                            "a validate worker panicked: {}",
-                            panic_message(&*panic)
-                        ),
+                        message: format!("a validate worker panicked: {}", panic_message(&*panic)),
                     });
                 }
             }

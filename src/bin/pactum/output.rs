@@ -97,7 +97,8 @@ static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 pub fn catch_panics() {
     std::panic::set_hook(Box::new(|info| {
         let message = pactum::validate::panic_message(info.payload());
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at =
+            info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         let mut slot = PANIC.lock().unwrap_or_else(|p| p.into_inner());
         slot.get_or_insert(format!("{message}{at}"));
     }));
@@ -148,8 +149,7 @@ pub fn redactor() -> &'static Arc<Redactor> {
         let redactor = Redactor::new();
         #[allow(clippy::disallowed_methods)]
         for (name, value) in std::env::vars() {
-            if name.ends_with("_API_KEY") || name.ends_with("_TOKEN") || name.ends_with("_SECRET")
-            {
+            if name.ends_with("_API_KEY") || name.ends_with("_TOKEN") || name.ends_with("_SECRET") {
                 redactor.add(&value);
             }
         }
