@@ -60,8 +60,23 @@ fn holds(keyword: &str) -> Option<Holds> {
     })
 }
 
-struct Sizer {
-    root_schema: Rc<Value>,
+/// A document a `$ref` points into: the schema itself (borrowed) or a loaded file.
+enum Doc<'a> {
+    Root(&'a Value),
+    File(Rc<Value>),
+}
+
+impl Doc<'_> {
+    fn get(&self) -> &Value {
+        match self {
+            Doc::Root(v) => v,
+            Doc::File(v) => v,
+        }
+    }
+}
+
+struct Sizer<'a> {
+    root_schema: &'a Value,
     base_dir: PathBuf,
     confined: crate::confine::Root,
     files: HashMap<PathBuf, Option<Rc<Value>>>,
@@ -70,10 +85,10 @@ struct Sizer {
     too_deep: bool,
 }
 
-impl Sizer {
-    fn document(&mut self, file: &Option<PathBuf>) -> Option<Rc<Value>> {
+impl<'a> Sizer<'a> {
+    fn document(&mut self, file: &Option<PathBuf>) -> Option<Doc<'a>> {
         match file {
-            None => Some(self.root_schema.clone()),
+            None => Some(Doc::Root(self.root_schema)),
             Some(path) => {
                 if !self.files.contains_key(path) {
                     if self.files.len() >= MAX_FILES {
@@ -87,7 +102,7 @@ impl Sizer {
                         .map(|d| Rc::new(d.value));
                     self.files.insert(path.clone(), loaded);
                 }
-                self.files.get(path).cloned().flatten()
+                self.files.get(path).cloned().flatten().map(Doc::File)
             }
         }
     }
@@ -101,7 +116,7 @@ impl Sizer {
             None => {}
         }
         let Some(doc) = self.document(&place.0) else { return 1 };
-        let Some(node) = doc.pointer(&place.1) else { return 1 };
+        let Some(node) = doc.get().pointer(&place.1) else { return 1 };
         self.sizes.insert(place.clone(), None);
         let dir = place.0.as_deref().and_then(Path::parent).map(Path::to_path_buf);
         let size = self.node(node, &place.0, dir.as_deref(), depth + 1);
@@ -197,7 +212,7 @@ impl Sizer {
 /// above [`MAX_EXPANSION`]); `None` when the nesting is deeper than [`MAX_NESTING`].
 pub fn expansion(schema: &Value, base_dir: &Path, root: &Path) -> Option<u64> {
     let mut sizer = Sizer {
-        root_schema: Rc::new(schema.clone()),
+        root_schema: schema,
         base_dir: base_dir.to_path_buf(),
         confined: crate::confine::Root::new(root),
         files: HashMap::new(),
