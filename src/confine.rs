@@ -100,6 +100,11 @@ pub fn special_kind(meta: &Metadata) -> Option<&'static str> {
 /// Opens a file for reading. Anything but a regular file is refused before it is opened
 /// (and, on Unix, the open itself never blocks and is checked again on the handle).
 pub fn open_file(path: &Path) -> Result<File> {
+    open_file_with_metadata(path).map(|(file, _)| file)
+}
+
+/// [`open_file`], with the open file's metadata (one `fstat` for both uses).
+pub fn open_file_with_metadata(path: &Path) -> Result<(File, Metadata)> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if let Some(what) = special_kind(&meta) {
         return Err(special_error(path, what));
@@ -116,7 +121,7 @@ pub fn open_file(path: &Path) -> Result<File> {
     if let Some(what) = special_kind(&meta) {
         return Err(special_error(path, what));
     }
-    Ok(file)
+    Ok((file, meta))
 }
 
 /// Opens (creating) a file for appending or locking, never through a symlink: on Unix the
@@ -277,6 +282,8 @@ impl Root {
     fn resolve(&self, path: &Path) -> std::result::Result<(PathBuf, Metadata), Refusal> {
         let parts = self.parts(path)?;
         let mut current = self.real.clone();
+        // The last component's metadata, when it was not reached through a link.
+        let mut last = None;
         for (i, part) in parts.iter().enumerate() {
             current.push(part);
             let meta = match std::fs::symlink_metadata(&current) {
@@ -284,6 +291,7 @@ impl Root {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Refusal::Missing),
                 Err(e) => return Err(Refusal::Io(e)),
             };
+            last = None;
             if meta.file_type().is_symlink() {
                 current = match current.canonicalize() {
                     Ok(real) => real,
@@ -295,9 +303,14 @@ impl Root {
                 }
             } else if i + 1 < parts.len() && !meta.is_dir() {
                 return Err(Refusal::Missing);
+            } else {
+                last = Some(meta);
             }
         }
-        let meta = std::fs::metadata(&current).map_err(Refusal::Io)?;
+        let meta = match last {
+            Some(meta) => meta,
+            None => std::fs::metadata(&current).map_err(Refusal::Io)?,
+        };
         Ok((current, meta))
     }
 

@@ -93,6 +93,30 @@ fn a_panic_anywhere_is_internal_error_and_exit_2() {
     assert!(!out.stderr.contains("panicked at"), "the raw panic message is replaced:\n{out}");
 }
 
+/// A progress reporter that panics in the workers it is called from (the first call, for
+/// the registry, comes from the calling thread).
+#[derive(Default)]
+struct Exploding(std::sync::atomic::AtomicUsize);
+
+impl pactum::validate::Progress for Exploding {
+    fn start(&self, _: usize) {}
+    fn advance(&self) {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0 {
+            panic!("a worker panicked");
+        }
+    }
+    fn finish(&self) {}
+}
+
+#[test]
+fn a_panicking_validate_worker_is_an_internal_error_from_the_library_too() {
+    let p = Project::new();
+    let e = pactum::validate::validate(p.root(), &Default::default(), &Exploding::default())
+        .unwrap_err();
+    assert_eq!(e.code(), pactum::Code::InternalError, "{e}");
+    assert!(e.to_string().contains("a worker panicked"), "{e}");
+}
+
 #[test]
 fn out_of_range_numbers_in_pactum_toml_are_findings_not_panics() {
     let p = Project::new();

@@ -78,7 +78,9 @@ impl Doc<'_> {
 struct Sizer<'a> {
     root_schema: &'a Value,
     base_dir: PathBuf,
-    confined: crate::confine::Root,
+    root: &'a Path,
+    /// The project root, resolved only when a `$ref` leads to another file.
+    confined: Option<crate::confine::Root>,
     files: HashMap<PathBuf, Option<Rc<Value>>>,
     /// Sized targets; `None` while being sized (a cycle).
     sizes: HashMap<Place, Option<u64>>,
@@ -94,8 +96,10 @@ impl<'a> Sizer<'a> {
                     if self.files.len() >= MAX_FILES {
                         return None;
                     }
+                    let root = self.root;
                     let loaded = self
                         .confined
+                        .get_or_insert_with(|| crate::confine::Root::new(root))
                         .read_path(path)
                         .and_then(|real| crate::document::load(&real, None))
                         .ok()
@@ -214,7 +218,8 @@ pub fn expansion(schema: &Value, base_dir: &Path, root: &Path) -> Option<u64> {
     let mut sizer = Sizer {
         root_schema: schema,
         base_dir: base_dir.to_path_buf(),
-        confined: crate::confine::Root::new(root),
+        root,
+        confined: None,
         files: HashMap::new(),
         sizes: HashMap::new(),
         too_deep: false,

@@ -338,18 +338,21 @@ fn analyze_all(
                 })
             })
             .collect();
-        let mut all = Vec::with_capacity(candidates.len());
+        // Every handle is joined (an unjoined panicked thread would panic the scope); the
+        // first panic is the error.
+        let mut all = Ok(Vec::with_capacity(candidates.len()));
         for handle in handles {
-            match handle.join() {
-                Ok(local) => all.extend(local),
-                Err(panic) => {
-                    return Err(Error::Internal {
+            match (handle.join(), &mut all) {
+                (Ok(local), Ok(all)) => all.extend(local),
+                (Err(panic), Ok(_)) => {
+                    all = Err(Error::Internal {
                         message: format!("a validate worker panicked: {}", panic_message(&*panic)),
                     });
                 }
+                (_, Err(_)) => {}
             }
         }
-        Ok(all)
+        all
     });
     progress.finish();
     let mut results = results?;
