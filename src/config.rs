@@ -12,7 +12,7 @@
 //! kind = "openai"                # openai | anthropic | scripted | replay | dry-run
 //! base_url = "http://localhost:11434/v1"
 //! model = "llama3.1"
-//! api_key_env = "OPENAI_API_KEY" # the variable holding the key (never the key itself)
+//! api_key_env = "OPENAI_API_KEY" # the variable holding the key (never the key itself; `*_API_KEY` only)
 //! system_messages = true         # false: the model has no system role; one joined message
 //!
 //! [retry]
@@ -29,7 +29,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Located, Result};
+
+/// The largest `pactum.toml` pactum reads.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+mod check;
+pub use check::{is_key_variable, key_may_go_to};
 
 /// The config file's name, next to registry.json.
 pub const FILE_NAME: &str = "pactum.toml";
@@ -145,46 +151,60 @@ impl std::fmt::Debug for EnvSettings {
 }
 
 impl Config {
-    /// Reads `root/pactum.toml` when it exists; the defaults otherwise.
+    /// Reads `root/pactum.toml` when it exists; the defaults otherwise. A `pactum.toml`
+    /// that is a symlink leading out of the project, or not a regular file, is refused.
     pub fn load(root: &Path) -> Result<Config> {
         let path = root.join(FILE_NAME);
-        if !path.is_file() {
+        if std::fs::symlink_metadata(&path).is_err() {
             return Ok(Config::default());
         }
-        let bytes = crate::document::read_limited(&path, 1024 * 1024)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| Error::Config { path: path.clone(), message: "not valid UTF-8".into() })?;
-        let mut config = Config::parse(&text, &path)?;
+        let shown = PathBuf::from(FILE_NAME);
+        let real = crate::confine::Root::new(root)
+            .file(Path::new(FILE_NAME))
+            .map_err(|r| r.into_error(&shown))?;
+        let bytes = crate::document::read_limited(&real, MAX_CONFIG_BYTES)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let valid = e.utf8_error().valid_up_to();
+            let (line, column) =
+                crate::source::line_col(&String::from_utf8_lossy(&e.as_bytes()[..valid]), valid);
+            Error::Config {
+                path: shown.clone(),
+                problems: vec![Located {
+                    line,
+                    column,
+                    key: String::new(),
+                    message: "not valid UTF-8".into(),
+                }],
+            }
+        })?;
+        let mut config = Config::parse(&text, &shown)?;
         config.path = Some(path);
         Ok(config)
     }
 
-    /// Parses config text; errors name the line and column.
+    /// Parses config text. Every problem is reported, each with its line and column
+    /// (`config_invalid`); settings that could leak a secret are `config_insecure`.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
+        let problems = check::check(text);
+        if !problems.is_empty() {
+            return Err(Error::Config { path: path.to_path_buf(), problems });
+        }
         let config: Config = toml::from_str(text).map_err(|e| {
-            let position = e
-                .span()
-                .map(|s| {
-                    let (line, col) = crate::source::line_col(text, s.start);
-                    format!("{line}:{col}: ")
-                })
-                .unwrap_or_default();
+            let (line, column) =
+                e.span().map(|s| crate::source::line_col(text, s.start)).unwrap_or((1, 1));
             Error::Config {
                 path: path.to_path_buf(),
-                message: format!("{position}{}", e.message()),
+                problems: vec![Located {
+                    line,
+                    column,
+                    key: String::new(),
+                    message: e.message().to_string(),
+                }],
             }
         })?;
-        for (name, p) in &config.providers {
-            if !crate::gateway::KINDS.contains(&p.kind.as_str()) {
-                return Err(Error::Config {
-                    path: path.to_path_buf(),
-                    message: format!(
-                        "providers.{name}.kind = `{}` is not a provider kind; use one of {}",
-                        p.kind,
-                        crate::gateway::KINDS.join(", ")
-                    ),
-                });
-            }
+        let insecure = check::insecure(text);
+        if !insecure.is_empty() {
+            return Err(Error::ConfigInsecure { path: path.to_path_buf(), problems: insecure });
         }
         Ok(config)
     }
@@ -200,6 +220,7 @@ impl Config {
         self.env.anthropic_api_key = get("ANTHROPIC_API_KEY").map(crate::gateway::Secret::new);
         for p in self.providers.values() {
             if let Some(var) = &p.api_key_env
+                && is_key_variable(var)
                 && let Some(value) = get(var)
             {
                 self.env.named_keys.insert(var.clone(), crate::gateway::Secret::new(value));
@@ -224,7 +245,7 @@ provider = "local"
 kind = "openai"
 base_url = "http://127.0.0.1:11434/v1"
 model = "llama3.1"
-api_key_env = "LOCAL_KEY"
+api_key_env = "LOCAL_API_KEY"
 "#,
             Path::new("pactum.toml"),
         )
@@ -236,30 +257,41 @@ api_key_env = "LOCAL_KEY"
 
     #[test]
     fn unknown_keys_and_kinds_are_config_errors_with_positions() {
-        let e = Config::parse("[project]\ndeprecation_dayz = 3\n", Path::new("pactum.toml"))
-            .unwrap_err();
+        let e = Config::parse(
+            "[project]\ndeprecation_dayz = 3\n[retry]\nattempts = 99\n",
+            Path::new("pactum.toml"),
+        )
+        .unwrap_err();
         assert_eq!(e.code(), crate::Code::ConfigInvalid);
-        assert!(e.to_string().contains("2:1"), "{e}");
+        let text = e.to_string();
+        assert!(text.contains("pactum.toml:2:1: unknown setting `project.deprecation_dayz`; did you mean `deprecation_days`?"), "{text}");
+        assert!(text.contains("pactum.toml:4:12: `retry.attempts` = 99 is out of range"), "{text}");
         let e =
             Config::parse("[providers.x]\nkind = \"gpt\"\n", Path::new("pactum.toml")).unwrap_err();
-        assert!(e.to_string().contains("is not a provider kind"), "{e}");
+        assert!(e.to_string().contains("is not one of openai"), "{e}");
+        let e = Config::parse(
+            "[providers.x]\nkind = \"openai\"\napi_key_env = \"GITHUB_TOKEN\"\n",
+            Path::new("pactum.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), crate::Code::ConfigInsecure);
     }
 
     #[test]
     fn environment_overrides_and_keys_stay_secret() {
         let mut c = Config::parse(
-            "[providers.x]\nkind = \"openai\"\napi_key_env = \"X_KEY\"\n",
+            "[providers.x]\nkind = \"openai\"\napi_key_env = \"X_API_KEY\"\n",
             Path::new("p"),
         )
         .unwrap();
         c.apply_env(&|name| match name {
             "PACTUM_MODEL" => Some("m".into()),
             "OPENAI_API_KEY" => Some("sk-very-secret".into()),
-            "X_KEY" => Some("sk-other-secret".into()),
+            "X_API_KEY" => Some("sk-other-secret".into()),
             _ => None,
         });
         assert_eq!(c.env.model.as_deref(), Some("m"));
-        assert_eq!(c.env.named_keys["X_KEY"].expose(), "sk-other-secret");
+        assert_eq!(c.env.named_keys["X_API_KEY"].expose(), "sk-other-secret");
         let debug = format!("{c:?}");
         assert!(!debug.contains("sk-very-secret") && !debug.contains("sk-other-secret"), "{debug}");
     }

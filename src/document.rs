@@ -39,10 +39,11 @@ pub fn syntax_for(path: &Path) -> Syntax {
     }
 }
 
-/// Reads a file, refusing anything larger than `limit` bytes without reading it all.
+/// Reads a file, refusing anything larger than `limit` bytes without reading it all, and
+/// anything that is not a regular file (a FIFO, device or folder) without opening it.
 pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let (file, meta) = crate::confine::open_file_with_metadata(path)?;
+    let size = meta.len();
     if size > limit {
         return Err(Error::FileTooLarge { path: path.to_path_buf(), size, limit });
     }

@@ -77,6 +77,8 @@ codes! {
     InputParseError = "input_parse_error", Error, "the input given on the command line is not valid JSON or YAML";
     PinInvalid = "pin_invalid", Error, "an id or an ID@REQUIREMENT pin is malformed";
     UsageError = "usage_error", Error, "the command line has an unknown, missing or malformed argument";
+    ConfigInsecure = "config_insecure", Error, "pactum.toml would send an API key over plain http to a remote host, or read a variable that is not an API key";
+    SchemaLimitExceeded = "schema_limit_exceeded", Error, "a JSON Schema in a contract would cost too much to evaluate ($ref expansion)";
     // Registry and resolution.
     ContractNotFound = "contract_not_found", Error, "no registry entry has this contract id";
     ContractVersionNotFound = "contract_version_not_found", Error, "no usable version of the contract matches the requirement";
@@ -131,6 +133,9 @@ codes! {
     TtlExpired = "ttl_expired", Error, "the kernel spent its TTL before converging";
     // Ledger.
     LedgerBroken = "ledger_broken", Error, "a ledger record was edited, removed or reordered";
+    LedgerCorrupt = "ledger_corrupt", Error, "the ledger's last line was cut off by an interrupted write; nothing is appended until it is repaired";
+    // Internal.
+    InternalError = "internal_error", Error, "pactum hit a bug (a panic); nothing it reported in this run can be trusted as a success";
 }
 
 impl fmt::Display for Code {
@@ -177,6 +182,28 @@ impl Finding {
     pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
         Finding { pointer: pointer.into(), message: message.into() }
     }
+}
+
+/// One problem at a line and column of a text file (`pactum.toml`); line 0 when the
+/// setting came from somewhere without lines (an environment variable).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Located {
+    pub line: usize,
+    pub column: usize,
+    /// The dotted key the problem is about (`providers.local.base_url`), if any.
+    pub key: String,
+    pub message: String,
+}
+
+fn list_located(path: &std::path::Path, problems: &[Located]) -> String {
+    let all: Vec<String> = problems
+        .iter()
+        .map(|p| match p.line {
+            0 => format!("{}: {}", path.display(), p.message),
+            line => format!("{}:{line}:{}: {}", path.display(), p.column, p.message),
+        })
+        .collect();
+    if all.is_empty() { format!("{}: invalid", path.display()) } else { all.join("; ") }
 }
 
 fn list_findings(findings: &[Finding]) -> String {
@@ -250,8 +277,18 @@ pub enum Error {
     )]
     SchemaFileInvalid { path: PathBuf, findings: Vec<Finding> },
 
-    #[error("{path}: {message}")]
-    Config { path: PathBuf, message: String },
+    /// `pactum.toml` problems, every one with its position (`path` is relative to the
+    /// project root).
+    #[error("{}", list_located(path, problems))]
+    Config { path: PathBuf, problems: Vec<Located> },
+
+    /// `pactum.toml` settings that could leak a secret; every one, with its position.
+    #[error("{}", list_located(path, problems))]
+    ConfigInsecure { path: PathBuf, problems: Vec<Located> },
+
+    /// A user schema whose `$ref`s expand to more than pactum evaluates.
+    #[error("{path}: {}", list_findings(findings))]
+    SchemaLimit { path: PathBuf, findings: Vec<Finding> },
 
     #[error("{path}: file is {size} bytes, more than the {limit}-byte limit")]
     FileTooLarge { path: PathBuf, size: u64, limit: u64 },
@@ -398,6 +435,15 @@ pub enum Error {
         "{path}:{line}: {reason}; a ledger is append-only: restore the file from a backup, or keep it as evidence and write to a new one (--ledger)"
     )]
     LedgerBroken { path: PathBuf, line: usize, reason: String },
+
+    #[error(
+        "{path}:{line}: the last line was cut off by an interrupted write ({reason}); nothing is appended until it is repaired: run `pactum ledger verify {path}` to check the records before it, then delete the incomplete line {line} (every record before it stays valid)"
+    )]
+    LedgerCorrupt { path: PathBuf, line: usize, reason: String },
+
+    /// A bug: a panic caught at a thread or at the top of the binary.
+    #[error("internal error: {message}; this is a bug in pactum, please report it")]
+    Internal { message: String },
 }
 
 impl Error {
@@ -446,6 +492,8 @@ impl Error {
             },
             Error::SchemaFileInvalid { .. } => Code::ContractSchemaInvalid,
             Error::Config { .. } => Code::ConfigInvalid,
+            Error::ConfigInsecure { .. } => Code::ConfigInsecure,
+            Error::SchemaLimit { .. } => Code::SchemaLimitExceeded,
             Error::FileTooLarge { .. } => Code::FileTooLarge,
             Error::PathEscape { .. } => Code::PathEscape,
             Error::Io { .. } => Code::IoError,
@@ -506,6 +554,8 @@ impl Error {
             Error::SupervisorUnrecoverable { .. } => Code::SupervisorUnrecoverable,
             Error::TtlExpired { .. } => Code::TtlExpired,
             Error::LedgerBroken { .. } => Code::LedgerBroken,
+            Error::LedgerCorrupt { .. } => Code::LedgerCorrupt,
+            Error::Internal { .. } => Code::InternalError,
         }
     }
 
@@ -516,7 +566,8 @@ impl Error {
             | Error::SchemaFileInvalid { findings, .. }
             | Error::InputSchemaInvalid { findings, .. }
             | Error::OutputSchemaInvalid { findings, .. }
-            | Error::ToolInputInvalid { findings, .. } => findings,
+            | Error::ToolInputInvalid { findings, .. }
+            | Error::SchemaLimit { findings, .. } => findings,
             _ => &[],
         }
     }

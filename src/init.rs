@@ -7,11 +7,14 @@
 //! run in the new project.
 //!
 //! It never replaces a file: what exists is kept (and reported), lines missing from
-//! `.gitignore`/`.gitattributes` are appended, and running it twice is harmless.
+//! `.gitignore`/`.gitattributes` are appended, and running it twice is harmless. Every
+//! write goes through the confinement rule (SPEC §18): nothing is written through a
+//! symlink or outside the folder.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::confine::Root;
 use crate::error::{Error, Result};
 use crate::registry::lifecycle::{self, Stamp};
 use crate::registry::{self, Registry, State, store};
@@ -94,27 +97,22 @@ pub struct Initialized {
 pub fn init(dir: &Path, kernel: bool, stamp: &Stamp) -> Result<Initialized> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let root = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    let confined = Root::canonical(&root);
     let mut steps = Vec::new();
     steps.push(init_registry(&root)?);
     for folder in ["contracts", "prompt_packs", "work_orders"] {
-        let path = root.join(folder);
-        if path.is_dir() {
-            steps.push(Step::Kept { path: format!("{folder}/"), note: String::new() });
+        let existed = confined.writable_folder(Path::new(folder), false).is_ok();
+        confined.writable_folder(Path::new(folder), true)?;
+        steps.push(if existed {
+            Step::Kept { path: format!("{folder}/"), note: String::new() }
         } else {
-            std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
-            steps.push(Step::Created { path: format!("{folder}/") });
-        }
+            Step::Created { path: format!("{folder}/") }
+        });
     }
-    steps.extend(
-        write_schemas(&root.join("schemas"), false)?.into_iter().map(|s| prefix(s, "schemas/")),
-    );
-    steps.push(ensure_lines(&root.join(".gitignore"), ".gitignore", GITIGNORE_LINES)?);
+    steps.extend(write_schemas(&root, "schemas", false)?);
+    steps.push(ensure_lines(&confined, ".gitignore", GITIGNORE_LINES)?);
     let attribute = format!("{} merge={}", registry::FILE_NAME, crate::git::MERGE_DRIVER);
-    steps.push(ensure_lines(
-        &root.join(".gitattributes"),
-        ".gitattributes",
-        &[attribute.as_str()],
-    )?);
+    steps.push(ensure_lines(&confined, ".gitattributes", &[attribute.as_str()])?);
     let git = crate::git::toplevel(&root);
     if let Some(top) = &git {
         let registered = crate::git::register_merge_driver(&root)?;
@@ -124,14 +122,6 @@ pub fn init(dir: &Path, kernel: bool, stamp: &Stamp) -> Result<Initialized> {
         steps.extend(install_kernel(&root, stamp)?);
     }
     Ok(Initialized { root, steps, git })
-}
-
-fn prefix(step: Step, dir: &str) -> Step {
-    match step {
-        Step::Created { path } => Step::Created { path: format!("{dir}{path}") },
-        Step::Kept { path, note } => Step::Kept { path: format!("{dir}{path}"), note },
-        other => other,
-    }
 }
 
 /// An empty registry.json with `$schema`, unless one exists (which must load, and is left
@@ -159,14 +149,16 @@ fn init_registry(root: &Path) -> Result<Step> {
     })
 }
 
-/// Writes the embedded schemas into `dir`. With `refresh`, a schema that differs from the
-/// embedded one is replaced (atomically); without, it is kept and reported.
-pub fn write_schemas(dir: &Path, refresh: bool) -> Result<Vec<Step>> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+/// Writes the embedded schemas into `root/folder` (`folder` may be empty), never through a
+/// symlink. With `refresh`, a schema that differs from the embedded one is replaced
+/// (atomically); without, it is kept and reported. Steps name files relative to `root`.
+pub fn write_schemas(root: &Path, folder: &str, refresh: bool) -> Result<Vec<Step>> {
+    let confined = Root::new(root);
     let mut steps = Vec::new();
     for (name, text) in crate::schema::EMBEDDED {
-        let path = dir.join(name);
-        let path_name = (*name).to_string();
+        let rel = Path::new(folder).join(name);
+        let path = confined.writable(&rel, true)?;
+        let path_name = rel.to_string_lossy().into_owned();
         match std::fs::read(&path) {
             Ok(existing) if existing == text.as_bytes() => {
                 steps.push(Step::Kept { path: path_name, note: String::new() })
@@ -181,8 +173,16 @@ pub fn write_schemas(dir: &Path, refresh: bool) -> Result<Vec<Step>> {
                 steps.push(Step::Appended { path: path_name, lines: vec!["(refreshed)".into()] });
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                create_new(&path, text.as_bytes())?;
-                steps.push(Step::Created { path: path_name });
+                match create_new(&path, text.as_bytes()) {
+                    Ok(()) => steps.push(Step::Created { path: path_name }),
+                    // Another pactum (a concurrent `new contract`) wrote it meanwhile.
+                    Err(Error::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::AlreadyExists =>
+                    {
+                        steps.push(Step::Kept { path: path_name, note: String::new() })
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             Err(e) => return Err(Error::io(&path, e)),
         }
@@ -200,8 +200,10 @@ pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
     file.write_all(bytes).map_err(|e| Error::io(path, e))
 }
 
-/// Makes sure `path` has each of `lines`, creating it or appending what is missing.
-fn ensure_lines(path: &Path, name: &str, lines: &[&str]) -> Result<Step> {
+/// Makes sure the root's file `name` has each of `lines`, creating it or appending what is
+/// missing.
+fn ensure_lines(root: &Root, name: &str, lines: &[&str]) -> Result<Step> {
+    let path = &root.writable(Path::new(name), false)?;
     let existing = match std::fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -227,8 +229,7 @@ fn ensure_lines(path: &Path, name: &str, lines: &[&str]) -> Result<Step> {
         add.push_str(l);
         add.push('\n');
     }
-    let mut file =
-        std::fs::OpenOptions::new().append(true).open(path).map_err(|e| Error::io(path, e))?;
+    let mut file = crate::confine::open_for_update(path, true)?;
     file.write_all(add.as_bytes()).map_err(|e| Error::io(path, e))?;
     Ok(Step::Appended { path: name.into(), lines: missing })
 }
@@ -236,10 +237,11 @@ fn ensure_lines(path: &Path, name: &str, lines: &[&str]) -> Result<Step> {
 /// Copies the kernel role contracts and packs and registers them active (packs first).
 /// A file that exists with other content is kept and not registered.
 fn install_kernel(root: &Path, stamp: &Stamp) -> Result<Vec<Step>> {
+    let confined = Root::canonical(root);
     let mut steps = Vec::new();
     let mut to_register = Vec::new();
     for (rel, text) in KERNEL_FILES {
-        let path = root.join(rel);
+        let path = confined.writable(Path::new(rel), true)?;
         match std::fs::read(&path) {
             Ok(existing) if existing == text.as_bytes() => {
                 steps.push(Step::Kept { path: (*rel).into(), note: String::new() });
@@ -250,9 +252,6 @@ fn install_kernel(root: &Path, stamp: &Stamp) -> Result<Vec<Step>> {
                 note: "differs from the shipped kernel contract; not registered".into(),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-                }
                 create_new(&path, text.as_bytes())?;
                 steps.push(Step::Created { path: (*rel).into() });
                 to_register.push(path);

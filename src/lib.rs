@@ -33,6 +33,7 @@
 
 pub mod compat;
 pub mod config;
+pub mod confine;
 pub mod contract;
 pub mod diagnostic;
 pub mod digest;
@@ -48,6 +49,7 @@ pub mod init;
 pub mod ledger;
 pub mod pack;
 pub mod project;
+pub mod redact;
 pub mod registry;
 pub mod render;
 pub mod report;

@@ -202,21 +202,31 @@ impl Project {
             |schema: &Option<serde_json::Value>, pointer: &str| -> Result<Option<Validator>> {
                 match schema {
                     None => Ok(None),
-                    Some(s) => crate::schema::compile(s, contract.dir(), &self.root)
-                        .map(Some)
-                        .map_err(|findings| Error::SchemaInvalid {
-                            doc: DocKind::Contract,
-                            path: contract.path.clone(),
-                            findings: findings
-                                .into_iter()
-                                .map(|f| {
-                                    crate::error::Finding::new(
-                                        format!("{pointer}{}", f.pointer),
-                                        f.message,
-                                    )
-                                })
-                                .collect(),
-                        }),
+                    Some(s) => {
+                        if let Some(f) =
+                            crate::schema::cost::check(s, pointer, contract.dir(), &self.root)
+                        {
+                            return Err(Error::SchemaLimit {
+                                path: contract.path.clone(),
+                                findings: vec![f],
+                            });
+                        }
+                        crate::schema::compile(s, contract.dir(), &self.root).map(Some).map_err(
+                            |findings| Error::SchemaInvalid {
+                                doc: DocKind::Contract,
+                                path: contract.path.clone(),
+                                findings: findings
+                                    .into_iter()
+                                    .map(|f| {
+                                        crate::error::Finding::new(
+                                            format!("{pointer}{}", f.pointer),
+                                            f.message,
+                                        )
+                                    })
+                                    .collect(),
+                            },
+                        )
+                    }
                 }
             };
         let validators = Arc::new(Validators {

@@ -7,8 +7,10 @@
 //! - **verbatim**: values are inserted as they are and never expanded again (a value
 //!   containing `{{ x }}` stays literal); no HTML escaping; strings print as-is, every
 //!   other value prints as compact JSON;
-//! - **bounded**: execution has fuel, recursion is limited and output is capped, so a
-//!   hostile template stops with `template_limit_exceeded`.
+//! - **bounded**: execution has fuel, recursion is limited, output is capped, and every
+//!   value a template builds is bounded in size ([`bounds`]), so a hostile template stops
+//!   with `template_limit_exceeded`; constructs that capture output outside the cap
+//!   (macros, set and filter blocks, recursive loops, includes) are refused.
 //!
 //! A pass-through pack (`template`) renders to one user message. A structured pack puts
 //! role, constraints and output format in the system message and required inputs, context,
@@ -28,6 +30,8 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::gateway::Message;
 use crate::pack::{PackBody, PromptPack};
+
+pub mod bounds;
 
 /// Instructions a render may execute before it is stopped.
 pub const FUEL: u64 = 200_000;
@@ -98,6 +102,7 @@ fn environment() -> Environment<'static> {
     // messages and rendering cost are the same in debug and release builds (names of missing
     // variables come from the template source pactum keeps, see `undefined_name`).
     env.set_debug(false);
+    bounds::install(&mut env);
     env.set_formatter(|out, _state, value| {
         if value.is_undefined() {
             return Err(minijinja::Error::new(
@@ -141,6 +146,13 @@ fn template_error(env: &Environment<'_>, template: &str, e: &minijinja::Error) -
         ErrorKind::InvalidOperation if detail.contains("recursion") => {
             Error::TemplateLimit { template: template.to_string(), message: detail }
         }
+        ErrorKind::InvalidOperation if bounds::is_limit(&detail) => {
+            let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            Error::TemplateLimit {
+                template: template.to_string(),
+                message: format!("{detail}{at}"),
+            }
+        }
         _ => {
             let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
             let what = if detail.is_empty() {
@@ -161,6 +173,12 @@ fn undefined_name(env: &Environment<'_>, e: &minijinja::Error) -> Option<String>
     let source = template.source();
     let range = e.range()?;
     let text = source.get(range)?;
+    // An operand of a check pactum wrapped around an operator (`__pactum_concat(x , y)`).
+    let detail = e.detail().unwrap_or_default();
+    let text = match detail.strip_prefix(bounds::UNDEFINED).and_then(|i| i.parse().ok()) {
+        Some(index) => bounds::operand(text.trim_start(), index)?,
+        None => text,
+    };
     let name: String =
         text.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
     (!name.is_empty()).then_some(name)
@@ -175,19 +193,26 @@ impl CompiledPack {
         let mut literals = Vec::new();
         let mut add = |slot: Slot, pointer: &str, source: &str| -> Result<()> {
             let name = format!("{key}{pointer}");
-            env.add_template_owned(name.clone(), source.to_string()).map_err(|e| {
-                Error::SchemaInvalid {
+            let source =
+                bounds::prepare(source, &name).map_err(|refused| Error::SchemaInvalid {
                     doc: crate::error::DocKind::PromptPack,
                     path: pack.path.clone(),
                     findings: vec![crate::error::Finding::new(
                         pointer,
-                        format!(
-                            "template does not compile: {}{}",
-                            e.detail().unwrap_or("syntax error"),
-                            e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
-                        ),
+                        format!("{} (template line {})", refused.message, refused.line),
                     )],
-                }
+                })?;
+            env.add_template_owned(name.clone(), source).map_err(|e| Error::SchemaInvalid {
+                doc: crate::error::DocKind::PromptPack,
+                path: pack.path.clone(),
+                findings: vec![crate::error::Finding::new(
+                    pointer,
+                    format!(
+                        "template does not compile: {}{}",
+                        e.detail().unwrap_or("syntax error"),
+                        e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
+                    ),
+                )],
             })?;
             parts.push((slot, Part::Template(name)));
             Ok(())
@@ -249,7 +274,7 @@ impl CompiledPack {
             if let Part::Template(name) = part
                 && let Ok(t) = self.env.get_template(name)
             {
-                out.extend(t.undeclared_variables(false));
+                out.extend(bounds::user_variables(t.undeclared_variables(false)));
             }
         }
         out
@@ -263,7 +288,7 @@ impl CompiledPack {
             .filter_map(|(_, part)| match part {
                 Part::Template(name) => self.env.get_template(name).ok().map(|t| {
                     let pointer = name.get(prefix_len..).unwrap_or(name).to_string();
-                    (pointer, t.undeclared_variables(false).into_iter().collect())
+                    (pointer, bounds::user_variables(t.undeclared_variables(false)).collect())
                 }),
                 Part::Literal(_) => None,
             })
@@ -273,6 +298,7 @@ impl CompiledPack {
     fn render_part(&self, name: &str, ctx: &JinjaValue) -> Result<String> {
         let template =
             self.env.get_template(name).map_err(|e| template_error(&self.env, name, &e))?;
+        bounds::begin_render();
         let mut out = Capped { buf: Vec::with_capacity(512) };
         template
             .render_captured_to(ctx.clone(), &mut out)
@@ -477,11 +503,61 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
+        // Macros capture their output outside the cap: refused when the pack compiles.
         let e = render_text("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", json!({}))
             .unwrap_err();
-        assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
+        assert_eq!(e.code(), Code::PromptPackInvalid, "{e}");
+        // Values built within the fuel are bounded too (issue 11).
+        for hostile in [
+            "{% set n = namespace(x='ab') %}{% for i in range(40) %}{% set n.x = n.x ~ n.x %}{% endfor %}{{ n.x|length }}",
+            "{% set a = 'x' * 1000000 %}{% set b = a ~ a %}{% set c = b ~ b %}{% set d = c ~ c %}{{ d|length }}",
+            "{{ 'line\n' * 1000 | indent(100000000) }}",
+            "{{ 'abc' | replace('', 'x' * 3000000) }}",
+            "{% set n = namespace(l=[1]) %}{% for i in range(40) %}{% set n.l = n.l + n.l %}{% endfor %}{{ n.l|length }}",
+            "{% set n = namespace(l=[1]) %}{% for i in range(200) %}{% set n.l = [n.l] %}{% endfor %}{{ n.l }}",
+            "{% set n = namespace(l=[1]) %}{% for i in range(40) %}{% set n.l = [n.l, n.l] %}{% endfor %}{{ n.l|length }}",
+            "{% set n = namespace(x='a') %}{% for i in range(40) %}{% set n.x = n.x|replace('a', 'aa') %}{% endfor %}{{ n.x|length }}",
+            "{{ range(100000) | join('x' * 100000) }}",
+            "{{ '%100000000s' | format('a') }}",
+            "{{ [1] | batch(100000000, 0) | list }}",
+        ] {
+            let e = render_text(hostile, json!({})).unwrap_err();
+            assert_eq!(e.code(), Code::TemplateLimitExceeded, "{hostile}: {e}");
+        }
         let e = render_text("{{ 'x' * 50000000 }}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
+    }
+
+    #[test]
+    fn bounded_operators_and_filters_keep_their_meaning() {
+        let vars = json!({"items": ["b", "a"], "name": "Ada", "n": 4, "data": {"k": [1, 2]},
+                          "text": "one\ntwo"});
+        for (template, expected) in [
+            ("{{ items | join(', ') }}", "b, a"),
+            ("{{ name ~ '!' }} {{ (n + 1) * 2 }} {{ n / 2 }}", "Ada! 10 2.0"),
+            ("{{ [1, 2] + [3] }} {{ 'ab' * 2 }} {{ (1, 2) }}", "[1,2,3] abab [1,2]"),
+            ("{{ data | tojson }}", "{\"k\": [1, 2]}"),
+            ("{% for x in items | sort %}{{ loop.index }}{{ x }}{% endfor %}", "1a2b"),
+            ("{{ text | indent(2) }}", "one\n  two"),
+            ("{{ missing | default('d') }} {{ {'a': n}['a'] }}", "d 4"),
+            (
+                "{% set ns = namespace(s='') %}{% for x in items %}{% set ns.s = ns.s ~ x %}{% endfor %}{{ ns.s }}",
+                "ba",
+            ),
+            ("{{ range(3) | list }} {{ dict(a=1).a }}", "[0,1,2] 1"),
+        ] {
+            assert_eq!(render_text(template, vars.clone()).unwrap(), expected, "{template}");
+        }
+        let e = render_text("{{ 'x' ~ missing }}", json!({})).unwrap_err();
+        assert_eq!(e.code(), Code::TemplateVariableMissing, "{e}");
+        let e = render_text("{{ missing ~ 'x' }}", json!({})).unwrap_err();
+        assert!(e.to_string().contains("`missing`"), "the variable is named: {e}");
+        let compiled = CompiledPack::compile(&pack(
+            json!({"template": "{{ a ~ b }}{{ [c] }}{{ f | upper }}"}),
+        ))
+        .unwrap();
+        let names: Vec<String> = compiled.variables().into_iter().collect();
+        assert_eq!(names, ["a", "b", "c", "f"]);
     }
 
     #[test]

@@ -7,13 +7,18 @@
 //! Every `$schema` written here is relative to the file's own folder and points at the
 //! project's `schemas/` folder, which is filled from the embedded schemas when missing, so
 //! editors resolve it offline.
+//!
+//! The files are written exclusively, through the confinement rule, under the registry
+//! lock (SPEC §18): of two `new contract` runs with one id, one succeeds and the other
+//! changes nothing and leaves no file behind.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use semver::Version;
 use serde_json::{Value, json};
 
 use crate::compat::{Bump, declared_bump};
+use crate::confine::Root;
 use crate::error::{DocKind, Error, Result};
 use crate::id::{Pin, Requirement};
 use crate::registry::lifecycle::Stamp;
@@ -62,22 +67,28 @@ struct PackSections {
     output_format: &'static str,
 }
 
-fn write_new(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    if path.exists() {
-        return Err(Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "already exists; pick another id",
-            ),
-        ));
+/// Creates `rel` under `root` exclusively: through the one confinement rule (no folder on
+/// the way is a symlink, nothing is written outside the project), and never over an
+/// existing file or a dangling link (`create_new`). Returns the file's path.
+fn write_new(root: &Root, rel: &str, text: &str) -> Result<PathBuf> {
+    let path = root.writable(Path::new(rel), true)?;
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
+            let e = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                std::io::Error::new(e.kind(), "already exists; pactum never writes over a file (pick another id or version, or move the file away)")
+            } else {
+                e
+            };
+            Error::io(rel, e)
+        })?;
+    let written = std::io::Write::write_all(&mut file, text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| Error::io(rel, e));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&path);
+        return Err(e);
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-    text.push('\n');
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    Ok(path)
 }
 
 /// The `$schema` value for a file at `rel` (relative to the root, `/`-separated): the
@@ -101,29 +112,11 @@ pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> 
     let pack_id = format!("PRM-{word}-{number}");
     let name = word.to_ascii_lowercase();
     let registry_path = root.join(registry::FILE_NAME);
-    if registry_path.is_file() {
-        let reg = registry::Registry::load(&registry_path)?;
-        for (kind, i) in [(EntryKind::Contract, id), (EntryKind::PromptPack, pack_id.as_str())] {
-            if let Some(existing) = reg.versions(kind, i).last() {
-                return Err(Error::DuplicateEntry {
-                    id: i.to_string(),
-                    version: existing.version.to_string(),
-                });
-            }
-        }
-    }
-    // `contracts/plan/` for PRC-PLAN-001; when that folder is taken (by PRC-PLAN-001, for
-    // PRC-PLAN-002), `contracts/plan-002/`.
-    let folders = [name.clone(), format!("{name}-{number}")];
-    let free = |folder: &String| {
-        !root.join("contracts").join(folder).join("1.0.0.json").exists()
-            && !root.join("prompt_packs").join(folder).join("1.0.0.json").exists()
-    };
-    let name = folders.iter().find(|f| free(f)).unwrap_or(&folders[1]);
-    let contract_rel = format!("contracts/{name}/1.0.0.json");
-    let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
+    let confined = Root::new(root);
+    // Every folder `new contract` may pick is one level deep, so the `$schema` paths are
+    // the same for all of them.
     let pack = PackFile {
-        schema: schema_ref(&pack_rel, "prompt_pack.schema.json"),
+        schema: schema_ref(&format!("prompt_packs/{name}/1.0.0.json"), "prompt_pack.schema.json"),
         prompt_pack_id: pack_id.clone(),
         version: "1.0.0",
         description: format!("Prompt text of {id}."),
@@ -134,7 +127,7 @@ pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> 
         },
     };
     let contract = ContractFile {
-        schema: schema_ref(&contract_rel, "prompt_contract.schema.json"),
+        schema: schema_ref(&format!("contracts/{name}/1.0.0.json"), "prompt_contract.schema.json"),
         contract_id: id.to_string(),
         version: "1.0.0",
         prompt_pack_id: pack_id.clone(),
@@ -152,23 +145,48 @@ pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> 
         ]),
         metadata: json!({"description": "(one sentence: what this exchange is for)"}),
     };
-    let pack_path = root.join(&pack_rel);
-    let contract_path = root.join(&contract_rel);
-    write_new(&pack_path, &pack)?;
-    if let Err(e) = write_new(&contract_path, &contract) {
-        let _ = std::fs::remove_file(&pack_path);
-        return Err(e);
-    }
-    crate::init::write_schemas(&root.join("schemas"), false)?;
+    // Everything under the registry lock: a second `new contract` of the same id waits,
+    // then finds the first one's entries and changes nothing.
+    let created: std::cell::RefCell<Vec<PathBuf>> = std::cell::RefCell::default();
     let registered = store::update(&registry_path, |reg| {
+        for (kind, i) in [(EntryKind::Contract, id), (EntryKind::PromptPack, pack_id.as_str())] {
+            if let Some(existing) = reg.versions(kind, i).last() {
+                return Err(Error::DuplicateEntry {
+                    id: i.to_string(),
+                    version: existing.version.to_string(),
+                });
+            }
+        }
+        // `contracts/plan/` for PRC-PLAN-001; when that folder is taken (by PRC-PLAN-001, for
+        // PRC-PLAN-002), `contracts/plan-002/`.
+        let folders = [name.clone(), format!("{name}-{number}")];
+        let free = |folder: &String| {
+            !root.join("contracts").join(folder).join("1.0.0.json").exists()
+                && !root.join("prompt_packs").join(folder).join("1.0.0.json").exists()
+        };
+        let name = folders.iter().find(|f| free(f)).unwrap_or(&folders[1]);
+        let contract_rel = format!("contracts/{name}/1.0.0.json");
+        let pack_rel = format!("prompt_packs/{name}/1.0.0.json");
+        let pack_path = write_new(&confined, &pack_rel, &pretty(&pack))?;
+        created.borrow_mut().push(pack_path.clone());
+        let contract_path = write_new(&confined, &contract_rel, &pretty(&contract))?;
+        created.borrow_mut().push(contract_path.clone());
         lifecycle::add(reg, &pack_path, stamp)?;
-        lifecycle::add(reg, &contract_path, stamp)
+        lifecycle::add(reg, &contract_path, stamp)?;
+        Ok((contract_rel, pack_rel))
     });
-    if let Err(e) = registered {
-        let _ = std::fs::remove_file(&pack_path);
-        let _ = std::fs::remove_file(&contract_path);
-        return Err(e);
-    }
+    let (contract_rel, pack_rel) = match registered {
+        Ok(rels) => rels,
+        Err(e) => {
+            // Only the files this call created (exclusively) are removed: nothing is
+            // orphaned, nothing someone else wrote is touched.
+            for path in created.borrow().iter() {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+    };
+    crate::init::write_schemas(root, "schemas", false)?;
     Ok(Scaffolded { contract: contract_rel, pack: pack_rel, pack_id })
 }
 
@@ -239,12 +257,11 @@ pub fn new_version(root: &Path, pin: &str, with_pack: bool, stamp: &Stamp) -> Re
         pack = Some((pack_id.to_string(), pack_version, planned[1].rel.clone()));
     }
     // Write every file (never over an existing one), then register them in one update.
+    let confined = Root::new(root);
     let mut written = Vec::new();
     let result = (|| {
         for plan in &planned {
-            let path = root.join(&plan.rel);
-            write_text_new(&path, &plan.text)?;
-            written.push(path);
+            written.push(write_new(&confined, &plan.rel, &plan.text)?);
         }
         store::update(&registry_path, |r| {
             // Packs first: a contract may bind the new pack.
@@ -303,12 +320,19 @@ fn next_source(reg: &Registry, kind: EntryKind, id: &str, version: &Version) -> 
             ),
         });
     }
-    versions.iter().rev().find(|e| reg.file_of(e).is_ok()).map(|e| (*e).clone()).ok_or_else(|| {
-        Error::RegistryFileMissing {
-            id: id.to_string(),
-            version: highest.version.to_string(),
-            path: highest.path.clone(),
+    // A missing file (a removed version) falls back to the next lower one; a path that
+    // escapes the root is refused, never skipped.
+    for entry in versions.iter().rev() {
+        match reg.file_of(entry) {
+            Ok(_) => return Ok((*entry).clone()),
+            Err(e @ Error::PathEscape { .. }) => return Err(e),
+            Err(_) => {}
         }
+    }
+    Err(Error::RegistryFileMissing {
+        id: id.to_string(),
+        version: highest.version.to_string(),
+        path: highest.path.clone(),
     })
 }
 
@@ -389,18 +413,11 @@ fn set_string(
     format!("{},\n{indent}\"{name}\": {quoted}{}", &text[..prev.end], &text[prev.end..])
 }
 
-/// Creates `path` with `text`, never replacing an existing file.
-fn write_text_new(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    file.write_all(text.as_bytes()).map_err(|e| Error::io(path, e))
+/// `value` as pretty JSON with a final line break.
+fn pretty(value: &impl serde::Serialize) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 #[cfg(test)]

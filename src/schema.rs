@@ -8,7 +8,9 @@
 //!
 //! **Security invariant:** no `$ref` reaches the network or a file outside the project
 //! root. Compilation uses [`RootRetriever`], which serves only `file://` URIs that
-//! canonicalize to a path inside the root; regexes use the linear-time `regex` engine.
+//! resolve to a regular file inside the root (the confinement rule); regexes use the
+//! linear-time `regex` engine; a schema whose `$ref`s expand beyond [`cost::MAX_EXPANSION`]
+//! subschemas is never compiled (`schema_limit_exceeded`).
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -312,6 +314,11 @@ fn walk_schema(schema: &Value, at: &str, visit: &mut dyn FnMut(String, &str, &Va
 /// default), formats asserted, linear-time regexes, relative `$ref`s resolved against
 /// `base_dir` and served only from inside `root`.
 pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator, Vec<Finding>> {
+    // Never compile a schema whose evaluation would explode, whoever asks (SPEC §18);
+    // callers that report `schema_limit_exceeded` check [`cost::check`] first.
+    if let Some(finding) = cost::check(schema, "", base_dir, root) {
+        return Err(vec![finding]);
+    }
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let base_dir = base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf());
     let base_uri = format!("file://{}/", encode_path(&base_dir));
@@ -369,16 +376,18 @@ impl Retrieve for RootRetriever {
         let raw = rest.split('#').next().unwrap_or(rest);
         let path = PathBuf::from(percent_decode(raw));
         let real =
-            path.canonicalize().map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-        if !real.starts_with(&self.root) {
-            return Err(
-                format!("refusing `{}`: it is outside the project root", path.display()).into()
-            );
-        }
+            crate::confine::Root::canonical(&self.root).file(&path).map_err(|r| match r {
+                crate::confine::Refusal::Escape(_) => {
+                    format!("refusing `{}`: it is outside the project root", path.display())
+                }
+                other => other.into_error(&path).to_string(),
+            })?;
         let doc = crate::document::load(&real, None).map_err(|e| e.to_string())?;
         Ok(doc.value)
     }
 }
+
+pub mod cost;
 
 #[cfg(test)]
 mod agreement;

@@ -908,7 +908,7 @@ fn both_ways(
 fn the_api_key_never_leaves_the_request_headers() {
     let p = Project::new();
     p.config(&format!(
-        "{REPLAY_CONFIG}\n[providers.named]\nkind = \"openai\"\napi_key_env = \"E2E_NAMED_KEY\"\n"
+        "{REPLAY_CONFIG}\n[providers.named]\nkind = \"openai\"\napi_key_env = \"E2E_NAMED_API_KEY\"\n"
     ));
     let echo = format!("Incorrect API key provided: {KEY}. You can find your key at ...");
     let echoing_reply =
@@ -918,7 +918,7 @@ fn the_api_key_never_leaves_the_request_headers() {
     let named = |url: &str| {
         vec![
             ("OPENAI_BASE_URL", url.to_string()),
-            ("E2E_NAMED_KEY", KEY.to_string()),
+            ("E2E_NAMED_API_KEY", KEY.to_string()),
             ("PACTUM_MODEL", MODEL.to_string()),
         ]
     };

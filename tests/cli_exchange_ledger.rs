@@ -50,14 +50,19 @@ fn verify(p: &Project, json: bool) -> harness::Out {
 
 /// Verifies the tampered ledger and returns the line it names (text and JSON agree).
 fn broken_line(p: &Project) -> String {
+    failing_line(p, "ledger_broken")
+}
+
+/// Like [`broken_line`] for a failure with `code`.
+fn failing_line(p: &Project, code: &str) -> String {
     let out = verify(p, false);
     out.status(1);
-    assert!(out.stderr.contains("ledger_broken"), "{out}");
+    assert!(out.stderr.contains(code), "{out}");
     let out = verify(p, true);
     out.status(1);
     let doc = out.json();
     assert_eq!(doc["ok"], false);
-    assert_eq!(doc["code"], "ledger_broken");
+    assert_eq!(doc["code"], code);
     let message = doc["message"].as_str().unwrap().to_string();
     // The ledger is named relative to the folder the command ran in (the project root).
     let ledger = p.ledger().strip_prefix(p.root()).unwrap().display().to_string();
@@ -221,7 +226,8 @@ fn verify_names_a_line_that_is_not_json_and_a_cut_off_last_line() {
     let mut text: String = original.iter().map(|l| format!("{l}\n")).collect();
     text.truncate(text.len() - 20);
     std::fs::write(p.ledger(), text).unwrap();
-    assert_eq!(broken_line(&p), "5");
+    // A torn last line is a cut-off write, not an edit (SPEC §18).
+    assert_eq!(failing_line(&p, "ledger_corrupt"), "5");
 }
 
 #[test]

@@ -348,6 +348,43 @@ fn new_version_with_pack_copies_the_pack_and_pins_it() {
 }
 
 #[test]
+fn init_and_new_version_never_write_through_a_symlink() {
+    let outside = tempfile::tempdir().unwrap();
+    // A cloned pull request whose `schemas` folder is a link out of the project.
+    let r = Repo::new("");
+    std::os::unix::fs::symlink(outside.path(), r.root.join("schemas")).unwrap();
+    let out = r.run(&["init"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("error[path_escape]"), "{}", out.stderr);
+    assert!(out.stderr.contains("symlink"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written outside");
+
+    // A version folder that is a link: inside the project it may be read, never written
+    // through; leading out of the project it is not even read.
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    let folder = r.root.join("contracts/summarize");
+    let moved = r.root.join("elsewhere");
+    std::fs::rename(&folder, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &folder).unwrap();
+    let before = std::fs::read(r.root.join("registry.json")).unwrap();
+    let (code, v) = r.json(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    assert_eq!((code, v["code"].clone()), (1, json!("path_escape")), "{v:#}");
+    assert!(v["message"].as_str().unwrap().contains("symlink"), "{v:#}");
+    assert!(!moved.join("1.1.0.json").exists(), "nothing written through the link");
+    assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), before);
+
+    std::fs::rename(&moved, outside.path().join("summarize")).unwrap();
+    std::fs::remove_file(&folder).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("summarize"), &folder).unwrap();
+    let (code, v) = r.json(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    assert_eq!((code, v["code"].clone()), (1, json!("path_escape")), "{v:#}");
+    assert!(!outside.path().join("summarize/1.1.0.json").exists());
+    assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), before);
+}
+
+#[test]
 fn new_version_refuses_a_lower_or_taken_version_and_writes_nothing() {
     let r = Repo::new("");
     r.ok(&["init"]);

@@ -629,6 +629,43 @@ fn reproduces_usage_error() {
     doc_example(dir.path(), Code::UsageError, 2);
 }
 
+#[test]
+fn reproduces_config_insecure() {
+    let dir = classify_project();
+    fs::write(
+        dir.path().join("pactum.toml"),
+        "[providers.x]\nkind = \"openai\"\nbase_url = \"http://llm.example.com/v1\"\napi_key_env = \"X_API_KEY\"\n",
+    )
+    .unwrap();
+
+    let e = err(Project::open(&registry_path(dir.path())));
+
+    let message = assert_code(&e, Code::ConfigInsecure);
+    assert!(message.contains("pactum.toml:3:12") && message.contains("without https"), "{message}");
+    doc_example(dir.path(), Code::ConfigInsecure, 1);
+}
+
+#[test]
+fn reproduces_schema_limit_exceeded() {
+    // Each definition refers twice to the next: 2^40 subschemas from a few hundred bytes.
+    let mut defs = serde_json::Map::new();
+    for i in 0..40 {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(format!("d{i}"), json!({"anyOf": [{"$ref": next}, {"$ref": next}]}));
+    }
+    defs.insert("d40".into(), json!({"type": "string"}));
+    let mut c = contract();
+    c["output_schema"] = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+    let dir = empty_project();
+    write_json(dir.path(), &file_of(&c), &c);
+
+    let d = finding(&validate_tree(dir.path()), Code::SchemaLimitExceeded);
+
+    assert_eq!(d.pointer.as_deref(), Some("/output_schema"));
+    assert!(d.message.contains("expands to more than"), "{}", d.message);
+    doc_example(dir.path(), Code::SchemaLimitExceeded, 1);
+}
+
 // --- Registry and resolution --------------------------------------------------------------
 
 #[test]
@@ -1394,6 +1431,59 @@ fn reproduces_ledger_broken() {
     let message = assert_code(&e, Code::LedgerBroken);
     assert!(message.contains(":1: record 1 was edited"), "{message}");
     doc_example(dir.path(), Code::LedgerBroken, 1);
+}
+
+#[test]
+fn reproduces_ledger_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.jsonl");
+    let ledger = pactum::ledger::Ledger::open(&path).unwrap();
+    ledger.append("exchange", serde_json::Map::new()).unwrap();
+    // A crash cut the second record off before its newline.
+    let mut torn = fs::read(&path).unwrap();
+    torn.extend_from_slice(b"{\"seq\":2,\"kind\":\"exch");
+    fs::write(&path, &torn).unwrap();
+
+    let e = err(ledger.append("exchange", serde_json::Map::new()));
+
+    let message = assert_code(&e, Code::LedgerCorrupt);
+    assert!(
+        message.contains(":2:") && message.contains("delete the incomplete line 2"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), torn, "nothing was appended to the torn line");
+    doc_example(dir.path(), Code::LedgerCorrupt, 1);
+}
+
+// --- Internal -------------------------------------------------------------------------------
+
+#[test]
+fn reproduces_internal_error() {
+    // A panic in a validate worker is never a success, and never a file silently missing
+    // from the report: the whole run is `internal_error`. (The binary's handling of a panic
+    // anywhere, exit 2, is in tests/trust_boundaries.rs.)
+    struct PanicsInWorkers(std::sync::atomic::AtomicUsize);
+    impl pactum::validate::Progress for PanicsInWorkers {
+        fn start(&self, _: usize) {}
+        fn advance(&self) {
+            // The first call (the registry) is on the calling thread; the rest in workers.
+            if self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0 {
+                panic!("a check panicked");
+            }
+        }
+        fn finish(&self) {}
+    }
+    let dir = classify_project();
+
+    let e = err(pactum::validate::validate(
+        dir.path(),
+        &Default::default(),
+        &PanicsInWorkers(Default::default()),
+    ));
+
+    let message = assert_code(&e, Code::InternalError);
+    assert!(message.contains("a validate worker panicked: a check panicked"), "{message}");
+    doc_example_of(&e);
 }
 
 // --- Codes in --json output (SPEC §12: a failure has a top-level "code") ---------------

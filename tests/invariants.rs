@@ -605,7 +605,7 @@ fn the_kernel_demo_does_not_answer_15_when_the_plan_adds_5_and_11() {
     let (out, records) = run_demo_in(dir.path(), "WO-DEMO-SUM-001.json");
 
     out.status(1);
-    let result = out.json();
+    let result = common::single_result(out.json());
     assert_eq!(result["ok"], false, "{result:#}");
     assert_eq!(result["status"], "failed", "{result:#}");
     let calls: Vec<&Value> =
@@ -653,7 +653,7 @@ fn the_kernel_demo_answer_needs_the_calculators_result_in_the_synthesis_prompt()
 
     let (out, records) = run_demo_in(dir.path(), "WO-DEMO-SUM-001.json");
 
-    let result = out.json();
+    let result = common::single_result(out.json());
     assert_eq!(result["status"], "converged", "the loop itself is unchanged: {result:#}");
     let synthesis = records
         .iter()

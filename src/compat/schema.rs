@@ -13,9 +13,11 @@
 //! equal, changed they are unclassified. A `$ref` with validation keywords beside it is
 //! compared keyword by keyword only against another `$ref`.
 //!
-//! Limits: the walk stops at [`MAX_DEPTH`] nested subschemas. Values parsed by
-//! `serde_json` are at most 128 levels deep; deeper values built in memory are still
-//! compared with `serde_json`'s own (recursive) equality at the cut-off.
+//! Limits: the walk stops at [`MAX_DEPTH`] nested subschemas (`$ref` hops included).
+//! What lies beyond is never assumed compatible: a difference there, or a `$ref` that could
+//! lead to one, is an unclassified change (a major bump). Values parsed by `serde_json`
+//! are at most 128 levels deep; deeper values built in memory are still compared with
+//! `serde_json`'s own (recursive) equality at the cut-off.
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -186,11 +188,16 @@ impl<'a> Differ<'a, '_> {
 
     fn schema(&mut self, old: &'a Value, new: &'a Value, loc: &Loc, depth: usize) {
         if depth > MAX_DEPTH {
-            if old != new {
+            // Nothing beyond the cut-off is assumed compatible (SPEC §18): equal subtrees
+            // pass only when no `$ref` in them could lead to a change further down.
+            if old != new || contains_ref(old) || contains_ref(new) {
                 self.push(
                     loc.new.clone(),
                     ChangeKind::Unclassified,
-                    format!("schemas nested deeper than {MAX_DEPTH} levels differ"),
+                    format!(
+                        "schemas nested deeper than {MAX_DEPTH} levels (counting `$ref` hops) {}; pactum cannot prove them compatible: release a major version, or flatten the `$ref` chain",
+                        if old != new { "differ" } else { "continue through `$ref`" }
+                    ),
                 );
             }
             return;
@@ -816,6 +823,24 @@ fn is_handled(key: &str) -> bool {
 }
 
 /// A `$ref` with nothing beside it but annotations and definitions.
+/// Whether a `$ref` (or `$dynamicRef`) appears anywhere in `value` (iteratively).
+fn contains_ref(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                if map.contains_key("$ref") || map.contains_key("$dynamicRef") {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
 fn is_pure_ref(schema: Obj<'_>) -> bool {
     schema.into_iter().flatten().all(|(key, _)| {
         matches!(key.as_str(), "$ref" | "$defs" | "definitions")

@@ -833,6 +833,35 @@ fn deep_nesting_is_bounded() {
 }
 
 #[test]
+fn a_change_behind_a_deep_ref_chain_is_never_a_patch() {
+    // d0 → d1 → … → d99: the last definition changes, 100 `$ref` hops down (issue 11).
+    let chain = |leaf: &str| {
+        let mut defs = serde_json::Map::new();
+        for i in 0..100 {
+            let next = if i == 99 {
+                json!({"type": leaf})
+            } else {
+                json!({"$ref": format!("#/$defs/d{}", i + 1)})
+            };
+            defs.insert(format!("d{i}"), next);
+        }
+        json!({"$ref": "#/$defs/d0", "$defs": defs})
+    };
+    let changes = diff_schemas(&chain("string"), &chain("integer"), "/output_schema");
+    assert!(
+        changes.iter().any(|c| c.kind == K::Unclassified && c.bump == Bump::Major),
+        "the change must not pass as a patch: {changes:#?}"
+    );
+    // Identical documents are equal; but when something else changed, an identical chain
+    // that deep is not proven equal (the walk did not see its end): pactum says so.
+    assert!(diff_schemas(&chain("string"), &chain("string"), "").is_empty());
+    let mut titled = chain("string");
+    titled["title"] = json!("t");
+    let changes = diff_schemas(&chain("string"), &titled, "/output_schema");
+    assert!(changes.iter().any(|c| c.kind == K::Unclassified), "{changes:#?}");
+}
+
+#[test]
 fn large_schemas_with_shared_definitions_stay_linear() {
     // 2,000 properties, each a chain of references through 20 shared definitions: without
     // per-pair memoisation this would walk 2,000 × 20 definitions.

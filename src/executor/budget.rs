@@ -37,9 +37,10 @@ impl Budget {
 
     /// Refuses a call that could need more than what is left.
     pub fn check(&self, prompt_estimate: u64, max_tokens: u64) -> Result<()> {
+        let needed = prompt_estimate.saturating_add(max_tokens);
         match self.remaining() {
-            Some(remaining) if prompt_estimate + max_tokens > remaining => {
-                Err(Error::BudgetExceeded { needed: prompt_estimate + max_tokens, remaining })
+            Some(remaining) if needed > remaining => {
+                Err(Error::BudgetExceeded { needed, remaining })
             }
             _ => Ok(()),
         }
@@ -64,6 +65,11 @@ mod tests {
         b.charge(70);
         assert_eq!(b.remaining(), Some(30));
         assert!(b.check(10, 30).is_err());
+        // Usage near 2^64 saturates instead of wrapping: the budget stays spent.
+        b.charge(u64::MAX);
+        b.charge(5);
+        assert_eq!(b.remaining(), Some(0));
+        assert!(b.check(u64::MAX, u64::MAX).is_err());
         let unlimited = Budget::new(None);
         unlimited.charge(1_000_000);
         assert!(unlimited.check(u64::MAX / 4, 10).is_ok());

@@ -171,6 +171,11 @@ impl<'a> Caller<'a> {
         role: Option<&str>,
     ) -> Result<Exchanged> {
         let resolved = self.resolve(pin)?;
+        // Values the contract marks `x-secret` are masked in every record and message
+        // from here on (SPEC §18).
+        if let Some(ledger) = self.ledger {
+            ledger.redactor().add_marked(resolved.contract.input_schema.as_ref(), input);
+        }
         let provider =
             self.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
         let provider = provider.as_ref();
@@ -225,8 +230,7 @@ impl<'a> Caller<'a> {
         self.budget.charge(used.total());
         {
             let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
-            total.prompt_tokens += used.prompt_tokens;
-            total.completion_tokens += used.completion_tokens;
+            *total = total.plus(used);
         }
         let target = target.cloned().unwrap_or(own);
         let output = exchange::check_output(
@@ -235,6 +239,11 @@ impl<'a> Caller<'a> {
             &response.body,
             response.finish_reason.as_ref(),
         );
+        if let (Some(ledger), Ok(out)) = (self.ledger, &output)
+            && let Some(value) = out.value()
+        {
+            ledger.redactor().add_marked(target.contract.output_schema.as_ref(), value);
+        }
         record(Some(&hash), Some(&response), output.as_ref())?;
         if let Some(warning) = output
             .as_ref()
@@ -283,7 +292,7 @@ impl<'a> Caller<'a> {
                 .constraints
                 .timeout_s
                 .filter(|t| t.is_finite() && *t > 0.0)
-                .map(Duration::from_secs_f64),
+                .and_then(|t| Duration::try_from_secs_f64(t).ok()),
         }
     }
 

@@ -1,13 +1,14 @@
 //! Files a provider returns (SPEC §8.5): when a pack lists `expected_outputs`, an envelope
 //! may carry `{"files": {path: content | null}}` (`null`: the provider wrote the file
 //! itself). Contents are written under the work order's output folder — paths relative,
-//! never escaping it (`path_escape`) — and every expected file must exist afterwards, else
-//! a warning `expected_output_missing`.
+//! never escaping it or the project, never through a symlink (`path_escape`) — and every
+//! expected file must exist afterwards, else a warning `expected_output_missing`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::confine::Root;
 use crate::error::{Code, Error};
 use crate::executor::call::error_json;
 use crate::gateway::ResponseBody;
@@ -34,26 +35,19 @@ pub fn output_dir(wo: &WorkOrder) -> PathBuf {
     }
 }
 
-/// Refuses a target whose real folder (symlinks resolved) is outside the output folder,
-/// or which is itself a symlink.
-fn inside(dir: &std::path::Path, target: &std::path::Path, shown: &str) -> Result<(), Error> {
-    let escape = |reason: String| Error::PathEscape { path: shown.to_string(), reason };
-    let real_dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
-    let parent = target.parent().unwrap_or(dir);
-    let real_parent = parent.canonicalize().map_err(|e| Error::io(parent, e))?;
-    if !real_parent.starts_with(&real_dir) {
-        return Err(escape(format!(
-            "leads through a symlink to {}, outside the output folder",
-            real_parent.display()
-        )));
-    }
-    if std::fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(escape("is a symlink; pactum does not write through links".into()));
-    }
-    Ok(())
+/// The work order's folder with symlinks resolved (the current folder for a bare name).
+fn real_dir(wo: &WorkOrder) -> PathBuf {
+    let dir = wo.dir();
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
 }
 
-pub fn handle(wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled {
+/// Writes the files of a reply under the output folder. Each target goes through the one
+/// confinement rule ([`Root::writable`]): inside the project (or, for a work order from
+/// outside it, inside the work order's folder), never through a symlink, and no folder is
+/// created before the folder above it was checked; `..` in `output_dir` that climbs out,
+/// and a symlinked output folder, are `path_escape`.
+pub fn handle(root: &Path, wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled {
     let mut out = Handled::default();
     let files = match body {
         ResponseBody::Envelope(v) => v.get("files").and_then(Value::as_object),
@@ -63,26 +57,21 @@ pub fn handle(wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled
     if files.is_none() && expected.is_empty() {
         return out;
     }
-    let dir = output_dir(wo);
-    if files.is_some_and(|f| !f.is_empty())
-        && let Err(e) = std::fs::create_dir_all(&dir)
-    {
-        out.errors.push(error_json(&Error::io(&dir, e)));
-        return out;
-    }
+    let boundary = Root::for_document(root, wo.dir());
+    let base = real_dir(wo);
+    let dir = match &wo.output_dir {
+        Some(d) => base.join(d),
+        None => base.join("out").join(&wo.id),
+    };
     for (path, content) in files.into_iter().flatten() {
         if let Err(reason) = check_relative(path) {
             out.errors.push(error_json(&Error::PathEscape { path: path.clone(), reason }));
             continue;
         }
         let Some(text) = content.as_str() else { continue };
-        let target = dir.join(path);
-        let written = target
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .map_err(|e| Error::io(&target, e))
-            .and_then(|_| inside(&dir, &target, path))
-            .and_then(|_| crate::registry::store::write_atomic(&target, text.as_bytes()));
+        let written = boundary
+            .writable(&dir.join(path), true)
+            .and_then(|target| crate::registry::store::write_atomic(&target, text.as_bytes()));
         match written {
             Ok(()) => out.written.push(path.clone()),
             Err(e) => out.errors.push(error_json(&e)),
@@ -94,7 +83,7 @@ pub fn handle(wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled
                 code: Code::ExpectedOutputMissing,
                 message: format!(
                     "expected output `{path}` was not produced under {}",
-                    dir.display()
+                    output_dir(wo).display()
                 ),
             });
         }

@@ -179,7 +179,12 @@ impl Runner<'_> {
                 result.status = "completed".into();
                 result.output = Some(value);
                 result.extraction = extraction;
-                let handled = files::handle(wo, &first.resolved.pack, &first.response.body);
+                let handled = files::handle(
+                    &self.project.root,
+                    wo,
+                    &first.resolved.pack,
+                    &first.response.body,
+                );
                 result.files = handled.written;
                 result.warnings.extend(handled.warnings);
                 if !handled.errors.is_empty() {

@@ -193,7 +193,7 @@ impl AnthropicProvider {
             text = input.to_string();
         }
         let usage = body.get("usage").filter(|u| u.is_object()).map(|u| {
-            let count = |name: &str| u.get(name).and_then(Value::as_u64).unwrap_or(0);
+            let count = |name: &str| crate::gateway::token_count(u.get(name));
             Usage {
                 prompt_tokens: count("input_tokens")
                     .saturating_add(count("cache_creation_input_tokens"))

@@ -125,9 +125,27 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Prompt plus completion tokens, saturating: a provider reporting numbers near 2^64
+    /// cannot wrap the sum to something small and slip past a token budget (SPEC §18).
     pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
+
+    /// Both counts added, saturating.
+    #[must_use]
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens.saturating_add(other.prompt_tokens),
+            completion_tokens: self.completion_tokens.saturating_add(other.completion_tokens),
+        }
+    }
+}
+
+/// A provider-reported token count: an integer as it is, a fractional or huge number
+/// saturated (`1e30` counts as `u64::MAX`, not as nothing), anything else 0.
+pub fn token_count(value: Option<&Value>) -> u64 {
+    // `as` from f64 saturates (and maps NaN and negatives to 0).
+    value.and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f as u64))).unwrap_or(0)
 }
 
 /// A provider's answer to one [`PromptRequest`].
@@ -198,9 +216,10 @@ impl Secret {
     }
 
     /// Replaces every occurrence of the secret in `text` (e.g. an error body the server
-    /// echoed) so it can never reach a message, log or ledger.
+    /// echoed), plain, URL-encoded or base64-encoded, so it can never reach a message, log
+    /// or ledger ([`crate::redact`]).
     pub fn scrub(&self, text: &str) -> String {
-        if self.0.len() < 4 { text.to_string() } else { text.replace(&self.0, "[redacted]") }
+        crate::redact::mask_secret(text, &self.0)
     }
 }
 

@@ -186,8 +186,8 @@ impl OpenAiProvider {
             }
         };
         let usage = body.get("usage").filter(|u| u.is_object()).map(|u| Usage {
-            prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-            completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+            prompt_tokens: crate::gateway::token_count(u.get("prompt_tokens")),
+            completion_tokens: crate::gateway::token_count(u.get("completion_tokens")),
         });
         let finish_reason =
             choice.get("finish_reason").and_then(Value::as_str).map(FinishReason::from_api);

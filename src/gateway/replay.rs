@@ -126,12 +126,7 @@ impl ReplayProvider {
     /// processes) lose nothing.
     fn save(&self, recording: &Recording) -> Result<()> {
         let lock_path = self.path.with_extension("lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(&lock_path, e))?;
+        let lock = crate::confine::open_for_update(&lock_path, false)?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
         let mut entries = BTreeMap::new();
         if self.path.exists() {

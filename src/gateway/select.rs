@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Config, ProviderSettings};
+use crate::confine::Root;
 use crate::error::{Error, ProviderFailure, Result};
 use crate::gateway::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::gateway::dry_run::DryRunProvider;
@@ -74,7 +75,10 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
         Some(name) => Ok(Selected { provider: build(config, root, &name, choice, 0)?, offline: None, explicit }),
         None => match &choice.work_order.fixtures {
             Some(fixtures) => {
-                let path = choice.work_order_dir.join(fixtures);
+                let path = confined_read(
+                    &Root::for_document(root, choice.work_order_dir),
+                    Root::beside(choice.work_order_dir, fixtures),
+                )?;
                 let provider = Arc::new(ScriptedProvider::load(&path)?);
                 Ok(Selected {
                     provider,
@@ -189,8 +193,61 @@ fn timeout(config: &Config, default: Duration) -> Duration {
         .defaults
         .timeout_s
         .filter(|t| t.is_finite() && *t > 0.0)
-        .map(Duration::from_secs_f64)
+        .and_then(|t| Duration::try_from_secs_f64(t).ok())
         .unwrap_or(default)
+}
+
+/// `path` when it stays inside `boundary` (a missing file is left to the loader, which
+/// says it is not configured); `path_escape` or `io_error` otherwise.
+fn confined_read(boundary: &Root, path: std::path::PathBuf) -> Result<std::path::PathBuf> {
+    match boundary.file(&path) {
+        Ok(real) => Ok(real),
+        Err(crate::confine::Refusal::Missing) => Ok(path),
+        Err(refusal) => Err(refusal.into_error(&path)),
+    }
+}
+
+/// `path` when it may be written inside `boundary` (a missing folder is left to the
+/// provider, which says the cassette does not exist).
+fn confined_write(boundary: &Root, path: std::path::PathBuf) -> Result<std::path::PathBuf> {
+    match boundary.writable(&path, false) {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(path),
+        other => other,
+    }
+}
+
+/// The base URL a provider uses (environment, then pactum.toml, then the default),
+/// refused with `config_insecure` when an API key would go to it over plain http to a host
+/// that is not this machine (SPEC §18).
+fn key_safe(
+    provider: &str,
+    from_env: Option<&str>,
+    from_file: Option<&str>,
+    default: &str,
+    has_key: bool,
+    env_name: &str,
+) -> Result<String> {
+    let url = from_env.or(from_file).unwrap_or(default).to_string();
+    if !has_key || crate::config::key_may_go_to(&url) {
+        return Ok(url);
+    }
+    let (path, key) = if from_env.is_some() {
+        (env_name.to_string(), env_name.to_string())
+    } else {
+        (crate::config::FILE_NAME.to_string(), format!("providers.{provider}.base_url"))
+    };
+    Err(Error::ConfigInsecure {
+        path: path.into(),
+        problems: vec![crate::error::Located {
+            line: 0,
+            column: 0,
+            key,
+            message: format!(
+                "provider `{provider}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
+                crate::redact::mask_url_credentials(&url)
+            ),
+        }],
+    })
 }
 
 fn build(
@@ -233,12 +290,14 @@ fn build(
     let provider: Arc<dyn Provider> = match kind {
         "openai" => Arc::new(OpenAiProvider::new(OpenAiConfig {
             name: name.to_string(),
-            base_url: config
-                .env
-                .openai_base_url
-                .clone()
-                .or(settings.base_url.clone())
-                .unwrap_or_else(|| crate::gateway::openai::DEFAULT_BASE_URL.to_string()),
+            base_url: key_safe(
+                name,
+                config.env.openai_base_url.as_deref(),
+                settings.base_url.as_deref(),
+                crate::gateway::openai::DEFAULT_BASE_URL,
+                key_from(&config.env.openai_api_key).is_some(),
+                "OPENAI_BASE_URL",
+            )?,
             api_key: key_from(&config.env.openai_api_key),
             model,
             timeout: timeout(config, crate::gateway::openai::DEFAULT_TIMEOUT),
@@ -247,12 +306,14 @@ fn build(
         })),
         "anthropic" => Arc::new(AnthropicProvider::new(AnthropicConfig {
             name: name.to_string(),
-            base_url: config
-                .env
-                .anthropic_base_url
-                .clone()
-                .or(settings.base_url.clone())
-                .unwrap_or_else(|| crate::gateway::anthropic::DEFAULT_BASE_URL.to_string()),
+            base_url: key_safe(
+                name,
+                config.env.anthropic_base_url.as_deref(),
+                settings.base_url.as_deref(),
+                crate::gateway::anthropic::DEFAULT_BASE_URL,
+                key_from(&config.env.anthropic_api_key).is_some(),
+                "ANTHROPIC_BASE_URL",
+            )?,
             api_key: key_from(&config.env.anthropic_api_key),
             model,
             timeout: timeout(config, crate::gateway::anthropic::DEFAULT_TIMEOUT),
@@ -261,8 +322,11 @@ fn build(
         })),
         "scripted" => {
             let path = match (&choice.work_order.fixtures, &settings.fixtures) {
-                (Some(f), _) => choice.work_order_dir.join(f),
-                (None, Some(f)) => root.join(f),
+                (Some(f), _) => confined_read(
+                    &Root::for_document(root, choice.work_order_dir),
+                    Root::beside(choice.work_order_dir, f),
+                )?,
+                (None, Some(f)) => confined_read(&Root::new(root), root.join(f))?,
                 (None, None) => {
                     return Err(not_configured(
                         name,
@@ -273,9 +337,13 @@ fn build(
             Arc::new(ScriptedProvider::load(&path)?)
         }
         "replay" => {
+            // A cassette may not exist yet (record mode): checked as a file to write.
             let path = match (&choice.work_order.cassette, &settings.cassette) {
-                (Some(c), _) => choice.work_order_dir.join(c),
-                (None, Some(c)) => root.join(c),
+                (Some(c), _) => confined_write(
+                    &Root::for_document(root, choice.work_order_dir),
+                    Root::beside(choice.work_order_dir, c),
+                )?,
+                (None, Some(c)) => confined_write(&Root::new(root), root.join(c))?,
                 (None, None) => {
                     return Err(not_configured(
                         name,

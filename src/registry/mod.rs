@@ -7,7 +7,7 @@
 //! in [`lifecycle`] and [`store`].
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use semver::Version;
 use serde::{Deserialize, Serialize};
@@ -306,6 +306,7 @@ impl Registry {
     /// Reads and checks registry.json against its schema. Duplicates and the history chain
     /// are checked by [`Registry::open`] and reported in full by [`Registry::audit`].
     pub fn load(path: &Path) -> Result<Registry> {
+        confined(path)?;
         let doc = document::load(path, Some(DocKind::Registry)).map_err(conflict_markers)?;
         Registry::from_parts(path, doc.text, doc.sha256, &doc.value)
     }
@@ -691,25 +692,10 @@ pub enum PathProblem {
     Missing,
 }
 
-/// Syntactic checks of a relative path: not empty, not absolute, no `..`.
+/// Syntactic checks of a relative path: not empty, not absolute, no `..`
+/// ([`crate::confine::check_relative`]).
 pub fn check_relative(path: &str) -> std::result::Result<(), String> {
-    if path.is_empty() {
-        return Err("path is empty".into());
-    }
-    let p = Path::new(path);
-    if p.is_absolute()
-        || path.starts_with('/')
-        || path.starts_with('\\')
-        || path.get(1..2) == Some(":")
-    {
-        return Err("absolute paths are not allowed; use a path relative to registry.json".into());
-    }
-    if p.components().any(|c| matches!(c, Component::ParentDir))
-        || path.split(['/', '\\']).any(|s| s == "..")
-    {
-        return Err("`..` is not allowed: the path would leave the project root".into());
-    }
-    Ok(())
+    crate::confine::check_relative(path)
 }
 
 /// Joins a relative path to `root`, requiring that the real (symlink-resolved) path exists
@@ -719,46 +705,26 @@ pub fn resolve_inside(root: &Path, path: &str) -> std::result::Result<PathBuf, P
     resolve_under(&real_root, path)
 }
 
-/// [`resolve_inside`] for a root whose symlinks are already resolved. When no component
-/// below the root is a symlink the joined path is already the real one (a few `lstat`s,
-/// no full `realpath`); otherwise it is resolved and checked against the root.
+/// [`resolve_inside`] for a root whose symlinks are already resolved, through the one
+/// confinement rule ([`crate::confine::Root::locate`]).
 fn resolve_under(real_root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
+    use crate::confine::{Refusal, Root};
     check_relative(path).map_err(PathProblem::Escape)?;
-    let mut current = real_root.to_path_buf();
-    let mut linked = false;
-    for component in Path::new(path).components() {
-        if let Component::Normal(part) = component {
-            current.push(part);
-            match std::fs::symlink_metadata(&current) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    linked = true;
-                    break;
-                }
-                Ok(_) => {}
-                Err(_) => return Err(PathProblem::Missing),
-            }
-        }
+    match Root::canonical(real_root).locate(Path::new(path)) {
+        Ok(real) => Ok(real),
+        Err(Refusal::Escape(reason)) => Err(PathProblem::Escape(reason)),
+        // A folder, FIFO or device is refused when it is opened (`io_error`).
+        Err(Refusal::Special(_)) => Ok(real_root.join(path)),
+        Err(Refusal::Missing | Refusal::Io(_)) => Err(PathProblem::Missing),
     }
-    if !linked {
-        return Ok(current);
-    }
-    slow_resolve(real_root, &real_root.join(path))
 }
 
-fn slow_resolve(real_root: &Path, joined: &Path) -> std::result::Result<PathBuf, PathProblem> {
-    let root = real_root;
-    let real = joined.canonicalize().map_err(|_| {
-        // A dangling symlink is reported as missing; a symlink to outside is caught below
-        // once it resolves.
-        PathProblem::Missing
-    })?;
-    if !real.starts_with(root) {
-        return Err(PathProblem::Escape(format!(
-            "resolves to {} through a symlink, outside the project root",
-            real.display()
-        )));
-    }
-    Ok(real)
+/// Refuses a registry.json (or its lock) that is a symlink leading out of its folder, or
+/// not a regular file (SPEC §18).
+pub fn confined(path: &Path) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(Path::new).unwrap_or(path);
+    crate::confine::Root::new(dir).file(name).map(|_| ()).map_err(|r| r.into_error(path))
 }
 
 /// Walks up from `start` (a file or folder) to the nearest folder holding registry.json.
@@ -767,7 +733,9 @@ pub fn find_upwards(start: &Path) -> Option<PathBuf> {
     let mut dir = if start.is_file() { start.parent()?.to_path_buf() } else { start };
     loop {
         let candidate = dir.join(FILE_NAME);
-        if candidate.is_file() {
+        // Anything named registry.json counts (a FIFO or a link is then refused by name
+        // when it is loaded, rather than silently skipped for one further up).
+        if std::fs::symlink_metadata(&candidate).is_ok() {
             return Some(candidate);
         }
         dir = dir.parent()?.to_path_buf();

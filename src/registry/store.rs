@@ -7,6 +7,11 @@
 //! inode the rename replaces), so two concurrent writers lose nothing. Temporary files a
 //! killed writer left behind are named `.registry.json.tmp-*` and are removed by the next
 //! writer while it holds the lock; readers never look at them.
+//!
+//! **A rewrite keeps what it does not own** (SPEC §18): top-level keys pactum does not use
+//! (`$schema`) are carried over, and the replacement gets the old file's permissions.
+//! Neither registry.json nor `.registry.lock` is ever followed or replaced when it is a
+//! symlink (`path_escape`), and a refused change writes nothing.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -30,12 +35,7 @@ impl Lock {
     /// Blocks until the lock on `dir/.registry.lock` is held.
     pub fn acquire(dir: &Path) -> Result<Lock> {
         let path = dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
+        let file = crate::confine::open_for_update(&path, false)?;
         file.lock().map_err(|e| Error::io(&path, e))?;
         Ok(Lock { file, path })
     }
@@ -56,10 +56,13 @@ fn temp_prefix(target: &Path) -> String {
     format!(".{name}.tmp-")
 }
 
-/// Replaces `target` with `contents` atomically and durably.
+/// Replaces `target` with `contents` atomically and durably. A `target` that is a symlink
+/// is refused (`path_escape`: the link would be replaced, or followed by a later reader);
+/// an existing file's permissions are kept.
 pub fn write_atomic(target: &Path, contents: &[u8]) -> Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let existing = existing_file(target)?.map(|meta| meta.permissions());
     let temp = dir.join(format!(
         "{}{}-{}",
         temp_prefix(target),
@@ -73,6 +76,9 @@ pub fn write_atomic(target: &Path, contents: &[u8]) -> Result<()> {
             .open(&temp)
             .map_err(|e| Error::io(&temp, e))?;
         file.write_all(contents).map_err(|e| Error::io(&temp, e))?;
+        if let Some(permissions) = existing {
+            file.set_permissions(permissions).map_err(|e| Error::io(&temp, e))?;
+        }
         file.sync_all().map_err(|e| Error::io(&temp, e))?;
         drop(file);
         std::fs::rename(&temp, target).map_err(|e| Error::io(target, e))?;
@@ -82,6 +88,18 @@ pub fn write_atomic(target: &Path, contents: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// The metadata of `target` when it exists; a symlink there (dangling or not) is refused.
+fn existing_file(target: &Path) -> Result<Option<std::fs::Metadata>> {
+    match std::fs::symlink_metadata(target) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(Error::PathEscape {
+            path: target.display().to_string(),
+            reason: "is a symlink; pactum does not replace or write through links (replace the link with a file)".into(),
+        }),
+        Ok(meta) => Ok(Some(meta)),
+        Err(_) => Ok(None),
+    }
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -117,10 +135,44 @@ pub fn update<T>(path: &Path, change: impl FnOnce(&mut Registry) -> Result<T>) -
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _lock = Lock::acquire(dir)?;
     remove_stale_temps(path);
-    let mut registry = if path.exists() { Registry::open(path)? } else { Registry::empty(path) };
+    let exists = existing_file(path)?.is_some();
+    let mut registry = if exists { Registry::open(path)? } else { Registry::empty(path) };
+    let kept = unowned_keys(&registry.text);
     let out = change(&mut registry)?;
-    write_atomic(path, registry.to_json().as_bytes())?;
+    write_atomic(path, with_keys(registry.to_json(), &kept).as_bytes())?;
     Ok(out)
+}
+
+/// The keys pactum writes itself; every other top-level key is the user's.
+const OWNED_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "history"];
+
+/// The top-level keys of registry.json text that pactum does not own (`$schema`), in
+/// file order.
+fn unowned_keys(text: &str) -> Vec<(String, serde_json::Value)> {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Vec::new();
+    };
+    let mut kept: Vec<(String, serde_json::Value)> =
+        map.into_iter().filter(|(k, _)| !OWNED_KEYS.contains(&k.as_str())).collect();
+    // `$schema` first, where editors look for it.
+    kept.sort_by_key(|(k, _)| !k.starts_with('$'));
+    kept
+}
+
+/// Inserts `kept` keys at the top of the pretty-printed registry object.
+fn with_keys(json: String, kept: &[(String, serde_json::Value)]) -> String {
+    if kept.is_empty() {
+        return json;
+    }
+    let Some(body) = json.strip_prefix("{\n") else { return json };
+    let mut out = String::from("{\n");
+    for (key, value) in kept {
+        let value = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+        let key = serde_json::to_string(key).unwrap_or_default();
+        out.push_str(&format!("  {key}: {},\n", value.replace('\n', "\n  ")));
+    }
+    out.push_str(body);
+    out
 }
 
 #[cfg(test)]
@@ -165,6 +217,55 @@ mod tests {
         });
         assert!(e.is_err());
         assert_eq!(std::fs::read(&target).unwrap(), before);
+    }
+
+    #[test]
+    fn rewrites_keep_unowned_keys_and_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("registry.json");
+        std::fs::write(
+            &target,
+            "{\"$schema\": \"schemas/registry.schema.json\", \"registry_version\": 1, \"contracts\": [], \"prompt_packs\": []}",
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        update(&target, |_| Ok(())).unwrap();
+        let text = std::fs::read_to_string(&target).unwrap();
+        assert!(
+            text.starts_with("{\n  \"$schema\": \"schemas/registry.schema.json\",\n"),
+            "{text}"
+        );
+        assert!(Registry::open(&target).is_ok(), "{text}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o640);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_registry_and_lock_are_refused_not_replaced() {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("p");
+        std::fs::create_dir(&dir).unwrap();
+        let real = dir.join("real.json");
+        update(&real, |_| Ok(())).unwrap();
+        let link = dir.join("registry.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let e = update(&link, |_| Ok(())).unwrap_err();
+        assert_eq!(e.code(), crate::Code::PathEscape);
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        std::fs::remove_file(dir.join(LOCK_FILE)).unwrap();
+        std::os::unix::fs::symlink(outer.path().join("victim"), dir.join(LOCK_FILE)).unwrap();
+        let e = update(&real, |_| Ok(())).unwrap_err();
+        assert_eq!(e.code(), crate::Code::PathEscape);
+        assert!(!outer.path().join("victim").exists(), "the lock link was not followed");
     }
 
     #[test]

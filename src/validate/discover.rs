@@ -8,7 +8,9 @@
 //!
 //! Walks skip hidden entries, `target/` and `node_modules/`, shared schemas (`schemas/`
 //! folders and `*.schema.json`) and `registry.json`; symlinks are not followed into
-//! folders, and a symlinked file that leads outside the root is reported as `path_escape`.
+//! folders, and a symlinked file that leads outside the root is reported as `path_escape`,
+//! as is a conventional folder that is a symlink leading out (SPEC §18). A folder the walk
+//! cannot read is reported (`io_error`), never skipped.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,9 @@ pub struct Candidate {
     /// True when `path` is known to be canonical (walked under the canonical base, not a
     /// symlink), so it need not be resolved again.
     pub canonical: bool,
+    /// Set when the walk could not read this entry (a folder without permission): it is
+    /// reported, never skipped silently.
+    pub unreadable: Option<String>,
 }
 
 /// The conventional folders of a project and the kind of file each holds.
@@ -66,7 +71,22 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
             e.depth() == 0
                 || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
         });
-    for entry in walker.flatten() {
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                let path = e.path().unwrap_or(dir).to_path_buf();
+                let reason = e.io_error().map_or_else(|| e.to_string(), ToString::to_string);
+                out.push(Candidate {
+                    dir_kind: kind_from_folder(base, &path),
+                    path,
+                    escape: None,
+                    canonical: false,
+                    unreadable: Some(reason),
+                });
+                continue;
+            }
+        };
         let path = entry.path();
         if entry.file_type().is_dir() || !is_document(path) {
             continue;
@@ -97,6 +117,7 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
             dir_kind: kind_from_folder(base, path),
             escape,
             canonical,
+            unreadable: None,
         });
     }
 }
@@ -127,11 +148,25 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
             dir_kind: kind_from_folder(base, path),
             escape: None,
             canonical: false,
+            unreadable: None,
         });
         return out;
     }
     if at_project_root(path, base, has_registry) {
+        let confined = crate::confine::Root::canonical(&root);
         for folder in FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()) {
+            // walkdir always follows the folder it starts at: a conventional folder that
+            // is a symlink leading out of the project is reported, never walked.
+            if let Err(crate::confine::Refusal::Escape(reason)) = confined.folder(&folder) {
+                out.push(Candidate {
+                    dir_kind: None,
+                    path: folder,
+                    escape: Some(reason),
+                    canonical: false,
+                    unreadable: None,
+                });
+                continue;
+            }
             walk(&folder, base, &root, &mut out);
         }
     } else {
@@ -159,6 +194,7 @@ pub fn add_registry_files(out: &mut Vec<Candidate>, path: &Path, base: &Path, re
                 path: real,
                 escape: None,
                 canonical: true,
+                unreadable: None,
             });
         }
     }

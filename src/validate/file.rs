@@ -126,6 +126,13 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
         );
         return a;
     }
+    if let Some(reason) = &candidate.unreadable {
+        let e = Error::io(&a.rel, std::io::Error::other(reason.clone()));
+        a.push(Diagnostic::from_error(&e).help(
+            "make the folder readable (its files are not checked while it is not), or remove it",
+        ));
+        return a;
+    }
     let bytes = match document::read_limited(&candidate.path, MAX_FILE_BYTES) {
         Ok(b) => b,
         Err(e) => {
@@ -210,6 +217,15 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
     let path = a.abs.clone();
     let dir = path.parent().unwrap_or(base).to_path_buf();
     for (pointer, embedded) in Contract::embedded_schemas(&value) {
+        // A schema whose evaluation would explode is refused before anything compiles it.
+        if let Some(f) = schema::cost::check(embedded, pointer, &dir, base) {
+            a.push(
+                Diagnostic::new(Code::SchemaLimitExceeded, f.message).pointer(f.pointer).help(
+                    "keep `$ref` expansion small: each definition referred to once per level",
+                ),
+            );
+            continue;
+        }
         for f in schema::check_user_schema(embedded, pointer, &dir, base) {
             a.push(
                 Diagnostic::new(Code::ContractSchemaInvalid, format!("{}: {}", f.pointer, f.message))

@@ -123,12 +123,18 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         let walk_base = registry_path.as_deref().map(base_of);
         let walked = walk_base.map(|b| discover::walk_path(&path, &b, true));
         let loaded = loading.map(|h| {
-            h.join().unwrap_or_else(|_| {
-                Err(Error::io(&path, std::io::Error::other("registry loader panicked")))
+            h.join().map_err(|panic| Error::Internal {
+                message: format!("the registry loader panicked: {}", panic_message(&*panic)),
             })
         });
         (loaded, walked)
     });
+    // A panic is never a finding that can be skipped: the whole run is an internal error.
+    let loaded = match loaded {
+        Some(Err(e)) => return Err(e),
+        Some(Ok(loaded)) => Some(loaded),
+        None => None,
+    };
     let (registry, base) = match &registry_path {
         Some(rp) => {
             let root = base_of(rp);
@@ -136,7 +142,14 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                 Ok(r) => (Some(r), root),
                 Err(e) => {
                     // Keep the text so the findings can show their lines.
-                    registry_text = std::fs::read_to_string(rp).ok();
+                    // Only a confined, regular registry.json (never a FIFO or a link
+                    // leading out, whose lines would be shown).
+                    registry_text = registry::confined(rp)
+                        .and_then(|()| {
+                            crate::document::read_limited(rp, crate::document::MAX_REGISTRY_BYTES)
+                        })
+                        .ok()
+                        .and_then(|b| String::from_utf8(b).ok());
                     diagnostics.extend(registry_load_diagnostics(&e, rp, &root));
                     (None, root)
                 }
@@ -170,9 +183,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     let config = match Config::load(&base) {
         Ok(c) => c,
         Err(e) => {
-            diagnostics.push(Diagnostic::from_error(&e).file(crate::config::FILE_NAME).help(
-                "fix pactum.toml or remove the offending setting; see the README for the settings",
-            ));
+            diagnostics.extend(config_diagnostics(&e));
             Config::default()
         }
     };
@@ -192,7 +203,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     if registry_read {
         progress.advance();
     }
-    let files = analyze_all(&candidates, &base, options.jobs, progress);
+    let files = analyze_all(&candidates, &base, options.jobs, progress)?;
     let mut by_path = HashMap::with_capacity(files.len());
     for (i, f) in files.iter().enumerate() {
         by_path.insert(f.abs.clone(), i);
@@ -280,6 +291,33 @@ fn registry_load_diagnostics(e: &Error, registry_path: &Path, root: &Path) -> Ve
     }
 }
 
+/// One finding per problem of a `pactum.toml` that does not load, each at its line and
+/// column.
+fn config_diagnostics(e: &Error) -> Vec<Diagnostic> {
+    let help = match e.code() {
+        crate::Code::ConfigInsecure => {
+            "API keys go only over https:// (or http:// to this machine), and only from variables named *_API_KEY"
+        }
+        _ => "fix pactum.toml or remove the offending setting; see the README for the settings",
+    };
+    match e {
+        Error::Config { problems, .. } | Error::ConfigInsecure { problems, .. }
+            if !problems.is_empty() =>
+        {
+            problems
+                .iter()
+                .map(|p| {
+                    let d = Diagnostic::new(e.code(), p.message.clone())
+                        .file(crate::config::FILE_NAME)
+                        .help(help);
+                    if p.line > 0 { d.at(p.line, p.column) } else { d }
+                })
+                .collect()
+        }
+        _ => vec![Diagnostic::from_error(e).file(crate::config::FILE_NAME).help(help)],
+    }
+}
+
 /// `(root)` for the empty pointer.
 pub fn pointer_label(pointer: &str) -> &str {
     if pointer.is_empty() { "(root)" } else { pointer }
@@ -298,20 +336,31 @@ pub fn relative_name(base: &Path, path: &Path) -> String {
     }
 }
 
-/// Runs the per-file stage on a pool of scoped threads pulling from a shared index.
+/// The message a panic carried, for an `internal_error`.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
+/// Runs the per-file stage on a pool of scoped threads pulling from a shared index. A
+/// worker that panics makes the whole stage an `internal_error`: its files are never
+/// silently missing from the report.
 fn analyze_all(
     candidates: &[discover::Candidate],
     base: &Path,
     jobs: usize,
     progress: &dyn Progress,
-) -> Vec<Analyzed> {
+) -> Result<Vec<Analyzed>> {
     let workers = match jobs {
         0 => std::thread::available_parallelism().map(usize::from).unwrap_or(1),
         n => n,
     }
     .min(candidates.len().max(1));
     let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, Analyzed)> = std::thread::scope(|scope| {
+    let results: Result<Vec<(usize, Analyzed)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
@@ -326,11 +375,26 @@ fn analyze_all(
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        // Every handle is joined (an unjoined panicked thread would panic the scope); the
+        // first panic is the error.
+        let mut all = Ok(Vec::with_capacity(candidates.len()));
+        for handle in handles {
+            match (handle.join(), &mut all) {
+                (Ok(local), Ok(all)) => all.extend(local),
+                (Err(panic), Ok(_)) => {
+                    all = Err(Error::Internal {
+                        message: format!("a validate worker panicked: {}", panic_message(&*panic)),
+                    });
+                }
+                (_, Err(_)) => {}
+            }
+        }
+        all
     });
     progress.finish();
+    let mut results = results?;
     results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, a)| a).collect()
+    Ok(results.into_iter().map(|(_, a)| a).collect())
 }
 
 /// Fills in line, column and the source line of every finding that has a file and a

@@ -2,7 +2,8 @@
 //!
 //! Each command is a module with an `Args` struct (clap) and an `exec` function. The
 //! binary owns stdout, stderr, the environment and exit codes: 0 success, 1 findings / a
-//! failed run / invalid data, 2 usage, I/O or internal errors.
+//! failed run / invalid data, 2 usage, I/O or internal errors (a panic anywhere is
+//! `internal_error`, exit 2).
 
 use std::process::ExitCode;
 
@@ -68,7 +69,19 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let status = match cli.command {
+    // A panic is never a success (SPEC §18): wherever it happens (a worker thread
+    // included, whose panic is carried here), the command ends with `internal_error` and
+    // exit status 2.
+    output::catch_panics();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec(cli))) {
+        Ok(status) => ExitCode::from(status),
+        Err(_) => ExitCode::from(output::report_panic()),
+    }
+}
+
+fn exec(cli: Cli) -> u8 {
+    output::inject_panic("main");
+    match cli.command {
         Command::Init(args) => cmd::init::exec(args),
         Command::Validate(args) => cmd::validate::exec(args),
         Command::Resolve(args) => cmd::resolve::exec(args),
@@ -82,8 +95,7 @@ fn main() -> ExitCode {
         Command::New(args) => cmd::new::exec(args),
         Command::Schemas(args) => cmd::schemas::exec(args),
         Command::Explain(args) => cmd::explain::exec(args),
-    };
-    ExitCode::from(status)
+    }
 }
 
 /// Whether the command line asks for JSON output (`--json`, `--format json`,

@@ -3,6 +3,9 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use pactum::redact::Redactor;
 
 use pactum::project::Project;
 use pactum::terminal::escape;
@@ -49,7 +52,7 @@ impl Common {
         let project = match &self.root {
             Some(root) => {
                 let registry = root.join(pactum::registry::FILE_NAME);
-                if !registry.is_file() {
+                if std::fs::symlink_metadata(&registry).is_err() {
                     return Err(Error::Io {
                         path: registry,
                         source: std::io::Error::new(
@@ -67,6 +70,9 @@ impl Common {
         };
         let mut project = project;
         project.config.apply_env(&env_lookup);
+        for key in project.config.env.named_keys.values() {
+            redactor().add(key.expose());
+        }
         Ok(project)
     }
 }
@@ -114,31 +120,105 @@ pub fn env_lookup(name: &str) -> Option<String> {
 /// The exit status an error maps to.
 pub fn status_of(error: &Error) -> u8 {
     match error.code() {
-        Code::IoError | Code::PinInvalid => USAGE,
+        Code::IoError | Code::PinInvalid | Code::InternalError => USAGE,
         _ => FAILED,
     }
 }
 
-/// Prints text meant for people on stdout, through the one escaping rule for text from
-/// files and models (`pactum::terminal`): no control characters, no workflow commands.
+/// Prints text meant for people on stdout, secrets masked, through the one escaping rule for
+/// text from files and models (`pactum::terminal`): no control characters, no workflow
+/// commands.
 pub fn print_text(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(escape(text).as_bytes());
+    let _ = out.write_all(escape(&redacted(text)).as_bytes());
     let _ = out.flush();
 }
 
-/// Writes a machine-readable document (JSON, SARIF, JUnit) to stdout byte for byte: no
-/// escaping and no stripping, whatever stdout is.
+/// Writes a machine-readable document (JSON, SARIF, JUnit) to stdout byte for byte (secrets
+/// masked): no escaping and no stripping, whatever stdout is.
 pub fn print_exact(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(redacted(text).as_bytes());
     let _ = out.flush();
 }
 
-/// Prints one JSON document on stdout.
+/// What the last panic said and where, kept by the hook [`catch_panics`] installs.
+static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Replaces the default panic message with a record for [`report_panic`].
+pub fn catch_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = pactum::validate::panic_message(info.payload());
+        let at =
+            info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let mut slot = PANIC.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(format!("{message}{at}"));
+    }));
+}
+
+/// Reports a caught panic as `internal_error` (JSON on stdout when the command line asked
+/// for JSON, text on stderr otherwise) and returns exit status 2.
+pub fn report_panic() -> u8 {
+    let message = PANIC
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_else(|| "a panic without a message".to_string());
+    let error = Error::Internal { message };
+    let args: Vec<String> = std::env::args().collect();
+    let json = args.iter().any(|a| a == "--json" || a == "--format=json")
+        || args.windows(2).any(|w| w[0] == "--format" && w[1] == "json");
+    fail(&error, json).max(USAGE)
+}
+
+/// Carries a worker thread's panic to the top of the binary, where it becomes
+/// `internal_error` (a panicked worker is never joined as an empty success).
+pub fn join_or_propagate<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match handle.join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Test hook, in debug builds only: `PACTUM_INJECT_PANIC=<place>` panics at that place
+/// (`main`, `validate-worker`, `run-worker`), so the tests can prove that a panic anywhere
+/// ends in `internal_error` and exit 2. Release builds compile it to nothing.
+pub fn inject_panic(place: &str) {
+    #[cfg(debug_assertions)]
+    if env_lookup("PACTUM_INJECT_PANIC").as_deref() == Some(place) {
+        panic!("injected panic at {place} (PACTUM_INJECT_PANIC)");
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = place;
+}
+
+/// The process's one secret masker (SPEC §18): API keys and tokens from the environment,
+/// URL credentials, and every value a contract marks `x-secret` once a command has seen
+/// it. Everything the binary prints, and every ledger it writes, goes through it.
+pub fn redactor() -> &'static Arc<Redactor> {
+    static REDACTOR: OnceLock<Arc<Redactor>> = OnceLock::new();
+    REDACTOR.get_or_init(|| {
+        let redactor = Redactor::new();
+        #[allow(clippy::disallowed_methods)]
+        for (name, value) in std::env::vars() {
+            if name.ends_with("_API_KEY") || name.ends_with("_TOKEN") || name.ends_with("_SECRET") {
+                redactor.add(&value);
+            }
+        }
+        Arc::new(redactor)
+    })
+}
+
+/// `text` with every secret masked.
+pub fn redacted(text: &str) -> String {
+    redactor().redact(text).into_owned()
+}
+
+/// Prints one JSON document on stdout, secrets masked.
 pub fn print_json(value: &Value) {
+    let value = redactor().redact_value(value.clone());
     let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = serde_json::to_writer_pretty(&mut out, &value);
     let _ = writeln!(out);
 }
 
@@ -181,18 +261,28 @@ pub fn eprint_error(error: &Error) {
 pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
-    let message = relative(&error.to_string());
-    let _ = writeln!(err, "{style}error[{}]{style:#}: {}", error.code(), escape(&message));
+    let _ = writeln!(
+        err,
+        "{style}error[{}]{style:#}: {}",
+        error.code(),
+        shown_text(&error.to_string())
+    );
     if error.findings().len() > 1 || origin.is_some() {
         for f in error.findings() {
             let line = format!("{}{}", located(origin, &f.pointer), f.message);
-            let _ = writeln!(err, "  - {}", escape(&line));
+            let _ = writeln!(err, "  - {}", shown_text(&line));
         }
     }
     if let Some(o) = origin {
         let path = relative(&o.path.display().to_string());
         let _ = writeln!(err, "  = help: fix the values at these places in {}", escape(&path));
     }
+}
+
+/// A message as people see it on a terminal: paths under the current folder relative,
+/// secrets masked, control characters and workflow commands escaped.
+pub fn shown_text(text: &str) -> String {
+    escape(&redacted(&relative(text))).into_owned()
 }
 
 /// `text` with the current folder's absolute path taken off every path in it: messages
@@ -258,7 +348,7 @@ impl Origin {
 pub fn eprint_warning(code: Code, message: &str) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Yellow.into()));
-    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {}", escape(message));
+    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {}", shown_text(message));
 }
 
 /// A path shown relative to the project root.

@@ -90,6 +90,9 @@ pub fn exec(args: Args) -> u8 {
             let doc = pactum::document::load(path, None)?;
             options.want_array = doc.value.get("type").is_some_and(|t| t == "array");
             let dir = path.parent().unwrap_or(std::path::Path::new("."));
+            if let Some(f) = pactum::schema::cost::check(&doc.value, "", dir, dir) {
+                return Err(Error::SchemaLimit { path: path.clone(), findings: vec![f] });
+            }
             let validator = pactum::schema::compile(&doc.value, dir, dir)
                 .map_err(|findings| Error::SchemaFileInvalid { path: path.clone(), findings })?;
             let against = path.display().to_string();

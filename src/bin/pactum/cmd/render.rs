@@ -61,6 +61,8 @@ pub fn exec(args: Args) -> u8 {
         let input = read_input(&args.input)?;
         let project = args.common.project()?;
         let resolved = project.resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })?;
+        // Values the contract marks `x-secret` are masked in what is printed (SPEC §18).
+        output::redactor().add_marked(resolved.contract.input_schema.as_ref(), &input);
         let validators = project.validators(&resolved.contract)?;
         pactum::exchange::check_input(&resolved.contract, &validators, &input)?;
         let messages = pactum::render::render(&resolved.pack, &input, !args.single_message)?;

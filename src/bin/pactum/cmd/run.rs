@@ -53,6 +53,9 @@ fn open_project(args: &Args) -> Result<Project, Error> {
     };
     let mut project = Project::discover(&start)?;
     project.config.apply_env(&output::env_lookup);
+    for key in project.config.env.named_keys.values() {
+        output::redactor().add(key.expose());
+    }
     Ok(project)
 }
 
@@ -62,15 +65,21 @@ pub fn exec(args: Args) -> u8 {
         Ok(p) => p,
         Err(e) => return output::fail(&e, json),
     };
-    let ledger_path =
-        args.ledger.clone().unwrap_or_else(|| project.root.join(".pactum").join("ledger.jsonl"));
-    let ledger = match Ledger::open(&ledger_path) {
-        Ok(l) => l,
+    // The project's own ledger stays inside the project: a committed `.pactum` that is a
+    // symlink is refused (a `--ledger FILE` is the caller's choice).
+    let ledger_path = match &args.ledger {
+        Some(path) => Ok(path.clone()),
+        None => pactum::confine::Root::new(&project.root)
+            .writable(Path::new(".pactum/ledger.jsonl"), true),
+    };
+    let opened = ledger_path.and_then(|p| Ledger::open(&p));
+    let ledger = match opened {
+        Ok(l) => l.redacting(output::redactor().clone()),
         Err(e) => return output::fail(&e, json),
     };
     let log = match &args.log {
         Some(p) => match Ledger::open(p) {
-            Ok(l) => Some(l),
+            Ok(l) => Some(l.redacting(output::redactor().clone())),
             Err(e) => return output::fail(&e, json),
         },
         None => None,
@@ -85,13 +94,14 @@ pub fn exec(args: Args) -> u8 {
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(path) = args.work_orders.get(i) else { break };
+                        output::inject_panic("run-worker");
                         local.push((i, run_one(&args, &project, &ledger, log.as_ref(), path)));
                     }
                     local
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        handles.into_iter().flat_map(output::join_or_propagate).collect()
     });
     results.sort_by_key(|(i, _)| *i);
     let mut status = OK;
@@ -150,7 +160,11 @@ fn run_one(
     if let Some(note) = &providers.selected().offline {
         let mut err = anstream::stderr().lock();
         let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
-        let _ = writeln!(err, "{style}note{style:#}: {}", escape(&format!("{}: {note}", wo.id)));
+        let _ = writeln!(
+            err,
+            "{style}note{style:#}: {}",
+            output::shown_text(&format!("{}: {note}", wo.id))
+        );
     }
     let runner = Runner {
         project,
@@ -162,9 +176,17 @@ fn run_one(
     Ok(runner.run(&wo))
 }
 
-/// The result for people; `path` is the work order's file.
+/// The result for people; `path` is the work order's file. Secrets are masked.
 fn print_human(r: &RunResult, path: &Path) {
+    let mut buffer = Vec::new();
+    print_result(&mut buffer, r);
     let mut out = anstream::stdout().lock();
+    let _ = out.write_all(output::redacted(&String::from_utf8_lossy(&buffer)).as_bytes());
+    drop(out);
+    print_problems(r, path);
+}
+
+fn print_result(mut out: &mut Vec<u8>, r: &RunResult) {
     let bold = anstyle::Style::new().bold();
     let (color, mark) =
         if r.ok { (anstyle::AnsiColor::Green, "ok") } else { (anstyle::AnsiColor::Red, "failed") };
@@ -207,7 +229,9 @@ fn print_human(r: &RunResult, path: &Path) {
         "Usage: {} prompt + {} completion tokens",
         r.usage.prompt_tokens, r.usage.completion_tokens
     );
-    drop(out);
+}
+
+fn print_problems(r: &RunResult, path: &Path) {
     for w in &r.warnings {
         output::eprint_warning(w.code, &w.message);
     }
@@ -232,7 +256,7 @@ fn print_human(r: &RunResult, path: &Path) {
             err,
             "{style}error[{}]{style:#}: {}",
             escape_line(code),
-            escape(&format!("{at}{message}"))
+            output::shown_text(&format!("{at}{message}"))
         );
     }
     if let Some(o) = &origin {

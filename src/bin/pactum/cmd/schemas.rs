@@ -28,7 +28,10 @@ pub struct Args {
 pub fn exec(args: Args) -> u8 {
     let json = args.json || args.format == Format::Json;
     if let Some(dir) = &args.write {
-        return match write_schemas(dir, true) {
+        let written = std::fs::create_dir_all(dir)
+            .map_err(|e| pactum::Error::io(dir, e))
+            .and_then(|()| write_schemas(dir, "", true));
+        return match written {
             Ok(steps) => {
                 if json {
                     output::print_json(&json!({"ok": true, "dir": dir, "steps": steps}));

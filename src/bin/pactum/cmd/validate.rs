@@ -53,6 +53,7 @@ impl Progress for Bar {
         self.0.set_length(total as u64);
     }
     fn advance(&self) {
+        output::inject_panic("validate-worker");
         self.0.inc(1);
     }
     fn finish(&self) {
@@ -88,7 +89,10 @@ pub fn exec(args: Args) -> u8 {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
     }
-    let progress: &dyn Progress = if use_bar { &bar } else { &NoProgress };
+    // The bar (hidden unless drawn) is always the progress in debug builds, so the panic
+    // test hook reaches the workers.
+    let progress: &dyn Progress =
+        if use_bar || cfg!(debug_assertions) { &bar } else { &NoProgress };
     let mut report = match validate(&path, &options, progress) {
         Ok(r) => r,
         Err(e) => {
@@ -115,7 +119,7 @@ pub fn write_report(report: &pactum::Report, format: Format) {
         let text =
             report::render(report, format, &RenderOptions { color: true, ..Default::default() });
         let mut out = anstream::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
+        let _ = out.write_all(output::redacted(&text).as_bytes());
         let _ = out.flush();
     } else {
         output::print_exact(&report::render(report, format, &RenderOptions::default()));

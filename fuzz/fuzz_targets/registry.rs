@@ -1,0 +1,26 @@
+//! Fuzzes registry loading: `registry.json` text through parsing, the schema, the index
+//! and the hash-chained history (`verify_history`, `audit`), as `Registry::load` reads it.
+//! None may panic.
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use pactum::registry::{Registry, verify_history};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else { return };
+    let Ok(registry) =
+        Registry::from_parts(Path::new("/fuzz/registry.json"), text.to_string(), String::new(), &value)
+    else {
+        return;
+    };
+    let _ = registry.check_integrity();
+    if let Some(history) = &registry.history {
+        let _ = verify_history(history);
+    }
+    let _ = registry.audit();
+    let _ = registry.duplicates();
+    let _ = registry.to_json();
+});

@@ -1,0 +1,325 @@
+//! Checking `pactum.toml` before it is deserialized: every syntax error, unknown key,
+//! wrong type and out-of-range number, each with its line and column (`config_invalid`),
+//! and the settings that could leak a secret (`config_insecure`, SPEC §18).
+//!
+//! Serde stops at the first problem; a config file in a pull request should show them all.
+//! Numbers are bounded so that nothing downstream can overflow or panic on them (a
+//! `timeout_s` of `1e300` is not a duration).
+
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::error::Located;
+
+/// What a setting holds.
+#[derive(Clone, Copy)]
+enum Kind {
+    Text,
+    Flag,
+    /// An integer in this closed range.
+    Integer(i64, i64),
+    /// A number (integer or float) in `(0, max]`.
+    Positive(f64),
+    /// One of these strings.
+    OneOf(&'static [&'static str]),
+}
+
+const PROJECT: &[(&str, Kind)] = &[("deprecation_days", Kind::Integer(0, 36_500))];
+const DEFAULTS: &[(&str, Kind)] =
+    &[("provider", Kind::Text), ("timeout_s", Kind::Positive(3600.0)), ("model", Kind::Text)];
+const RETRY: &[(&str, Kind)] = &[
+    ("attempts", Kind::Integer(1, 10)),
+    ("base_delay_ms", Kind::Integer(0, 60_000)),
+    ("max_delay_ms", Kind::Integer(0, 600_000)),
+    ("max_retry_after_s", Kind::Integer(0, 3600)),
+];
+const PROVIDER: &[(&str, Kind)] = &[
+    ("kind", Kind::OneOf(crate::gateway::KINDS)),
+    ("base_url", Kind::Text),
+    ("model", Kind::Text),
+    ("api_key_env", Kind::Text),
+    ("fixtures", Kind::Text),
+    ("cassette", Kind::Text),
+    ("mode", Kind::OneOf(&["replay", "record"])),
+    ("record_with", Kind::Text),
+    ("max_completion_tokens", Kind::Flag),
+    ("system_messages", Kind::Flag),
+];
+const SECTIONS: &[&str] = &["project", "defaults", "providers", "retry"];
+
+struct Checker<'t> {
+    text: &'t str,
+    out: Vec<Located>,
+}
+
+impl Checker<'_> {
+    fn push(&mut self, span: Range<usize>, key: &str, message: String) {
+        let (line, column) = crate::source::line_col(self.text, span.start);
+        self.out.push(Located { line, column, key: key.to_string(), message });
+    }
+
+    fn table(&mut self, value: &Spanned<DeValue<'_>>, at: &str, keys: &[(&str, Kind)]) {
+        let Some(table) = value.get_ref().as_table() else {
+            self.push(value.span(), at, format!("`{at}` must be a table ([{at}])"));
+            return;
+        };
+        for (key, value) in table.iter() {
+            let name = key.get_ref().as_ref();
+            let dotted = format!("{at}.{name}");
+            match keys.iter().find(|(k, _)| *k == name) {
+                Some((_, kind)) => self.value(value, &dotted, *kind),
+                None => {
+                    let known: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
+                    let close: Vec<&str> = known
+                        .iter()
+                        .copied()
+                        .filter(|k| crate::id::levenshtein(k, name) <= 2)
+                        .collect();
+                    let hint = match close.as_slice() {
+                        [one] => format!("did you mean `{one}`?"),
+                        _ => format!("expected one of {}", known.join(", ")),
+                    };
+                    self.push(key.span(), &dotted, format!("unknown setting `{dotted}`; {hint}"));
+                }
+            }
+        }
+    }
+
+    fn value(&mut self, value: &Spanned<DeValue<'_>>, key: &str, kind: Kind) {
+        let v = value.get_ref();
+        // Numbers are quoted as written (`1e300`, not 301 digits).
+        let written = self.text.get(value.span()).unwrap_or("").trim().to_string();
+        let problem = match kind {
+            Kind::Text => (!v.is_str()).then(|| format!("`{key}` must be a string")),
+            Kind::Flag => (!v.is_bool()).then(|| format!("`{key}` must be true or false")),
+            Kind::OneOf(allowed) => match v.as_str() {
+                Some(s) if allowed.contains(&s) => None,
+                Some(s) => Some(format!("`{key}` = `{s}` is not one of {}", allowed.join(", "))),
+                None => Some(format!("`{key}` must be one of {}", allowed.join(", "))),
+            },
+            Kind::Integer(min, max) => match integer(v) {
+                Some(n) if (i128::from(min)..=i128::from(max)).contains(&n) => None,
+                Some(_) => Some(format!("`{key}` = {written} is out of range; use {min} to {max}")),
+                None => Some(format!("`{key}` must be a whole number from {min} to {max}")),
+            },
+            Kind::Positive(max) => match number(v) {
+                Some(x) if x > 0.0 && x <= max => None,
+                Some(_) => Some(format!(
+                    "`{key}` = {written} is out of range; use a number above 0 and at most {max}"
+                )),
+                None => Some(format!("`{key}` must be a number above 0 and at most {max}")),
+            },
+        };
+        if let Some(message) = problem {
+            self.push(value.span(), key, message);
+        }
+    }
+}
+
+fn integer(v: &DeValue<'_>) -> Option<i128> {
+    let i = v.as_integer()?;
+    i128::from_str_radix(&i.as_str().replace('_', ""), i.radix()).ok()
+}
+
+fn number(v: &DeValue<'_>) -> Option<f64> {
+    match v {
+        DeValue::Integer(_) => integer(v).map(|n| n as f64),
+        DeValue::Float(f) => f.as_str().replace('_', "").parse::<f64>().ok(),
+        _ => None,
+    }
+}
+
+/// Every problem with the text as a config file, in file order.
+pub(super) fn check(text: &str) -> Vec<Located> {
+    let (doc, errors) = DeTable::parse_recoverable(text);
+    let mut c = Checker { text, out: Vec::new() };
+    if !errors.is_empty() {
+        for e in errors {
+            let span = e.span().unwrap_or(0..0);
+            c.push(span, "", e.message().trim().to_string());
+        }
+        return c.out;
+    }
+    for (key, value) in doc.get_ref().iter() {
+        match key.get_ref().as_ref() {
+            "project" => c.table(value, "project", PROJECT),
+            "defaults" => c.table(value, "defaults", DEFAULTS),
+            "retry" => c.table(value, "retry", RETRY),
+            "providers" => match value.get_ref().as_table() {
+                Some(providers) => {
+                    for (name, provider) in providers.iter() {
+                        let at = format!("providers.{}", name.get_ref());
+                        c.table(provider, &at, PROVIDER);
+                        if provider.get_ref().as_table().is_some_and(|t| t.get("kind").is_none()) {
+                            c.push(
+                                name.span(),
+                                &at,
+                                format!(
+                                    "`{at}` has no `kind`; set one of {}",
+                                    crate::gateway::KINDS.join(", ")
+                                ),
+                            );
+                        }
+                    }
+                }
+                None => c.push(value.span(), "providers", "`providers` must be a table".into()),
+            },
+            other => {
+                c.push(
+                    key.span(),
+                    other,
+                    format!("unknown section `{other}`; expected one of {}", SECTIONS.join(", ")),
+                );
+            }
+        }
+    }
+    c.out.sort_by_key(|p| (p.line, p.column));
+    c.out
+}
+
+/// Whether an API key may be sent to `url`: `https://`, or plain `http://` to a loopback
+/// address only.
+pub fn key_may_go_to(url: &str) -> bool {
+    let lower = url.trim().to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = lower.strip_prefix("http://") else { return false };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether `name` may be read as an API key variable: `SOMETHING_API_KEY`.
+pub fn is_key_variable(name: &str) -> bool {
+    name.strip_suffix("_API_KEY").is_some_and(|stem| {
+        !stem.is_empty()
+            && stem.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    })
+}
+
+/// Settings of a (syntactically valid) config that could leak a secret: an `api_key_env`
+/// that names any variable but an API key, and a key sent over plain http to a host that
+/// is not this machine.
+pub(super) fn insecure(text: &str) -> Vec<Located> {
+    let Ok(doc) = DeTable::parse(text) else { return Vec::new() };
+    let mut c = Checker { text, out: Vec::new() };
+    let Some(providers) = doc.get_ref().get("providers").and_then(|p| p.get_ref().as_table())
+    else {
+        return c.out;
+    };
+    for (name, provider) in providers.iter() {
+        let Some(p) = provider.get_ref().as_table() else { continue };
+        let at = format!("providers.{}", name.get_ref());
+        let key_env = p.get("api_key_env");
+        if let Some(var) = key_env
+            && let Some(text) = var.get_ref().as_str()
+            && !is_key_variable(text)
+        {
+            c.push(
+                var.span(),
+                &format!("{at}.api_key_env"),
+                format!(
+                    "`{at}.api_key_env` = `{text}` is not an API key variable: pactum reads only variables named `*_API_KEY` (a committed config could otherwise send any secret of the environment, such as GITHUB_TOKEN, to its base_url); rename the variable, e.g. `{}_API_KEY`",
+                    name.get_ref().to_ascii_uppercase().replace('-', "_")
+                ),
+            );
+        }
+        let sends_key = matches!(
+            p.get("kind").and_then(|k| k.get_ref().as_str()),
+            Some("openai" | "anthropic")
+        ) && key_env.is_some();
+        if sends_key
+            && let Some(url) = p.get("base_url")
+            && let Some(text) = url.get_ref().as_str()
+            && !key_may_go_to(text)
+        {
+            c.push(
+                url.span(),
+                &format!("{at}.base_url"),
+                format!(
+                    "`{at}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
+                    crate::redact::mask_url_credentials(text)
+                ),
+            );
+        }
+    }
+    c.out.sort_by_key(|p| (p.line, p.column));
+    c.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(text: &str) -> Vec<(usize, usize, String)> {
+        check(text).into_iter().map(|p| (p.line, p.column, p.key)).collect()
+    }
+
+    #[test]
+    fn every_bad_key_is_reported_with_its_position() {
+        let text = "[project]\ndeprecation_dayz = 3\n[defaults]\ntimeout_s = 1e300\nprovider = 7\n[retry]\nattempts = -1\n[sugar]\nx = 1\n[providers.a]\nkind = \"gpt\"\nbase = \"x\"\n";
+        assert_eq!(
+            problems(text),
+            vec![
+                (2, 1, "project.deprecation_dayz".to_string()),
+                (4, 13, "defaults.timeout_s".to_string()),
+                (5, 12, "defaults.provider".to_string()),
+                (7, 12, "retry.attempts".to_string()),
+                (8, 2, "sugar".to_string()),
+                (11, 8, "providers.a.kind".to_string()),
+                (12, 1, "providers.a.base".to_string()),
+            ]
+        );
+        assert!(check("[project]\ndeprecation_days = 3\n").is_empty());
+        let syntax = check("[project\nx = \n");
+        assert!(!syntax.is_empty() && syntax[0].line == 1, "{syntax:?}");
+    }
+
+    #[test]
+    fn keys_go_only_over_https_or_to_this_machine() {
+        for ok in [
+            "https://api.openai.com/v1",
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080",
+            "http://[::1]:80/x",
+            "HTTP://LOCALHOST",
+        ] {
+            assert!(key_may_go_to(ok), "{ok}");
+        }
+        for bad in [
+            "http://example.com/v1",
+            "http://10.0.0.5:8080",
+            "http://localhost.evil.com",
+            "ftp://x",
+            "http://127.0.0.1.evil.com",
+        ] {
+            assert!(!key_may_go_to(bad), "{bad}");
+        }
+        assert!(is_key_variable("OPENAI_API_KEY") && is_key_variable("MY_LLM_2_API_KEY"));
+        for bad in ["GITHUB_TOKEN", "_API_KEY", "openai_api_key", "AWS_SECRET_ACCESS_KEY"] {
+            assert!(!is_key_variable(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn insecure_settings_are_named_at_their_position() {
+        let text = "[providers.x]\nkind = \"openai\"\nbase_url = \"http://user:pw@evil.example/v1\"\napi_key_env = \"GITHUB_TOKEN\"\n";
+        let found: Vec<(usize, String)> =
+            insecure(text).into_iter().map(|p| (p.line, p.message)).collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].0, 3);
+        assert!(!found[0].1.contains("pw@"), "credentials are masked: {}", found[0].1);
+        assert_eq!(found[1].0, 4);
+        assert!(insecure("[providers.x]\nkind = \"openai\"\nbase_url = \"http://localhost:1/v1\"\napi_key_env = \"X_API_KEY\"\n").is_empty());
+    }
+}

@@ -1,0 +1,764 @@
+//! Bounded template values (SPEC §18): no value a pack template builds may grow past
+//! [`MAX_VALUE_BYTES`], [`MAX_VALUE_ITEMS`] or [`MAX_VALUE_DEPTH`], and one render may not
+//! build more than [`MAX_BUILT_BYTES`] in all; past a limit the render stops with
+//! `template_limit_exceeded`.
+//!
+//! Fuel bounds how many instructions a template runs, not what one instruction costs:
+//! `{% set x = x ~ x %}` thirty times, `"a" * 100000000`, `x | indent(10**8)` or a list
+//! nested in itself grow to gigabytes well within the fuel. So:
+//!
+//! - before compiling, each template is parsed and **rewritten**: every `~`, `+` and `*`
+//!   becomes a call of a checking function (`__pactum_concat(a, b)`), and every list, map
+//!   and tuple literal and every function call is wrapped in `__pactum_value(...)`, which
+//!   measures the value (iteratively, stopping at the limits) and charges it to the render;
+//!   line numbers are kept, so errors still point at the author's line;
+//! - every built-in **filter** is replaced by a wrapper that checks the arguments of the
+//!   filters whose output can outgrow their input (`indent`, `replace`, `join`, `format`,
+//!   `batch`, `slice`, `tojson`, `pprint`), runs the original filter, and measures its
+//!   result;
+//! - constructs whose output is **captured** instead of written to the capped prompt —
+//!   macros, call blocks, `{% set %}` and `{% filter %}` blocks, recursive loops —
+//!   and `include`/`import`/`extends`/`block` are refused when the pack is compiled
+//!   (`prompt_pack_invalid`): a prompt pack needs none of them, and captured text is
+//!   not bounded by the prompt's output cap.
+//!
+//! The original operations and filters run in a second, pristine environment configured
+//! like the prompt environment, so their semantics are minijinja's own.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use minijinja::machinery::ast::{BinOpKind, CallArg, Expr, Stmt};
+use minijinja::value::{Value, ValueKind};
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, Expression, State, UndefinedBehavior};
+
+/// The largest value (string, or a structure as printed) a template may build.
+pub const MAX_VALUE_BYTES: usize = super::MAX_OUTPUT_BYTES;
+/// The most items a sequence or map a template builds may hold.
+pub const MAX_VALUE_ITEMS: usize = 100_000;
+/// The deepest nesting of a value a template builds.
+pub const MAX_VALUE_DEPTH: usize = 64;
+/// What one render may build in all (every checked value counted).
+pub const MAX_BUILT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Error details that start with this are limits (`template_limit_exceeded`).
+const LIMIT: &str = "value limit: ";
+
+/// Whether a minijinja error detail is one of these limits.
+pub fn is_limit(detail: &str) -> bool {
+    detail.starts_with(LIMIT)
+}
+
+fn limit(message: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, format!("{LIMIT}{message}"))
+}
+
+thread_local! {
+    /// Bytes built by the render running on this thread.
+    static BUILT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Starts the budget of one render (renders run on the calling thread).
+pub fn begin_render() {
+    BUILT.with(|b| b.set(0));
+}
+
+fn charge(bytes: usize) -> Result<(), Error> {
+    let total = BUILT.with(|b| {
+        let total = b.get().saturating_add(bytes as u64);
+        b.set(total);
+        total
+    });
+    if total > MAX_BUILT_BYTES {
+        return Err(limit(format!(
+            "the template built more than {MAX_BUILT_BYTES} bytes of values in one render; simplify what it computes"
+        )));
+    }
+    Ok(())
+}
+
+/// The size of a value as printed, its items and its depth (stopping past the limits).
+#[derive(Clone, Copy, Debug, Default)]
+struct Size {
+    bytes: usize,
+    items: usize,
+    depth: usize,
+}
+
+impl Size {
+    fn over(&self) -> Option<String> {
+        if self.bytes > MAX_VALUE_BYTES {
+            Some(format!("a value would be larger than {MAX_VALUE_BYTES} bytes"))
+        } else if self.items > MAX_VALUE_ITEMS {
+            Some(format!("a value would hold more than {MAX_VALUE_ITEMS} items"))
+        } else if self.depth > MAX_VALUE_DEPTH {
+            Some(format!("a value would nest deeper than {MAX_VALUE_DEPTH} levels"))
+        } else {
+            None
+        }
+    }
+}
+
+/// Measures iteratively (shared and nested values cannot overflow the stack), stopping as
+/// soon as a limit is passed.
+fn measure(value: &Value) -> Size {
+    let mut size = Size::default();
+    let mut stack: Vec<(Value, usize)> = vec![(value.clone(), 0)];
+    while let Some((v, depth)) = stack.pop() {
+        size.depth = size.depth.max(depth);
+        if size.over().is_some() {
+            break;
+        }
+        match v.kind() {
+            ValueKind::String => size.bytes += v.as_str().map_or(0, str::len) + 2,
+            ValueKind::Bytes => size.bytes += v.as_bytes().map_or(0, <[u8]>::len) * 4 + 2,
+            ValueKind::Number => size.bytes += 24,
+            ValueKind::Seq | ValueKind::Iterable => {
+                size.bytes += 2;
+                if let Ok(iter) = v.try_iter() {
+                    for item in iter {
+                        size.items += 1;
+                        size.bytes += 2;
+                        if size.items > MAX_VALUE_ITEMS {
+                            break;
+                        }
+                        stack.push((item, depth + 1));
+                    }
+                }
+            }
+            ValueKind::Map => {
+                size.bytes += 2;
+                if let Ok(iter) = v.try_iter() {
+                    for key in iter {
+                        size.items += 1;
+                        size.bytes += 4;
+                        if size.items > MAX_VALUE_ITEMS {
+                            break;
+                        }
+                        let item = v.get_item(&key).unwrap_or_default();
+                        stack.push((key, depth + 1));
+                        stack.push((item, depth + 1));
+                    }
+                }
+            }
+            _ => size.bytes += 8,
+        }
+    }
+    size
+}
+
+/// A lazily computed sequence (a chain of `+`, a `range`, a generator) is materialised, up
+/// to the item limit, so it is measured once and never consumed by the measuring.
+fn materialized(value: Value) -> Result<Value, Error> {
+    if value.kind() != ValueKind::Iterable {
+        return Ok(value);
+    }
+    let mut items = Vec::new();
+    for item in value.try_iter()? {
+        if items.len() >= MAX_VALUE_ITEMS {
+            return Err(limit(format!("a sequence would hold more than {MAX_VALUE_ITEMS} items")));
+        }
+        items.push(item);
+    }
+    Ok(Value::from(items))
+}
+
+/// Checks a built value and charges it to the render.
+fn checked(value: Value) -> Result<Value, Error> {
+    let value = materialized(value)?;
+    let size = measure(&value);
+    if let Some(problem) = size.over() {
+        return Err(limit(problem));
+    }
+    charge(size.bytes)?;
+    Ok(value)
+}
+
+/// The environment the original operations and filters run in.
+static PRISTINE: LazyLock<Environment<'static>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env
+});
+
+/// The original operations and filters, compiled once in the pristine environment.
+static ORIGINALS: LazyLock<HashMap<String, Expression<'static, 'static>>> = LazyLock::new(|| {
+    let mut all = HashMap::new();
+    let sources = ["a ~ b".to_string(), "a + b".to_string(), "a * b".to_string()]
+        .into_iter()
+        .chain(FILTERS.iter().map(|name| filter_expression(name)));
+    for source in sources {
+        if let Ok(compiled) = PRISTINE.compile_expression_owned(source.clone()) {
+            all.insert(source, compiled);
+        }
+    }
+    all
+});
+
+fn filter_expression(name: &str) -> String {
+    format!("a | {name}(*b)")
+}
+
+/// Evaluates `expression` (over `a`, `b`) in the pristine environment.
+fn original(expression: &str, a: &Value, b: &Value) -> Result<Value, Error> {
+    let context = minijinja::context! { a => a.clone(), b => b.clone() };
+    match ORIGINALS.get(expression) {
+        Some(compiled) => compiled.eval(context),
+        None => PRISTINE.compile_expression(expression)?.eval(context),
+    }
+}
+
+fn product_limit(size: Size, times: Option<usize>, what: &str) -> Result<(), Error> {
+    let n = times.unwrap_or(0);
+    if size.bytes.saturating_mul(n) > MAX_VALUE_BYTES
+        || size.items.saturating_mul(n) > MAX_VALUE_ITEMS
+    {
+        return Err(limit(format!(
+            "`{what}` would build a value larger than {MAX_VALUE_BYTES} bytes or {MAX_VALUE_ITEMS} items"
+        )));
+    }
+    Ok(())
+}
+
+/// An undefined operand is the template's error, named by its position (the caller
+/// finds the operand's text in the rewritten call).
+fn defined(a: &Value, b: &Value) -> Result<(), Error> {
+    for (i, v) in [a, b].into_iter().enumerate() {
+        if v.is_undefined() {
+            return Err(Error::new(ErrorKind::UndefinedError, format!("{UNDEFINED}{i}")));
+        }
+    }
+    Ok(())
+}
+
+/// Detail of an undefined operand of a checked operator: this, then its index.
+pub const UNDEFINED: &str = "undefined operand ";
+
+fn op_concat(a: Value, b: Value) -> Result<Value, Error> {
+    defined(&a, &b)?;
+    let (x, y) = (measure(&a), measure(&b));
+    if x.bytes.saturating_add(y.bytes) > MAX_VALUE_BYTES {
+        return Err(limit(format!("`~` would build a string larger than {MAX_VALUE_BYTES} bytes")));
+    }
+    checked(original("a ~ b", &a, &b)?)
+}
+
+fn op_add(a: Value, b: Value) -> Result<Value, Error> {
+    defined(&a, &b)?;
+    if a.kind() != ValueKind::Number || b.kind() != ValueKind::Number {
+        let (x, y) = (measure(&a), measure(&b));
+        if x.bytes.saturating_add(y.bytes) > MAX_VALUE_BYTES
+            || x.items.saturating_add(y.items) > MAX_VALUE_ITEMS
+        {
+            return Err(limit(format!(
+                "`+` would build a value larger than {MAX_VALUE_BYTES} bytes or {MAX_VALUE_ITEMS} items"
+            )));
+        }
+        return checked(original("a + b", &a, &b)?);
+    }
+    original("a + b", &a, &b)
+}
+
+fn op_mul(a: Value, b: Value) -> Result<Value, Error> {
+    defined(&a, &b)?;
+    match (a.kind(), b.kind()) {
+        (ValueKind::Number, ValueKind::Number) => original("a * b", &a, &b),
+        (ValueKind::Number, _) => {
+            product_limit(measure(&b), a.as_usize(), "*")?;
+            checked(original("a * b", &a, &b)?)
+        }
+        _ => {
+            product_limit(measure(&a), b.as_usize(), "*")?;
+            checked(original("a * b", &a, &b)?)
+        }
+    }
+}
+
+fn value(v: Value) -> Result<Value, Error> {
+    checked(v)
+}
+
+/// The built-in filters (minijinja 3 with pactum's features), all wrapped.
+const FILTERS: &[&str] = &[
+    "safe",
+    "escape",
+    "e",
+    "lower",
+    "upper",
+    "title",
+    "capitalize",
+    "replace",
+    "length",
+    "count",
+    "dictsort",
+    "items",
+    "reverse",
+    "trim",
+    "join",
+    "split",
+    "lines",
+    "default",
+    "d",
+    "round",
+    "abs",
+    "int",
+    "float",
+    "attr",
+    "first",
+    "last",
+    "min",
+    "max",
+    "sort",
+    "list",
+    "string",
+    "bool",
+    "batch",
+    "slice",
+    "sum",
+    "indent",
+    "select",
+    "reject",
+    "map",
+    "groupby",
+    "unique",
+    "chain",
+    "zip",
+    "pprint",
+    "format",
+    "tojson",
+    "urlencode",
+];
+
+fn usize_arg(args: &[Value], index: usize, kwarg: &str) -> Option<usize> {
+    let positional = args.get(index).filter(|v| !v.is_kwargs());
+    positional
+        .cloned()
+        .or_else(|| args.last().filter(|v| v.is_kwargs()).and_then(|k| k.get_attr(kwarg).ok()))
+        .filter(|v| !v.is_undefined() && !v.is_none())
+        .and_then(|v| {
+            v.as_usize().or_else(|| v.as_i64().map(|n| if n < 0 { 0 } else { usize::MAX }))
+        })
+}
+
+fn str_arg(args: &[Value], index: usize) -> Option<String> {
+    args.get(index)
+        .filter(|v| !v.is_kwargs())
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+}
+
+/// Refuses the calls of filters whose output can outgrow their input, before they run.
+fn precheck(name: &str, args: &[Value]) -> Result<(), Error> {
+    let Some(input) = args.first() else { return Ok(()) };
+    let size = measure(input);
+    let bytes = size.bytes;
+    let too_big = |bound: usize| -> Result<(), Error> {
+        if bound > MAX_VALUE_BYTES {
+            Err(limit(format!("`{name}` would build a value larger than {MAX_VALUE_BYTES} bytes")))
+        } else {
+            Ok(())
+        }
+    };
+    match name {
+        "indent" => {
+            let width = usize_arg(args, 1, "width").unwrap_or(4);
+            let lines = input.as_str().map_or(1, |s| s.matches('\n').count() + 1);
+            too_big(bytes.saturating_add(lines.saturating_mul(width)))
+        }
+        "replace" => {
+            let text = input.as_str().map(str::to_string).unwrap_or_else(|| input.to_string());
+            let from = str_arg(args, 1).unwrap_or_default();
+            let to = str_arg(args, 2).unwrap_or_default();
+            let count = if from.is_empty() {
+                text.chars().count() + 1
+            } else {
+                text.matches(from.as_str()).count()
+            };
+            too_big(text.len().saturating_add(count.saturating_mul(to.len())))
+        }
+        "join" => {
+            let sep = str_arg(args, 1).unwrap_or_default();
+            too_big(bytes.saturating_add(size.items.saturating_mul(sep.len())))
+        }
+        "format" => {
+            let fmt = input.as_str().unwrap_or_default();
+            let widths: usize = fmt
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|d| !d.is_empty())
+                .map(|d| d.parse::<usize>().unwrap_or(usize::MAX))
+                .fold(0, usize::saturating_add);
+            let starred: usize = if fmt.contains('*') {
+                args.iter().filter_map(Value::as_usize).fold(0, usize::saturating_add)
+            } else {
+                0
+            };
+            let args_bytes: usize =
+                args[1..].iter().map(|a| measure(a).bytes).fold(0, usize::saturating_add);
+            too_big(
+                fmt.len().saturating_add(widths).saturating_add(starred).saturating_add(args_bytes),
+            )
+        }
+        "batch" | "slice" => match usize_arg(args, 1, "count") {
+            Some(n) if n > MAX_VALUE_ITEMS => {
+                Err(limit(format!("`{name}` count {n} is more than {MAX_VALUE_ITEMS} items")))
+            }
+            _ => Ok(()),
+        },
+        "tojson" | "pprint" => {
+            let indent =
+                if name == "pprint" { 2 } else { usize_arg(args, 1, "indent").unwrap_or(0) };
+            let lines = size.items.saturating_add(2);
+            too_big(bytes.saturating_add(
+                lines.saturating_mul(indent.saturating_mul(size.depth.saturating_add(1))),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn filter(name: &'static str, args: &[Value]) -> Result<Value, Error> {
+    precheck(name, args)?;
+    let input = args.first().cloned().unwrap_or_default();
+    let rest: Vec<Value> = args.get(1..).unwrap_or_default().to_vec();
+    checked(original(&filter_expression(name), &input, &Value::from(rest))?)
+}
+
+/// The variables a template reads, without the checking functions the rewrite added.
+pub fn user_variables(names: impl IntoIterator<Item = String>) -> impl Iterator<Item = String> {
+    names.into_iter().filter(|n| !n.starts_with("__pactum_"))
+}
+
+/// Installs the checking functions and filters in a prompt environment.
+pub fn install(env: &mut Environment<'static>) {
+    env.add_function("__pactum_concat", op_concat);
+    env.add_function("__pactum_add", op_add);
+    env.add_function("__pactum_mul", op_mul);
+    env.add_function("__pactum_value", value);
+    for &name in FILTERS {
+        env.add_filter(name, move |_state: &State, args: &[Value]| filter(name, args));
+    }
+}
+
+/// One edit of the template source.
+struct Wrap {
+    start: usize,
+    end: usize,
+    open: &'static str,
+    close: &'static str,
+    /// An operator to replace by `,` (offset, length).
+    op: Option<usize>,
+}
+
+/// Why a template cannot be accepted: the line and what is wrong.
+#[derive(Debug)]
+pub struct Refused {
+    pub line: usize,
+    pub message: String,
+}
+
+struct Rewriter<'s> {
+    source: &'s str,
+    wraps: Vec<Wrap>,
+    refused: Option<Refused>,
+}
+
+impl Rewriter<'_> {
+    fn refuse(&mut self, line: u16, what: &str) {
+        if self.refused.is_none() {
+            self.refused = Some(Refused {
+                line: usize::from(line),
+                message: format!(
+                    "{what} is not allowed in a pack template: its output is captured outside the prompt's size limit; write the text inline"
+                ),
+            });
+        }
+    }
+
+    fn stmts(&mut self, stmts: &[Stmt<'_>]) {
+        for s in stmts {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt<'_>) {
+        match stmt {
+            Stmt::Template(t) => self.stmts(&t.children),
+            Stmt::EmitExpr(e) => self.expr(&e.expr),
+            Stmt::EmitRaw(_) => {}
+            Stmt::ForLoop(f) => {
+                if f.recursive {
+                    self.refuse(f.span().start_line, "a recursive loop");
+                }
+                self.expr(&f.iter);
+                if let Some(e) = &f.filter_expr {
+                    self.expr(e);
+                }
+                self.stmts(&f.body);
+                self.stmts(&f.else_body);
+            }
+            Stmt::IfCond(i) => {
+                self.expr(&i.expr);
+                self.stmts(&i.true_body);
+                self.stmts(&i.false_body);
+            }
+            Stmt::WithBlock(w) => {
+                for (_, value) in &w.assignments {
+                    self.expr(value);
+                }
+                self.stmts(&w.body);
+            }
+            Stmt::Set(s) => self.expr(&s.expr),
+            Stmt::SetBlock(s) => self.refuse(s.span().start_line, "`{% set %}…{% endset %}`"),
+            Stmt::AutoEscape(a) => {
+                self.expr(&a.enabled);
+                self.stmts(&a.body);
+            }
+            Stmt::FilterBlock(f) => self.refuse(f.span().start_line, "`{% filter %}`"),
+            Stmt::Block(b) => self.refuse(b.span().start_line, "`{% block %}`"),
+            Stmt::Import(i) => self.refuse(i.span().start_line, "`{% import %}`"),
+            Stmt::FromImport(i) => self.refuse(i.span().start_line, "`{% from … import %}`"),
+            Stmt::Extends(e) => self.refuse(e.span().start_line, "`{% extends %}`"),
+            Stmt::Include(i) => self.refuse(i.span().start_line, "`{% include %}`"),
+            Stmt::Macro(m) => self.refuse(m.span().start_line, "`{% macro %}`"),
+            Stmt::CallBlock(c) => self.refuse(c.span().start_line, "`{% call %}`"),
+            Stmt::Do(d) => {
+                self.expr(&d.call.expr);
+                self.args(&d.call.args);
+            }
+        }
+    }
+
+    fn args(&mut self, args: &[CallArg<'_>]) {
+        for arg in args {
+            match arg {
+                CallArg::Pos(e)
+                | CallArg::Kwarg(_, e)
+                | CallArg::PosSplat(e)
+                | CallArg::KwargSplat(e) => self.expr(e),
+            }
+        }
+    }
+
+    fn wrap(&mut self, span: minijinja::machinery::Span, open: &'static str, close: &'static str) {
+        self.wraps.push(Wrap {
+            start: span.start_offset as usize,
+            end: span.end_offset as usize,
+            open,
+            close,
+            op: None,
+        });
+    }
+
+    fn expr(&mut self, expr: &Expr<'_>) {
+        match expr {
+            Expr::Var(_) | Expr::Const(_) => {}
+            Expr::Slice(s) => {
+                self.expr(&s.expr);
+                for e in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+                    self.expr(e);
+                }
+            }
+            Expr::UnaryOp(u) => self.expr(&u.expr),
+            Expr::BinOp(b) => {
+                let function = match b.op {
+                    BinOpKind::Concat => Some(("__pactum_concat(", b'~')),
+                    BinOpKind::Add => Some(("__pactum_add(", b'+')),
+                    BinOpKind::Mul => Some(("__pactum_mul(", b'*')),
+                    _ => None,
+                };
+                if let Some((open, op)) = function {
+                    match self.operator(b.left.span().end_offset as usize, op) {
+                        Some(at) => {
+                            let span = b.span();
+                            self.wraps.push(Wrap {
+                                start: span.start_offset as usize,
+                                end: span.end_offset as usize,
+                                open,
+                                close: ")",
+                                op: Some(at),
+                            });
+                        }
+                        None => self.refuse(b.span().start_line, "an operator pactum cannot bound"),
+                    }
+                }
+                self.expr(&b.left);
+                self.expr(&b.right);
+            }
+            Expr::Compare(c) => {
+                self.expr(&c.expr);
+                for op in &c.ops {
+                    self.expr(&op.expr);
+                }
+            }
+            Expr::IfExpr(i) => {
+                self.expr(&i.test_expr);
+                self.expr(&i.true_expr);
+                if let Some(e) = &i.false_expr {
+                    self.expr(e);
+                }
+            }
+            Expr::Filter(f) => {
+                if let Some(e) = &f.expr {
+                    self.expr(e);
+                }
+                self.args(&f.args);
+            }
+            Expr::Test(t) => {
+                self.expr(&t.expr);
+                self.args(&t.args);
+            }
+            Expr::GetAttr(g) => self.expr(&g.expr),
+            Expr::GetItem(g) => {
+                self.expr(&g.expr);
+                self.expr(&g.subscript_expr);
+            }
+            Expr::Call(c) => {
+                self.wrap(c.span(), "__pactum_value(", ")");
+                self.expr(&c.expr);
+                self.args(&c.args);
+            }
+            Expr::List(l) => {
+                self.wrap(l.span(), "__pactum_value(", ")");
+                for e in &l.items {
+                    self.expr(e);
+                }
+            }
+            Expr::Tuple(t) => {
+                self.wrap(t.span(), "__pactum_value((", "))");
+                for e in &t.items {
+                    self.expr(e);
+                }
+            }
+            Expr::Map(m) => {
+                self.wrap(m.span(), "__pactum_value(", ")");
+                for e in m.keys.iter().chain(&m.values) {
+                    self.expr(e);
+                }
+            }
+        }
+    }
+
+    /// The offset of the operator after the left operand (past closing parentheses and
+    /// whitespace).
+    fn operator(&self, from: usize, op: u8) -> Option<usize> {
+        let bytes = self.source.as_bytes();
+        let mut i = from;
+        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b')') {
+            i += 1;
+        }
+        let is_op = bytes.get(i) == Some(&op) && !(op == b'*' && bytes.get(i + 1) == Some(&b'*'));
+        is_op.then_some(i)
+    }
+}
+
+/// The text of operand `index` in a checked call (`__pactum_concat(x , y)`), for naming
+/// an undefined variable.
+pub fn operand(call: &str, index: usize) -> Option<&str> {
+    let open = call.find('(')?;
+    let inner = &call[open + 1..];
+    let (mut depth, mut start, mut found) = (0i32, 0usize, 0usize);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth == 0 => {
+                return (found == index).then(|| inner[start..i].trim());
+            }
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                if found == index {
+                    return Some(inner[start..i].trim());
+                }
+                found += 1;
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The template source rewritten with the checks (see the module docs), or why it is
+/// refused. A template that does not parse is returned unchanged: compiling it reports
+/// the syntax error as usual.
+pub fn prepare(source: &str, name: &str) -> Result<String, Refused> {
+    let Ok(ast) = minijinja::machinery::parse(source, name, Default::default()) else {
+        return Ok(source.to_string());
+    };
+    let mut rewriter = Rewriter { source, wraps: Vec::new(), refused: None };
+    rewriter.stmt(&ast);
+    if let Some(refused) = rewriter.refused {
+        return Err(refused);
+    }
+    if rewriter.wraps.is_empty() {
+        return Ok(source.to_string());
+    }
+    // Events in source order: at one offset, closers (inner first), then operators, then
+    // openers (outer first).
+    let mut events: Vec<(usize, u8, usize, &str, usize)> = Vec::new();
+    for w in &rewriter.wraps {
+        let len = w.end.saturating_sub(w.start);
+        events.push((w.start, 2, usize::MAX - len, w.open, 0));
+        events.push((w.end, 0, len, w.close, 0));
+        if let Some(at) = w.op {
+            events.push((at, 1, 0, ",", 1));
+        }
+    }
+    events.sort_by_key(|&(at, kind, order, _, _)| (at, kind, order));
+    let mut out = String::with_capacity(source.len() + events.len() * 16);
+    let mut cursor = 0;
+    for (at, _, _, text, skip) in events {
+        let at = at.min(source.len());
+        if at > cursor {
+            out.push_str(source.get(cursor..at).unwrap_or_default());
+            cursor = at;
+        }
+        out.push_str(text);
+        cursor = cursor.max(at + skip);
+    }
+    out.push_str(source.get(cursor..).unwrap_or_default());
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(source: &str) -> String {
+        prepare(source, "t").unwrap()
+    }
+
+    #[test]
+    fn operators_literals_and_calls_are_wrapped_on_their_own_lines() {
+        assert_eq!(rewritten("{{ a ~ b }}"), "{{ __pactum_concat(a , b) }}");
+        assert_eq!(
+            rewritten("{{ a ~ b ~ c }}"),
+            "{{ __pactum_concat(__pactum_concat(a , b) , c) }}"
+        );
+        assert_eq!(rewritten("{{ (a ~ b)|upper }}"), "{{ (__pactum_concat(a , b))|upper }}");
+        assert_eq!(rewritten("{{ (x) * 3 + 1 }}"), "{{ __pactum_add(__pactum_mul((x) , 3) , 1) }}");
+        assert_eq!(rewritten("{{ 2 ** 3 }}"), "{{ 2 ** 3 }}");
+        assert_eq!(rewritten("{% set l = [a, b] %}"), "{% set l = __pactum_value([a, b]) %}");
+        assert_eq!(rewritten("{{ range(3) }}"), "{{ __pactum_value(range(3)) }}");
+        assert_eq!(
+            rewritten("line 1\n{% for x in xs %}\n{{ x ~ '!' }}\n{% endfor %}"),
+            "line 1\n{% for x in xs %}\n{{ __pactum_concat(x , '!') }}\n{% endfor %}"
+        );
+        assert_eq!(rewritten("plain {{ x }} text"), "plain {{ x }} text");
+    }
+
+    #[test]
+    fn capturing_constructs_are_refused_with_their_line() {
+        for source in [
+            "{% macro m() %}x{% endmacro %}",
+            "a\n{% set x %}y{% endset %}",
+            "{% filter upper %}x{% endfilter %}",
+            "{% for x in xs recursive %}{{ loop(x.c) }}{% endfor %}",
+            "{% include 'other' %}",
+        ] {
+            let refused = prepare(source, "t").unwrap_err();
+            assert!(refused.message.contains("not allowed"), "{source}: {refused:?}");
+        }
+        assert_eq!(prepare("a\n{% set x %}y{% endset %}", "t").unwrap_err().line, 2);
+    }
+}

@@ -1,0 +1,772 @@
+//! Trust boundaries (SPEC §18, issue 11), through the `pactum` binary: each class of
+//! hostile input a pull request can carry — symlinks and `..`, special files, unbounded
+//! templates and schemas, governance behind deep `$ref`s, torn ledgers, leaking secrets,
+//! insecure configs, huge usage numbers, panics, concurrent writers — and the defence
+//! against it. SECURITY.md names these tests.
+
+#[path = "fixtures/exchange/harness.rs"]
+mod harness;
+
+#[path = "support/mock_http.rs"]
+mod mock_http;
+
+use std::path::Path;
+use std::time::Duration;
+
+use harness::{Out, Project, openai_env, read_records};
+use mock_http::{MockReply, MockServer};
+use serde_json::{Value, json};
+
+/// A secret an attacker would like to see in a log.
+const KEY: &str = "sk-trust-0123456789abcdefXYZ";
+
+fn run(p: &Project, args: &[&str]) -> Out {
+    p.pactum(args, &[])
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..=chunk.len() {
+            out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+        for _ in chunk.len()..3 {
+            out.push('=');
+        }
+    }
+    out
+}
+
+/// Registers and promotes a contract and its pack from JSON values, pack first.
+fn register(p: &Project, name: &str, contract: &Value, pack: &Value) {
+    let pack_file = p.write_json(&format!("prompt_packs/{name}/1.0.0.json"), pack);
+    let contract_file = p.write_json(&format!("contracts/{name}/1.0.0.json"), contract);
+    let (pack_file, contract_file) =
+        (pack_file.display().to_string(), contract_file.display().to_string());
+    run(p, &["registry", "add", &pack_file, &contract_file]).status(0);
+    for pin in [
+        format!("{}@1.0.0", pack["prompt_pack_id"].as_str().unwrap()),
+        format!("{}@1.0.0", contract["contract_id"].as_str().unwrap()),
+    ] {
+        run(p, &["registry", "promote", &pin]).status(0);
+    }
+}
+
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) {
+    std::os::unix::fs::symlink(target, link).unwrap();
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+// --- A panic is never a success -------------------------------------------------------------
+
+// The injection hook (`PACTUM_INJECT_PANIC`) is compiled into debug builds only, so this
+// test is too; the panic handling it checks is the same code in release builds, and the
+// library-level test below runs in both.
+#[cfg(debug_assertions)]
+#[test]
+fn a_panic_anywhere_is_internal_error_and_exit_2() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-PANIC", json!({"provider": {"fixtures": "fx.json"}}));
+    let wo = wo.display().to_string();
+    for (place, args) in [
+        ("validate-worker", vec!["validate", "--format", "json"]),
+        ("run-worker", vec!["run", &wo, &wo, "--jobs", "2", "--json"]),
+        ("main", vec!["resolve", "PRC-CLASSIFY-001", "--json"]),
+    ] {
+        let out = p.pactum(&args, &[("PACTUM_INJECT_PANIC", place.to_string())]);
+        out.status(2);
+        let doc = out.json();
+        assert_eq!(doc["ok"], false, "{place}: {out}");
+        assert_eq!(doc["code"], "internal_error", "{place}: {out}");
+        assert!(!out.stdout.contains("\"ok\": true"), "{place}: no success is printed:\n{out}");
+    }
+    let out = p.pactum(&["validate"], &[("PACTUM_INJECT_PANIC", "validate-worker".into())]);
+    out.status(2);
+    assert!(out.stderr.contains("error[internal_error]"), "{out}");
+    assert!(!out.stderr.contains("panicked at"), "the raw panic message is replaced:\n{out}");
+}
+
+/// A progress reporter that panics in the workers it is called from (the first call, for
+/// the registry, comes from the calling thread).
+#[derive(Default)]
+struct Exploding(std::sync::atomic::AtomicUsize);
+
+impl pactum::validate::Progress for Exploding {
+    fn start(&self, _: usize) {}
+    fn advance(&self) {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0 {
+            panic!("a worker panicked");
+        }
+    }
+    fn finish(&self) {}
+}
+
+#[test]
+fn a_panicking_validate_worker_is_an_internal_error_from_the_library_too() {
+    let p = Project::new();
+    let e = pactum::validate::validate(p.root(), &Default::default(), &Exploding::default())
+        .unwrap_err();
+    assert_eq!(e.code(), pactum::Code::InternalError, "{e}");
+    assert!(e.to_string().contains("a worker panicked"), "{e}");
+}
+
+#[test]
+fn out_of_range_numbers_in_pactum_toml_are_findings_not_panics() {
+    let p = Project::new();
+    p.write("pactum.toml", "[defaults]\ntimeout_s = 1e300\n[retry]\nattempts = 0\nbase_delay_ms = -5\n[project]\ndeprecation_dayz = 1\n");
+    let out = run(&p, &["validate", "--format", "json"]);
+    out.status(1);
+    let doc = out.json();
+    let config: Vec<&Value> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "config_invalid")
+        .collect();
+    let places: Vec<(String, u64, u64)> = config
+        .iter()
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            ("pactum.toml".to_string(), 2, 13),
+            ("pactum.toml".to_string(), 4, 12),
+            ("pactum.toml".to_string(), 5, 17),
+            ("pactum.toml".to_string(), 7, 1)
+        ],
+        "every bad key, relative to the root, with line and column:\n{out}"
+    );
+    let out = run(&p, &["resolve", "PRC-CLASSIFY-001"]);
+    out.status(1);
+    assert!(
+        out.stderr.contains("pactum.toml:2:13: `defaults.timeout_s` = 1e300 is out of range"),
+        "{out}"
+    );
+}
+
+// --- Confinement ----------------------------------------------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn symlinked_folders_are_reported_not_walked() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.json"), r#"{"contract_id": "SECRET-LINE-1"}"#)
+        .unwrap();
+    for folder in ["contracts", "work_orders"] {
+        let p = Project::new();
+        if p.path(folder).exists() {
+            std::fs::remove_dir_all(p.path(folder)).unwrap();
+        }
+        symlink(outside.path(), &p.path(folder));
+        let out = run(&p, &["validate", "--format", "json"]);
+        out.status(1);
+        assert!(!out.stdout.contains("SECRET-LINE-1"), "{folder}: outside content printed:\n{out}");
+        let doc = out.json();
+        let escape = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"] == "path_escape" && d["file"] == folder);
+        assert!(escape.is_some(), "{folder}: no path_escape for the folder:\n{out}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn registry_lock_and_ledger_symlinks_are_refused_not_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    // A registry.json that is a link to outside: never read.
+    let p = Project::new();
+    std::fs::rename(p.path("registry.json"), outside.path().join("registry.json")).unwrap();
+    symlink(&outside.path().join("registry.json"), &p.path("registry.json"));
+    let out = run(&p, &["resolve", "PRC-CLASSIFY-001", "--json"]);
+    assert_eq!(out.json()["code"], "path_escape", "{out}");
+
+    // A lock that is a link: registry writes refuse and change nothing.
+    let p = Project::new();
+    let victim = outside.path().join("victim");
+    symlink(&victim, &p.path(".registry.lock"));
+    let before = std::fs::read(p.path("registry.json")).unwrap();
+    let file = p.write_json(
+        "prompt_packs/x/1.0.0.json",
+        &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}),
+    );
+    let out = run(&p, &["registry", "add", &file.display().to_string(), "--json"]);
+    assert_eq!(out.json()["code"], "path_escape", "{out}");
+    assert!(!victim.exists(), "the lock link was followed");
+    assert_eq!(std::fs::read(p.path("registry.json")).unwrap(), before);
+
+    // A registry.json that is a link inside the project: read, but never replaced.
+    let p = Project::new();
+    std::fs::rename(p.path("registry.json"), p.path("real-registry.json")).unwrap();
+    symlink(&p.path("real-registry.json"), &p.path("registry.json"));
+    let file = p.write_json(
+        "prompt_packs/x/1.0.0.json",
+        &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}),
+    );
+    let out = run(&p, &["registry", "add", &file.display().to_string(), "--json"]);
+    assert_eq!(out.json()["code"], "path_escape", "{out}");
+    assert!(std::fs::symlink_metadata(p.path("registry.json")).unwrap().file_type().is_symlink());
+
+    // A committed `.pactum` that is a link: the run refuses before writing anything.
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-LINK", json!({"provider": {"fixtures": "fx.json"}}));
+    symlink(outside.path(), &p.path(".pactum"));
+    let out = run(&p, &["run", &wo.display().to_string(), "--json"]);
+    assert_eq!(out.json()["code"], "path_escape", "{out}");
+    assert!(!outside.path().join("ledger.jsonl").exists(), "the ledger was written outside");
+}
+
+#[cfg(unix)]
+#[test]
+fn reply_files_and_output_folders_stay_inside() {
+    let outside = tempfile::tempdir().unwrap();
+    let p = Project::new();
+    let envelope = |files: Value| {
+        json!([{"contract_id": "PRC-CLASSIFY-001", "envelope": {
+            "text": "{\"label\": \"billing\", \"confidence\": 0.9}", "files": files}}])
+    };
+    let escape_code = |wo_id: &str, extra: Value, files: Value| -> (Out, Value) {
+        p.fixtures(&format!("{wo_id}.fx.json"), envelope(files));
+        let mut extra = extra;
+        extra["provider"] = json!({"fixtures": format!("{wo_id}.fx.json")});
+        let wo = p.classify_wo(wo_id, extra);
+        p.run_json(&wo, &[], &[])
+    };
+    // `..` in a reply path.
+    let (_, r) = escape_code("WO-DOTDOT", json!({}), json!({"../../escaped.txt": "x"}));
+    assert_eq!(r["errors"][0]["code"], "path_escape", "{r:#}");
+    // An output folder that is a symlink to outside: nothing, not even a folder, is made.
+    std::fs::create_dir_all(p.path("wo/out")).unwrap();
+    symlink(outside.path(), &p.path("wo/out/WO-LINKED"));
+    let (_, r) = escape_code("WO-LINKED", json!({}), json!({"deep/dir/a.txt": "x"}));
+    assert_eq!(r["errors"][0]["code"], "path_escape", "{r:#}");
+    assert!(!outside.path().join("deep").exists(), "a folder was created outside");
+    // An output_dir climbing out of the project with `..`.
+    let (_, r) = escape_code("WO-CLIMB", json!({"output_dir": "../../.."}), json!({"a.txt": "x"}));
+    assert_eq!(r["errors"][0]["code"], "path_escape", "{r:#}");
+    // Inside, all is well.
+    let (out, r) =
+        escape_code("WO-FINE", json!({"output_dir": "../results"}), json!({"a/b.txt": "ok"}));
+    out.status(0);
+    assert_eq!(std::fs::read_to_string(p.path("results/a/b.txt")).unwrap(), "ok", "{r:#}");
+}
+
+#[cfg(unix)]
+#[test]
+fn new_contract_never_writes_through_a_dangling_link() {
+    let outside = tempfile::tempdir().unwrap();
+    let p = Project::new();
+    std::fs::create_dir_all(p.path("contracts/evil")).unwrap();
+    symlink(&outside.path().join("planted.json"), &p.path("contracts/evil/1.0.0.json"));
+    let out = run(&p, &["new", "contract", "PRC-EVIL-001", "--json"]);
+    assert_eq!(out.json()["code"], "path_escape", "{out}");
+    assert!(!outside.path().join("planted.json").exists(), "written through the link");
+    assert!(!p.path("prompt_packs/evil/1.0.0.json").exists(), "an orphan pack was left");
+}
+
+// --- Special files and unreadable folders ---------------------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn fifos_are_refused_without_hanging() {
+    let p = Project::new();
+    mkfifo(&p.path("contracts/pipe/1.0.0.json"));
+    let mut cmd = p.cmd();
+    cmd.args(["validate", "--format", "json"]).timeout(Duration::from_secs(30));
+    let out = Out::of(&mut cmd);
+    out.status(1);
+    let doc = out.json();
+    let fifo = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["file"] == "contracts/pipe/1.0.0.json");
+    assert_eq!(fifo.map(|d| d["code"].clone()), Some(json!("io_error")), "{out}");
+    assert!(out.stdout.contains("FIFO"), "{out}");
+
+    // A FIFO in place of registry.json or pactum.toml: every command that reads it ends
+    // (the timeout would fail the test) and names it; `registry verify` does not read
+    // pactum.toml at all.
+    let cases: [(&str, &[&str]); 3] = [
+        ("registry.json", &["resolve", "PRC-CLASSIFY-001", "--json"]),
+        ("registry.json", &["registry", "verify", "--json", "--root", "."]),
+        ("pactum.toml", &["resolve", "PRC-CLASSIFY-001", "--json"]),
+    ];
+    for (name, args) in cases {
+        let p = Project::new();
+        let _ = std::fs::remove_file(p.path(name));
+        mkfifo(&p.path(name));
+        let mut cmd = p.cmd();
+        cmd.args(args).timeout(Duration::from_secs(30));
+        let out = Out::of(&mut cmd);
+        assert_ne!(out.code, 0, "{name} {args:?}: {out}");
+        assert!(out.stdout.contains("FIFO"), "{name} {args:?}: {out}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn unreadable_folders_are_reported_not_skipped() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new();
+    let locked = p.path("contracts/locked");
+    std::fs::create_dir_all(&locked).unwrap();
+    std::fs::write(locked.join("1.0.0.json"), "{}").unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let readable_anyway = std::fs::read_dir(&locked).is_ok(); // root reads everything
+    let out = run(&p, &["validate", "--format", "json"]);
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if readable_anyway {
+        return;
+    }
+    let doc = out.json();
+    let found = doc["diagnostics"].as_array().unwrap().iter().any(|d| {
+        d["code"] == "io_error"
+            && d["file"].as_str().is_some_and(|f| f.starts_with("contracts/locked"))
+    });
+    assert!(found, "the unreadable folder must be a finding:\n{out}");
+}
+
+// --- Bounded cost ---------------------------------------------------------------------------
+
+/// A contract of `name` whose pack is `template` and whose one example expects `ok`,
+/// registered as drafts when `register` is set.
+fn contract_with_template(
+    p: &Project,
+    name: &str,
+    template: &str,
+    output_schema: Value,
+    register: bool,
+) {
+    let id = name.to_ascii_uppercase();
+    let pack = json!({"prompt_pack_id": format!("PRM-{id}-001"), "version": "1.0.0", "template": template});
+    let contract = json!({
+        "contract_id": format!("PRC-{id}-001"), "version": "1.0.0",
+        "prompt_pack_id": format!("PRM-{id}-001"), "prompt_pack_version": "1.0.0",
+        "boundary": {"max_tokens": 16, "temperature": 0},
+        "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}},
+        "output_schema": output_schema,
+        "examples": [{"name": "runs", "input": {"x": "ab"}, "response": "{\"a\": \"b\"}", "expect": "ok"}]
+    });
+    let pack = p.write_json(&format!("prompt_packs/{name}/1.0.0.json"), &pack);
+    let contract = p.write_json(&format!("contracts/{name}/1.0.0.json"), &contract);
+    if register {
+        let files = [pack, contract].map(|f| f.display().to_string());
+        run(p, &["registry", "add", &files[0], &files[1]]).status(0);
+    }
+}
+
+#[test]
+fn template_values_are_bounded_even_from_validate() {
+    let p = Project::new();
+    let doubling = "{% set n = namespace(v=x) %}{% for i in range(60) %}{% set n.v = n.v ~ n.v %}{% endfor %}{{ n.v|length }}";
+    contract_with_template(&p, "doubling", doubling, json!({"type": "object"}), true);
+    let indent = "{{ ('a\\n' * 1000) | indent(100000000) }}";
+    contract_with_template(&p, "indenting", indent, json!({"type": "object"}), true);
+    contract_with_template(
+        &p,
+        "macro",
+        "{% macro m() %}{{ x }}{% endmacro %}{{ m() }}",
+        json!({"type": "object"}),
+        false,
+    );
+    let mut cmd = p.cmd();
+    cmd.args(["validate", "--format", "json"]).timeout(Duration::from_secs(60));
+    let out = Out::of(&mut cmd);
+    out.status(1);
+    let doc = out.json();
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    for name in ["doubling", "indenting"] {
+        let d = diagnostics
+            .iter()
+            .find(|d| {
+                d["file"] == format!("contracts/{name}/1.0.0.json") && d["code"] == "example_failed"
+            })
+            .unwrap_or_else(|| panic!("{name}: no failing example:\n{out}"));
+        assert!(
+            d["message"].as_str().unwrap().contains("template_limit_exceeded"),
+            "{name}: {d:#}"
+        );
+    }
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["file"] == "prompt_packs/macro/1.0.0.json"
+                && d["code"] == "prompt_pack_invalid"),
+        "a macro is refused:\n{out}"
+    );
+}
+
+#[test]
+fn exploding_schemas_are_refused_in_validate_and_in_run() {
+    let p = Project::new();
+    let mut defs = serde_json::Map::new();
+    for i in 0..40 {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(format!("d{i}"), json!({"anyOf": [{"$ref": next}, {"$ref": next}]}));
+    }
+    defs.insert("d40".into(), json!({"type": "object"}));
+    let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+    assert!(schema.to_string().len() < 4000);
+    contract_with_template(&p, "explode", "{{ x }}", schema, false);
+    let mut cmd = p.cmd();
+    cmd.args(["validate", "--format", "json"]).timeout(Duration::from_secs(60));
+    let out = Out::of(&mut cmd);
+    let doc = out.json();
+    assert!(
+        doc["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "schema_limit_exceeded"
+            && d["file"] == "contracts/explode/1.0.0.json"
+            && d["pointer"] == "/output_schema"),
+        "{out}"
+    );
+    // Registered anyway (drafts may be anything): a run refuses it before any call.
+    let files = ["prompt_packs/explode/1.0.0.json", "contracts/explode/1.0.0.json"]
+        .map(|f| p.path(f).display().to_string());
+    run(&p, &["registry", "add", &files[0], &files[1]]).status(0);
+    let mut cmd = p.cmd();
+    cmd.args(["render", "PRC-EXPLODE-001", "--allow-draft", "--input", "-", "--json"])
+        .write_stdin(r#"{"x": "a"}"#)
+        .timeout(Duration::from_secs(60));
+    let out = Out::of(&mut cmd);
+    assert_eq!(out.json()["code"], "schema_limit_exceeded", "{out}");
+}
+
+// --- Governance -----------------------------------------------------------------------------
+
+#[test]
+fn promote_refuses_a_breaking_change_behind_a_deep_ref_chain() {
+    let p = Project::new();
+    let chain = |leaf: &str| {
+        let mut defs = serde_json::Map::new();
+        for i in 0..100 {
+            let next = if i == 99 {
+                json!({"type": leaf})
+            } else {
+                json!({"$ref": format!("#/$defs/d{}", i + 1)})
+            };
+            defs.insert(format!("d{i}"), next);
+        }
+        json!({"type": "object", "properties": {"v": {"$ref": "#/$defs/d0"}}, "$defs": defs})
+    };
+    let pack = json!({"prompt_pack_id": "PRM-DEEP-001", "version": "1.0.0", "template": "{{ x }}"});
+    let contract = |version: &str, leaf: &str| {
+        json!({
+        "contract_id": "PRC-DEEP-001", "version": version, "prompt_pack_id": "PRM-DEEP-001",
+        "prompt_pack_version": "1.0.0", "boundary": {"max_tokens": 16, "temperature": 0},
+        "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}},
+        "output_schema": chain(leaf)})
+    };
+    register(&p, "deep", &contract("1.0.0", "string"), &pack);
+    let patch = p.write_json("contracts/deep/1.0.1.json", &contract("1.0.1", "integer"));
+    run(&p, &["registry", "add", &patch.display().to_string()]).status(0);
+    let out = run(&p, &["registry", "promote", "PRC-DEEP-001@1.0.1", "--json"]);
+    out.status(1);
+    assert_eq!(out.json()["code"], "incompatible_version_bump", "{out}");
+}
+
+// --- The ledger -----------------------------------------------------------------------------
+
+#[test]
+fn a_torn_ledger_line_stops_the_next_run_before_anything_is_joined() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-TORN", json!({"provider": {"fixtures": "fx.json"}}));
+    let wo = wo.display().to_string();
+    p.run(&[Path::new(&wo)], &["--json"], &[]).status(0);
+    let mut torn = std::fs::read(p.ledger()).unwrap();
+    let lines = torn.iter().filter(|b| **b == b'\n').count();
+    torn.extend_from_slice(b"{\"seq\":99,\"kind\":\"exch");
+    std::fs::write(p.ledger(), &torn).unwrap();
+
+    let out = p.run(&[Path::new(&wo)], &["--json"], &[]);
+    let doc = out.json();
+    assert_ne!(out.code, 0, "{out}");
+    let text = doc.to_string();
+    assert!(text.contains("ledger_corrupt"), "{out}");
+    assert!(text.contains(&format!(":{}:", lines + 1)), "the torn line is named:\n{out}");
+    assert_eq!(std::fs::read(p.ledger()).unwrap(), torn, "nothing was appended");
+    let out = run(&p, &["ledger", "verify", &p.ledger().display().to_string(), "--json"]);
+    assert_eq!(out.json()["code"], "ledger_corrupt", "{out}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_failed_ledger_write_leaves_the_ledger_as_it_was() {
+    use std::os::unix::process::CommandExt;
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-FULL", json!({"provider": {"fixtures": "fx.json"}}));
+    let wo = wo.display().to_string();
+    p.run(&[Path::new(&wo)], &["--json"], &[]).status(0);
+    let before = std::fs::read(p.ledger()).unwrap();
+    // The disk is "full" 100 bytes past the ledger's end (RLIMIT_FSIZE; SIGXFSZ ignored so
+    // the write fails with EFBIG instead of killing the process).
+    let limit = before.len() as u64 + 100;
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("pactum"));
+    cmd.current_dir(p.root())
+        .args(["run", &wo, "--ledger", &p.ledger().display().to_string(), "--json"])
+        .env("NO_COLOR", "1");
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = Out::from(cmd.output().unwrap());
+    assert_ne!(out.code, 0, "the run cannot succeed without its ledger:\n{out}");
+    let after = std::fs::read(p.ledger()).unwrap();
+    assert_eq!(after, before, "a cut line was left behind:\n{out}");
+    // The next run appends as if nothing happened.
+    p.run(&[Path::new(&wo)], &["--json"], &[]).status(0);
+    run(&p, &["ledger", "verify", &p.ledger().display().to_string()]).status(0);
+}
+
+#[test]
+fn a_record_with_a_duplicate_key_does_not_verify() {
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-DUP", json!({"provider": {"fixtures": "fx.json"}}));
+    p.run(&[wo.as_path()], &["--json"], &[]).status(0);
+    let text = std::fs::read_to_string(p.ledger()).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    // The hash covers the last `verdict`; a reader keeping the first would see "forged".
+    let last = lines.len() - 1;
+    lines[last] = lines[last].replacen('{', "{\"verdict\":\"forged\",", 1);
+    std::fs::write(p.ledger(), lines.join("\n") + "\n").unwrap();
+    let out = run(&p, &["ledger", "verify", &p.ledger().display().to_string(), "--json"]);
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["code"], "ledger_broken", "{out}");
+    assert!(doc["message"].as_str().unwrap().contains("duplicate key"), "{out}");
+}
+
+// --- Secrets --------------------------------------------------------------------------------
+
+#[test]
+fn keys_and_url_credentials_never_reach_output_or_ledger_in_any_encoding() {
+    let p = Project::new();
+    let b64 = base64(format!("Authorization: Bearer {KEY}").as_bytes());
+    let url_encoded = KEY.replace('-', "%2D");
+    let echo = format!("bad key {KEY}; as sent: {b64}; in the query: {url_encoded}");
+    let server =
+        MockServer::start(vec![MockReply::json(401, &json!({"error": {"message": echo}}))]);
+    let url = server.url().replacen("http://", "http://admin:hunter2hunter2@", 1);
+    let wo = p.classify_wo("WO-LEAK", json!({}));
+    let mut outs = Vec::new();
+    for args in [vec!["--provider", "openai", "--json"], vec!["--provider", "openai"]] {
+        outs.push(p.run(&[wo.as_path()], &args, &openai_env(&url, KEY)));
+    }
+    let ledger = std::fs::read_to_string(p.ledger()).unwrap();
+    for text in
+        outs.iter().flat_map(|o| [o.stdout.clone(), o.stderr.clone()]).chain([ledger.clone()])
+    {
+        for secret in [KEY, b64.as_str(), "hunter2hunter2", url_encoded.as_str()] {
+            assert!(!text.contains(secret), "`{secret}` leaked:\n{text}");
+        }
+    }
+    assert!(ledger.contains("[redacted]"), "the ledger shows where a secret was:\n{ledger}");
+    assert!(outs[1].stderr.contains("provider_error"), "{}", outs[1]);
+}
+
+#[test]
+fn values_a_contract_marks_secret_are_masked_everywhere() {
+    let p = Project::new();
+    let token = "tok-PERSONAL-987654321";
+    let pack = json!({"prompt_pack_id": "PRM-VAULT-001", "version": "1.0.0",
+                      "template": "Use {{ token }} to sign {{ text }}."});
+    let contract = json!({
+        "contract_id": "PRC-VAULT-001", "version": "1.0.0", "prompt_pack_id": "PRM-VAULT-001",
+        "prompt_pack_version": "1.0.0", "boundary": {"max_tokens": 16, "temperature": 0},
+        "input_schema": {"type": "object", "required": ["token", "text"], "properties": {
+            "token": {"type": "string", "x-secret": true}, "text": {"type": "string"}}},
+        "output_schema": {"type": "object", "required": ["signed"], "properties": {"signed": {"type": "string"}}}});
+    register(&p, "vault", &contract, &pack);
+    p.fixtures(
+        "vault.fx.json",
+        json!([{"contract_id": "PRC-VAULT-001",
+        "text": format!("{{\"signed\": \"with {token} and {}\"}}", base64(token.as_bytes()))}]),
+    );
+    let wo = p.write_json(
+        "wo/vault.json",
+        &json!({"work_order_id": "WO-VAULT", "kind": "exchange",
+        "contract": "PRC-VAULT-001", "input": {"token": token, "text": "hello"},
+        "provider": {"fixtures": "vault.fx.json"}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(0);
+    let human = p.run(&[wo.as_path()], &[], &[]);
+    let render = p.pactum_stdin(
+        &["render", "PRC-VAULT-001", "--input", "-"],
+        &[],
+        Some(&json!({"token": token, "text": "hello"}).to_string()),
+    );
+    render.status(0);
+    let ledger = std::fs::read_to_string(p.ledger()).unwrap();
+    for text in
+        [out.stdout.as_str(), human.stdout.as_str(), render.stdout.as_str(), ledger.as_str()]
+    {
+        assert!(!text.contains(token), "the secret leaked:\n{text}");
+        assert!(!text.contains(&base64(token.as_bytes())[..16]), "its base64 leaked:\n{text}");
+    }
+    assert!(r["output"]["signed"].as_str().unwrap().contains("[redacted]"), "{r:#}");
+    assert!(render.stdout.contains("Use [redacted] to sign hello."), "{render}");
+}
+
+#[test]
+fn keys_go_only_over_https_or_to_this_machine() {
+    let p = Project::new();
+    let wo = p.classify_wo("WO-PLAIN", json!({}));
+    // The environment sends a key over plain http to another host: refused, nothing sent.
+    let env = openai_env("http://llm.example.invalid/v1", KEY);
+    let out = p.run(&[wo.as_path()], &["--provider", "openai", "--json"], &env);
+    out.status(1);
+    assert_eq!(out.json()["code"], "config_insecure", "{out}");
+    // A committed config that reads any variable it likes.
+    p.write("pactum.toml", "[providers.exfil]\nkind = \"openai\"\nbase_url = \"https://collector.example/v1\"\napi_key_env = \"GITHUB_TOKEN\"\n");
+    let out = run(&p, &["validate", "--format", "json"]);
+    let doc = out.json();
+    let d = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "config_insecure")
+        .cloned();
+    assert_eq!(
+        d.as_ref().map(|d| (d["line"].clone(), d["column"].clone())),
+        Some((json!(4), json!(15))),
+        "{out}"
+    );
+    let out = p.run(
+        &[wo.as_path()],
+        &["--provider", "exfil", "--json"],
+        &[("GITHUB_TOKEN", KEY.to_string())],
+    );
+    assert_eq!(out.json()["code"], "config_insecure", "{out}");
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+}
+
+// --- Accounting -----------------------------------------------------------------------------
+
+#[test]
+fn usage_near_2_pow_64_saturates_and_the_budget_holds() {
+    let p = Project::new();
+    p.fixtures("huge.fx.json", json!([
+        {"contract_id": "PRC-CLASSIFY-001", "text": "{\"label\": \"refund\", \"confidence\": 0.8}",
+         "usage": {"prompt_tokens": u64::MAX - 5, "completion_tokens": 10}},
+        {"contract_id": "PRC-REPAIRJSON-001", "text": "{\"label\": \"billing\", \"confidence\": 0.8}",
+         "usage": {"prompt_tokens": 10, "completion_tokens": 10}}
+    ]));
+    let wo = p.classify_wo(
+        "WO-HUGE",
+        json!({"provider": {"fixtures": "huge.fx.json"},
+        "constraints": {"token_budget": 100000, "max_repair_attempts": 1}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(r["usage"]["prompt_tokens"], json!(u64::MAX - 5), "{r:#}");
+    assert!(r.to_string().contains("budget_exceeded"), "the repair call is refused:\n{r:#}");
+}
+
+// --- Writes that keep what they do not own --------------------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn a_registry_rewrite_keeps_schema_and_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new();
+    let mut registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path("registry.json")).unwrap()).unwrap();
+    registry["$schema"] = json!("schemas/registry.schema.json");
+    p.write_json("registry.json", &registry);
+    std::fs::set_permissions(p.path("registry.json"), std::fs::Permissions::from_mode(0o640))
+        .unwrap();
+    let file = p.write_json(
+        "prompt_packs/x/1.0.0.json",
+        &json!({"prompt_pack_id": "PRM-X-001", "version": "1.0.0", "template": "x"}),
+    );
+    run(&p, &["registry", "add", &file.display().to_string()]).status(0);
+    let text = std::fs::read_to_string(p.path("registry.json")).unwrap();
+    assert!(text.contains("\"$schema\": \"schemas/registry.schema.json\""), "{text}");
+    let mode = std::fs::metadata(p.path("registry.json")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    run(&p, &["registry", "verify"]).status(0);
+}
+
+#[test]
+fn two_new_contracts_of_one_id_one_wins_and_nothing_is_orphaned() {
+    let bin = assert_cmd::cargo::cargo_bin("pactum");
+    for round in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let spawn = || {
+            std::process::Command::new(&bin)
+                .args([
+                    "new",
+                    "contract",
+                    "PRC-RACE-001",
+                    "--root",
+                    &dir.path().display().to_string(),
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(), spawn());
+        let codes = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()]
+            .map(|o| o.status.code().unwrap_or(-1));
+        assert_eq!(codes.iter().filter(|c| **c == 0).count(), 1, "round {round}: {codes:?}");
+        let mut files: Vec<String> = walkdir::WalkDir::new(dir.path())
+            .into_iter()
+            .map(Result::unwrap)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.path().strip_prefix(dir.path()).unwrap().display().to_string())
+            .filter(|f| !f.starts_with("schemas/")) // the editors' schemas, written by both
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                ".registry.lock",
+                "contracts/race/1.0.0.json",
+                "prompt_packs/race/1.0.0.json",
+                "registry.json"
+            ],
+            "round {round}"
+        );
+        let registry: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("registry.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(registry["contracts"].as_array().unwrap().len(), 1);
+        assert_eq!(registry["prompt_packs"].as_array().unwrap().len(), 1);
+    }
+}
+
+#[allow(dead_code)]
+fn records(p: &Project) -> Vec<Value> {
+    read_records(&p.ledger())
+}
