@@ -1,0 +1,304 @@
+//! Strings and quotes for the tolerant parser: opening quotes of every kind (straight,
+//! single, typographic, doubled, escaped), escapes, raw control characters, and the one
+//! hard question of lenient JSON: whether a quote inside a value ends it.
+//!
+//! A quote ends a string when what follows can follow a value (the end, a comment, a
+//! comma before another item or member, a closer that is not followed by prose running
+//! into another quote and closer), when another item or member follows without a comma,
+//! or when no other such quote follows on its line. Every other quote is kept as text and
+//! reported as `unescaped_quote` (a guess). The look-ahead of each check stops at the end
+//! of its line or at the quote that the caller then consumes, so reading a string stays
+//! linear.
+
+use super::{Parser, is_key_byte};
+use crate::extract::RepairKind;
+use crate::extract::scan::{find_any, is_json_ws};
+
+/// Whether `quote` occurs in `rest` before the next newline. Reads only up to that
+/// quote or newline, which the caller then consumes, so repeated checks stay linear.
+fn quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
+    let Some(&first) = quote.first() else { return false };
+    let mut from = 0;
+    while let Some(found) = rest.get(from..).and_then(|r| find_any([b'\n', first], r)) {
+        let at = from + found;
+        let here = rest.get(at..).unwrap_or_default();
+        if here.first() == Some(&b'\n') {
+            return false;
+        }
+        if here.starts_with(quote) {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
+/// Whether `quote` followed by blanks and a closer (`}` or `]`) occurs in `rest` before
+/// the next newline; reads up to the first such quote or the newline.
+fn closing_quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
+    let Some(&first) = quote.first() else { return false };
+    let mut from = 0;
+    while let Some(found) = rest.get(from..).and_then(|r| find_any([b'\n', first], r)) {
+        let at = from + found;
+        let here = rest.get(at..).unwrap_or_default();
+        if here.first() == Some(&b'\n') {
+            return false;
+        }
+        if let Some(tail) = here.strip_prefix(quote) {
+            let next = tail.iter().find(|&&b| b != b' ' && b != b'\t');
+            if matches!(next, Some(b'}' | b']')) {
+                return true;
+            }
+        }
+        from = at + 1;
+    }
+    false
+}
+
+/// Whether `rest` starts with `, "key":` (blanks allowed; a short key on one line): the
+/// start of another object member. Reads at most about 80 bytes.
+pub(in crate::extract) fn starts_member(rest: &[u8], comma: bool) -> bool {
+    let mut at = 0;
+    let blanks = |at: &mut usize| {
+        while rest.get(*at).is_some_and(|&b| is_json_ws(b)) && *at < 80 {
+            *at += 1;
+        }
+    };
+    if comma {
+        if rest.first() != Some(&b',') {
+            return false;
+        }
+        at = 1;
+    }
+    blanks(&mut at);
+    if rest.get(at) != Some(&b'"') {
+        return false;
+    }
+    let key = rest.get(at + 1..).unwrap_or_default();
+    let Some(len) = key.iter().take(64).position(|&b| b == b'"' || b == b'\n') else {
+        return false;
+    };
+    if key.get(len) != Some(&b'"') || len == 0 {
+        return false;
+    }
+    at += len + 2;
+    blanks(&mut at);
+    rest.get(at) == Some(&b':')
+}
+
+impl Parser<'_> {
+    /// A string opened by `"`, `'`, `“`, `‘` or `\"` at the current position.
+    pub(super) fn string(&mut self) -> Result<String, usize> {
+        const LEFT_DOUBLE: &[u8] = "“".as_bytes();
+        const RIGHT_DOUBLE: &[u8] = "”".as_bytes();
+        const LEFT_SINGLE: &[u8] = "‘".as_bytes();
+        const RIGHT_SINGLE: &[u8] = "’".as_bytes();
+        let start = self.pos;
+        let rest = self.rest();
+        // The closing quotes accepted, the quote's width and the kind of slip.
+        // `""key""`, `''text''`: doubled quotes (as CSV escapes them) around a word.
+        let doubled =
+            |c: u8| !is_json_ws(c) && !matches!(c, b',' | b':' | b'}' | b']' | b'"' | b'\'');
+        let (closers, width, kind): (&[&[u8]], usize, Option<RepairKind>) = match rest {
+            [b'"', b'"', c, ..] if doubled(*c) => (&[b"\"\""], 2, Some(RepairKind::DoubledQuotes)),
+            [b'\'', b'\'', c, ..] if doubled(*c) => (&[b"''"], 2, Some(RepairKind::DoubledQuotes)),
+            [b'"', ..] => (&[b"\""], 1, None),
+            [b'\'', ..] => (&[b"'"], 1, Some(RepairKind::SingleQuotes)),
+            [b'\\', b'"', ..] => (&[b"\\\""], 2, Some(RepairKind::EscapedJson)),
+            _ if rest.starts_with(LEFT_DOUBLE) || rest.starts_with(RIGHT_DOUBLE) => {
+                (&[RIGHT_DOUBLE, LEFT_DOUBLE], 3, Some(RepairKind::SmartQuotes))
+            }
+            _ if rest.starts_with(LEFT_SINGLE) || rest.starts_with(RIGHT_SINGLE) => {
+                (&[RIGHT_SINGLE, LEFT_SINGLE], 3, Some(RepairKind::SmartQuotes))
+            }
+            _ => return Err(start),
+        };
+        let single = rest.first() == Some(&b'\'');
+        let escaped_quotes = kind == Some(RepairKind::EscapedJson);
+        let value_in_object = self.in_object;
+        self.pos += width;
+        let mut out = String::new();
+        let mut run = self.pos;
+        let mut control_noted = false;
+        loop {
+            let Some(byte) = self.peek() else {
+                out.push_str(self.slice(run));
+                self.truncate();
+                if let Some(kind) = kind {
+                    self.note_span(kind, start, start + width);
+                }
+                return Ok(out);
+            };
+            let here = self.pos;
+            let rest = self.rest();
+            if let Some(closer) = closers.iter().find(|c| rest.starts_with(c)) {
+                if self.ends_string(closer, here + closer.len()) {
+                    out.push_str(self.slice(run));
+                    self.pos = here + closer.len();
+                    if let Some(kind) = kind {
+                        self.note(kind, start);
+                    }
+                    return Ok(out);
+                }
+                self.note_span(RepairKind::UnescapedQuote, here, here + closer.len());
+                self.pos += closer.len();
+                continue;
+            }
+            if byte == b'\\' && !escaped_quotes {
+                out.push_str(self.slice(run));
+                run = self.escape(&mut out, single);
+                continue;
+            }
+            if byte < 0x20 {
+                if !control_noted {
+                    control_noted = true;
+                    self.note_span(RepairKind::RawControlCharacter, here, here + 1);
+                }
+                self.pos += 1;
+                continue;
+            }
+            // `"New York, "gender": …`: the closing quote is missing before the comma.
+            if byte == b',' && value_in_object && !escaped_quotes && starts_member(rest, true) {
+                out.push_str(self.slice(run));
+                self.note_span(RepairKind::MissingQuote, here, here);
+                return Ok(out.trim_end().to_owned());
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// Whether the quote `quote` ending at `after` closes its string: always for a key
+    /// or a top-level string; else when what follows it can follow a value
+    /// ([`Self::plausible_end`]), when a new item or member follows without a comma, or
+    /// when no other such quote follows on the same line.
+    fn ends_string(&self, quote: &[u8], after: usize) -> bool {
+        if !self.nested || self.in_key {
+            return true;
+        }
+        let rest = self.bytes.get(after..).unwrap_or_default();
+        // In an array, `"x" "y"` or `"x" [1]`: a string or container after a blank is the
+        // next item.
+        let next_item = !self.in_object
+            && rest.first().is_some_and(|&b| is_json_ws(b))
+            && rest
+                .iter()
+                .find(|&&b| !is_json_ws(b))
+                .is_some_and(|b| matches!(b, b'[' | b'{') || quote.first() == Some(b));
+        self.plausible_end(rest, quote)
+            || next_item
+            || starts_member(rest, false)
+            || !quote_later_on_line(rest, quote)
+    }
+
+    /// Whether `rest`, what follows a closing quote, can follow a string value: the end,
+    /// a comment, a comma before another item or member, or a closer; one that closes the
+    /// outermost container must be followed by the end of the line, another value or
+    /// member, or at least not by prose running into another quote and closer on the same
+    /// line (`… {"b": "c"}, more"}`: those quotes belong to the text). A `:` never follows
+    /// a value. Reads to the end of the line at most.
+    fn plausible_end(&self, rest: &[u8], quote: &[u8]) -> bool {
+        let skip = |from: usize| {
+            from + rest
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|&&b| is_json_ws(b))
+                .count()
+        };
+        let at = skip(0);
+        match rest.get(at) {
+            None | Some(b'/' | b'#') => true,
+            Some(b',') => {
+                let next = skip(at + 1);
+                match rest.get(next) {
+                    None => true,
+                    Some(&b) if self.in_object => {
+                        starts_member(rest.get(at..).unwrap_or_default(), true)
+                            || is_key_byte(b)
+                            || matches!(b, b'}' | b'"' | b'\'' | b'\\' | b'/' | b'#')
+                    }
+                    Some(&b) => !matches!(b, b':' | b','),
+                }
+            }
+            Some(b'}' | b']') => {
+                let after = skip(at + 1);
+                if self.depth > 1 {
+                    return true;
+                }
+                let line_end = rest.get(at + 1..after).is_some_and(|gap| gap.contains(&b'\n'));
+                let next = rest.get(skip(after + usize::from(rest.get(after) == Some(&b','))));
+                line_end
+                    || next.is_none_or(|b| matches!(b, b'{' | b'[' | b'\n'))
+                    || starts_member(rest.get(after..).unwrap_or_default(), true)
+                    || !closing_quote_later_on_line(rest.get(at + 1..).unwrap_or_default(), quote)
+            }
+            _ => false,
+        }
+    }
+
+    /// Decodes the escape at the current backslash into `out`; returns where the next
+    /// literal run starts.
+    fn escape(&mut self, out: &mut String, single: bool) -> usize {
+        let at = self.pos;
+        let Some(&code) = self.bytes.get(at + 1) else {
+            // A backslash cut off by the end: dropped.
+            self.pos = self.bytes.len();
+            return self.pos;
+        };
+        self.pos = at + 2;
+        let simple = match code {
+            b'"' => Some('"'),
+            b'\\' => Some('\\'),
+            b'/' => Some('/'),
+            b'b' => Some('\u{8}'),
+            b'f' => Some('\u{c}'),
+            b'n' => Some('\n'),
+            b'r' => Some('\r'),
+            b't' => Some('\t'),
+            b'\'' => {
+                if !single {
+                    self.note_span(RepairKind::InvalidEscape, at, at + 2);
+                }
+                Some('\'')
+            }
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            return self.pos;
+        }
+        if code == b'u'
+            && let Some(unit) = self.hex4(at + 2)
+        {
+            self.pos = at + 6;
+            let decoded = if (0xD800..0xDC00).contains(&unit) {
+                let low = (self.bytes.get(at + 6..at + 8) == Some(b"\\u"))
+                    .then(|| self.hex4(at + 8))
+                    .flatten()
+                    .filter(|low| (0xDC00..0xE000).contains(low));
+                low.and_then(|low| {
+                    self.pos = at + 12;
+                    char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                })
+            } else {
+                char::from_u32(unit)
+            };
+            out.push(decoded.unwrap_or_else(|| {
+                self.note_span(RepairKind::InvalidEscape, at, self.pos);
+                char::REPLACEMENT_CHARACTER
+            }));
+            return self.pos;
+        }
+        // Unknown escape: keep the backslash; the next character stays in the next run.
+        self.note_span(RepairKind::InvalidEscape, at, at + 1);
+        out.push('\\');
+        self.pos = at + 1;
+        self.pos
+    }
+
+    /// The four hex digits at `at`, if there are four.
+    fn hex4(&self, at: usize) -> Option<u32> {
+        let digits = self.bytes.get(at..at + 4)?;
+        digits.iter().try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
+    }
+}
