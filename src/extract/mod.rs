@@ -199,12 +199,23 @@ pub enum RepairKind {
     LiteralCase,
     /// A key without its value (`{"a": }`), read as an empty string (ambiguous).
     MissingValue,
-    /// A bare word between members (`{"a": 1, NOTE "b": 2}`), dropped (ambiguous).
+    /// A bare word between members (`{"a": 1, NOTE "b": 2}`) or a lone quote before a
+    /// comma or closer, dropped (ambiguous).
     StrayText,
     /// A string in doubled quotes (`""key""`, as CSV escapes them).
     DoubledQuotes,
     /// A number written the JavaScript way (`.5`, `1.`, `+1`), normalised.
     NumberFormat,
+    /// A raw line break (and its indentation) just before a string's closing quote,
+    /// dropped as layout (ambiguous: it may have been meant).
+    TrailingLineBreak,
+    /// A string value holding a fenced block of JSON whose quotes are not escaped
+    /// (`"```json {"a": 1}```"`), read as that JSON value (ambiguous: the text may have
+    /// been meant).
+    FencedJson,
+    /// An array closed too early inside a list of rows (`[[1, 2], 3, 4], [5, 6]]`): the
+    /// items after the last row are read as the row whose opener is missing (ambiguous).
+    MissingOpener,
     /// Coercion: a string read as the number the schema wants.
     CoercedNumber,
     /// Coercion: a string read as the boolean the schema wants.
@@ -246,6 +257,9 @@ impl RepairKind {
             RepairKind::StrayText => "stray_text",
             RepairKind::DoubledQuotes => "doubled_quotes",
             RepairKind::NumberFormat => "number_format",
+            RepairKind::TrailingLineBreak => "trailing_line_break",
+            RepairKind::FencedJson => "fenced_json",
+            RepairKind::MissingOpener => "missing_opener",
             RepairKind::CoercedNumber => "coerced_number",
             RepairKind::CoercedBoolean => "coerced_boolean",
             RepairKind::WrappedInArray => "wrapped_in_array",
@@ -265,6 +279,9 @@ impl RepairKind {
                 | RepairKind::PrematureCloser
                 | RepairKind::MissingValue
                 | RepairKind::StrayText
+                | RepairKind::TrailingLineBreak
+                | RepairKind::FencedJson
+                | RepairKind::MissingOpener
         )
     }
 

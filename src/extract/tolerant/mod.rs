@@ -44,7 +44,7 @@ mod string;
 
 pub(super) use string::starts_member;
 
-use super::scan::{find_byte, is_json_ws};
+use super::scan::{find_any, find_byte, is_json_ws};
 use super::{MAX_DEPTH, Repair, RepairKind};
 
 /// A value found by the tolerant parser.
@@ -83,6 +83,34 @@ fn has_content(value: &Value) -> bool {
         Value::Object(map) => !map.is_empty(),
         _ => true,
     }
+}
+
+/// Whether `rest` is a quote followed by blanks and a comma, a closer or the end: a
+/// quote that opens nothing.
+fn stray_quote(rest: &[u8]) -> bool {
+    let after = rest.get(1..).unwrap_or_default();
+    let next = after.iter().take(80).find(|&&b| !is_json_ws(b));
+    rest.first() == Some(&b'"') && matches!(next, Some(b',' | b'}' | b']'))
+}
+
+/// Whether `rest` is a comma and then an opening bracket (blanks allowed): an array
+/// where an object wants a key.
+fn comma_then_bracket(rest: &[u8]) -> bool {
+    let mut bytes = rest.iter().copied().filter(|&b| !is_json_ws(b));
+    bytes.next() == Some(b',') && bytes.next() == Some(b'[')
+}
+
+/// `[[1, 2], 3, 4]`: one or more arrays, then a run of other values that is the row
+/// whose opener is missing; the rows with that run as the last, or the items unchanged.
+fn rows_missing_opener(mut items: Vec<Value>) -> Result<Vec<Value>, Vec<Value>> {
+    let rows = items.iter().take_while(|v| v.is_array()).count();
+    let tail = items.get(rows..).unwrap_or_default();
+    if rows == 0 || tail.is_empty() || tail.iter().any(|v| v.is_array() || v.is_object()) {
+        return Err(items);
+    }
+    let row = items.split_off(rows);
+    items.push(Value::Array(row));
+    Ok(items)
 }
 
 /// What the parser expects next.
@@ -149,6 +177,12 @@ pub(super) struct Parser<'a> {
     whole_start: Option<usize>,
     /// Open containers, kept between runs for its allocation.
     stack: Vec<Frame>,
+    /// Containers open around this parser's text, for a parser reading a fenced block
+    /// inside a string (which reads no fenced block itself).
+    outer_depth: Option<usize>,
+    /// The last search for the end of a fenced block inside a string: where it started
+    /// and what it found (see `string.rs`), so that repeated searches stay linear.
+    fence_end: Option<(usize, Option<usize>)>,
 }
 
 impl<'a> Parser<'a> {
@@ -165,6 +199,8 @@ impl<'a> Parser<'a> {
             depth: 0,
             whole_start: None,
             stack: vec![],
+            outer_depth: None,
+            fence_end: None,
         }
     }
 
@@ -181,6 +217,7 @@ impl<'a> Parser<'a> {
         self.pos = start;
         self.repairs.clear();
         self.truncated = false;
+        self.fence_end = None;
         self.skip_trivia();
         let value_start = self.pos;
         self.whole_start = whole.then_some(value_start);
@@ -334,7 +371,7 @@ impl<'a> Parser<'a> {
             let done = match expect {
                 Expect::Value => match byte {
                     b'{' | b'[' | b'(' => {
-                        if stack.len() >= MAX_DEPTH {
+                        if stack.len() + self.outer_depth.unwrap_or(0) >= MAX_DEPTH {
                             return Err(Stop { at: self.pos, too_deep: true });
                         }
                         if byte == b'(' {
@@ -435,10 +472,37 @@ impl<'a> Parser<'a> {
                                 stack.push(Frame::Object(map, None));
                                 continue;
                             }
-                            closed
+                            // `{"rows": [[1, 2], 3, 4], [5, 6]]}`: a list of rows closed by
+                            // the closer of a row whose opener is missing.
+                            if !object
+                                && matches!(stack.last(), Some(Frame::Object(..)))
+                                && comma_then_bracket(self.rest())
+                                && let Some(Value::Array(items)) = closed
+                            {
+                                // Rows followed by more rows: only the list closed early.
+                                let at = self.pos - 1;
+                                let (items, kind) = match rows_missing_opener(items) {
+                                    Ok(rows) => (rows, RepairKind::MissingOpener),
+                                    Err(items) => (items, RepairKind::PrematureCloser),
+                                };
+                                if items.last().is_some_and(Value::is_array) {
+                                    self.note_span(kind, at, at + 1);
+                                    stack.push(Frame::Array(items, b']'));
+                                    continue;
+                                }
+                                Some(Value::Array(items))
+                            } else {
+                                closed
+                            }
                         }
                         b'}' | b']' | b')' => {
                             self.mismatched(stack, byte);
+                            continue;
+                        }
+                        // `"a": "x"⏎",}`: a lone quote before a comma or closer.
+                        b'"' if stray_quote(self.rest()) => {
+                            self.note_span(RepairKind::StrayText, self.pos, self.pos + 1);
+                            self.pos += 1;
                             continue;
                         }
                         _ if self.starts_next(object) => {
@@ -534,7 +598,10 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some(b'-' | b'+' | b'.' | b'0'..=b'9') => self.number(start),
             Some(b) if b.is_ascii_alphabetic() => self.word(start),
-            _ => Ok(Token::Done(Value::String(self.string()?))),
+            _ => match self.fenced_json() {
+                Some(value) => Ok(Token::Done(value)),
+                None => Ok(Token::Done(Value::String(self.string()?))),
+            },
         }
     }
 
@@ -661,10 +728,11 @@ impl<'a> Parser<'a> {
         // `{"a": ipsum, sic, datum.", "b": 1}`: the opening quote is missing and the
         // closing one ends the value further on its line.
         if self.in_object && self.peek() == Some(b',') {
-            let line = self.bytes.get(start..).unwrap_or_default();
-            let line = line.get(..find_byte(b'\n', line).unwrap_or(line.len())).unwrap_or_default();
-            if let Some(quote) = find_byte(b'"', line)
-                && line.get(quote + 1..).is_some_and(|after| {
+            // The next quote, if no line break comes first (reads up to that quote only).
+            let rest = self.bytes.get(start..).unwrap_or_default();
+            let quote = find_any([b'"', b'\n'], rest).filter(|&at| rest.get(at) == Some(&b'"'));
+            if let Some(quote) = quote
+                && rest.get(quote + 1..).is_some_and(|after| {
                     matches!(after.iter().find(|&&b| !is_json_ws(b)), None | Some(b',' | b'}'))
                 })
             {
@@ -676,6 +744,16 @@ impl<'a> Parser<'a> {
             }
         }
         let text = self.slice(start).trim_end();
+        // `["a" comment" ]`: in an array, a word closed by a quote lost its opening one.
+        if !self.in_object
+            && let Some(word) = text.strip_suffix('"')
+            && !word.is_empty()
+            && !word.contains('"')
+        {
+            self.pos = start + text.len();
+            self.note(RepairKind::MissingQuote, start);
+            return Ok(Token::Done(Value::String(word.to_owned())));
+        }
         if text.is_empty() {
             return Err(start);
         }

@@ -10,6 +10,8 @@
 //! of its line or at the quote that the caller then consumes, so reading a string stays
 //! linear.
 
+use serde_json::Value;
+
 use super::{Parser, is_key_byte};
 use crate::extract::RepairKind;
 use crate::extract::scan::{find_any, is_json_ws};
@@ -55,6 +57,47 @@ fn closing_quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
     false
 }
 
+/// Whether `b`, the first non-blank byte after a closer inside a container, can start
+/// what may come next there: a comma, a closer, a comment, or another value or member
+/// (letters, digits, quotes, brackets, any non-ASCII byte); operators and other
+/// punctuation cannot.
+fn can_follow_closer(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || !b.is_ascii()
+        || matches!(b, b',' | b'}' | b']' | b')' | b'"' | b'\'' | b'{' | b'[' | b'/' | b'#' | b'`')
+}
+
+/// Whether `rest` is a blank, a short word or phrase on one line without quotes or
+/// brackets, then `quote`, then (blanks and) a comma or `]`: `  comment" ]`. Reads at
+/// most about 80 bytes.
+fn word_then_quote(rest: &[u8], quote: &[u8]) -> bool {
+    let Some(&first) = quote.first() else { return false };
+    if !rest.first().is_some_and(|&b| b == b' ' || b == b'\t') {
+        return false;
+    }
+    let blanks = |from: usize| {
+        from + rest.iter().skip(from).take(16).take_while(|&&b| b == b' ' || b == b'\t').count()
+    };
+    let word = blanks(0);
+    let len = rest
+        .iter()
+        .skip(word)
+        .take(64)
+        .take_while(|&&b| {
+            b != first
+                && !matches!(
+                    b,
+                    b',' | b'[' | b']' | b'{' | b'}' | b':' | b'\n' | b'\r' | b'"' | b'\\'
+                )
+        })
+        .count();
+    let end = word + len;
+    if len == 0 || !rest.get(end..).is_some_and(|r| r.starts_with(quote)) {
+        return false;
+    }
+    matches!(rest.get(blanks(end + quote.len())), Some(b',' | b']'))
+}
+
 /// Whether `rest` starts with `, "key":` (blanks allowed; a short key on one line): the
 /// start of another object member. Reads at most about 80 bytes.
 pub(in crate::extract) fn starts_member(rest: &[u8], comma: bool) -> bool {
@@ -87,6 +130,55 @@ pub(in crate::extract) fn starts_member(rest: &[u8], comma: bool) -> bool {
 }
 
 impl Parser<'_> {
+    /// `"```json {"a": 1}```"`: a string value that is a fenced block whose content is a
+    /// JSON object or array with quotes that are not escaped, read as that value (a
+    /// guess, reported as `fenced_json` over the whole string, with the content's own
+    /// repairs). Not inside another such block; `None` leaves the position unchanged.
+    pub(super) fn fenced_json(&mut self) -> Option<Value> {
+        if !self.nested || self.outer_depth.is_some() {
+            return None;
+        }
+        let start = self.pos;
+        let tag = self.rest().strip_prefix(b"\"```")?;
+        let tag = tag.iter().take(16).take_while(|b| b.is_ascii_alphanumeric()).count();
+        let open = start + 4 + tag;
+        let close = self.fence_end(open)?;
+        let content = self.bytes.get(open..close)?;
+        // Escaped quotes make it an ordinary string that holds a fence.
+        let raw_quote = content.iter().enumerate().any(|(i, &b)| {
+            b == b'"' && content.get(..i).is_none_or(|before| before.last() != Some(&b'\\'))
+        });
+        let first = content.iter().find(|&&b| !is_json_ws(b));
+        if !raw_quote || !matches!(first, Some(b'{' | b'[')) {
+            return None;
+        }
+        let mut inner = Parser::new(self.text);
+        inner.outer_depth = Some(self.depth + 1);
+        let found = inner.run(open, close, true).ok()?;
+        if inner.truncated || !(found.value.is_object() || found.value.is_array()) {
+            return None;
+        }
+        self.repairs.extend(found.repairs);
+        self.pos = close + 4;
+        self.note(RepairKind::FencedJson, start);
+        Some(found.value)
+    }
+
+    /// Where the first `` ```" `` at or after `from` starts; remembers the last search
+    /// so that searches from later positions reuse it.
+    fn fence_end(&mut self, from: usize) -> Option<usize> {
+        if let Some((searched, found)) = self.fence_end
+            && searched <= from
+            && found.is_none_or(|at| at >= from)
+        {
+            return found;
+        }
+        let rest = self.bytes.get(from..).unwrap_or_default();
+        let found = memchr::memmem::find(rest, b"```\"").map(|at| from + at);
+        self.fence_end = Some((from, found));
+        found
+    }
+
     /// A string opened by `"`, `'`, `“`, `‘` or `\"` at the current position.
     pub(super) fn string(&mut self) -> Result<String, usize> {
         const LEFT_DOUBLE: &[u8] = "“".as_bytes();
@@ -120,6 +212,8 @@ impl Parser<'_> {
         let mut out = String::new();
         let mut run = self.pos;
         let mut control_noted = false;
+        // Quotes kept as text so far: quoting inside text comes in pairs.
+        let mut kept = 0usize;
         loop {
             let Some(byte) = self.peek() else {
                 out.push_str(self.slice(run));
@@ -132,8 +226,18 @@ impl Parser<'_> {
             let here = self.pos;
             let rest = self.rest();
             if let Some(closer) = closers.iter().find(|c| rest.starts_with(c)) {
-                if self.ends_string(closer, here + closer.len()) {
-                    out.push_str(self.slice(run));
+                if self.ends_string(closer, here + closer.len(), kept) {
+                    // `"hello⏎"`: a raw line break (with its indentation) just before the
+                    // closing quote is layout, not text (a guess).
+                    let raw = self.slice(run);
+                    let text = raw.trim_end_matches([' ', '\t', '\r', '\n']);
+                    if self.nested && !self.in_key && raw[text.len()..].contains('\n') {
+                        let from = run + text.len();
+                        self.note_span(RepairKind::TrailingLineBreak, from, here);
+                        out.push_str(text);
+                    } else {
+                        out.push_str(raw);
+                    }
                     self.pos = here + closer.len();
                     if let Some(kind) = kind {
                         self.note(kind, start);
@@ -142,6 +246,7 @@ impl Parser<'_> {
                 }
                 self.note_span(RepairKind::UnescapedQuote, here, here + closer.len());
                 self.pos += closer.len();
+                kept += 1;
                 continue;
             }
             if byte == b'\\' && !escaped_quotes {
@@ -170,8 +275,9 @@ impl Parser<'_> {
     /// Whether the quote `quote` ending at `after` closes its string: always for a key
     /// or a top-level string; else when what follows it can follow a value
     /// ([`Self::plausible_end`]), when a new item or member follows without a comma, or
-    /// when no other such quote follows on the same line.
-    fn ends_string(&self, quote: &[u8], after: usize) -> bool {
+    /// when no other such quote follows on the same line. `kept` counts the quotes
+    /// already kept as text in this string.
+    fn ends_string(&self, quote: &[u8], after: usize, kept: usize) -> bool {
         if !self.nested || self.in_key {
             return true;
         }
@@ -184,8 +290,13 @@ impl Parser<'_> {
                 .iter()
                 .find(|&&b| !is_json_ws(b))
                 .is_some_and(|b| matches!(b, b'[' | b'{') || quote.first() == Some(b));
+        // In an array, `"x" y" ]`: a word closed by the same quote and followed by a comma
+        // or closer is the next item, its comma and opening quote missing; unless a quote
+        // kept earlier in this string waits for its pair (`"say "hi" now"`).
+        let word_item = !self.in_object && kept.is_multiple_of(2) && word_then_quote(rest, quote);
         self.plausible_end(rest, quote)
             || next_item
+            || word_item
             || starts_member(rest, false)
             || !quote_later_on_line(rest, quote)
     }
@@ -223,7 +334,11 @@ impl Parser<'_> {
             Some(b'}' | b']') => {
                 let after = skip(at + 1);
                 if self.depth > 1 {
-                    return true;
+                    // Inside the outermost container a closer is followed by the next
+                    // closer, a comma, a comment, another value or member (a missing
+                    // comma), or nothing; `['"](` and `[^'"]+` are text (a regular
+                    // expression's character class), not a string ending in a closer.
+                    return rest.get(after).is_none_or(|&b| can_follow_closer(b));
                 }
                 let line_end = rest.get(at + 1..after).is_some_and(|gap| gap.contains(&b'\n'));
                 let next = rest.get(skip(after + usize::from(rest.get(after) == Some(&b','))));
