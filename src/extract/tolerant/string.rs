@@ -282,6 +282,13 @@ impl Parser<'_> {
             return true;
         }
         let rest = self.bytes.get(after..).unwrap_or_default();
+        // A quote before `:` closes a key quoted inside the text (`"the reply {"ok": 1}"`)
+        // only when the key's opening quote was kept; otherwise it ends the value, and
+        // the `:` after it is an error: `{"a": "{ b": {} }"}` has no reading.
+        if kept.is_multiple_of(2) && rest.iter().take(80).find(|&&b| !is_json_ws(b)) == Some(&b':')
+        {
+            return true;
+        }
         // In an array, `"x" "y"` or `"x" [1]`: a string or container after a blank is the
         // next item.
         let next_item = !self.in_object
