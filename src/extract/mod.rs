@@ -433,11 +433,13 @@ pub fn extract_guided(
         let detail = "the response is empty or only whitespace".to_owned();
         return Err(ExtractFailure { methods_tried, detail });
     }
-    let mut blocks = vec![];
-    let mut regions = vec![];
-    let done = run.fenced(&mut blocks) || run.embedded(&mut regions) || run.direct();
+    let blocks: Vec<Block> = Fences::new(text.as_bytes(), run.floor).collect();
+    let regions = embedded::regions(text.as_bytes(), run.floor);
+    run.blocks = &blocks;
+    run.regions = &regions;
+    let done = run.fenced() || run.embedded() || run.direct();
     if !done && options.repair {
-        run.repaired(&blocks, &regions);
+        run.repaired();
     }
     run.finish()
 }
@@ -532,6 +534,20 @@ struct Run<'a, 'g> {
     considered: Vec<Considered>,
     /// An ambiguous strict candidate, offered in lenient mode after the repair stage.
     deferred: Option<Extracted>,
+    /// The fenced blocks and the outermost regions of the text.
+    blocks: &'a [Block],
+    regions: &'a [Region],
+    /// Without a guide, the JSON values the reply declares (see [`Run::rival`]), read
+    /// once when the first candidate is offered.
+    readings: Option<Vec<Reading>>,
+}
+
+/// A JSON value the reply holds, which a candidate must agree with to be unambiguous
+/// when no schema chooses.
+struct Reading {
+    method: Method,
+    span: (usize, usize),
+    value: Value,
 }
 
 impl<'a, 'g> Run<'a, 'g> {
@@ -548,6 +564,9 @@ impl<'a, 'g> Run<'a, 'g> {
             fallback: None,
             considered: vec![],
             deferred: None,
+            blocks: &[],
+            regions: &[],
+            readings: None,
         }
     }
 
@@ -563,7 +582,19 @@ impl<'a, 'g> Run<'a, 'g> {
     }
 
     /// Offers a candidate; returns true when extraction is decided.
-    fn offer(&mut self, found: Extracted) -> bool {
+    fn offer(&mut self, mut found: Extracted) -> bool {
+        if self.guide.is_none()
+            && !found.ambiguous
+            && let Some((method, span)) = self.rival(&found)
+        {
+            found.ambiguous = true;
+            self.notes.push(format!(
+                "the {} JSON at bytes {}..{} differs from the {} candidate at bytes {}..{}, \
+                 and no schema says which is meant",
+                method, span.0, span.1, found.method, found.span.0, found.span.1
+            ));
+            self.considered.push(Considered { method, span, verdict: "another_reading" });
+        }
         if found.ambiguous && !self.options.repair {
             self.notes.push(format!(
                 "the {} candidate at bytes {}..{} has another plausible reading; strict mode \
@@ -634,15 +665,12 @@ impl<'a, 'g> Run<'a, 'g> {
         }
     }
 
-    /// Fenced blocks in order; with repair, every block is kept for the repair stage.
-    fn fenced(&mut self, blocks: &mut Vec<Block>) -> bool {
+    /// Fenced blocks in order.
+    fn fenced(&mut self) -> bool {
         self.tried.push("fenced");
         let (mut seen, mut unclosed, mut parsed) = (0usize, false, 0usize);
-        for block in Fences::new(self.text.as_bytes(), self.floor) {
+        for block in self.blocks {
             seen += 1;
-            if self.options.repair {
-                blocks.push(block.clone());
-            }
             if !block.closed {
                 unclosed = true;
                 continue;
@@ -667,10 +695,10 @@ impl<'a, 'g> Run<'a, 'g> {
         false
     }
 
-    /// The wanted outermost regions in order; all regions are kept for the repair stage.
-    fn embedded(&mut self, regions: &mut Vec<Region>) -> bool {
+    /// The wanted outermost regions in order.
+    fn embedded(&mut self) -> bool {
         self.tried.push("embedded");
-        *regions = embedded::regions(self.text.as_bytes(), self.floor);
+        let regions = self.regions;
         let want_array = self.options.want_array;
         let (mut wanted, mut failed, mut parsed) = (0usize, 0usize, 0usize);
         for (i, &region) in regions.iter().enumerate() {
@@ -752,6 +780,70 @@ impl<'a, 'g> Run<'a, 'g> {
         (!same).then(|| "another JSON value follows it back to back".to_owned())
     }
 
+    /// Without a schema to choose, a JSON value elsewhere in the reply that differs from
+    /// `found` and does not overlap it: the reply has two readings. The values a reply
+    /// declares are the content of each closed fenced block that is an object or array
+    /// (read leniently if need be: a block is code the model wrote), each region of the
+    /// wanted kind outside the fenced blocks that parses strictly, and each region right
+    /// after a `` ```json `` marker, even one inside a line (read leniently too).
+    fn rival(&mut self, found: &Extracted) -> Option<(Method, (usize, usize))> {
+        let readings = match self.readings.take() {
+            Some(readings) => readings,
+            None => self.read_declared(),
+        };
+        let (start, end) = found.span;
+        let rival = readings
+            .iter()
+            .find(|r| (r.span.1 <= start || end <= r.span.0) && r.value != found.value)
+            .map(|r| (r.method, r.span));
+        self.readings = Some(readings);
+        rival
+    }
+
+    /// The JSON values the reply declares (see [`Run::rival`]), in no particular order.
+    /// Fenced blocks and regions do not overlap among themselves, so this reads each byte
+    /// of the text a bounded number of times.
+    fn read_declared(&self) -> Vec<Reading> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let mut parser = tolerant::Parser::new(text);
+        let mut lenient = |start: usize, end: usize| -> Option<Value> {
+            let found = parser.run(start, end, true).ok()?;
+            let whole = found.span.1 == end
+                || text.get(found.span.1..end).is_some_and(|t| t.trim().is_empty());
+            whole.then_some(found.value)
+        };
+        let mut readings = vec![];
+        for block in self.blocks.iter().filter(|b| b.closed) {
+            let (start, end) = trimmed(text, block.content.start, block.content.end);
+            if !matches!(bytes.get(start), Some(b'{' | b'[')) {
+                continue;
+            }
+            let value = self.parse(start, end, true).ok().or_else(|| lenient(start, end));
+            if let Some(value) = value {
+                readings.push(Reading { method: Method::Fenced, span: (start, end), value });
+            }
+        }
+        let in_block = |at: usize| {
+            let after = self.blocks.partition_point(|b| b.content.start <= at);
+            after > 0 && self.blocks.get(after - 1).is_some_and(|b| b.content.contains(&at))
+        };
+        for region in self.regions.iter().filter(|r| r.closed) {
+            let span = (region.start, region.end);
+            let value = if json_marker_before(bytes, region.start) {
+                self.parse(span.0, span.1, true).ok().or_else(|| lenient(span.0, span.1))
+            } else if region.array == self.options.want_array && !in_block(region.start) {
+                self.parse(span.0, span.1, true).ok()
+            } else {
+                None
+            };
+            if let Some(value) = value {
+                readings.push(Reading { method: Method::Embedded, span, value });
+            }
+        }
+        readings
+    }
+
     fn direct(&mut self) -> bool {
         self.tried.push("direct");
         let (start, end) = trimmed(self.text, self.floor, self.text.len());
@@ -764,8 +856,9 @@ impl<'a, 'g> Run<'a, 'g> {
         }
     }
 
-    fn repaired(&mut self, blocks: &[Block], regions: &[Region]) {
+    fn repaired(&mut self) {
         self.tried.push("repaired");
+        let (blocks, regions) = (self.blocks, self.regions);
         let (text, floor, want_array) = (self.text, self.floor, self.options.want_array);
         let outcome = repair::repair(text, floor, blocks, regions, want_array, &mut |found| {
             let ambiguous = found.repairs.iter().any(|r| r.kind.is_guess());
@@ -800,6 +893,15 @@ impl<'a, 'g> Run<'a, 'g> {
             None => Err(ExtractFailure { methods_tried: tried, detail: notes.join("; ") }),
         }
     }
+}
+
+/// Whether a `` ```json `` marker (any case) stands right before `at`, blanks between.
+fn json_marker_before(bytes: &[u8], at: usize) -> bool {
+    let before = bytes.get(..at).unwrap_or_default();
+    let blanks = before.iter().rev().take(16).take_while(|&&b| scan::is_json_ws(b)).count();
+    let before = before.get(..before.len() - blanks).unwrap_or_default();
+    before.len() >= 7
+        && before.get(before.len() - 7..).is_some_and(|m| m.eq_ignore_ascii_case(b"```json"))
 }
 
 /// The range `start..end` of `text` without leading and trailing whitespace.
@@ -906,11 +1008,13 @@ mod tests {
 
     #[test]
     fn fences_in_order_with_fall_through() {
-        check("```json\n{\"a\":1}\n```\n```json\n{\"b\":2}\n```", r#"fenced {"a":1}"#);
+        // Two blocks with different JSON: two readings, refused (see `several_readings`).
+        check("```json\n{\"a\":1}\n```\n```json\n{\"b\":2}\n```", "fail fenced,embedded,direct");
+        check("```json\n{\"a\":1}\n```\n```json\n{\"a\":1}\n```", r#"fenced {"a":1}"#);
         check("```\nnot json\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
         check("```python\nprint(\"hi)\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
         check("```python\nprint(1)\n```\nResult: {\"a\": 1}", r#"embedded {"a":1}"#);
-        check("```json\n{\"a\": 1}\n```json\n{\"b\": 2}\n```", r#"fenced {"a":1}"#);
+        check("```json\n{\"a\": 1}\n```json\n{\"b\": 2}\n```", "fail fenced,embedded,direct");
         check(&format!("{}```json\n{{\"a\":1}}\n```", "```\n```\n".repeat(3)), r#"fenced {"a":1}"#);
         // Unclosed: skipped by the strict fence step.
         check("```json\n{\"a\": 1}", r#"embedded {"a":1}"#);
@@ -922,12 +1026,56 @@ mod tests {
         check("``\n{\"a\": 1}\n``", r#"embedded {"a":1}"#);
     }
 
+    /// Without a schema, a reply that declares two different JSON values has two
+    /// readings: strict mode refuses, lenient mode returns the first and says so; a
+    /// schema that accepts one of them decides.
+    #[test]
+    fn several_readings_without_a_schema() {
+        let two_fences = "```json\n{\"a\": 1}\n```\nor\n```json\n{'b': 2}\n```";
+        let failure = extract(two_fences, &STRICT).unwrap_err();
+        assert!(failure.detail.contains("no schema says which is meant"), "{}", failure.detail);
+        let found = extract(two_fences, &REPAIR).unwrap();
+        assert_eq!(
+            (found.method, &found.value, found.ambiguous),
+            (Method::Fenced, &json!({"a": 1}), true)
+        );
+        assert_eq!(
+            found.candidates,
+            [Considered { method: Method::Fenced, span: (32, 40), verdict: "another_reading" }]
+        );
+        // Inline ```json markers declare JSON too, whatever its kind.
+        let inline = "ok ```json {\"a\": 1} ``` and ```json [1, True] ``` done";
+        check(inline, "fail fenced,embedded,direct");
+        let found = extract(inline, &REPAIR).unwrap();
+        assert_eq!((&found.value, found.ambiguous), (&json!({"a": 1}), true));
+        // Prose `{` regions count when they parse; other kinds and non-JSON code do not.
+        let prose = "First: {\"a\": 1}. Second: {\"a\": 2}.";
+        check(prose, "fail fenced,embedded,direct");
+        assert!(extract(prose, &REPAIR).is_ok_and(|f| f.ambiguous && f.value == json!({"a": 1})));
+        check("According to [1], {\"a\": 2}", r#"embedded {"a":2}"#);
+        check("```python\nx = {'a': 1}\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
+        check("```json\n{\"a\": 1}\n```\nso {\"a\": 1} it is", r#"fenced {"a":1}"#);
+        // A schema chooses, and then nothing is ambiguous.
+        let schema = json!({"required": ["b"]});
+        let accepts = |v: &Value| v.get("b").is_some();
+        let guide = Guide { schema: &schema, accepts: &accepts };
+        let found =
+            extract_guided(prose.replace("\"a\": 2", "\"b\": 2").as_str(), &STRICT, Some(&guide));
+        assert!(found.is_ok_and(|f| !f.ambiguous && f.value == json!({"b": 2})));
+        let found = extract_guided(two_fences, &REPAIR, Some(&guide)).unwrap();
+        assert_eq!(
+            (&found.value, found.ambiguous, found.method),
+            (&json!({"b": 2}), false, Method::Repaired)
+        );
+    }
+
     #[test]
     fn embedded_candidates() {
         check("The answer is {\"a\": 1}.", r#"embedded {"a":1}"#);
         check("x {\"a\": \"}{\", \"b\": 2} y", r#"embedded {"a":"}{","b":2}"#);
         check("x {\"a\": \"\\\"}\"} y", r#"embedded {"a":"\"}"}"#);
-        check("{\"a\": 1} and {\"b\": 2}", r#"embedded {"a":1}"#);
+        check("{\"a\": 1} and {\"b\": 2}", "fail fenced,embedded,direct");
+        check("{\"a\": 1} and {\"a\": 1}", r#"embedded {"a":1}"#);
         check("use {x} like this: {\"a\":1}", r#"embedded {"a":1}"#);
         // An unclosed bracket makes the rest one truncated region: refused.
         check("a { b {\"a\": 1}", "fail fenced,embedded,direct");
@@ -947,7 +1095,8 @@ mod tests {
         check_with(ARRAY, "Items: [1, 2, 3] done", "embedded [1,2,3]");
         check_with(ARRAY, "[{\"a\": 1}, {\"b\": 2}]", r#"embedded [{"a":1},{"b":2}]"#);
         check_with(ARRAY, "see [citation] then [\"x\"]", r#"embedded ["x"]"#);
-        check_with(ARRAY, "see [1] and [2, 3]", "embedded [1]");
+        check_with(ARRAY, "see [1] and [2, 3]", "fail fenced,embedded,direct");
+        check_with(ARRAY, "see [1] and [1]", "embedded [1]");
         check_with(ARRAY, "{\"a\": [1]}", r#"direct {"a":[1]}"#);
         check_with(ARRAY, "{\"a\": 1}", r#"direct {"a":1}"#);
         check("Items: [1, 2, 3] done", "fail fenced,embedded,direct");

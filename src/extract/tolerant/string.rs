@@ -57,14 +57,24 @@ fn closing_quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
     false
 }
 
-/// Whether `b`, the first non-blank byte after a closer inside a container, can start
-/// what may come next there: a comma, a closer, a comment, or another value or member
-/// (letters, digits, quotes, brackets, any non-ASCII byte); operators and other
-/// punctuation cannot.
-fn can_follow_closer(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || !b.is_ascii()
-        || matches!(b, b',' | b'}' | b']' | b')' | b'"' | b'\'' | b'{' | b'[' | b'/' | b'#' | b'`')
+/// Whether `rest`, what follows a closer inside a container (blanks skipped), can come
+/// next there: nothing, a comma, a closer, a comment, or another value or member
+/// (letters, digits, a signed number, an ellipsis, quotes, brackets, any non-ASCII
+/// byte); operators and other punctuation (`]+)`, `](`) cannot.
+fn can_follow_closer(rest: &[u8]) -> bool {
+    match rest {
+        [] => true,
+        [b'-', b'I', ..] => true,
+        [b'+' | b'-' | b'.', next, ..] => next.is_ascii_digit() || *next == b'.',
+        [b, ..] => {
+            b.is_ascii_alphanumeric()
+                || !b.is_ascii()
+                || matches!(
+                    b,
+                    b',' | b'}' | b']' | b')' | b'"' | b'\'' | b'{' | b'[' | b'/' | b'#' | b'`'
+                )
+        }
+    }
 }
 
 /// Whether `rest` is a blank, a short word or phrase on one line without quotes or
@@ -345,7 +355,7 @@ impl Parser<'_> {
                     // closer, a comma, a comment, another value or member (a missing
                     // comma), or nothing; `['"](` and `[^'"]+` are text (a regular
                     // expression's character class), not a string ending in a closer.
-                    return rest.get(after).is_none_or(|&b| can_follow_closer(b));
+                    return can_follow_closer(rest.get(after..).unwrap_or_default());
                 }
                 let line_end = rest.get(at + 1..after).is_some_and(|gap| gap.contains(&b'\n'));
                 let next = rest.get(skip(after + usize::from(rest.get(after) == Some(&b','))));
