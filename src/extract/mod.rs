@@ -1379,6 +1379,34 @@ mod tests {
             prop_assert_eq!(found.map(|f| (f.value, f.span)), Ok((array, (before.len(), before.len() + json.len()))));
         }
 
+        /// Two fenced blocks or two prose objects: with different values strict mode
+        /// refuses and lenient mode returns the first, flagged; with the same value twice
+        /// there is one reading.
+        #[test]
+        fn two_values_without_a_schema_are_two_readings(
+            first in json_object(),
+            second in json_object(),
+            between in PROSE,
+            fenced: bool,
+        ) {
+            let wrap = |v: &Value| if fenced { format!("\n```json\n{v}\n```\n") } else { v.to_string() };
+            for other in [&second, &first] {
+                let text = format!("{}{between}{}", wrap(&first), wrap(other));
+                let distinct = *other != first;
+                let strict = extract(&text, &STRICT);
+                prop_assert_eq!(strict.as_ref().map(|f| &f.value).ok(), (!distinct).then_some(&first), "{}", text);
+                let lenient = extract(&text, &REPAIR);
+                prop_assert!(lenient.is_ok(), "{}", text);
+                let lenient = lenient.unwrap_or_else(|_| unreachable!());
+                // Back to back, prose objects are read as a list (another reading).
+                let back_to_back = !fenced && between.trim().is_empty();
+                if !back_to_back {
+                    prop_assert_eq!(&lenient.value, &first, "{}", text);
+                }
+                prop_assert_eq!(lenient.ambiguous, distinct, "{}", text);
+            }
+        }
+
         #[test]
         fn truncated_objects_repair_to_a_prefix(value in json_object(), cut in 0.0f64..1.0) {
             // Any cut of a non-empty object either fails or repairs without panicking, and

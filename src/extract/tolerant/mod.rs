@@ -811,7 +811,7 @@ mod tests {
 
     /// Parses `text` (values back to back read whole) and renders the value and the
     /// repair kinds, or the error byte.
-    fn check(text: &str, want: &str) {
+    pub(super) fn check(text: &str, want: &str) {
         let got = match Parser::new(text).run(0, text.len(), true) {
             Ok(found) => {
                 let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
@@ -823,7 +823,7 @@ mod tests {
     }
 
     /// Parses one value from the start, ignoring what follows it.
-    fn check_prefix(text: &str, want: &str) {
+    pub(super) fn check_prefix(text: &str, want: &str) {
         let got = match Parser::new(text).run(0, text.len(), false) {
             Ok(found) => {
                 let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
@@ -909,6 +909,25 @@ mod tests {
         check(r#"{"a": }"#, r#"{"a":""} missing_value"#);
         check(r#"{"a": 1}, {"b": 2}"#, r#"[{"a":1},{"b":2}] concatenated_values"#);
         check(r#"[1] [1]"#, "[1] doubled_value");
+    }
+
+    #[test]
+    fn rows_and_stray_quotes() {
+        // A row without its opener: the list's closer is read as the row's.
+        check(
+            r#"{"rows": [[1, 2], 3, 4], [5, 6]], "n": 1}"#,
+            r#"{"n":1,"rows":[[1,2],[3,4],[5,6]]} missing_opener"#,
+        );
+        check(r#"{"rows": [[1], [2]], [3]]}"#, r#"{"rows":[[1],[2],[3]]} premature_closer"#);
+        // Not rows: the object wants a key there.
+        check(r#"{"a": [1, 2], [3]}"#, "error at 14");
+        // A lone quote before a comma or closer is dropped.
+        check(r#"{"a": 1 "}"#, r#"{"a":1} stray_text"#);
+        check(
+            "{\"a\": \"hi\n\"\n\",}",
+            r#"{"a":"hi"} raw_control_character,trailing_line_break,stray_text,trailing_comma"#,
+        );
+        check(r#"["a" ", "b"]"#, r#"["a","b"] stray_text"#);
     }
 
     #[test]
@@ -1165,6 +1184,57 @@ mod tests {
                 prop_assert_eq!(found.value, Value::Object(merged), "{}", text);
                 prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::PrematureCloser));
             }
+        }
+
+        /// A list of rows in an object, one row written without its opener, is read as
+        /// the rows meant; a lone quote after any member is dropped; both are reported
+        /// and the value parses back.
+        #[test]
+        fn rows_without_an_opener_and_stray_quotes(
+            rows in prop::collection::vec(prop::collection::vec(any::<i16>(), 1..4), 3..6),
+            pick in any::<prop::sample::Index>(),
+            quote_after in any::<prop::sample::Index>(),
+        ) {
+            let rows: Vec<Vec<i16>> = {
+                let len = rows[0].len();
+                rows.into_iter().map(|mut r| { r.resize(len, 7); r }).collect()
+            };
+            // A row after the first and before the last loses its opener: rows before it
+            // show the shape, and the closer before `, [` is the clue.
+            let open = 1 + pick.index(rows.len() - 2);
+            let written: Vec<String> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    let items = row.iter().map(i16::to_string).collect::<Vec<_>>().join(", ");
+                    if i == open { format!("{items}]") } else { format!("[{items}]") }
+                })
+                .collect();
+            // The missing opener's closer ends the list when `, [` follows it.
+            let text = format!("{{\"rows\": [{}], \"n\": 1}}", written.join(", "));
+            let found = Parser::new(&text).run(0, text.len(), true);
+            prop_assert!(found.is_ok(), "{}", text);
+            let found = found.unwrap_or_else(|_| unreachable!());
+            prop_assert_eq!(&found.value, &json!({"rows": rows, "n": 1}), "{}", text);
+            prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::MissingOpener));
+            let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+            prop_assert_eq!(&reparsed, &found.value);
+            // A lone quote on its own line after one member.
+            let members: Vec<String> = (0..rows.len()).map(|i| format!("\"k{i}\": {i}")).collect();
+            let at = quote_after.index(members.len());
+            let mut text = String::from("{");
+            for (i, member) in members.iter().enumerate() {
+                if i > 0 { text.push_str(", "); }
+                text.push_str(member);
+                if i == at { text.push_str("\n\""); }
+            }
+            text.push('}');
+            let found = Parser::new(&text).run(0, text.len(), true);
+            prop_assert!(found.is_ok(), "{}", text);
+            let found = found.unwrap_or_else(|_| unreachable!());
+            let want: serde_json::Map<String, Value> = (0..rows.len()).map(|i| (format!("k{i}"), json!(i))).collect();
+            prop_assert_eq!(&found.value, &Value::Object(want), "{}", text);
+            prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::StrayText));
         }
 
         /// Any cut of a value either fails or repairs to JSON that parses back to itself,

@@ -60,7 +60,7 @@ fn closing_quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
 /// Whether `rest`, what follows a closer inside a container (blanks skipped), can come
 /// next there: nothing, a comma, a closer, a comment, or another value or member
 /// (letters, digits, a signed number, an ellipsis, quotes, brackets, any non-ASCII
-/// byte); operators and other punctuation (`]+)`, `](`) cannot.
+/// byte); operators and other punctuation (`]+`, `](`, `])`) cannot.
 fn can_follow_closer(rest: &[u8]) -> bool {
     match rest {
         [] => true,
@@ -69,10 +69,7 @@ fn can_follow_closer(rest: &[u8]) -> bool {
         [b, ..] => {
             b.is_ascii_alphanumeric()
                 || !b.is_ascii()
-                || matches!(
-                    b,
-                    b',' | b'}' | b']' | b')' | b'"' | b'\'' | b'{' | b'[' | b'/' | b'#' | b'`'
-                )
+                || matches!(b, b',' | b'}' | b']' | b'"' | b'\'' | b'{' | b'[' | b'/' | b'#' | b'`')
         }
     }
 }
@@ -432,5 +429,171 @@ impl Parser<'_> {
     fn hex4(&self, at: usize) -> Option<u32> {
         let digits = self.bytes.get(at..at + 4)?;
         digits.iter().try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Parser;
+    use super::super::tests::check;
+    use crate::extract::RepairKind;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn a_closer_followed_by_an_operator_is_text() {
+        check(
+            r#"{"a": {"re": "^[^'"]+$", "n": 1}}"#,
+            r#"{"a":{"n":1,"re":"^[^'\"]+$"}} unescaped_quote"#,
+        );
+        check(
+            r#"{"r": [{"re": "(['"])(\w+)\1"}]}"#,
+            r#"{"r":[{"re":"(['\"])(\\w+)\\1"}]} unescaped_quote,invalid_escape,invalid_escape"#,
+        );
+        // A closer followed by a comma, a closer, a signed number or nothing still ends.
+        check(r#"[["a"] -1]"#, r#"[["a"],-1] missing_comma"#);
+        check(r#"[["a"],]"#, r#"[["a"]] trailing_comma"#);
+    }
+
+    #[test]
+    fn a_word_closed_by_a_quote_is_the_next_item() {
+        check(r#"["a", "b" c" ]"#, r#"["a","b","c"] missing_comma,missing_quote"#);
+        check(r#"["b" c d", "e"]"#, r#"["b","c d","e"] missing_comma,missing_quote"#);
+        // A quote kept earlier waits for its pair: the words are one quoted phrase.
+        check(r#"["say "hi" now"]"#, r#"["say \"hi\" now"] unescaped_quote,unescaped_quote"#);
+        // In an object the word would be a key without a colon: the quote is text.
+        check(r#"{"a": "5" screen"}"#, r#"{"a":"5\" screen"} unescaped_quote"#);
+    }
+
+    #[test]
+    fn a_trailing_raw_line_break_is_layout() {
+        check(
+            "{\"a\": \"hello\n    \"}",
+            r#"{"a":"hello"} raw_control_character,trailing_line_break"#,
+        );
+        check("[\"x\r\n\", \"y\\n\"]", r#"["x","y\n"] raw_control_character,trailing_line_break"#);
+        // Inside the text, or escaped, a line break stays.
+        check("{\"a\": \"x\ny\"}", r#"{"a":"x\ny"} raw_control_character"#);
+        check("{\"a\": \"x\\n\", \"b\": 1,}", r#"{"a":"x\n","b":1} trailing_comma"#);
+    }
+
+    #[test]
+    fn a_quote_before_a_colon_ends_the_value_unless_it_closes_a_quoted_key() {
+        check(r#"{"a": "{ b": {} }"}"#, "error at 11");
+        check(
+            r#"{"t": "he said "wait": no"}"#,
+            r#"{"t":"he said \"wait\": no"} unescaped_quote,unescaped_quote"#,
+        );
+    }
+
+    #[test]
+    fn fenced_json_inside_a_string() {
+        check(
+            r#"{"code": "```json {"a": [1, 2]}```", "n": 1}"#,
+            r#"{"code":{"a":[1,2]},"n":1} fenced_json"#,
+        );
+        check(
+            "{\"v\": \"```json\n{\"a\": 'x',}\n```\"}",
+            r#"{"v":{"a":"x"}} single_quotes,trailing_comma,fenced_json"#,
+        );
+        check(r#"["```{"a": 1}```"]"#, r#"[{"a":1}] fenced_json"#);
+        // Escaped quotes make it an ordinary string; so does content that is not JSON.
+        check(
+            r#"{"code": "```json {\"a\": 1}```", "n": 1,}"#,
+            r#"{"code":"```json {\"a\": 1}```","n":1} trailing_comma"#,
+        );
+        check(
+            r#"{"c": "```py print("x")```"}"#,
+            r#"{"c":"```py print(\"x\")```"} unescaped_quote,unescaped_quote"#,
+        );
+        // One inside another: the first `` ```" `` ends the outer block, whose content
+        // then holds an unclosed string, so there is no fenced reading (and no other).
+        check(r#"{"a": "```{"b": "```{"c": 1}```"}```"}"#, "error at 24");
+    }
+
+    /// Words, and the item of them written without its comma and opening quote.
+    fn words() -> impl Strategy<Value = (Vec<String>, usize)> {
+        prop::collection::vec("[a-z]{1,6}( [a-z]{1,6})?", 2..6).prop_flat_map(|words| {
+            let len = words.len();
+            (Just(words), 1..len)
+        })
+    }
+
+    /// Parses `text` whole and checks that the value re-serializes and parses back, and
+    /// that `kind` is reported.
+    fn repaired(text: &str, kind: RepairKind) -> Result<Value, TestCaseError> {
+        let found = Parser::new(text).run(0, text.len(), true);
+        let found =
+            found.map_err(|stop| TestCaseError::fail(format!("{text:?} fails at {}", stop.at)))?;
+        let reparsed: Value = serde_json::from_str(&found.value.to_string())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&reparsed, &found.value);
+        prop_assert!(
+            found.repairs.iter().any(|r| r.kind == kind),
+            "{:?} not in {:?} for {}",
+            kind,
+            found.repairs,
+            text
+        );
+        for repair in &found.repairs {
+            prop_assert!(repair.span.0 <= repair.span.1 && repair.span.1 <= text.len());
+        }
+        Ok(found.value)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn words_without_comma_and_opening_quote((words, cut) in words()) {
+            let mut text = String::from("[");
+            for (i, word) in words.iter().enumerate() {
+                match i {
+                    0 => text.push_str(&format!("\"{word}\"")),
+                    _ if i == cut => text.push_str(&format!(" {word}\"")),
+                    _ => text.push_str(&format!(", \"{word}\"")),
+                }
+            }
+            text.push_str(" ]");
+            let value = repaired(&text, RepairKind::MissingQuote)?;
+            prop_assert_eq!(value, json!(words));
+        }
+
+        #[test]
+        fn quotes_in_character_classes(
+            before in "[a-z^]{0,4}",
+            class in "[a-z']{0,2}\"[a-z']{0,2}",
+            operator in "[+*?(]",
+            after in "[a-z]{0,4}",
+        ) {
+            let pattern = format!("{before}[{class}]{operator}{after}");
+            let text = format!("{{\"rules\": [{{\"re\": \"{pattern}\"}}], \"n\": 1}}");
+            let value = repaired(&text, RepairKind::UnescapedQuote)?;
+            // The pattern comes back as written (an unknown escape keeps its backslash).
+            prop_assert_eq!(value, json!({"rules": [{"re": pattern}], "n": 1}));
+        }
+
+        #[test]
+        fn trailing_raw_line_breaks(
+            map in prop::collection::btree_map("[a-z]{1,4}", "[a-z]([a-z ]{0,6}[a-z])?", 1..4),
+            indent in "[ \t]{0,4}",
+            crlf: bool,
+        ) {
+            let nl = if crlf { "\r\n" } else { "\n" };
+            let members: Vec<String> =
+                map.iter().map(|(k, v)| format!("\"{k}\": \"{v}{nl}{indent}\"")).collect();
+            let text = format!("{{{}}}", members.join(", "));
+            let value = repaired(&text, RepairKind::TrailingLineBreak)?;
+            prop_assert_eq!(value, json!(map));
+        }
+
+        #[test]
+        fn fenced_json_values(inner in prop::collection::btree_map("[a-z]{1,4}", "[a-z ]{0,6}", 1..4), tag in "(json|JSON)?", newline: bool) {
+            let sep = if newline { "\n" } else { " " };
+            let inner = json!(inner);
+            let text = format!("{{\"v\": \"```{tag}{sep}{inner}{sep}```\", \"n\": 1}}");
+            let value = repaired(&text, RepairKind::FencedJson)?;
+            prop_assert_eq!(value, json!({"v": inner, "n": 1}));
+        }
     }
 }
