@@ -537,17 +537,9 @@ struct Run<'a, 'g> {
     /// The fenced blocks and the outermost regions of the text.
     blocks: &'a [Block],
     regions: &'a [Region],
-    /// Without a guide, the JSON values the reply declares (see [`Run::rival`]), read
-    /// once when the first candidate is offered.
-    readings: Option<Vec<Reading>>,
-}
-
-/// A JSON value the reply holds, which a candidate must agree with to be unambiguous
-/// when no schema chooses.
-struct Reading {
-    method: Method,
-    span: (usize, usize),
-    value: Value,
+    /// Strict mode found two readings of the reply (see [`Run::rival`]) and refuses it:
+    /// no later candidate is offered.
+    two_readings: bool,
 }
 
 impl<'a, 'g> Run<'a, 'g> {
@@ -566,7 +558,7 @@ impl<'a, 'g> Run<'a, 'g> {
             deferred: None,
             blocks: &[],
             regions: &[],
-            readings: None,
+            two_readings: false,
         }
     }
 
@@ -588,6 +580,7 @@ impl<'a, 'g> Run<'a, 'g> {
             && let Some((method, span)) = self.rival(&found)
         {
             found.ambiguous = true;
+            self.two_readings = !self.options.repair;
             self.notes.push(format!(
                 "the {} JSON at bytes {}..{} differs from the {} candidate at bytes {}..{}, \
                  and no schema says which is meant",
@@ -683,6 +676,9 @@ impl<'a, 'g> Run<'a, 'g> {
                 if self.offer(Self::found(value, Method::Fenced, (start, end))) {
                     return true;
                 }
+                if self.two_readings {
+                    return false;
+                }
             }
         }
         self.notes.push(match (seen, unclosed, parsed) {
@@ -697,6 +693,9 @@ impl<'a, 'g> Run<'a, 'g> {
 
     /// The wanted outermost regions in order.
     fn embedded(&mut self) -> bool {
+        if self.two_readings {
+            return false;
+        }
         self.tried.push("embedded");
         let regions = self.regions;
         let want_array = self.options.want_array;
@@ -739,6 +738,9 @@ impl<'a, 'g> Run<'a, 'g> {
             }
             if self.offer(found) {
                 return true;
+            }
+            if self.two_readings {
+                return false;
             }
         }
         let open = if want_array { '[' } else { '{' };
@@ -784,67 +786,55 @@ impl<'a, 'g> Run<'a, 'g> {
     /// `found` and does not overlap it: the reply has two readings. The values a reply
     /// declares are the content of each closed fenced block that is an object or array
     /// (read leniently if need be: a block is code the model wrote), each region of the
-    /// wanted kind outside the fenced blocks that parses strictly, and each region right
-    /// after a `` ```json `` marker, even one inside a line (read leniently too).
-    fn rival(&mut self, found: &Extracted) -> Option<(Method, (usize, usize))> {
-        let readings = match self.readings.take() {
-            Some(readings) => readings,
-            None => self.read_declared(),
-        };
-        let (start, end) = found.span;
-        let rival = readings
-            .iter()
-            .find(|r| (r.span.1 <= start || end <= r.span.0) && r.value != found.value)
-            .map(|r| (r.method, r.span));
-        self.readings = Some(readings);
-        rival
-    }
-
-    /// The JSON values the reply declares (see [`Run::rival`]), in no particular order.
-    /// Fenced blocks and regions do not overlap among themselves, so this reads each byte
-    /// of the text a bounded number of times.
-    fn read_declared(&self) -> Vec<Reading> {
+    /// wanted kind outside the fenced blocks that parses strictly, and each region outside
+    /// them right after a `` ```json `` marker inside a line (read leniently too). Stops
+    /// at the first rival; it runs once per extraction (the first candidate offered is
+    /// chosen, or refuses the reply), and blocks and regions do not overlap among
+    /// themselves, so it reads each byte a bounded number of times.
+    fn rival(&self, found: &Extracted) -> Option<(Method, (usize, usize))> {
         let text = self.text;
         let bytes = text.as_bytes();
+        let (start, end) = found.span;
         let mut parser = tolerant::Parser::new(text);
-        let mut lenient = |start: usize, end: usize| -> Option<Value> {
-            let found = parser.run(start, end, true).ok()?;
-            let whole = found.span.1 == end
-                || text.get(found.span.1..end).is_some_and(|t| t.trim().is_empty());
-            whole.then_some(found.value)
-        };
-        let mut readings = vec![];
-        for block in self.blocks.iter().filter(|b| b.closed) {
-            let (start, end) = trimmed(text, block.content.start, block.content.end);
-            if !matches!(bytes.get(start), Some(b'{' | b'[')) {
-                continue;
+        let mut differs = |span: (usize, usize), lenient: bool| {
+            if span.0 < end && start < span.1 {
+                return false;
             }
-            let value = self.parse(start, end, true).ok().or_else(|| lenient(start, end));
-            if let Some(value) = value {
-                readings.push(Reading { method: Method::Fenced, span: (start, end), value });
+            let value = self.parse(span.0, span.1, true).ok().or_else(|| {
+                if !lenient {
+                    return None;
+                }
+                let read = parser.run(span.0, span.1, true).ok()?;
+                let rest = text.get(read.span.1..span.1).unwrap_or_default();
+                rest.trim().is_empty().then_some(read.value)
+            });
+            value.is_some_and(|value| value != found.value)
+        };
+        for block in self.blocks.iter().filter(|b| b.closed) {
+            let span = trimmed(text, block.content.start, block.content.end);
+            if matches!(bytes.get(span.0), Some(b'{' | b'[')) && differs(span, true) {
+                return Some((Method::Fenced, span));
             }
         }
         let in_block = |at: usize| {
             let after = self.blocks.partition_point(|b| b.content.start <= at);
             after > 0 && self.blocks.get(after - 1).is_some_and(|b| b.content.contains(&at))
         };
-        for region in self.regions.iter().filter(|r| r.closed) {
+        for region in self.regions.iter().filter(|r| r.closed && !in_block(r.start)) {
             let span = (region.start, region.end);
-            let value = if json_marker_before(bytes, region.start) {
-                self.parse(span.0, span.1, true).ok().or_else(|| lenient(span.0, span.1))
-            } else if region.array == self.options.want_array && !in_block(region.start) {
-                self.parse(span.0, span.1, true).ok()
-            } else {
-                None
-            };
-            if let Some(value) = value {
-                readings.push(Reading { method: Method::Embedded, span, value });
+            let marked = json_marker_before(bytes, region.start);
+            let wanted = region.array == self.options.want_array;
+            if (marked || wanted) && differs(span, marked) {
+                return Some((Method::Embedded, span));
             }
         }
-        readings
+        None
     }
 
     fn direct(&mut self) -> bool {
+        if self.two_readings {
+            return false;
+        }
         self.tried.push("direct");
         let (start, end) = trimmed(self.text, self.floor, self.text.len());
         match self.parse(start, end, false) {
@@ -1009,12 +999,12 @@ mod tests {
     #[test]
     fn fences_in_order_with_fall_through() {
         // Two blocks with different JSON: two readings, refused (see `several_readings`).
-        check("```json\n{\"a\":1}\n```\n```json\n{\"b\":2}\n```", "fail fenced,embedded,direct");
+        check("```json\n{\"a\":1}\n```\n```json\n{\"b\":2}\n```", "fail fenced");
         check("```json\n{\"a\":1}\n```\n```json\n{\"a\":1}\n```", r#"fenced {"a":1}"#);
         check("```\nnot json\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
         check("```python\nprint(\"hi)\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
         check("```python\nprint(1)\n```\nResult: {\"a\": 1}", r#"embedded {"a":1}"#);
-        check("```json\n{\"a\": 1}\n```json\n{\"b\": 2}\n```", "fail fenced,embedded,direct");
+        check("```json\n{\"a\": 1}\n```json\n{\"b\": 2}\n```", "fail fenced");
         check(&format!("{}```json\n{{\"a\":1}}\n```", "```\n```\n".repeat(3)), r#"fenced {"a":1}"#);
         // Unclosed: skipped by the strict fence step.
         check("```json\n{\"a\": 1}", r#"embedded {"a":1}"#);
@@ -1045,12 +1035,12 @@ mod tests {
         );
         // Inline ```json markers declare JSON too, whatever its kind.
         let inline = "ok ```json {\"a\": 1} ``` and ```json [1, True] ``` done";
-        check(inline, "fail fenced,embedded,direct");
+        check(inline, "fail fenced,embedded");
         let found = extract(inline, &REPAIR).unwrap();
         assert_eq!((&found.value, found.ambiguous), (&json!({"a": 1}), true));
         // Prose `{` regions count when they parse; other kinds and non-JSON code do not.
         let prose = "First: {\"a\": 1}. Second: {\"a\": 2}.";
-        check(prose, "fail fenced,embedded,direct");
+        check(prose, "fail fenced,embedded");
         assert!(extract(prose, &REPAIR).is_ok_and(|f| f.ambiguous && f.value == json!({"a": 1})));
         check("According to [1], {\"a\": 2}", r#"embedded {"a":2}"#);
         check("```python\nx = {'a': 1}\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
@@ -1074,7 +1064,7 @@ mod tests {
         check("The answer is {\"a\": 1}.", r#"embedded {"a":1}"#);
         check("x {\"a\": \"}{\", \"b\": 2} y", r#"embedded {"a":"}{","b":2}"#);
         check("x {\"a\": \"\\\"}\"} y", r#"embedded {"a":"\"}"}"#);
-        check("{\"a\": 1} and {\"b\": 2}", "fail fenced,embedded,direct");
+        check("{\"a\": 1} and {\"b\": 2}", "fail fenced,embedded");
         check("{\"a\": 1} and {\"a\": 1}", r#"embedded {"a":1}"#);
         check("use {x} like this: {\"a\":1}", r#"embedded {"a":1}"#);
         // An unclosed bracket makes the rest one truncated region: refused.
@@ -1095,7 +1085,7 @@ mod tests {
         check_with(ARRAY, "Items: [1, 2, 3] done", "embedded [1,2,3]");
         check_with(ARRAY, "[{\"a\": 1}, {\"b\": 2}]", r#"embedded [{"a":1},{"b":2}]"#);
         check_with(ARRAY, "see [citation] then [\"x\"]", r#"embedded ["x"]"#);
-        check_with(ARRAY, "see [1] and [2, 3]", "fail fenced,embedded,direct");
+        check_with(ARRAY, "see [1] and [2, 3]", "fail fenced,embedded");
         check_with(ARRAY, "see [1] and [1]", "embedded [1]");
         check_with(ARRAY, "{\"a\": [1]}", r#"direct {"a":[1]}"#);
         check_with(ARRAY, "{\"a\": 1}", r#"direct {"a":1}"#);

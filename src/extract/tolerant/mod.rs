@@ -183,6 +183,8 @@ pub(super) struct Parser<'a> {
     /// The last search for the end of a fenced block inside a string: where it started
     /// and what it found (see `string.rs`), so that repeated searches stay linear.
     fence_end: Option<(usize, Option<usize>)>,
+    /// The closing marker of the last fenced block tried inside a string.
+    fence_tried: Option<usize>,
 }
 
 impl<'a> Parser<'a> {
@@ -201,6 +203,7 @@ impl<'a> Parser<'a> {
             stack: vec![],
             outer_depth: None,
             fence_end: None,
+            fence_tried: None,
         }
     }
 
@@ -218,6 +221,7 @@ impl<'a> Parser<'a> {
         self.repairs.clear();
         self.truncated = false;
         self.fence_end = None;
+        self.fence_tried = None;
         self.skip_trivia();
         let value_start = self.pos;
         self.whole_start = whole.then_some(value_start);

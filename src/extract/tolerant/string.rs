@@ -150,6 +150,10 @@ impl Parser<'_> {
         let tag = tag.iter().take(16).take_while(|b| b.is_ascii_alphanumeric()).count();
         let open = start + 4 + tag;
         let close = self.fence_end(open)?;
+        // One attempt per closing marker: attempts then read disjoint contents.
+        if self.fence_tried.replace(close) == Some(close) {
+            return None;
+        }
         let content = self.bytes.get(open..close)?;
         // Escaped quotes make it an ordinary string that holds a fence.
         let raw_quote = content.iter().enumerate().any(|(i, &b)| {
