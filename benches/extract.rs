@@ -90,7 +90,7 @@ fn hostile_deep_nesting(bencher: Bencher, mode: &str) {
 
 #[divan::bench(args = MODES)]
 fn hostile_unquoted_values(bencher: Bencher, mode: &str) {
-    run(bencher, format!("{}\"}}", fill("{\"a\": x, ")), mode, false);
+    run(bencher, format!("{{{}\"b\": 1}}", fill("\"a\": x, ")), mode, false);
 }
 
 #[divan::bench(args = MODES)]
@@ -112,4 +112,9 @@ fn hostile_rows(bencher: Bencher, mode: &str) {
 fn hostile_distinct_fences(bencher: Bencher, mode: &str) {
     let blocks: String = (0..MIB / 24).map(|i| format!("```json\n{{'a': {i}}}\n```\n")).collect();
     run(bencher, blocks, mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_same_fences(bencher: Bencher, mode: &str) {
+    run(bencher, fill("```json\n{'a': 1}\n```\n"), mode, false);
 }

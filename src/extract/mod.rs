@@ -1290,6 +1290,22 @@ mod tests {
             let tail = format!("{prose}\n```json\n{{\"a\": 1}}\n```\n");
             assert_eq!(extract(&tail, &options).map(|f| f.value), Ok(json!({"a": 1})));
         }
+        // The shapes of the newer repairs and of two readings, at 1 MiB.
+        let unquoted = format!("{{{}\"b\": 1}}", fill("\"a\": x, "));
+        assert!(extract(&unquoted, &STRICT).is_err());
+        let found = extract(&unquoted, &REPAIR).map(|f| f.value);
+        assert_eq!(found, Ok(json!({"a": "x", "b": 1})));
+        let fenced = format!("{}```\"]", fill("[\"```{\"a\": [\""));
+        assert!(extract(&fenced, &ExtractOptions { want_array: true, ..REPAIR }).is_ok());
+        let same = fill("```json\n{'a': 1}\n```\n");
+        assert!(extract(&same, &STRICT).is_err());
+        let found = extract(&same, &REPAIR).unwrap();
+        assert_eq!((found.value, found.ambiguous), (json!({"a": 1}), false));
+        let distinct: String =
+            (0..MIB / 24).map(|i| format!("```json\n{{'a': {i}}}\n```\n")).collect();
+        assert!(extract(&distinct, &STRICT).is_err());
+        let found = extract(&distinct, &REPAIR).unwrap();
+        assert_eq!((found.value, found.ambiguous), (json!({"a": 0}), true));
         let truncated = format!("{{\"a\": \"{}", "x".repeat(MIB));
         assert_eq!(
             extract(&truncated, &REPAIR).map(|f| f.value["a"].as_str().map(str::len)),
