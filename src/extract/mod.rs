@@ -30,7 +30,13 @@
 //! **Never confidently wrong.** Where a reply has two plausible readings (a repair that
 //! has to guess, two JSON values back to back), the result says so with
 //! [`Extracted::ambiguous`]. Strict mode (without `repair`) never returns an ambiguous
-//! result: it refuses instead.
+//! result: it refuses instead. Without a guide, a reply that *declares* two different
+//! JSON values has two readings as well: another closed fenced block holding an object
+//! or array (read leniently if need be), another region of the wanted kind outside the
+//! fenced blocks that parses, or a region after an inline `` ```json `` marker. Strict
+//! mode then refuses the reply; lenient mode returns the first candidate in the order
+//! above, flagged, with the other value listed as a candidate (`another_reading`). A
+//! guide chooses instead (the first candidate it accepts wins, unflagged).
 //!
 //! [`extract_envelope`] first takes the string `text` of an API-level envelope object.
 //!
@@ -41,8 +47,10 @@
 //! are found with a vectorised byte search and each block is scanned once; the outermost
 //! regions are found in one pass and never overlap, so the strict parser reads each byte
 //! of them at most twice (once more to tell a value repeated back to back), so it reads
-//! at most four times the text in all. The repair pass reads each byte a bounded number
-//! of times. JSON nested deeper than `serde_json`'s
+//! at most four times the text in all. Looking for a second reading runs once per
+//! extraction and stops at the first: the blocks and regions it reads do not overlap,
+//! which adds at most two strict and one tolerant read of the text. The repair pass
+//! reads each byte a bounded number of times. JSON nested deeper than `serde_json`'s
 //! recursion limit (127 levels) does not parse and fails fast.
 //!
 //! ```
@@ -333,7 +341,9 @@ pub struct Considered {
     pub method: Method,
     /// Its byte range in the text.
     pub span: (usize, usize),
-    /// Why it was not chosen: `fails_schema`, `later_than_chosen` or `ambiguous`.
+    /// Why it was not chosen: `fails_schema` or `ambiguous`; or `another_reading`, a
+    /// different JSON value elsewhere in a reply without a schema, which makes the
+    /// chosen one ambiguous (strict mode then refuses the reply).
     pub verdict: &'static str,
 }
 

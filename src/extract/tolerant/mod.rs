@@ -13,9 +13,13 @@
 //! | `{key: 1}` (ASCII letters, digits, `_`, `$`, `-`) | `unquoted_key` |
 //! | `// …`, `# …` to the end of the line, `/* … */` | `comment` |
 //! | raw control characters (newline, tab, …) inside a string | `raw_control_character` (once per string) |
-//! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
-//! | a string value running into `, "key":`; an unquoted value that a quote closes later on its line (`{"a": x, y.", …}`) | `missing_quote` (a guess) |
-//! | `{"a": 1, NOTE "b": 2}`: a bare word before a quoted key | `stray_text` (dropped; a guess) |
+//! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; not a closer followed by an operator, as in a character class `['"]+`; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
+//! | a quote before `:` with no quote kept before it in the string (`{"a": "{ b": {} }"}`) | none: it ends the value, and the `:` fails the candidate |
+//! | a string value running into `, "key":`; an unquoted value that a quote closes later on its line (`{"a": x, y.", …}`); in an array, a word closed by a quote (`["a" b" ]`, read as the next item) unless a quote kept earlier waits for its pair | `missing_quote` (a guess) |
+//! | `{"a": 1, NOTE "b": 2}`: a bare word before a quoted key; a lone quote before a comma or closer | `stray_text` (dropped; a guess) |
+//! | `"hello⏎  "`: a raw line break and its indentation just before the closing quote | `trailing_line_break` (dropped as layout; a guess) |
+//! | `"```json {"a": 1}```"`: a string value that is a fenced block of a JSON object or array with quotes not escaped | `fenced_json` (read as that value; a guess) |
+//! | `{"rows": [[1, 2], 3, 4], [5, 6]]}`: a row without its opener, its closer read as the list's | `missing_opener` (a guess; `premature_closer` when the items are all rows) |
 //! | `\x`, `\u12` and lone surrogates | `invalid_escape` (kept literally; lone surrogates become U+FFFD) |
 //! | `True`, `False`, `None`, `(1, 2)` | `python_literal` (a tuple becomes an array) |
 //! | `TRUE`, `Null`, … | `literal_case` |
