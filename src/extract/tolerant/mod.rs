@@ -40,7 +40,8 @@
 //! without a value and a partial key are dropped; a partial number keeps its digits
 //! (`1.` → `1`, `-` is dropped) and a partial keyword that can only be one literal is
 //! completed (`tr` → `true`). A truncated value that holds no scalar and no object member
-//! (`{` alone, `{"a":`, `[[[`) is not accepted.
+//! (`{` alone, `{"a":`, `[[[`), or that is a bare string never closed (`"}`), is not
+//! accepted.
 
 use serde_json::{Map, Number, Value};
 
@@ -262,7 +263,9 @@ impl<'a> Parser<'a> {
                 return Err(self.pos.into());
             }
         }
-        if self.truncated && !has_content(&value) {
+        // A truncated value must hold something: not an empty container, and not a bare
+        // string whose closing quote never came (`"}` after a stray fence opener).
+        if self.truncated && (!has_content(&value) || value.is_string()) {
             return Err(end.into());
         }
         Ok(Repaired { value, span: (value_start, end), repairs: std::mem::take(&mut self.repairs) })
@@ -954,6 +957,9 @@ mod tests {
         check(r#"["a\"#, r#"["a"] truncated_tail"#);
         check("{\"a\": \"b\", \"n\": 1```", r#"{"a":"b","n":1} truncated_tail"#);
         check("{", "error at 1");
+        // A bare string never closed is not a value (`"}` after a stray fence opener).
+        check("\"}", "error at 2");
+        check(r#"["}"#, r#"["}"] truncated_tail"#);
         check("", "error at 0");
         check("{a", "error at 2");
     }
