@@ -87,3 +87,34 @@ fn hostile_deep_nesting(bencher: Bencher, mode: &str) {
     let half = MIB / 12;
     run(bencher, format!("{}1{}", "{\"a\":".repeat(half), "}".repeat(half)), mode, false);
 }
+
+#[divan::bench(args = MODES)]
+fn hostile_unquoted_values(bencher: Bencher, mode: &str) {
+    run(bencher, format!("{{{}\"b\": 1}}", fill("\"a\": x, ")), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_fenced_strings(bencher: Bencher, mode: &str) {
+    run(bencher, format!("{}```\"]", fill("[\"```{\"a\": [\"")), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_words_and_quotes(bencher: Bencher, mode: &str) {
+    run(bencher, fill("[\"a\" b\" c\"] "), mode, true);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_rows(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"r\": [[1], 2], [3], "), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_distinct_fences(bencher: Bencher, mode: &str) {
+    let blocks: String = (0..MIB / 24).map(|i| format!("```json\n{{'a': {i}}}\n```\n")).collect();
+    run(bencher, blocks, mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_same_fences(bencher: Bencher, mode: &str) {
+    run(bencher, fill("```json\n{'a': 1}\n```\n"), mode, false);
+}

@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 
 use scorecard::{read_corpus, score, table};
 
+/// json_repair 0.64.6 on this corpus: exact and wrong answers on the scored replies.
+const JSON_REPAIR_EXACT: usize = 142;
+const JSON_REPAIR_WRONG: usize = 5;
+
 /// A generous ceiling for one call; the real cost is microseconds.
 const SLOW: Duration = Duration::from_secs(1);
 
@@ -55,16 +59,25 @@ fn peer_scorecard() {
     let lenient = score(&lines, true);
     let elapsed = started.elapsed();
     println!("{}", table("peer corpus", &lines, &strict, &lenient));
+    // The same without json_repair's own test suite, whose expected values are that
+    // library's outputs (bench/scripts/extract_peers.py --without json-repair-).
+    let others: Vec<_> =
+        lines.iter().filter(|l| !l.id.starts_with("json-repair-")).cloned().collect();
+    let (strict_others, lenient_others) = (score(&others, false), score(&others, true));
+    println!(
+        "{}",
+        table("peer corpus without json-repair-*", &others, &strict_others, &lenient_others)
+    );
     println!("strict misses:\n  {}", strict.misses.join("\n  "));
     println!("lenient misses:\n  {}", lenient.misses.join("\n  "));
 
     assert!(elapsed < SLOW * 2, "the whole corpus took {elapsed:?}");
-    // Strict mode is never wrong on a reply that holds valid JSON, but for one line whose
-    // source (json_repair's own tests) merges two separate fenced blocks into a list, where
-    // SPEC §6.3 takes the first block that parses.
-    assert_eq!(strict.valid_json_wrong, ["json-repair-009"], "{}", strict.misses.join("\n"));
-    // Floors a little under the counts recorded in BENCHMARKS.md: a drop is a regression.
-    assert!(lenient.scored.exact >= 138, "lenient exact {:?}", lenient.scored);
-    assert!(lenient.scored.wrong <= 6, "lenient wrong {:?}", lenient.scored);
-    assert!(strict.scored.wrong <= 1, "strict wrong {:?}", strict.scored);
+    // Strict mode is never wrong on a reply that holds valid JSON (nor on any other).
+    assert!(strict.valid_json_wrong.is_empty(), "{}", strict.misses.join("\n"));
+    assert_eq!(strict.scored.wrong, 0, "{}", strict.misses.join("\n"));
+    // The targets against the best peer, json_repair, whose counts on this corpus
+    // are recorded in BENCHMARKS.md (bench/scripts/extract_scorecard.sh measures both):
+    // at least as many exact answers, and fewer than half as many wrong ones.
+    assert!(lenient.scored.exact >= JSON_REPAIR_EXACT, "lenient {:?}", lenient.scored);
+    assert!(lenient.scored.wrong * 2 < JSON_REPAIR_WRONG, "lenient {:?}", lenient.scored);
 }

@@ -56,6 +56,16 @@ fn ambiguous_replies_are_flagged_in_lenient_mode_and_refused_in_strict_mode() {
         assert!(found.ambiguous, "{id}: {found:?}");
         assert!(found.repairs.iter().any(|r| r.kind.is_guess()), "{id}: {found:?}");
     }
+    // Two fenced blocks with different values and no schema: two readings.
+    let l = line(&lines, "ambiguous-003");
+    assert!(run_line(l, false).is_none(), "strict mode must refuse two readings");
+    let found = run_line(l, true).expect("lenient mode returns the first reading");
+    assert!(found.ambiguous && found.repairs.is_empty(), "{found:?}");
+    let verdicts: Vec<&str> = found.candidates.iter().map(|c| c.verdict).collect();
+    assert_eq!(verdicts, ["another_reading"]);
+    // A quote before ':' that opens nothing leaves no reading at all.
+    let l = line(&lines, "none-005");
+    assert!(run_line(l, false).is_none() && run_line(l, true).is_none());
     // The same value twice is one reading, even for strict mode.
     let found = run_line(line(&lines, "repair-doubled"), false).unwrap();
     assert!(!found.ambiguous && found.repairs.is_empty(), "{found:?}");

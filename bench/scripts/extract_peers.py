@@ -97,7 +97,10 @@ def main():
         at = args.index("--without")
         without = args[at + 1]
         del args[at : at + 2]
-    path = args[0] if args else "../shared/peer/llm-outputs.jsonl"
+    default = "../shared/peer/llm-outputs.jsonl"
+    if not os.path.exists(default):
+        default = "../../shared/peer/llm-outputs.jsonl"  # a git worktree one folder deeper
+    path = args[0] if args else default
     lines = [l for l in read(path) if not (without and l["id"].startswith(without))]
     refusals = sum(1 for l in lines if l.get("category") == "none" and not l.get("expected_stated"))
     print(f"{path}: {len(lines)} replies" + (f" (without {without}*)" if without else ""))

@@ -7,12 +7,18 @@
 #   bash bench/scripts/extract_scorecard.sh [path/to/llm-outputs.jsonl]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-peer="${1:-../shared/peer/llm-outputs.jsonl}"
+# `../shared` beside the clone, or `../../shared` for a git worktree one folder deeper
+# (where the peer test looks too).
+default=../shared/peer/llm-outputs.jsonl
+[ -e "$default" ] || default=../../shared/peer/llm-outputs.jsonl
+peer="${1:-$default}"
 rows() { grep -E '^(peer corpus|in-repo corpus|\| )'; }
 
 echo "== peer corpus: $peer"
 cargo test -q --test extract_peer -- --include-ignored --nocapture 2>/dev/null | rows
 python3 bench/scripts/extract_peers.py "$peer" | tail -n +4
+echo "-- without json_repair's own test suite"
+python3 bench/scripts/extract_peers.py "$peer" --without json-repair- | tail -n +4
 echo
 echo "== in-repo corpus: tests/fixtures/extract/replies.jsonl"
 cargo test -q --test extract_scorecard scorecard_on_the_in_repo_corpus -- --nocapture 2>/dev/null | rows

@@ -30,7 +30,13 @@
 //! **Never confidently wrong.** Where a reply has two plausible readings (a repair that
 //! has to guess, two JSON values back to back), the result says so with
 //! [`Extracted::ambiguous`]. Strict mode (without `repair`) never returns an ambiguous
-//! result: it refuses instead.
+//! result: it refuses instead. Without a guide, a reply that *declares* two different
+//! JSON values has two readings as well: another closed fenced block holding an object
+//! or array (read leniently if need be), another region of the wanted kind outside the
+//! fenced blocks that parses, or a region after an inline `` ```json `` marker. Strict
+//! mode then refuses the reply; lenient mode returns the first candidate in the order
+//! above, flagged, with the other value listed as a candidate (`another_reading`). A
+//! guide chooses instead (the first candidate it accepts wins, unflagged).
 //!
 //! [`extract_envelope`] first takes the string `text` of an API-level envelope object.
 //!
@@ -41,8 +47,10 @@
 //! are found with a vectorised byte search and each block is scanned once; the outermost
 //! regions are found in one pass and never overlap, so the strict parser reads each byte
 //! of them at most twice (once more to tell a value repeated back to back), so it reads
-//! at most four times the text in all. The repair pass reads each byte a bounded number
-//! of times. JSON nested deeper than `serde_json`'s
+//! at most four times the text in all. Looking for a second reading runs once per
+//! extraction and stops at the first: the blocks and regions it reads do not overlap,
+//! which adds at most two strict and one tolerant read of the text. The repair pass
+//! reads each byte a bounded number of times. JSON nested deeper than `serde_json`'s
 //! recursion limit (127 levels) does not parse and fails fast.
 //!
 //! ```
@@ -199,12 +207,23 @@ pub enum RepairKind {
     LiteralCase,
     /// A key without its value (`{"a": }`), read as an empty string (ambiguous).
     MissingValue,
-    /// A bare word between members (`{"a": 1, NOTE "b": 2}`), dropped (ambiguous).
+    /// A bare word between members (`{"a": 1, NOTE "b": 2}`) or a lone quote before a
+    /// comma or closer, dropped (ambiguous).
     StrayText,
     /// A string in doubled quotes (`""key""`, as CSV escapes them).
     DoubledQuotes,
     /// A number written the JavaScript way (`.5`, `1.`, `+1`), normalised.
     NumberFormat,
+    /// A raw line break (and its indentation) just before a string's closing quote,
+    /// dropped as layout (ambiguous: it may have been meant).
+    TrailingLineBreak,
+    /// A string value holding a fenced block of JSON whose quotes are not escaped
+    /// (`"```json {"a": 1}```"`), read as that JSON value (ambiguous: the text may have
+    /// been meant).
+    FencedJson,
+    /// An array closed too early inside a list of rows (`[[1, 2], 3, 4], [5, 6]]`): the
+    /// items after the last row are read as the row whose opener is missing (ambiguous).
+    MissingOpener,
     /// Coercion: a string read as the number the schema wants.
     CoercedNumber,
     /// Coercion: a string read as the boolean the schema wants.
@@ -246,6 +265,9 @@ impl RepairKind {
             RepairKind::StrayText => "stray_text",
             RepairKind::DoubledQuotes => "doubled_quotes",
             RepairKind::NumberFormat => "number_format",
+            RepairKind::TrailingLineBreak => "trailing_line_break",
+            RepairKind::FencedJson => "fenced_json",
+            RepairKind::MissingOpener => "missing_opener",
             RepairKind::CoercedNumber => "coerced_number",
             RepairKind::CoercedBoolean => "coerced_boolean",
             RepairKind::WrappedInArray => "wrapped_in_array",
@@ -265,6 +287,9 @@ impl RepairKind {
                 | RepairKind::PrematureCloser
                 | RepairKind::MissingValue
                 | RepairKind::StrayText
+                | RepairKind::TrailingLineBreak
+                | RepairKind::FencedJson
+                | RepairKind::MissingOpener
         )
     }
 
@@ -316,7 +341,9 @@ pub struct Considered {
     pub method: Method,
     /// Its byte range in the text.
     pub span: (usize, usize),
-    /// Why it was not chosen: `fails_schema`, `later_than_chosen` or `ambiguous`.
+    /// Why it was not chosen: `fails_schema` or `ambiguous`; or `another_reading`, a
+    /// different JSON value elsewhere in a reply without a schema, which makes the
+    /// chosen one ambiguous (strict mode then refuses the reply).
     pub verdict: &'static str,
 }
 
@@ -416,11 +443,13 @@ pub fn extract_guided(
         let detail = "the response is empty or only whitespace".to_owned();
         return Err(ExtractFailure { methods_tried, detail });
     }
-    let mut blocks = vec![];
-    let mut regions = vec![];
-    let done = run.fenced(&mut blocks) || run.embedded(&mut regions) || run.direct();
+    let blocks: Vec<Block> = Fences::new(text.as_bytes(), run.floor).collect();
+    let regions = embedded::regions(text.as_bytes(), run.floor);
+    run.blocks = &blocks;
+    run.regions = &regions;
+    let done = run.fenced() || run.embedded() || run.direct();
     if !done && options.repair {
-        run.repaired(&blocks, &regions);
+        run.repaired();
     }
     run.finish()
 }
@@ -515,6 +544,12 @@ struct Run<'a, 'g> {
     considered: Vec<Considered>,
     /// An ambiguous strict candidate, offered in lenient mode after the repair stage.
     deferred: Option<Extracted>,
+    /// The fenced blocks and the outermost regions of the text.
+    blocks: &'a [Block],
+    regions: &'a [Region],
+    /// Strict mode found two readings of the reply (see [`Run::rival`]) and refuses it:
+    /// no later candidate is offered.
+    two_readings: bool,
 }
 
 impl<'a, 'g> Run<'a, 'g> {
@@ -531,6 +566,9 @@ impl<'a, 'g> Run<'a, 'g> {
             fallback: None,
             considered: vec![],
             deferred: None,
+            blocks: &[],
+            regions: &[],
+            two_readings: false,
         }
     }
 
@@ -546,7 +584,20 @@ impl<'a, 'g> Run<'a, 'g> {
     }
 
     /// Offers a candidate; returns true when extraction is decided.
-    fn offer(&mut self, found: Extracted) -> bool {
+    fn offer(&mut self, mut found: Extracted) -> bool {
+        if self.guide.is_none()
+            && !found.ambiguous
+            && let Some((method, span)) = self.rival(&found)
+        {
+            found.ambiguous = true;
+            self.two_readings = !self.options.repair;
+            self.notes.push(format!(
+                "the {} JSON at bytes {}..{} differs from the {} candidate at bytes {}..{}, \
+                 and no schema says which is meant",
+                method, span.0, span.1, found.method, found.span.0, found.span.1
+            ));
+            self.considered.push(Considered { method, span, verdict: "another_reading" });
+        }
         if found.ambiguous && !self.options.repair {
             self.notes.push(format!(
                 "the {} candidate at bytes {}..{} has another plausible reading; strict mode \
@@ -617,15 +668,12 @@ impl<'a, 'g> Run<'a, 'g> {
         }
     }
 
-    /// Fenced blocks in order; with repair, every block is kept for the repair stage.
-    fn fenced(&mut self, blocks: &mut Vec<Block>) -> bool {
+    /// Fenced blocks in order.
+    fn fenced(&mut self) -> bool {
         self.tried.push("fenced");
         let (mut seen, mut unclosed, mut parsed) = (0usize, false, 0usize);
-        for block in Fences::new(self.text.as_bytes(), self.floor) {
+        for block in self.blocks {
             seen += 1;
-            if self.options.repair {
-                blocks.push(block.clone());
-            }
             if !block.closed {
                 unclosed = true;
                 continue;
@@ -637,6 +685,9 @@ impl<'a, 'g> Run<'a, 'g> {
                 parsed += 1;
                 if self.offer(Self::found(value, Method::Fenced, (start, end))) {
                     return true;
+                }
+                if self.two_readings {
+                    return false;
                 }
             }
         }
@@ -650,10 +701,13 @@ impl<'a, 'g> Run<'a, 'g> {
         false
     }
 
-    /// The wanted outermost regions in order; all regions are kept for the repair stage.
-    fn embedded(&mut self, regions: &mut Vec<Region>) -> bool {
+    /// The wanted outermost regions in order.
+    fn embedded(&mut self) -> bool {
+        if self.two_readings {
+            return false;
+        }
         self.tried.push("embedded");
-        *regions = embedded::regions(self.text.as_bytes(), self.floor);
+        let regions = self.regions;
         let want_array = self.options.want_array;
         let (mut wanted, mut failed, mut parsed) = (0usize, 0usize, 0usize);
         for (i, &region) in regions.iter().enumerate() {
@@ -695,6 +749,9 @@ impl<'a, 'g> Run<'a, 'g> {
             if self.offer(found) {
                 return true;
             }
+            if self.two_readings {
+                return false;
+            }
         }
         let open = if want_array { '[' } else { '{' };
         let unclosed = regions.last().is_some_and(|r| !r.closed);
@@ -735,7 +792,59 @@ impl<'a, 'g> Run<'a, 'g> {
         (!same).then(|| "another JSON value follows it back to back".to_owned())
     }
 
+    /// Without a schema to choose, a JSON value elsewhere in the reply that differs from
+    /// `found` and does not overlap it: the reply has two readings. The values a reply
+    /// declares are the content of each closed fenced block that is an object or array
+    /// (read leniently if need be: a block is code the model wrote), each region of the
+    /// wanted kind outside the fenced blocks that parses strictly, and each region outside
+    /// them right after a `` ```json `` marker inside a line (read leniently too). Stops
+    /// at the first rival; it runs once per extraction (the first candidate offered is
+    /// chosen, or refuses the reply), and blocks and regions do not overlap among
+    /// themselves, so it reads each byte a bounded number of times.
+    fn rival(&self, found: &Extracted) -> Option<(Method, (usize, usize))> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let (start, end) = found.span;
+        let mut parser = tolerant::Parser::new(text);
+        let mut differs = |span: (usize, usize), lenient: bool| {
+            if span.0 < end && start < span.1 {
+                return false;
+            }
+            let value = self.parse(span.0, span.1, true).ok().or_else(|| {
+                if !lenient {
+                    return None;
+                }
+                let read = parser.run(span.0, span.1, true).ok()?;
+                let rest = text.get(read.span.1..span.1).unwrap_or_default();
+                rest.trim().is_empty().then_some(read.value)
+            });
+            value.is_some_and(|value| value != found.value)
+        };
+        for block in self.blocks.iter().filter(|b| b.closed) {
+            let span = trimmed(text, block.content.start, block.content.end);
+            if matches!(bytes.get(span.0), Some(b'{' | b'[')) && differs(span, true) {
+                return Some((Method::Fenced, span));
+            }
+        }
+        let in_block = |at: usize| {
+            let after = self.blocks.partition_point(|b| b.content.start <= at);
+            after > 0 && self.blocks.get(after - 1).is_some_and(|b| b.content.contains(&at))
+        };
+        for region in self.regions.iter().filter(|r| r.closed && !in_block(r.start)) {
+            let span = (region.start, region.end);
+            let marked = json_marker_before(bytes, region.start);
+            let wanted = region.array == self.options.want_array;
+            if (marked || wanted) && differs(span, marked) {
+                return Some((Method::Embedded, span));
+            }
+        }
+        None
+    }
+
     fn direct(&mut self) -> bool {
+        if self.two_readings {
+            return false;
+        }
         self.tried.push("direct");
         let (start, end) = trimmed(self.text, self.floor, self.text.len());
         match self.parse(start, end, false) {
@@ -747,8 +856,9 @@ impl<'a, 'g> Run<'a, 'g> {
         }
     }
 
-    fn repaired(&mut self, blocks: &[Block], regions: &[Region]) {
+    fn repaired(&mut self) {
         self.tried.push("repaired");
+        let (blocks, regions) = (self.blocks, self.regions);
         let (text, floor, want_array) = (self.text, self.floor, self.options.want_array);
         let outcome = repair::repair(text, floor, blocks, regions, want_array, &mut |found| {
             let ambiguous = found.repairs.iter().any(|r| r.kind.is_guess());
@@ -783,6 +893,15 @@ impl<'a, 'g> Run<'a, 'g> {
             None => Err(ExtractFailure { methods_tried: tried, detail: notes.join("; ") }),
         }
     }
+}
+
+/// Whether a `` ```json `` marker (any case) stands right before `at`, blanks between.
+fn json_marker_before(bytes: &[u8], at: usize) -> bool {
+    let before = bytes.get(..at).unwrap_or_default();
+    let blanks = before.iter().rev().take(16).take_while(|&&b| scan::is_json_ws(b)).count();
+    let before = before.get(..before.len() - blanks).unwrap_or_default();
+    before.len() >= 7
+        && before.get(before.len() - 7..).is_some_and(|m| m.eq_ignore_ascii_case(b"```json"))
 }
 
 /// The range `start..end` of `text` without leading and trailing whitespace.
@@ -889,11 +1008,13 @@ mod tests {
 
     #[test]
     fn fences_in_order_with_fall_through() {
-        check("```json\n{\"a\":1}\n```\n```json\n{\"b\":2}\n```", r#"fenced {"a":1}"#);
+        // Two blocks with different JSON: two readings, refused (see `several_readings`).
+        check("```json\n{\"a\":1}\n```\n```json\n{\"b\":2}\n```", "fail fenced");
+        check("```json\n{\"a\":1}\n```\n```json\n{\"a\":1}\n```", r#"fenced {"a":1}"#);
         check("```\nnot json\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
         check("```python\nprint(\"hi)\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
         check("```python\nprint(1)\n```\nResult: {\"a\": 1}", r#"embedded {"a":1}"#);
-        check("```json\n{\"a\": 1}\n```json\n{\"b\": 2}\n```", r#"fenced {"a":1}"#);
+        check("```json\n{\"a\": 1}\n```json\n{\"b\": 2}\n```", "fail fenced");
         check(&format!("{}```json\n{{\"a\":1}}\n```", "```\n```\n".repeat(3)), r#"fenced {"a":1}"#);
         // Unclosed: skipped by the strict fence step.
         check("```json\n{\"a\": 1}", r#"embedded {"a":1}"#);
@@ -905,12 +1026,56 @@ mod tests {
         check("``\n{\"a\": 1}\n``", r#"embedded {"a":1}"#);
     }
 
+    /// Without a schema, a reply that declares two different JSON values has two
+    /// readings: strict mode refuses, lenient mode returns the first and says so; a
+    /// schema that accepts one of them decides.
+    #[test]
+    fn several_readings_without_a_schema() {
+        let two_fences = "```json\n{\"a\": 1}\n```\nor\n```json\n{'b': 2}\n```";
+        let failure = extract(two_fences, &STRICT).unwrap_err();
+        assert!(failure.detail.contains("no schema says which is meant"), "{}", failure.detail);
+        let found = extract(two_fences, &REPAIR).unwrap();
+        assert_eq!(
+            (found.method, &found.value, found.ambiguous),
+            (Method::Fenced, &json!({"a": 1}), true)
+        );
+        assert_eq!(
+            found.candidates,
+            [Considered { method: Method::Fenced, span: (32, 40), verdict: "another_reading" }]
+        );
+        // Inline ```json markers declare JSON too, whatever its kind.
+        let inline = "ok ```json {\"a\": 1} ``` and ```json [1, True] ``` done";
+        check(inline, "fail fenced,embedded");
+        let found = extract(inline, &REPAIR).unwrap();
+        assert_eq!((&found.value, found.ambiguous), (&json!({"a": 1}), true));
+        // Prose `{` regions count when they parse; other kinds and non-JSON code do not.
+        let prose = "First: {\"a\": 1}. Second: {\"a\": 2}.";
+        check(prose, "fail fenced,embedded");
+        assert!(extract(prose, &REPAIR).is_ok_and(|f| f.ambiguous && f.value == json!({"a": 1})));
+        check("According to [1], {\"a\": 2}", r#"embedded {"a":2}"#);
+        check("```python\nx = {'a': 1}\n```\n```json\n{\"b\": 2}\n```", r#"fenced {"b":2}"#);
+        check("```json\n{\"a\": 1}\n```\nso {\"a\": 1} it is", r#"fenced {"a":1}"#);
+        // A schema chooses, and then nothing is ambiguous.
+        let schema = json!({"required": ["b"]});
+        let accepts = |v: &Value| v.get("b").is_some();
+        let guide = Guide { schema: &schema, accepts: &accepts };
+        let found =
+            extract_guided(prose.replace("\"a\": 2", "\"b\": 2").as_str(), &STRICT, Some(&guide));
+        assert!(found.is_ok_and(|f| !f.ambiguous && f.value == json!({"b": 2})));
+        let found = extract_guided(two_fences, &REPAIR, Some(&guide)).unwrap();
+        assert_eq!(
+            (&found.value, found.ambiguous, found.method),
+            (&json!({"b": 2}), false, Method::Repaired)
+        );
+    }
+
     #[test]
     fn embedded_candidates() {
         check("The answer is {\"a\": 1}.", r#"embedded {"a":1}"#);
         check("x {\"a\": \"}{\", \"b\": 2} y", r#"embedded {"a":"}{","b":2}"#);
         check("x {\"a\": \"\\\"}\"} y", r#"embedded {"a":"\"}"}"#);
-        check("{\"a\": 1} and {\"b\": 2}", r#"embedded {"a":1}"#);
+        check("{\"a\": 1} and {\"b\": 2}", "fail fenced,embedded");
+        check("{\"a\": 1} and {\"a\": 1}", r#"embedded {"a":1}"#);
         check("use {x} like this: {\"a\":1}", r#"embedded {"a":1}"#);
         // An unclosed bracket makes the rest one truncated region: refused.
         check("a { b {\"a\": 1}", "fail fenced,embedded,direct");
@@ -930,7 +1095,8 @@ mod tests {
         check_with(ARRAY, "Items: [1, 2, 3] done", "embedded [1,2,3]");
         check_with(ARRAY, "[{\"a\": 1}, {\"b\": 2}]", r#"embedded [{"a":1},{"b":2}]"#);
         check_with(ARRAY, "see [citation] then [\"x\"]", r#"embedded ["x"]"#);
-        check_with(ARRAY, "see [1] and [2, 3]", "embedded [1]");
+        check_with(ARRAY, "see [1] and [2, 3]", "fail fenced,embedded");
+        check_with(ARRAY, "see [1] and [1]", "embedded [1]");
         check_with(ARRAY, "{\"a\": [1]}", r#"direct {"a":[1]}"#);
         check_with(ARRAY, "{\"a\": 1}", r#"direct {"a":1}"#);
         check("Items: [1, 2, 3] done", "fail fenced,embedded,direct");
@@ -1134,6 +1300,22 @@ mod tests {
             let tail = format!("{prose}\n```json\n{{\"a\": 1}}\n```\n");
             assert_eq!(extract(&tail, &options).map(|f| f.value), Ok(json!({"a": 1})));
         }
+        // The shapes of the newer repairs and of two readings, at 1 MiB.
+        let unquoted = format!("{{{}\"b\": 1}}", fill("\"a\": x, "));
+        assert!(extract(&unquoted, &STRICT).is_err());
+        let found = extract(&unquoted, &REPAIR).map(|f| f.value);
+        assert_eq!(found, Ok(json!({"a": "x", "b": 1})));
+        let fenced = format!("{}```\"]", fill("[\"```{\"a\": [\""));
+        assert!(extract(&fenced, &ExtractOptions { want_array: true, ..REPAIR }).is_ok());
+        let same = fill("```json\n{'a': 1}\n```\n");
+        assert!(extract(&same, &STRICT).is_err());
+        let found = extract(&same, &REPAIR).unwrap();
+        assert_eq!((found.value, found.ambiguous), (json!({"a": 1}), false));
+        let distinct: String =
+            (0..MIB / 24).map(|i| format!("```json\n{{'a': {i}}}\n```\n")).collect();
+        assert!(extract(&distinct, &STRICT).is_err());
+        let found = extract(&distinct, &REPAIR).unwrap();
+        assert_eq!((found.value, found.ambiguous), (json!({"a": 0}), true));
         let truncated = format!("{{\"a\": \"{}", "x".repeat(MIB));
         assert_eq!(
             extract(&truncated, &REPAIR).map(|f| f.value["a"].as_str().map(str::len)),
@@ -1246,8 +1428,11 @@ mod tests {
             }
             check_outcome(&response, &REPAIR)?;
             check_outcome(&format!("{before}{json}{after}"), &REPAIR)?;
-            // Around prose without backticks, the fenced block is what is found, whole.
-            let clean = format!("{}\n```json\n{json}\n```\n{}", before.replace('`', ""), after.replace('`', ""));
+            // Around prose without backticks or JSON of its own (a `{` or `[` there would
+            // be a second candidate, and without a schema two readings are ambiguous), the
+            // fenced block is what is found, whole.
+            let prose = |s: &str| s.replace(['`', '{', '['], "");
+            let clean = format!("{}\n```json\n{json}\n```\n{}", prose(&before), prose(&after));
             let found = extract(&clean, &STRICT);
             prop_assert_eq!(
                 found.map(|f| (f.method, f.value, clean[f.span.0..f.span.1].to_string())),
@@ -1272,6 +1457,34 @@ mod tests {
             let text = format!("{before}{json}{after}");
             let found = extract(&text, &ARRAY);
             prop_assert_eq!(found.map(|f| (f.value, f.span)), Ok((array, (before.len(), before.len() + json.len()))));
+        }
+
+        /// Two fenced blocks or two prose objects: with different values strict mode
+        /// refuses and lenient mode returns the first, flagged; with the same value twice
+        /// there is one reading.
+        #[test]
+        fn two_values_without_a_schema_are_two_readings(
+            first in json_object(),
+            second in json_object(),
+            between in PROSE,
+            fenced: bool,
+        ) {
+            let wrap = |v: &Value| if fenced { format!("\n```json\n{v}\n```\n") } else { v.to_string() };
+            for other in [&second, &first] {
+                let text = format!("{}{between}{}", wrap(&first), wrap(other));
+                let distinct = *other != first;
+                let strict = extract(&text, &STRICT);
+                prop_assert_eq!(strict.as_ref().map(|f| &f.value).ok(), (!distinct).then_some(&first), "{}", text);
+                let lenient = extract(&text, &REPAIR);
+                prop_assert!(lenient.is_ok(), "{}", text);
+                let lenient = lenient.unwrap_or_else(|_| unreachable!());
+                // Back to back, prose objects are read as a list (another reading).
+                let back_to_back = !fenced && between.trim().is_empty();
+                if !back_to_back {
+                    prop_assert_eq!(&lenient.value, &first, "{}", text);
+                }
+                prop_assert_eq!(lenient.ambiguous, distinct, "{}", text);
+            }
         }
 
         #[test]

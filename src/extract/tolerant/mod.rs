@@ -1,4 +1,5 @@
-//! The tolerant JSON parser behind lenient repair (`repair.rs` decides where it runs).
+//! The tolerant JSON parser behind lenient repair (`repair.rs` decides where it runs);
+//! strings, quotes and escapes are read in `string.rs`.
 //!
 //! An explicit state machine over a stack of open containers (no recursion), limited to
 //! [`MAX_DEPTH`] nested containers like `serde_json`. It accepts strict JSON plus the
@@ -12,9 +13,13 @@
 //! | `{key: 1}` (ASCII letters, digits, `_`, `$`, `-`) | `unquoted_key` |
 //! | `// …`, `# …` to the end of the line, `/* … */` | `comment` |
 //! | raw control characters (newline, tab, …) inside a string | `raw_control_character` (once per string) |
-//! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
-//! | a string value running into `, "key":`; an unquoted value that a quote closes later on its line (`{"a": x, y.", …}`) | `missing_quote` (a guess) |
-//! | `{"a": 1, NOTE "b": 2}`: a bare word before a quoted key | `stray_text` (dropped; a guess) |
+//! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; not a closer followed by an operator, as in a character class `['"]+`; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
+//! | a quote before `:` with no quote kept before it in the string (`{"a": "{ b": {} }"}`) | none: it ends the value, and the `:` fails the candidate |
+//! | a string value running into `, "key":`; an unquoted value that a quote closes later on its line (`{"a": x, y.", …}`); in an array, a word closed by a quote (`["a" b" ]`, read as the next item) unless a quote kept earlier waits for its pair | `missing_quote` (a guess) |
+//! | `{"a": 1, NOTE "b": 2}`: a bare word before a quoted key; a lone quote before a comma or closer | `stray_text` (dropped; a guess) |
+//! | `"hello⏎  "`: a raw line break and its indentation just before the closing quote | `trailing_line_break` (dropped as layout; a guess) |
+//! | `"```json {"a": 1}```"`: a string value that is a fenced block of a JSON object or array with quotes not escaped | `fenced_json` (read as that value; a guess) |
+//! | `{"rows": [[1, 2], 3, 4], [5, 6]]}`: a row without its opener, its closer read as the list's | `missing_opener` (a guess; `premature_closer` when the items are all rows) |
 //! | `\x`, `\u12` and lone surrogates | `invalid_escape` (kept literally; lone surrogates become U+FFFD) |
 //! | `True`, `False`, `None`, `(1, 2)` | `python_literal` (a tuple becomes an array) |
 //! | `TRUE`, `Null`, … | `literal_case` |
@@ -35,9 +40,14 @@
 //! without a value and a partial key are dropped; a partial number keeps its digits
 //! (`1.` → `1`, `-` is dropped) and a partial keyword that can only be one literal is
 //! completed (`tr` → `true`). A truncated value that holds no scalar and no object member
-//! (`{` alone, `{"a":`, `[[[`) is not accepted.
+//! (`{` alone, `{"a":`, `[[[`), or that is a bare string never closed (`"}`), is not
+//! accepted.
 
 use serde_json::{Map, Number, Value};
+
+mod string;
+
+pub(super) use string::starts_member;
 
 use super::scan::{find_any, find_byte, is_json_ws};
 use super::{MAX_DEPTH, Repair, RepairKind};
@@ -80,76 +90,32 @@ fn has_content(value: &Value) -> bool {
     }
 }
 
-/// Whether `quote` occurs in `rest` before the next newline. Reads only up to that
-/// quote or newline, which the caller then consumes, so repeated checks stay linear.
-fn quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
-    let Some(&first) = quote.first() else { return false };
-    let mut from = 0;
-    while let Some(found) = rest.get(from..).and_then(|r| find_any([b'\n', first], r)) {
-        let at = from + found;
-        let here = rest.get(at..).unwrap_or_default();
-        if here.first() == Some(&b'\n') {
-            return false;
-        }
-        if here.starts_with(quote) {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
+/// Whether `rest` is a quote followed by blanks and a comma, a closer or the end: a
+/// quote that opens nothing.
+fn stray_quote(rest: &[u8]) -> bool {
+    let after = rest.get(1..).unwrap_or_default();
+    let next = after.iter().take(80).find(|&&b| !is_json_ws(b));
+    rest.first() == Some(&b'"') && matches!(next, Some(b',' | b'}' | b']'))
 }
 
-/// Whether `quote` followed by blanks and a closer (`}` or `]`) occurs in `rest` before
-/// the next newline; reads up to the first such quote or the newline.
-fn closing_quote_later_on_line(rest: &[u8], quote: &[u8]) -> bool {
-    let Some(&first) = quote.first() else { return false };
-    let mut from = 0;
-    while let Some(found) = rest.get(from..).and_then(|r| find_any([b'\n', first], r)) {
-        let at = from + found;
-        let here = rest.get(at..).unwrap_or_default();
-        if here.first() == Some(&b'\n') {
-            return false;
-        }
-        if let Some(tail) = here.strip_prefix(quote) {
-            let next = tail.iter().find(|&&b| b != b' ' && b != b'\t');
-            if matches!(next, Some(b'}' | b']')) {
-                return true;
-            }
-        }
-        from = at + 1;
-    }
-    false
+/// Whether `rest` is a comma and then an opening bracket (blanks allowed): an array
+/// where an object wants a key.
+fn comma_then_bracket(rest: &[u8]) -> bool {
+    let mut bytes = rest.iter().copied().filter(|&b| !is_json_ws(b));
+    bytes.next() == Some(b',') && bytes.next() == Some(b'[')
 }
 
-/// Whether `rest` starts with `, "key":` (blanks allowed; a short key on one line): the
-/// start of another object member. Reads at most about 80 bytes.
-pub(super) fn starts_member(rest: &[u8], comma: bool) -> bool {
-    let mut at = 0;
-    let blanks = |at: &mut usize| {
-        while rest.get(*at).is_some_and(|&b| is_json_ws(b)) && *at < 80 {
-            *at += 1;
-        }
-    };
-    if comma {
-        if rest.first() != Some(&b',') {
-            return false;
-        }
-        at = 1;
+/// `[[1, 2], 3, 4]`: one or more arrays, then a run of other values that is the row
+/// whose opener is missing; the rows with that run as the last, or the items unchanged.
+fn rows_missing_opener(mut items: Vec<Value>) -> Result<Vec<Value>, Vec<Value>> {
+    let rows = items.iter().take_while(|v| v.is_array()).count();
+    let tail = items.get(rows..).unwrap_or_default();
+    if rows == 0 || tail.is_empty() || tail.iter().any(|v| v.is_array() || v.is_object()) {
+        return Err(items);
     }
-    blanks(&mut at);
-    if rest.get(at) != Some(&b'"') {
-        return false;
-    }
-    let key = rest.get(at + 1..).unwrap_or_default();
-    let Some(len) = key.iter().take(64).position(|&b| b == b'"' || b == b'\n') else {
-        return false;
-    };
-    if key.get(len) != Some(&b'"') || len == 0 {
-        return false;
-    }
-    at += len + 2;
-    blanks(&mut at);
-    rest.get(at) == Some(&b':')
+    let row = items.split_off(rows);
+    items.push(Value::Array(row));
+    Ok(items)
 }
 
 /// What the parser expects next.
@@ -216,6 +182,14 @@ pub(super) struct Parser<'a> {
     whole_start: Option<usize>,
     /// Open containers, kept between runs for its allocation.
     stack: Vec<Frame>,
+    /// Containers open around this parser's text, for a parser reading a fenced block
+    /// inside a string (which reads no fenced block itself).
+    outer_depth: Option<usize>,
+    /// The last search for the end of a fenced block inside a string: where it started
+    /// and what it found (see `string.rs`), so that repeated searches stay linear.
+    fence_end: Option<(usize, Option<usize>)>,
+    /// The closing marker of the last fenced block tried inside a string.
+    fence_tried: Option<usize>,
 }
 
 impl<'a> Parser<'a> {
@@ -232,6 +206,9 @@ impl<'a> Parser<'a> {
             depth: 0,
             whole_start: None,
             stack: vec![],
+            outer_depth: None,
+            fence_end: None,
+            fence_tried: None,
         }
     }
 
@@ -248,6 +225,8 @@ impl<'a> Parser<'a> {
         self.pos = start;
         self.repairs.clear();
         self.truncated = false;
+        self.fence_end = None;
+        self.fence_tried = None;
         self.skip_trivia();
         let value_start = self.pos;
         self.whole_start = whole.then_some(value_start);
@@ -284,7 +263,9 @@ impl<'a> Parser<'a> {
                 return Err(self.pos.into());
             }
         }
-        if self.truncated && !has_content(&value) {
+        // A truncated value must hold something: not an empty container, and not a bare
+        // string whose closing quote never came (`"}` after a stray fence opener).
+        if self.truncated && (!has_content(&value) || value.is_string()) {
             return Err(end.into());
         }
         Ok(Repaired { value, span: (value_start, end), repairs: std::mem::take(&mut self.repairs) })
@@ -401,7 +382,7 @@ impl<'a> Parser<'a> {
             let done = match expect {
                 Expect::Value => match byte {
                     b'{' | b'[' | b'(' => {
-                        if stack.len() >= MAX_DEPTH {
+                        if stack.len() + self.outer_depth.unwrap_or(0) >= MAX_DEPTH {
                             return Err(Stop { at: self.pos, too_deep: true });
                         }
                         if byte == b'(' {
@@ -502,10 +483,37 @@ impl<'a> Parser<'a> {
                                 stack.push(Frame::Object(map, None));
                                 continue;
                             }
-                            closed
+                            // `{"rows": [[1, 2], 3, 4], [5, 6]]}`: a list of rows closed by
+                            // the closer of a row whose opener is missing.
+                            if !object
+                                && matches!(stack.last(), Some(Frame::Object(..)))
+                                && comma_then_bracket(self.rest())
+                                && let Some(Value::Array(items)) = closed
+                            {
+                                // Rows followed by more rows: only the list closed early.
+                                let at = self.pos - 1;
+                                let (items, kind) = match rows_missing_opener(items) {
+                                    Ok(rows) => (rows, RepairKind::MissingOpener),
+                                    Err(items) => (items, RepairKind::PrematureCloser),
+                                };
+                                if items.last().is_some_and(Value::is_array) {
+                                    self.note_span(kind, at, at + 1);
+                                    stack.push(Frame::Array(items, b']'));
+                                    continue;
+                                }
+                                Some(Value::Array(items))
+                            } else {
+                                closed
+                            }
                         }
                         b'}' | b']' | b')' => {
                             self.mismatched(stack, byte);
+                            continue;
+                        }
+                        // `"a": "x"⏎",}`: a lone quote before a comma or closer.
+                        b'"' if stray_quote(self.rest()) => {
+                            self.note_span(RepairKind::StrayText, self.pos, self.pos + 1);
+                            self.pos += 1;
                             continue;
                         }
                         _ if self.starts_next(object) => {
@@ -601,7 +609,10 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some(b'-' | b'+' | b'.' | b'0'..=b'9') => self.number(start),
             Some(b) if b.is_ascii_alphabetic() => self.word(start),
-            _ => Ok(Token::Done(Value::String(self.string()?))),
+            _ => match self.fenced_json() {
+                Some(value) => Ok(Token::Done(value)),
+                None => Ok(Token::Done(Value::String(self.string()?))),
+            },
         }
     }
 
@@ -728,10 +739,11 @@ impl<'a> Parser<'a> {
         // `{"a": ipsum, sic, datum.", "b": 1}`: the opening quote is missing and the
         // closing one ends the value further on its line.
         if self.in_object && self.peek() == Some(b',') {
-            let line = self.bytes.get(start..).unwrap_or_default();
-            let line = line.get(..find_byte(b'\n', line).unwrap_or(line.len())).unwrap_or_default();
-            if let Some(quote) = find_byte(b'"', line)
-                && line.get(quote + 1..).is_some_and(|after| {
+            // The next quote, if no line break comes first (reads up to that quote only).
+            let rest = self.bytes.get(start..).unwrap_or_default();
+            let quote = find_any([b'"', b'\n'], rest).filter(|&at| rest.get(at) == Some(&b'"'));
+            if let Some(quote) = quote
+                && rest.get(quote + 1..).is_some_and(|after| {
                     matches!(after.iter().find(|&&b| !is_json_ws(b)), None | Some(b',' | b'}'))
                 })
             {
@@ -743,6 +755,16 @@ impl<'a> Parser<'a> {
             }
         }
         let text = self.slice(start).trim_end();
+        // `["a" comment" ]`: in an array, a word closed by a quote lost its opening one.
+        if !self.in_object
+            && let Some(word) = text.strip_suffix('"')
+            && !word.is_empty()
+            && !word.contains('"')
+        {
+            self.pos = start + text.len();
+            self.note(RepairKind::MissingQuote, start);
+            return Ok(Token::Done(Value::String(word.to_owned())));
+        }
         if text.is_empty() {
             return Err(start);
         }
@@ -790,221 +812,6 @@ impl<'a> Parser<'a> {
         // A key cut off by the end of the input is dropped.
         if self.truncated && !before { Ok(Token::Truncated) } else { Ok(Token::Done(key)) }
     }
-
-    /// A string opened by `"`, `'`, `“`, `‘` or `\"` at the current position.
-    fn string(&mut self) -> Result<String, usize> {
-        const LEFT_DOUBLE: &[u8] = "“".as_bytes();
-        const RIGHT_DOUBLE: &[u8] = "”".as_bytes();
-        const LEFT_SINGLE: &[u8] = "‘".as_bytes();
-        const RIGHT_SINGLE: &[u8] = "’".as_bytes();
-        let start = self.pos;
-        let rest = self.rest();
-        // The closing quotes accepted, the quote's width and the kind of slip.
-        // `""key""`, `''text''`: doubled quotes (as CSV escapes them) around a word.
-        let doubled =
-            |c: u8| !is_json_ws(c) && !matches!(c, b',' | b':' | b'}' | b']' | b'"' | b'\'');
-        let (closers, width, kind): (&[&[u8]], usize, Option<RepairKind>) = match rest {
-            [b'"', b'"', c, ..] if doubled(*c) => (&[b"\"\""], 2, Some(RepairKind::DoubledQuotes)),
-            [b'\'', b'\'', c, ..] if doubled(*c) => (&[b"''"], 2, Some(RepairKind::DoubledQuotes)),
-            [b'"', ..] => (&[b"\""], 1, None),
-            [b'\'', ..] => (&[b"'"], 1, Some(RepairKind::SingleQuotes)),
-            [b'\\', b'"', ..] => (&[b"\\\""], 2, Some(RepairKind::EscapedJson)),
-            _ if rest.starts_with(LEFT_DOUBLE) || rest.starts_with(RIGHT_DOUBLE) => {
-                (&[RIGHT_DOUBLE, LEFT_DOUBLE], 3, Some(RepairKind::SmartQuotes))
-            }
-            _ if rest.starts_with(LEFT_SINGLE) || rest.starts_with(RIGHT_SINGLE) => {
-                (&[RIGHT_SINGLE, LEFT_SINGLE], 3, Some(RepairKind::SmartQuotes))
-            }
-            _ => return Err(start),
-        };
-        let single = rest.first() == Some(&b'\'');
-        let escaped_quotes = kind == Some(RepairKind::EscapedJson);
-        let value_in_object = self.in_object;
-        self.pos += width;
-        let mut out = String::new();
-        let mut run = self.pos;
-        let mut control_noted = false;
-        loop {
-            let Some(byte) = self.peek() else {
-                out.push_str(self.slice(run));
-                self.truncate();
-                if let Some(kind) = kind {
-                    self.note_span(kind, start, start + width);
-                }
-                return Ok(out);
-            };
-            let here = self.pos;
-            let rest = self.rest();
-            if let Some(closer) = closers.iter().find(|c| rest.starts_with(c)) {
-                if self.ends_string(closer, here + closer.len()) {
-                    out.push_str(self.slice(run));
-                    self.pos = here + closer.len();
-                    if let Some(kind) = kind {
-                        self.note(kind, start);
-                    }
-                    return Ok(out);
-                }
-                self.note_span(RepairKind::UnescapedQuote, here, here + closer.len());
-                self.pos += closer.len();
-                continue;
-            }
-            if byte == b'\\' && !escaped_quotes {
-                out.push_str(self.slice(run));
-                run = self.escape(&mut out, single);
-                continue;
-            }
-            if byte < 0x20 {
-                if !control_noted {
-                    control_noted = true;
-                    self.note_span(RepairKind::RawControlCharacter, here, here + 1);
-                }
-                self.pos += 1;
-                continue;
-            }
-            // `"New York, "gender": …`: the closing quote is missing before the comma.
-            if byte == b',' && value_in_object && !escaped_quotes && starts_member(rest, true) {
-                out.push_str(self.slice(run));
-                self.note_span(RepairKind::MissingQuote, here, here);
-                return Ok(out.trim_end().to_owned());
-            }
-            self.pos += 1;
-        }
-    }
-
-    /// Whether the quote `quote` ending at `after` closes its string: always for a key
-    /// or a top-level string; else when what follows it can follow a value
-    /// ([`Self::plausible_end`]), when a new item or member follows without a comma, or
-    /// when no other such quote follows on the same line.
-    fn ends_string(&self, quote: &[u8], after: usize) -> bool {
-        if !self.nested || self.in_key {
-            return true;
-        }
-        let rest = self.bytes.get(after..).unwrap_or_default();
-        // In an array, `"x" "y"` or `"x" [1]`: a string or container after a blank is the
-        // next item.
-        let next_item = !self.in_object
-            && rest.first().is_some_and(|&b| is_json_ws(b))
-            && rest
-                .iter()
-                .find(|&&b| !is_json_ws(b))
-                .is_some_and(|b| matches!(b, b'[' | b'{') || quote.first() == Some(b));
-        self.plausible_end(rest, quote)
-            || next_item
-            || starts_member(rest, false)
-            || !quote_later_on_line(rest, quote)
-    }
-
-    /// Whether `rest`, what follows a closing quote, can follow a string value: the end,
-    /// a comment, a comma before another item or member, or a closer; one that closes the
-    /// outermost container must be followed by the end of the line, another value or
-    /// member, or at least not by prose running into another quote and closer on the same
-    /// line (`… {"b": "c"}, more"}`: those quotes belong to the text). A `:` never follows
-    /// a value. Reads to the end of the line at most.
-    fn plausible_end(&self, rest: &[u8], quote: &[u8]) -> bool {
-        let skip = |from: usize| {
-            from + rest
-                .get(from..)
-                .unwrap_or_default()
-                .iter()
-                .take_while(|&&b| is_json_ws(b))
-                .count()
-        };
-        let at = skip(0);
-        match rest.get(at) {
-            None | Some(b'/' | b'#') => true,
-            Some(b',') => {
-                let next = skip(at + 1);
-                match rest.get(next) {
-                    None => true,
-                    Some(&b) if self.in_object => {
-                        starts_member(rest.get(at..).unwrap_or_default(), true)
-                            || is_key_byte(b)
-                            || matches!(b, b'}' | b'"' | b'\'' | b'\\' | b'/' | b'#')
-                    }
-                    Some(&b) => !matches!(b, b':' | b','),
-                }
-            }
-            Some(b'}' | b']') => {
-                let after = skip(at + 1);
-                if self.depth > 1 {
-                    return true;
-                }
-                let line_end = rest.get(at + 1..after).is_some_and(|gap| gap.contains(&b'\n'));
-                let next = rest.get(skip(after + usize::from(rest.get(after) == Some(&b','))));
-                line_end
-                    || next.is_none_or(|b| matches!(b, b'{' | b'[' | b'\n'))
-                    || starts_member(rest.get(after..).unwrap_or_default(), true)
-                    || !closing_quote_later_on_line(rest.get(at + 1..).unwrap_or_default(), quote)
-            }
-            _ => false,
-        }
-    }
-
-    /// Decodes the escape at the current backslash into `out`; returns where the next
-    /// literal run starts.
-    fn escape(&mut self, out: &mut String, single: bool) -> usize {
-        let at = self.pos;
-        let Some(&code) = self.bytes.get(at + 1) else {
-            // A backslash cut off by the end: dropped.
-            self.pos = self.bytes.len();
-            return self.pos;
-        };
-        self.pos = at + 2;
-        let simple = match code {
-            b'"' => Some('"'),
-            b'\\' => Some('\\'),
-            b'/' => Some('/'),
-            b'b' => Some('\u{8}'),
-            b'f' => Some('\u{c}'),
-            b'n' => Some('\n'),
-            b'r' => Some('\r'),
-            b't' => Some('\t'),
-            b'\'' => {
-                if !single {
-                    self.note_span(RepairKind::InvalidEscape, at, at + 2);
-                }
-                Some('\'')
-            }
-            _ => None,
-        };
-        if let Some(c) = simple {
-            out.push(c);
-            return self.pos;
-        }
-        if code == b'u'
-            && let Some(unit) = self.hex4(at + 2)
-        {
-            self.pos = at + 6;
-            let decoded = if (0xD800..0xDC00).contains(&unit) {
-                let low = (self.bytes.get(at + 6..at + 8) == Some(b"\\u"))
-                    .then(|| self.hex4(at + 8))
-                    .flatten()
-                    .filter(|low| (0xDC00..0xE000).contains(low));
-                low.and_then(|low| {
-                    self.pos = at + 12;
-                    char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
-                })
-            } else {
-                char::from_u32(unit)
-            };
-            out.push(decoded.unwrap_or_else(|| {
-                self.note_span(RepairKind::InvalidEscape, at, self.pos);
-                char::REPLACEMENT_CHARACTER
-            }));
-            return self.pos;
-        }
-        // Unknown escape: keep the backslash; the next character stays in the next run.
-        self.note_span(RepairKind::InvalidEscape, at, at + 1);
-        out.push('\\');
-        self.pos = at + 1;
-        self.pos
-    }
-
-    /// The four hex digits at `at`, if there are four.
-    fn hex4(&self, at: usize) -> Option<u32> {
-        let digits = self.bytes.get(at..at + 4)?;
-        digits.iter().try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
-    }
 }
 
 #[cfg(test)]
@@ -1015,7 +822,7 @@ mod tests {
 
     /// Parses `text` (values back to back read whole) and renders the value and the
     /// repair kinds, or the error byte.
-    fn check(text: &str, want: &str) {
+    pub(super) fn check(text: &str, want: &str) {
         let got = match Parser::new(text).run(0, text.len(), true) {
             Ok(found) => {
                 let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
@@ -1027,7 +834,7 @@ mod tests {
     }
 
     /// Parses one value from the start, ignoring what follows it.
-    fn check_prefix(text: &str, want: &str) {
+    pub(super) fn check_prefix(text: &str, want: &str) {
         let got = match Parser::new(text).run(0, text.len(), false) {
             Ok(found) => {
                 let kinds: Vec<&str> = found.repairs.iter().map(|r| r.kind.as_str()).collect();
@@ -1116,6 +923,25 @@ mod tests {
     }
 
     #[test]
+    fn rows_and_stray_quotes() {
+        // A row without its opener: the list's closer is read as the row's.
+        check(
+            r#"{"rows": [[1, 2], 3, 4], [5, 6]], "n": 1}"#,
+            r#"{"n":1,"rows":[[1,2],[3,4],[5,6]]} missing_opener"#,
+        );
+        check(r#"{"rows": [[1], [2]], [3]]}"#, r#"{"rows":[[1],[2],[3]]} premature_closer"#);
+        // Not rows: the object wants a key there.
+        check(r#"{"a": [1, 2], [3]}"#, "error at 14");
+        // A lone quote before a comma or closer is dropped.
+        check(r#"{"a": 1 "}"#, r#"{"a":1} stray_text"#);
+        check(
+            "{\"a\": \"hi\n\"\n\",}",
+            r#"{"a":"hi"} raw_control_character,trailing_line_break,stray_text,trailing_comma"#,
+        );
+        check(r#"["a" ", "b"]"#, r#"["a","b"] stray_text"#);
+    }
+
+    #[test]
     fn truncated_tails_are_closed() {
         check(r#"{"a": [1, {"b": "te"#, r#"{"a":[1,{"b":"te"}]} truncated_tail"#);
         check(r#"{"a": 1, "b""#, r#"{"a":1} truncated_tail"#);
@@ -1131,6 +957,9 @@ mod tests {
         check(r#"["a\"#, r#"["a"] truncated_tail"#);
         check("{\"a\": \"b\", \"n\": 1```", r#"{"a":"b","n":1} truncated_tail"#);
         check("{", "error at 1");
+        // A bare string never closed is not a value (`"}` after a stray fence opener).
+        check("\"}", "error at 2");
+        check(r#"["}"#, r#"["}"] truncated_tail"#);
         check("", "error at 0");
         check("{a", "error at 2");
     }
@@ -1369,6 +1198,57 @@ mod tests {
                 prop_assert_eq!(found.value, Value::Object(merged), "{}", text);
                 prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::PrematureCloser));
             }
+        }
+
+        /// A list of rows in an object, one row written without its opener, is read as
+        /// the rows meant; a lone quote after any member is dropped; both are reported
+        /// and the value parses back.
+        #[test]
+        fn rows_without_an_opener_and_stray_quotes(
+            rows in prop::collection::vec(prop::collection::vec(any::<i16>(), 1..4), 3..6),
+            pick in any::<prop::sample::Index>(),
+            quote_after in any::<prop::sample::Index>(),
+        ) {
+            let rows: Vec<Vec<i16>> = {
+                let len = rows[0].len();
+                rows.into_iter().map(|mut r| { r.resize(len, 7); r }).collect()
+            };
+            // A row after the first and before the last loses its opener: rows before it
+            // show the shape, and the closer before `, [` is the clue.
+            let open = 1 + pick.index(rows.len() - 2);
+            let written: Vec<String> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    let items = row.iter().map(i16::to_string).collect::<Vec<_>>().join(", ");
+                    if i == open { format!("{items}]") } else { format!("[{items}]") }
+                })
+                .collect();
+            // The missing opener's closer ends the list when `, [` follows it.
+            let text = format!("{{\"rows\": [{}], \"n\": 1}}", written.join(", "));
+            let found = Parser::new(&text).run(0, text.len(), true);
+            prop_assert!(found.is_ok(), "{}", text);
+            let found = found.unwrap_or_else(|_| unreachable!());
+            prop_assert_eq!(&found.value, &json!({"rows": rows, "n": 1}), "{}", text);
+            prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::MissingOpener));
+            let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+            prop_assert_eq!(&reparsed, &found.value);
+            // A lone quote on its own line after one member.
+            let members: Vec<String> = (0..rows.len()).map(|i| format!("\"k{i}\": {i}")).collect();
+            let at = quote_after.index(members.len());
+            let mut text = String::from("{");
+            for (i, member) in members.iter().enumerate() {
+                if i > 0 { text.push_str(", "); }
+                text.push_str(member);
+                if i == at { text.push_str("\n\""); }
+            }
+            text.push('}');
+            let found = Parser::new(&text).run(0, text.len(), true);
+            prop_assert!(found.is_ok(), "{}", text);
+            let found = found.unwrap_or_else(|_| unreachable!());
+            let want: serde_json::Map<String, Value> = (0..rows.len()).map(|i| (format!("k{i}"), json!(i))).collect();
+            prop_assert_eq!(&found.value, &Value::Object(want), "{}", text);
+            prop_assert!(found.repairs.iter().any(|r| r.kind == RepairKind::StrayText));
         }
 
         /// Any cut of a value either fails or repairs to JSON that parses back to itself,
