@@ -26,6 +26,8 @@ use crate::digest::{ZERO_HASH, chain_hash, is_sha256_hex};
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
 
+pub mod query;
+
 /// An open ledger file.
 #[derive(Debug)]
 pub struct Ledger {
