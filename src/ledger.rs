@@ -109,6 +109,14 @@ impl Ledger {
     }
 }
 
+impl Ledger {
+    /// The `seq` and `hash` of the last record (0 and zeros for an empty ledger).
+    pub fn head(&self) -> Result<(u64, String)> {
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        last_link(&file, &self.path)
+    }
+}
+
 /// The `seq` and `hash` of the last complete record (0 and zeros for an empty file).
 fn last_link(file: &File, path: &Path) -> Result<(u64, String)> {
     let mut f = file;

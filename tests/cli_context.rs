@@ -268,3 +268,66 @@ fn render_work_order_refuses_kernel_work_orders_and_bad_arguments() {
     let out = pactum(root, &["render"]);
     assert_eq!(out.code, 2, "{out:?}");
 }
+
+#[test]
+fn ledger_query_reads_newest_first_and_failures_before_resolution_are_recorded() {
+    let dir = project(full());
+    let root = dir.path();
+    for (name, session) in [("q-1", "s-1"), ("q-2", "s-2"), ("q-3", "s-1")] {
+        let wo = work_order(root, name, json!({"session_id": session}));
+        assert_eq!(run(root, &wo, 1).1, 0);
+    }
+    // An unknown contract fails before resolution: no exchange, but a record.
+    let wo = work_order(root, "unknown", json!({"contract": "PRC-NOPE-001"}));
+    let (out, status) = run(root, &wo, 1);
+    assert_eq!((status, out["code"].as_str()), (1, Some("contract_not_found")), "{out:#}");
+    // So does a work order that does not load.
+    let bad = write(root, "work_orders/bad.json", "{\"work_order_id\": ");
+    assert_eq!(run(root, &bad, 1).1, 1);
+
+    let query = |args: &[&str]| -> Vec<Value> {
+        let mut all = vec!["ledger", "query", "--json"];
+        all.extend_from_slice(args);
+        let out = pactum(root, &all);
+        assert_eq!(out.code, 0, "{out:?}");
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        doc["records"].as_array().unwrap().clone()
+    };
+    let ids = |records: &[Value]| -> Vec<Value> {
+        records.iter().map(|r| r["work_order_id"].clone()).collect()
+    };
+    let newest = query(&["--limit", "2"]);
+    assert_eq!(ids(&newest), [Value::Null, json!("WO-UNKNOWN")], "newest first");
+    assert_eq!(newest[0]["event"], "work_order_failed");
+    assert_eq!(newest[0]["code"], "contract_parse_error");
+    assert_eq!(newest[1]["code"], "contract_not_found");
+    assert_eq!(newest[1]["session_id"], "s-1");
+    let session = query(&["--event", "exchange", "--session", "s-1"]);
+    assert_eq!(ids(&session), [json!("WO-Q-3"), json!("WO-Q-1")]);
+    assert_eq!(query(&["--event", "work_order_failed"]).len(), 2);
+    assert_eq!(query(&["--since", "1h"]).len(), 5);
+    // The text form: one line per record.
+    let out = pactum(root, &["ledger", "query", "--event", "exchange", "--limit", "1"]);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("#3 exchange WO-Q-3 PRC-CTX-001@1.0.0 ok session=s-1"),
+        "{}",
+        out.stdout
+    );
+    let out = pactum(root, &["ledger", "query", "--since", "yesterday"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    // A ledger with a broken line is named by its line, from the end or not.
+    let ledger = root.join(".pactum/ledger.jsonl");
+    let mut lines: Vec<String> =
+        fs::read_to_string(&ledger).unwrap().lines().map(str::to_string).collect();
+    lines[1] = "{not a record".into();
+    fs::write(&ledger, lines.join("\n") + "\n").unwrap();
+    let out = pactum(root, &["ledger", "query", "--event", "work_order_started"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("ledger_broken") && out.stderr.contains("ledger.jsonl:2:"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(query(&["--limit", "3"]).len(), 3, "a query that stops before the line succeeds");
+}

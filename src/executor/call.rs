@@ -390,6 +390,8 @@ impl<'a> Caller<'a> {
         if let Some(role) = role {
             fields.insert("role".into(), json!(role));
         }
+        // Deprecated contracts or packs, and context cuts (SPEC §10, §16).
+        let warnings: Vec<&Warning> = resolved.warnings.iter().chain(warnings).collect();
         if !warnings.is_empty() {
             fields.insert("warnings".into(), json!(warnings));
         }
