@@ -243,13 +243,20 @@ impl<'a> Caller<'a> {
             let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
             *total = total.plus(used);
         }
+        // A file result (SPEC §8.5) is never sent to extraction or repair: its `response`
+        // is the text output (the files are written by `files::handle`).
+        let file_result =
+            target.is_none().then(|| super::files::file_result(&resolved.pack, &response.body));
         let target = target.cloned().unwrap_or(own);
-        let output = exchange::check_output(
-            &target.contract,
-            &target.validators,
-            &response.body,
-            response.finish_reason.as_ref(),
-        );
+        let output = match file_result.flatten() {
+            Some(result) => Ok(Output::Text(result.response.unwrap_or_default())),
+            None => exchange::check_output(
+                &target.contract,
+                &target.validators,
+                &response.body,
+                response.finish_reason.as_ref(),
+            ),
+        };
         if let (Some(ledger), Ok(out)) = (self.ledger, &output)
             && let Some(value) = out.value()
         {

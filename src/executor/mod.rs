@@ -364,6 +364,8 @@ impl Runner<'_> {
         result.cycles = Some(st.cycles);
         result.ttl_remaining = Some(st.ttl);
         result.supervisor_actions = std::mem::take(&mut st.supervisor_actions);
+        result.files = std::mem::take(&mut st.files);
+        result.warnings.append(&mut st.warnings);
         result.repair_attempts = result.supervisor_actions.len() as u32;
         result.final_answer = Some(answer);
     }
