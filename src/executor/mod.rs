@@ -113,6 +113,15 @@ pub struct Runner<'a> {
 impl Runner<'_> {
     /// Runs one work order. Never fails: errors are in the result.
     pub fn run(&self, wo: &WorkOrder) -> RunResult {
+        self.run_with_tools(wo, &[])
+    }
+
+    /// Runs one work order; a kernel run may call `tools` next to the built-ins (`echo`,
+    /// `calculator`, the memory tools), subject to the work order's `tools` allow-list. A
+    /// tool whose name is taken, or whose schemas do not compile, fails the run before any
+    /// call (`tool_failed`); Phase E still answers. See [`tools::FnTool`] for a tool made
+    /// of a closure.
+    pub fn run_with_tools(&self, wo: &WorkOrder, tools: &[Arc<dyn tools::Tool>]) -> RunResult {
         let budget = Budget::new(wo.constraints.token_budget);
         let caller =
             Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft);
@@ -124,9 +133,14 @@ impl Runner<'_> {
             Task::Exchange { contract, input } => {
                 self.exchange(&caller, wo, contract, input, &mut result)
             }
-            Task::Kernel { request, contracts, tools } => {
-                self.kernel(&caller, wo, request, contracts, tools.as_deref(), &mut result)
-            }
+            Task::Kernel { request, contracts, tools: allowed } => self.kernel(
+                &caller,
+                wo,
+                request,
+                contracts,
+                (allowed.as_deref(), tools),
+                &mut result,
+            ),
         }
         result.usage = caller.usage();
         if !result.ok {
@@ -280,13 +294,16 @@ impl Runner<'_> {
         wo: &WorkOrder,
         request: &str,
         contracts: &std::collections::BTreeMap<String, Pin>,
-        allowed: Option<&[String]>,
+        (allowed, extra): (Option<&[String]>, &[Arc<dyn tools::Tool>]),
         result: &mut RunResult,
     ) {
         let started = crate::registry::lifecycle::now();
         let memory = Arc::new(memory::Memory::new());
         let setup = RolePins::from_map(contracts).and_then(|pins| {
-            let registry = tools::ToolRegistry::builtin(memory.clone());
+            let mut registry = tools::ToolRegistry::builtin(memory.clone());
+            for tool in extra {
+                registry.register_new(tool.clone())?;
+            }
             let registry = match allowed {
                 Some(list) => registry.restrict(list)?,
                 None => registry,
