@@ -331,3 +331,41 @@ fn ledger_query_reads_newest_first_and_failures_before_resolution_are_recorded()
     );
     assert_eq!(query(&["--limit", "3"]).len(), 3, "a query that stops before the line succeeds");
 }
+
+#[test]
+fn the_shipped_refund_demo_assembles_its_context_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    for sub in ["frameworks", "fixtures", "work_orders"] {
+        common::copy_tree(&common::repo().join(sub), &root.join(sub));
+    }
+    fs::create_dir_all(root.join("docs")).unwrap();
+    fs::copy(common::repo().join("docs/refund-policy.md"), root.join("docs/refund-policy.md"))
+        .unwrap();
+    let wo = "work_orders/WO-DEMO-REFUND-001.json";
+    let out = pactum(root, &["render", "--work-order", wo, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let ctx = &doc["assembled_context"];
+    assert!(ctx["files"]["docs/refund-policy.md"].as_str().unwrap().contains("within 30 days"));
+    assert!(
+        ctx["frameworks"]["FMWK-SUPPORT-TONE"]
+            .as_str()
+            .unwrap()
+            .contains("decision in the first sentence")
+    );
+    assert_eq!(ctx["ledger"]["exchange"], json!([]), "a new session has no history");
+    // The run answers offline (its scripted reply needs the assembled policy in the prompt),
+    // and the second run of the session sees the first in its history.
+    for _ in 0..2 {
+        let out = pactum_in(root).args(["run", wo, "--json"]).output().unwrap();
+        let result = single_result(serde_json::from_slice(&out.stdout).unwrap());
+        assert_eq!(result["output"]["decision"], "approve", "{result:#}");
+    }
+    let out = pactum(root, &["render", "--work-order", wo, "--json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["assembled_context"]["ledger"]["exchange"].as_array().unwrap().len(), 2);
+    let out = pactum(root, &["validate"]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
