@@ -128,3 +128,52 @@ fn a_reply_without_files_is_still_checked_against_the_schema() {
     let (out, status) = run(dir.path(), r#"{"other": 1}"#);
     assert_eq!((status, out["code"].as_str()), (1, Some("output_schema_invalid")), "{out:#}");
 }
+
+#[test]
+fn a_kernel_role_whose_pack_expects_files_writes_them_in_a_kernel_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    // The task-profile role pinned to a contract whose pack expects a file.
+    register(
+        root,
+        "prompt_packs/profilefiles/1.0.0.json",
+        &json!({
+            "prompt_pack_id": "PRM-PROFILEFILES-001", "version": "1.0.0",
+            "sections": {"task": "Profile: {{ request }}", "expected_outputs": ["profile.md"]}
+        }),
+    );
+    register(
+        root,
+        "contracts/profilefiles/1.0.0.json",
+        &json!({
+            "contract_id": "PRC-PROFILEFILES-001", "version": "1.0.0", "prompt_pack_id": "PRM-PROFILEFILES-001",
+            "boundary": {"max_tokens": 256, "temperature": 0},
+            "input_schema": {"type": "object", "required": ["request"], "properties": {"request": {"type": "string"}}}
+        }),
+    );
+    let mut replies: Value = serde_json::from_str(
+        &fs::read_to_string(common::repo().join("fixtures/demo_sum.json")).unwrap(),
+    )
+    .unwrap();
+    replies["responses"][0] = json!({
+        "contract_id": "PRC-PROFILEFILES-001",
+        "text": "{\"files\": {\"profile.md\": \"Kind: arithmetic\"}, \"response\": \"Kind: exact arithmetic.\"}"
+    });
+    write_json(root, "work_orders/replies.json", &replies);
+    let wo = write_json(
+        root,
+        "work_orders/wo.json",
+        &json!({
+            "work_order_id": "WO-KFILES", "kind": "kernel", "request": "calculate the sum of 5 and 10",
+            "tools": ["calculator"], "contracts": {"task_profile": "PRC-PROFILEFILES-001"},
+            "provider": {"fixtures": "replies.json"}
+        }),
+    );
+    let out = pactum_in(root).arg("run").arg(wo).arg("--json").output().unwrap();
+    let result = single_result(serde_json::from_slice(&out.stdout).unwrap());
+    assert_eq!(result["status"], "converged", "{result:#}");
+    assert_eq!(result["files"], json!(["profile.md"]), "{result:#}");
+    let written = root.join("work_orders/out/WO-KFILES/profile.md");
+    assert_eq!(fs::read_to_string(written).unwrap(), "Kind: arithmetic");
+}
