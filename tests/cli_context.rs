@@ -369,3 +369,23 @@ fn the_shipped_refund_demo_assembles_its_context_offline() {
     let out = pactum(root, &["validate"]);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[test]
+fn a_malformed_recency_is_refused_at_its_pointer() {
+    let dir = project(full());
+    let root = dir.path();
+    let path = root.join("contracts/ctx/1.0.0.json");
+    let mut c: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    c["required_context"]["ledger_queries"][0]["recency"] = json!("1w");
+    fs::write(&path, serde_json::to_string_pretty(&c).unwrap()).unwrap();
+    let out = pactum(root, &["validate", "contracts/ctx/1.0.0.json", "--json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let d = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "contract_schema_invalid")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(d["pointer"], "/required_context/ledger_queries/0/recency", "{d:#}");
+    assert_eq!(out.code, 1);
+}
