@@ -244,9 +244,12 @@ impl<'a> Caller<'a> {
             *total = total.plus(used);
         }
         // A file result (SPEC §8.5) is never sent to extraction or repair: its `response`
-        // is the text output (the files are written by `files::handle`).
-        let file_result =
-            target.is_none().then(|| super::files::file_result(&resolved.pack, &response.body));
+        // is the text output (the files are written by `files::handle`). An envelope with
+        // its own `text` keeps that text as the reply to check.
+        let has_text =
+            matches!(&response.body, ResponseBody::Envelope(v) if v.get("text").is_some());
+        let file_result = (target.is_none() && !has_text)
+            .then(|| super::files::file_result(&resolved.pack, &response.body));
         let target = target.cloned().unwrap_or(own);
         let output = match file_result.flatten() {
             Some(result) => Ok(Output::Text(result.response.unwrap_or_default())),
