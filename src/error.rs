@@ -107,7 +107,8 @@ codes! {
     TemplateLimitExceeded = "template_limit_exceeded", Error, "a template ran out of fuel, recursed too deep or produced too much text";
     // One exchange.
     InputSchemaInvalid = "input_schema_invalid", Error, "the input does not fit the contract's input_schema";
-    RequiredContextMissing = "required_context_missing", Error, "the work order's assembled_context lacks context the contract requires";
+    RequiredContextMissing = "required_context_missing", Error, "context the contract requires is neither in the work order's assembled_context nor in the project";
+    ContextTruncated = "context_truncated", Warning, "the assembled context was cut to fit constraints.context_budget";
     OutputJsonExtractionFailed = "output_json_extraction_failed", Error, "no JSON value could be extracted from the response";
     OutputSchemaInvalid = "output_schema_invalid", Error, "the extracted output does not fit the contract's output_schema";
     OutputTruncated = "output_truncated", Error, "the provider cut the response off (finish reason length) and no JSON could be extracted";
@@ -385,7 +386,7 @@ pub enum Error {
     )]
     InputSchemaInvalid { contract: String, findings: Vec<Finding> },
 
-    #[error("{contract} requires context the work order's assembled_context lacks: {}", missing.join(", "))]
+    #[error("{contract} requires context that neither the work order's assembled_context gives nor the project holds: {}; add the files under the project root (a framework as frameworks/ID.md), or give them in the work order's assembled_context", missing.join(", "))]
     RequiredContextMissing { contract: String, missing: Vec<String> },
 
     #[error("no JSON could be extracted from the response (tried: {}){}; make the pack ask for one JSON value, or opt the contract in to `\"extraction\": {{\"repair\": true}}`", methods_tried.join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]

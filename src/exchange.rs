@@ -1,8 +1,8 @@
 //! Dual validation of one exchange (SPEC §6), as pure steps over values in memory.
 //!
 //! Before the call: [`check_input`] (the input fits `input_schema`, every failing pointer
-//! reported as `input_schema_invalid`), then [`check_context`] (the work order's
-//! `assembled_context` satisfies `required_context`), then rendering
+//! reported as `input_schema_invalid`), then context assembly ([`crate::context`]: what
+//! `required_context` declares), then rendering
 //! ([`crate::render`]). After the call: [`check_output`] extracts JSON from the reply
 //! ([`crate::extract`]) and validates it against `output_schema`. The executor does the
 //! I/O around these steps; contract examples (validate check 9) run the same steps
@@ -64,49 +64,6 @@ pub fn check_input(contract: &Contract, validators: &Validators, input: &Value) 
         Ok(())
     } else {
         Err(Error::InputSchemaInvalid { contract: contract.key(), findings })
-    }
-}
-
-/// Checks the work order's `assembled_context` against the contract's `required_context`:
-/// `ledger` must hold an entry with each query's `event_type` (and `tier`), `frameworks` a
-/// key for each framework ref, `files` a key for each file ref.
-pub fn check_context(contract: &Contract, assembled: Option<&Value>) -> Result<()> {
-    let required = &contract.required_context;
-    if required.is_empty() {
-        return Ok(());
-    }
-    let empty = Value::Null;
-    let ctx = assembled.unwrap_or(&empty);
-    let mut missing = Vec::new();
-    let ledger = ctx.get("ledger").and_then(Value::as_array);
-    for q in &required.ledger_queries {
-        let found = ledger.is_some_and(|entries| {
-            entries.iter().any(|e| {
-                e.get("event_type").and_then(Value::as_str) == Some(q.event_type.as_str())
-                    && e.get("tier").and_then(Value::as_str).is_none_or(|t| t == q.tier)
-            })
-        });
-        if !found {
-            missing.push(format!(
-                "ledger:{}@{} (last {}, {})",
-                q.event_type, q.tier, q.max_entries, q.recency
-            ));
-        }
-    }
-    for f in &required.framework_refs {
-        if ctx.get("frameworks").and_then(|m| m.get(f)).is_none() {
-            missing.push(format!("framework:{f}"));
-        }
-    }
-    for f in &required.file_refs {
-        if ctx.get("files").and_then(|m| m.get(f)).is_none() {
-            missing.push(format!("file:{f}"));
-        }
-    }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::RequiredContextMissing { contract: contract.key(), missing })
     }
 }
 
@@ -262,16 +219,6 @@ mod tests {
         assert_eq!(pointers.len(), 2, "{pointers:?}");
         assert!(pointers.contains(&"/q") && pointers.contains(&"/n"));
         assert!(check_input(&c, &v, &json!({"q": "ok"})).is_ok());
-    }
-
-    #[test]
-    fn required_context_lists_what_is_missing() {
-        let (c, _) = contract(None);
-        let e = check_context(&c, None).unwrap_err();
-        assert_eq!(e.code(), Code::RequiredContextMissing);
-        assert!(e.to_string().contains("framework:FMWK-011"), "{e}");
-        let ok = json!({"frameworks": {"FMWK-011": "..."}, "ledger": [{"event_type": "LLM_CALL", "tier": "ho1", "entries": []}]});
-        assert!(check_context(&c, Some(&ok)).is_ok());
     }
 
     #[test]

@@ -26,6 +26,8 @@ use crate::digest::{ZERO_HASH, chain_hash, is_sha256_hex};
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
 
+pub mod query;
+
 /// An open ledger file.
 #[derive(Debug)]
 pub struct Ledger {
@@ -104,6 +106,14 @@ impl Ledger {
         })();
         let _ = file.unlock();
         result
+    }
+}
+
+impl Ledger {
+    /// The `seq` and `hash` of the last record (0 and zeros for an empty ledger).
+    pub fn head(&self) -> Result<(u64, String)> {
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        last_link(&file, &self.path)
     }
 }
 

@@ -34,6 +34,7 @@
 pub mod compat;
 pub mod config;
 pub mod confine;
+pub mod context;
 pub mod contract;
 pub mod diagnostic;
 pub mod digest;

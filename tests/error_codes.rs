@@ -1070,6 +1070,23 @@ fn reproduces_required_context_missing() {
 }
 
 #[test]
+fn reproduces_context_truncated() {
+    let mut c = contract();
+    c["required_context"] = json!({"file_refs": ["docs/notes.md"]});
+    let dir = project_with(c, pack());
+    fs::create_dir_all(dir.path().join("docs")).unwrap();
+    fs::write(dir.path().join("docs/notes.md"), "n".repeat(200)).unwrap();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}, "constraints": {"context_budget": 20}});
+
+    let (out, status) = run_json(dir.path(), wo, json!([{"text": "{\"label\": \"greeting\"}"}]));
+
+    assert_eq!(out["warnings"][0]["code"], "context_truncated", "{out:#}");
+    assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "a warning does not fail the run");
+    doc_example(dir.path(), Code::ContextTruncated, 0);
+}
+
+#[test]
 fn reproduces_output_json_extraction_failed() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("reply.txt"), "Sorry, I cannot help.").unwrap();

@@ -337,7 +337,13 @@ fn an_unknown_role_in_contracts_is_an_invalid_work_order() {
     assert_eq!(run.json["errors"][0]["pointer"], "/contracts");
     assert!(run.json["message"].as_str().unwrap().contains("planner"));
     assert!(run.json.get("final_answer").is_none(), "nothing ran");
-    assert!(p.ledger().0.is_empty(), "no record");
+    // Nothing ran, and the ledger says so (SPEC §10: failures before resolution).
+    let records = p.ledger().0;
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["event"], "work_order_failed");
+    assert_eq!(records[0]["code"], "work_order_invalid");
+    assert!(records[0]["work_order_id"].is_null(), "the file did not load");
+    assert!(records[0]["work_order_file"].as_str().unwrap().ends_with("wo.json"), "{records:#?}");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! One contract call through the gateway: resolve the pin → validate the input (no call
-//! when it is invalid) → check required context → render → check the budget → call the
+//! when it is invalid) → assemble the required context ([`crate::context`]) → render → check the budget → call the
 //! provider → validate the output → append a ledger record. Compiled validators and packs
 //! are cached per file hash, so repeated calls of a contract cost no compilation.
 
@@ -179,23 +179,34 @@ impl<'a> Caller<'a> {
         let provider =
             self.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
         let provider = provider.as_ref();
+        // The `context_truncated` warning of this call, for its ledger record (SPEC §16).
+        let truncation: std::cell::RefCell<Option<Warning>> = Default::default();
         let record = |hash: Option<&str>,
                       response: Option<&ProviderResponse>,
                       verdict: std::result::Result<&Output, &Error>| {
-            self.record(&resolved, provider.name(), hash, response, verdict, repair_attempt, role)
+            let warnings: Vec<Warning> = truncation.borrow().iter().cloned().collect();
+            self.record(
+                &resolved,
+                provider.name(),
+                hash,
+                response,
+                verdict,
+                repair_attempt,
+                role,
+                &warnings,
+            )
         };
         let own = self.target(&resolved)?;
         let prepared = (|| {
             exchange::check_input(&resolved.contract, &own.validators, input)?;
-            exchange::check_context(
-                &resolved.contract,
-                self.work_order.assembled_context.as_ref(),
-            )?;
+            let assembled = self.assemble(&resolved.contract)?;
+            if let Some(w) = &assembled.truncated {
+                *truncation.borrow_mut() = Some(w.clone());
+                self.warn(w.clone());
+            }
             let mut variables = input.clone();
-            if let (Value::Object(map), Some(ctx)) =
-                (&mut variables, &self.work_order.assembled_context)
-            {
-                map.entry("assembled_context").or_insert_with(|| ctx.clone());
+            if let (Value::Object(map), Some(ctx)) = (&mut variables, assembled.context) {
+                map.entry("assembled_context").or_insert(ctx);
             }
             let messages = self
                 .compiled(&resolved)?
@@ -232,13 +243,23 @@ impl<'a> Caller<'a> {
             let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
             *total = total.plus(used);
         }
+        // A file result (SPEC §8.5) is never sent to extraction or repair: its `response`
+        // is the text output (the files are written by `files::handle`). An envelope with
+        // its own `text` keeps that text as the reply to check.
+        let has_text =
+            matches!(&response.body, ResponseBody::Envelope(v) if v.get("text").is_some());
+        let file_result = (target.is_none() && !has_text)
+            .then(|| super::files::file_result(&resolved.pack, &response.body));
         let target = target.cloned().unwrap_or(own);
-        let output = exchange::check_output(
-            &target.contract,
-            &target.validators,
-            &response.body,
-            response.finish_reason.as_ref(),
-        );
+        let output = match file_result.flatten() {
+            Some(result) => Ok(Output::Text(result.response.unwrap_or_default())),
+            None => exchange::check_output(
+                &target.contract,
+                &target.validators,
+                &response.body,
+                response.finish_reason.as_ref(),
+            ),
+        };
         if let (Some(ledger), Ok(out)) = (self.ledger, &output)
             && let Some(value) = out.value()
         {
@@ -263,6 +284,30 @@ impl<'a> Caller<'a> {
             output,
             prompt_hash: hash,
         })
+    }
+
+    /// The context `contract` requires, assembled from the project and the ledger this
+    /// run writes to, around what the work order gives (SPEC §16).
+    pub fn assemble(
+        &self,
+        contract: &crate::contract::Contract,
+    ) -> Result<crate::context::Assembled> {
+        let wo = self.work_order;
+        let sources = crate::context::Sources {
+            root: &self.project.root,
+            ledger: self.ledger.map(Ledger::path),
+            now: jiff::Timestamp::now(),
+        };
+        let request = crate::context::Request::of(wo);
+        crate::context::assemble(contract, request, &sources)
+    }
+
+    /// Adds a run warning (once).
+    fn warn(&self, warning: Warning) {
+        let mut warnings = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
     }
 
     fn request(
@@ -306,11 +351,15 @@ impl<'a> Caller<'a> {
         verdict: std::result::Result<&Output, &Error>,
         repair_attempt: u32,
         role: Option<&str>,
+        warnings: &[Warning],
     ) -> Result<()> {
         let Some(ledger) = self.ledger else { return Ok(()) };
         let mut fields = Map::new();
         let c = &resolved.contract;
-        fields.insert("work_order_id".into(), json!(self.work_order.id));
+        let wo = self.work_order;
+        fields.insert("event".into(), json!("exchange"));
+        fields.insert("work_order_id".into(), json!(wo.id));
+        who(&mut fields, wo, Some(c));
         fields.insert("contract_id".into(), json!(c.id));
         fields.insert("contract_version".into(), json!(c.version.to_string()));
         fields.insert("contract_sha256".into(), json!(c.sha256));
@@ -351,7 +400,33 @@ impl<'a> Caller<'a> {
         if let Some(role) = role {
             fields.insert("role".into(), json!(role));
         }
+        // Deprecated contracts or packs, and context cuts (SPEC §10, §16).
+        let warnings: Vec<&Warning> = resolved.warnings.iter().chain(warnings).collect();
+        if !warnings.is_empty() {
+            fields.insert("warnings".into(), json!(warnings));
+        }
         ledger.append("exchange", fields).map(|_| ())
+    }
+}
+
+/// The `session_id`, `agent_id`, `agent_class` and `tier` of a ledger record, where known
+/// (the work order's, else the contract's class and tier; SPEC §10).
+pub fn who(
+    fields: &mut Map<String, Value>,
+    wo: &WorkOrder,
+    contract: Option<&crate::contract::Contract>,
+) {
+    let class = wo.agent_class.clone().or_else(|| contract.and_then(|c| c.agent_class.clone()));
+    let tier = wo.tier.clone().or_else(|| contract.and_then(|c| c.tier.clone()));
+    for (key, value) in [
+        ("session_id", wo.session_id.clone()),
+        ("agent_id", wo.agent_id.clone()),
+        ("agent_class", class),
+        ("tier", tier),
+    ] {
+        if let Some(v) = value {
+            fields.insert(key.into(), json!(v));
+        }
     }
 }
 

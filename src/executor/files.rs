@@ -1,12 +1,17 @@
-//! Files a provider returns (SPEC §8.5): when a pack lists `expected_outputs`, an envelope
-//! may carry `{"files": {path: content | null}}` (`null`: the provider wrote the file
-//! itself). Contents are written under the work order's output folder — paths relative,
-//! never escaping it or the project, never through a symlink (`path_escape`) — and every
-//! expected file must exist afterwards, else a warning `expected_output_missing`.
+//! Files a provider returns (SPEC §8.5): when a pack lists `expected_outputs`, a result
+//! may carry `{"files": {path: content | null}, "response"?: text}` (`null`: the provider
+//! wrote the file itself) — as an envelope, or as a text reply (openai, anthropic,
+//! scripted) whose JSON, found by strict extraction, is an object with a `files` key
+//! ([`file_result`]). Such a result is never sent to JSON repair: its `response` is the
+//! exchange's text output. Contents are written under the work order's output folder —
+//! paths relative, never escaping it or the project, never through a symlink
+//! (`path_escape`) — and every expected file, and every `null` entry, must exist
+//! afterwards, else a warning `expected_output_missing`. Exchange and kernel runs both go
+//! through [`handle`].
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::confine::Root;
 use crate::error::{Code, Error};
@@ -24,6 +29,33 @@ pub struct Handled {
     pub written: Vec<String>,
     pub warnings: Vec<Warning>,
     pub errors: Vec<Value>,
+}
+
+/// A provider result that carries files (SPEC §8.5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileResult {
+    /// Path → content (`null`: the provider wrote it itself).
+    pub files: serde_json::Map<String, Value>,
+    /// The result's `response` text, if any: the exchange's text output.
+    pub response: Option<String>,
+}
+
+/// The file result in `body`, when `pack` lists `expected_outputs` and the body is one: an
+/// envelope with a `files` object, or a text whose strictly extracted JSON is an object
+/// with a `files` object.
+pub fn file_result(pack: &PromptPack, body: &ResponseBody) -> Option<FileResult> {
+    if pack.expected_outputs().is_empty() {
+        return None;
+    }
+    let value = match body {
+        ResponseBody::Envelope(v) => v.clone(),
+        ResponseBody::Text(t) => {
+            crate::extract::extract(t, &crate::extract::ExtractOptions::default()).ok()?.value
+        }
+    };
+    let files = value.get("files")?.as_object()?.clone();
+    let response = value.get("response").and_then(Value::as_str).map(str::to_string);
+    Some(FileResult { files, response })
 }
 
 /// The work order's output folder: `output_dir` (relative to the work order), else
@@ -49,9 +81,11 @@ fn real_dir(wo: &WorkOrder) -> PathBuf {
 /// and a symlinked output folder, are `path_escape`.
 pub fn handle(root: &Path, wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled {
     let mut out = Handled::default();
-    let files = match body {
-        ResponseBody::Envelope(v) => v.get("files").and_then(Value::as_object),
-        ResponseBody::Text(_) => None,
+    let result = file_result(pack, body);
+    let files = match (&result, body) {
+        (Some(r), _) => Some(&r.files),
+        (None, ResponseBody::Envelope(v)) => v.get("files").and_then(Value::as_object),
+        (None, ResponseBody::Text(_)) => None,
     };
     let expected = pack.expected_outputs();
     if files.is_none() && expected.is_empty() {
@@ -68,7 +102,28 @@ pub fn handle(root: &Path, wo: &WorkOrder, pack: &PromptPack, body: &ResponseBod
             out.errors.push(error_json(&Error::PathEscape { path: path.clone(), reason }));
             continue;
         }
-        let Some(text) = content.as_str() else { continue };
+        let text = match content {
+            Value::String(text) => text,
+            // The provider says it wrote the file itself: it must be there.
+            Value::Null => {
+                if !dir.join(path).is_file() && !expected.contains(path) {
+                    out.warnings.push(missing(wo, path, "the provider said it wrote it itself"));
+                }
+                continue;
+            }
+            other => {
+                let kind = match other {
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::Array(_) => "an array",
+                    _ => "an object",
+                };
+                out.errors.push(json!({"code": Code::ProviderResponseInvalid, "message": format!(
+                    "files[{path}] is {kind}, not a string or null: a provider's file result maps paths to their text"
+                )}));
+                continue;
+            }
+        };
         let written = boundary
             .writable(&dir.join(path), true)
             .and_then(|target| crate::registry::store::write_atomic(&target, text.as_bytes()));
@@ -79,14 +134,20 @@ pub fn handle(root: &Path, wo: &WorkOrder, pack: &PromptPack, body: &ResponseBod
     }
     for path in expected {
         if check_relative(path).is_err() || !dir.join(path).is_file() {
-            out.warnings.push(Warning {
-                code: Code::ExpectedOutputMissing,
-                message: format!(
-                    "expected output `{path}` was not produced under {}",
-                    output_dir(wo).display()
-                ),
-            });
+            out.warnings.push(missing(wo, path, ""));
         }
     }
     out
+}
+
+/// The `expected_output_missing` warning for `path` (`why`: an extra clause).
+fn missing(wo: &WorkOrder, path: &str, why: &str) -> Warning {
+    let why = if why.is_empty() { String::new() } else { format!(" ({why})") };
+    Warning {
+        code: Code::ExpectedOutputMissing,
+        message: format!(
+            "expected output `{path}` was not produced under {}{why}",
+            output_dir(wo).display()
+        ),
+    }
 }

@@ -73,6 +73,10 @@ pub struct State {
     pub pending_tool_calls: Vec<Value>,
     /// Cycle records written (numbers them).
     pub records: u32,
+    /// Files provider results wrote under the output folder (SPEC §8.5).
+    pub files: Vec<String>,
+    /// `expected_output_missing` warnings of those results.
+    pub warnings: Vec<crate::resolve::Warning>,
 }
 
 /// What the Phase E call did, for its cycle record.
@@ -229,6 +233,23 @@ impl Kernel<'_> {
             st.cycles += 1;
         }
         self.log_cycle(st, phase, role, &result, repair);
+        // Files a provider result carries are written as in an exchange (SPEC §8.5).
+        if let Ok(x) = &result {
+            let c = self.caller;
+            let handled = super::files::handle(
+                &c.project.root,
+                c.work_order,
+                &x.resolved.pack,
+                &x.response.body,
+            );
+            st.files.extend(handled.written);
+            for w in handled.warnings {
+                if !st.warnings.contains(&w) {
+                    st.warnings.push(w);
+                }
+            }
+            st.errors.extend(handled.errors);
+        }
         // Output failures stay in the exchange for the supervisor; anything else stops.
         result.map_err(Stop::Halted)
     }

@@ -113,17 +113,34 @@ pub struct Runner<'a> {
 impl Runner<'_> {
     /// Runs one work order. Never fails: errors are in the result.
     pub fn run(&self, wo: &WorkOrder) -> RunResult {
+        self.run_with_tools(wo, &[])
+    }
+
+    /// Runs one work order; a kernel run may call `tools` next to the built-ins (`echo`,
+    /// `calculator`, the memory tools), subject to the work order's `tools` allow-list. A
+    /// tool whose name is taken, or whose schemas do not compile, fails the run before any
+    /// call (`tool_failed`); Phase E still answers. See [`tools::FnTool`] for a tool made
+    /// of a closure.
+    pub fn run_with_tools(&self, wo: &WorkOrder, tools: &[Arc<dyn tools::Tool>]) -> RunResult {
         let budget = Budget::new(wo.constraints.token_budget);
         let caller =
             Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft);
         let mut result = RunResult::new(wo, self.providers.selected().provider.as_ref());
+        // A failure before any exchange was recorded (an unknown contract, a role pin that
+        // does not resolve) still leaves a record (SPEC §10): the ledger head is compared.
+        let head = self.ledger.map(Ledger::head);
         match &wo.task {
             Task::Exchange { contract, input } => {
                 self.exchange(&caller, wo, contract, input, &mut result)
             }
-            Task::Kernel { request, contracts, tools } => {
-                self.kernel(&caller, wo, request, contracts, tools.as_deref(), &mut result)
-            }
+            Task::Kernel { request, contracts, tools: allowed } => self.kernel(
+                &caller,
+                wo,
+                request,
+                contracts,
+                (allowed.as_deref(), tools),
+                &mut result,
+            ),
         }
         result.usage = caller.usage();
         if !result.ok {
@@ -145,6 +162,25 @@ impl Runner<'_> {
         let mut warnings = caller.warnings();
         warnings.append(&mut result.warnings);
         result.warnings = warnings;
+        let unrecorded = match (self.ledger, head) {
+            (Some(ledger), Some(Ok(before))) => ledger.head().is_ok_and(|after| after == before),
+            _ => false,
+        };
+        if !result.ok && unrecorded {
+            let ended = record_event(self.ledger, "work_order_failed", wo, |f| {
+                f.insert("status".into(), json!(result.status));
+                for (key, value) in [("code", &result.code), ("message", &result.message)] {
+                    if let Some(v) = value {
+                        f.insert(key.into(), json!(v));
+                    }
+                }
+                f.insert("errors".into(), json!(result.errors));
+                f.insert("warnings".into(), json!(result.warnings));
+            });
+            if let Err(e) = ended {
+                result.errors.extend(error_entries(&e));
+            }
+        }
         result
     }
 
@@ -258,13 +294,16 @@ impl Runner<'_> {
         wo: &WorkOrder,
         request: &str,
         contracts: &std::collections::BTreeMap<String, Pin>,
-        allowed: Option<&[String]>,
+        (allowed, extra): (Option<&[String]>, &[Arc<dyn tools::Tool>]),
         result: &mut RunResult,
     ) {
         let started = crate::registry::lifecycle::now();
         let memory = Arc::new(memory::Memory::new());
         let setup = RolePins::from_map(contracts).and_then(|pins| {
-            let registry = tools::ToolRegistry::builtin(memory.clone());
+            let mut registry = tools::ToolRegistry::builtin(memory.clone());
+            for tool in extra {
+                registry.register_new(tool.clone())?;
+            }
             let registry = match allowed {
                 Some(list) => registry.restrict(list)?,
                 None => registry,
@@ -342,9 +381,55 @@ impl Runner<'_> {
         result.cycles = Some(st.cycles);
         result.ttl_remaining = Some(st.ttl);
         result.supervisor_actions = std::mem::take(&mut st.supervisor_actions);
+        result.files = std::mem::take(&mut st.files);
+        result.warnings.append(&mut st.warnings);
         result.repair_attempts = result.supervisor_actions.len() as u32;
         result.final_answer = Some(answer);
     }
+}
+
+/// Appends a `work_order` record with `event` for `wo` (its id, kind, session, agent and
+/// tier), plus what `fill` adds.
+fn record_event(
+    ledger: Option<&Ledger>,
+    event: &str,
+    wo: &WorkOrder,
+    fill: impl FnOnce(&mut serde_json::Map<String, Value>),
+) -> Result<(), Error> {
+    let Some(ledger) = ledger else { return Ok(()) };
+    let mut fields = serde_json::Map::new();
+    fields.insert("event".into(), json!(event));
+    fields.insert("work_order_id".into(), json!(wo.id));
+    fields.insert(
+        "work_order_kind".into(),
+        json!(if wo.is_kernel() { "kernel" } else { "exchange" }),
+    );
+    call::who(&mut fields, wo, None);
+    fill(&mut fields);
+    ledger.append("work_order", fields).map(drop)
+}
+
+/// Records a work order that could not run at all — its file did not load, or no provider
+/// could be set up — as a `work_order_failed` record naming the file (SPEC §10: failures
+/// before resolution are in the ledger too).
+pub fn record_unrun(
+    ledger: &Ledger,
+    file: &str,
+    wo: Option<&WorkOrder>,
+    error: &Error,
+) -> Result<(), Error> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("event".into(), json!("work_order_failed"));
+    fields.insert("work_order_id".into(), json!(wo.map(|w| w.id.clone())));
+    fields.insert("work_order_file".into(), json!(file));
+    if let Some(wo) = wo {
+        call::who(&mut fields, wo, None);
+    }
+    fields.insert("status".into(), json!("failed"));
+    fields.insert("code".into(), json!(error.code()));
+    fields.insert("message".into(), json!(error.to_string()));
+    fields.insert("errors".into(), json!(error_entries(error)));
+    ledger.append("work_order", fields).map(drop)
 }
 
 /// A copy of an output failure (output errors hold no I/O sources, so nothing is lost).

@@ -27,6 +27,72 @@ pub trait Tool: Send + Sync {
     fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String>;
 }
 
+/// A tool made of a name, a description, two schemas and a closure — the quickest way to
+/// give a kernel run a tool of your own ([`crate::executor::Runner::run_with_tools`]).
+///
+/// ```
+/// use pactum::executor::tools::{FnTool, Tool};
+/// use serde_json::json;
+///
+/// let words = FnTool::new(
+///     "word_count",
+///     "Counts the words of a text.",
+///     json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}),
+///     json!({"type": "object", "required": ["words"]}),
+///     |args| Ok(json!({"words": args["text"].as_str().unwrap_or("").split_whitespace().count()})),
+/// );
+/// assert_eq!(words.invoke(&json!({"text": "to be or not"})).unwrap(), json!({"words": 4}));
+/// ```
+pub struct FnTool<F> {
+    name: String,
+    description: String,
+    input_schema: Value,
+    output_schema: Value,
+    invoke: F,
+}
+
+impl<F> FnTool<F>
+where
+    F: Fn(&Value) -> std::result::Result<Value, String> + Send + Sync,
+{
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        output_schema: Value,
+        invoke: F,
+    ) -> FnTool<F> {
+        FnTool {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema,
+            invoke,
+        }
+    }
+}
+
+impl<F> Tool for FnTool<F>
+where
+    F: Fn(&Value) -> std::result::Result<Value, String> + Send + Sync,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn input_schema(&self) -> Value {
+        self.input_schema.clone()
+    }
+    fn output_schema(&self) -> Value {
+        self.output_schema.clone()
+    }
+    fn invoke(&self, arguments: &Value) -> std::result::Result<Value, String> {
+        (self.invoke)(arguments)
+    }
+}
+
 struct Registered {
     tool: Arc<dyn Tool>,
     input: Validator,
@@ -78,6 +144,21 @@ impl ToolRegistry {
         let output = compile(tool.output_schema(), "output")?;
         self.tools.insert(tool.name().to_string(), Registered { tool, input, output });
         Ok(())
+    }
+
+    /// Adds a tool of the caller's; a name already registered (a built-in's) is refused.
+    pub fn register_new(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
+        if self.tools.contains_key(tool.name()) {
+            return Err(Error::ToolFailed {
+                tool: tool.name().to_string(),
+                message: format!(
+                    "a tool named `{}` is already registered ({}); give yours another name",
+                    tool.name(),
+                    self.names().join(", ")
+                ),
+            });
+        }
+        self.register(tool)
     }
 
     /// Keeps only the tools in `allow`; a name that is not registered is an error.
@@ -277,6 +358,29 @@ mod tests {
 
     fn registry() -> ToolRegistry {
         ToolRegistry::builtin(Arc::new(Memory::new()))
+    }
+
+    #[test]
+    fn tools_of_ones_own_sit_next_to_the_builtins_under_other_names() {
+        let mut r = ToolRegistry::builtin(Arc::new(Memory::new()));
+        let upper = |name: &str| -> Arc<dyn Tool> {
+            Arc::new(FnTool::new(
+                name,
+                "Upper-cases a text.",
+                json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}),
+                json!({"type": "string"}),
+                |args| Ok(json!(args["text"].as_str().unwrap_or("").to_uppercase())),
+            ))
+        };
+        r.register_new(upper("upper")).unwrap();
+        assert_eq!(r.call("upper", &json!({"text": "ab"})).unwrap(), json!("AB"));
+        let e = r.call("upper", &json!({"text": 3})).unwrap_err();
+        assert_eq!(e.code(), crate::Code::ToolInputInvalid);
+        let e = r.register_new(upper("echo")).unwrap_err();
+        assert_eq!(e.code(), crate::Code::ToolFailed);
+        assert!(e.to_string().contains("already registered"), "{e}");
+        let r = r.restrict(&["upper".to_string()]).unwrap();
+        assert_eq!(r.names(), ["upper"]);
     }
 
     #[test]

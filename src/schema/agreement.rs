@@ -155,7 +155,7 @@ fn full_work_order() -> Value {
         "request": "r",
         "contracts": {"plan": "PRC-PLAN-001@^1"},
         "tools": ["echo"],
-        "constraints": {"token_budget": 10, "ttl": 2, "max_repair_attempts": 1, "timeout_s": 3},
+        "constraints": {"token_budget": 10, "ttl": 2, "max_repair_attempts": 1, "timeout_s": 3, "context_budget": 100},
         "session_id": "s",
         "agent_id": "a",
         "agent_class": "ADMIN",
@@ -427,7 +427,13 @@ fn properties(schema: &Value, node: &Value) -> (BTreeSet<String>, BTreeSet<Strin
 fn the_field_name_recorder_sees_every_field() {
     assert_eq!(
         fields_of::<RawConstraints>(),
-        BTreeSet::from(["token_budget", "ttl", "max_repair_attempts", "timeout_s"])
+        BTreeSet::from([
+            "token_budget",
+            "ttl",
+            "max_repair_attempts",
+            "timeout_s",
+            "context_budget"
+        ])
     );
 }
 

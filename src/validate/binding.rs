@@ -227,7 +227,8 @@ fn check_variables(
     for (template, names) in vars {
         for name in names {
             used.insert(name.clone());
-            if !declared.contains(name) {
+            // Templates see the assembled context without declaring it (SPEC §16).
+            if !declared.contains(name) && name != "assembled_context" {
                 out.push(
                     Diagnostic::new(
                         Code::TemplateVariableUndeclared,

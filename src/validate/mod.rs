@@ -26,6 +26,7 @@ use crate::source::{self, Syntax};
 
 pub mod binding;
 pub mod compat;
+pub mod context;
 pub mod discover;
 pub mod examples;
 pub mod file;
@@ -222,6 +223,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     compat::check(&ctx, &mut diagnostics);
     examples::check(&ctx, &bound_packs, &mut diagnostics);
     work_orders::check(&ctx, &mut report.notes, &mut diagnostics);
+    context::check(&ctx, &mut diagnostics);
 
     place(&ctx, registry_text.as_deref(), &mut diagnostics);
     report.diagnostics = diagnostics;

@@ -4,8 +4,9 @@
 //!   `contract_not_active`); pins of deprecated versions warn (`contract_deprecated`);
 //! - an exchange's `input` fits the pinned contract's `input_schema`
 //!   (`input_schema_invalid`, at the work order's line and column);
-//! - its `assembled_context` satisfies the contract's `required_context`
-//!   (`required_context_missing`);
+//! - the contract's `required_context` file and framework references that its
+//!   `assembled_context` does not give exist inside the root (`required_context_missing`,
+//!   `path_escape`: what `run` would refuse, [`crate::context::check_refs`]);
 //! - a kernel work order's role contracts resolve, pinned or not (the kernel falls back to
 //!   the latest active shipped role contract);
 //! - the scripted fixture file it names loads (the same loader `run` uses).
@@ -97,14 +98,15 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                         );
                     }
                 }
+                // What `run` would refuse before reading the ledger (SPEC §16).
                 if let Err(e) =
-                    crate::exchange::check_context(contract, wo.assembled_context.as_ref())
+                    crate::context::check_refs(&ctx.base, contract, wo.assembled_context.as_ref())
                 {
                     out.push(
-                        Diagnostic::from_error(&e)
+                        Diagnostic::new(e.code(), format!("{}: {e}", wo.id))
                             .file(f.rel.clone())
-                            .pointer(if wo.assembled_context.is_some() { "/assembled_context" } else { "" })
-                            .help("add what the contract's required_context asks for to the work order's `assembled_context`"),
+                            .pointer(if wo.assembled_context.is_some() { "/assembled_context" } else { "/contract" })
+                            .help("add the file under the project root (or frameworks/ID.md), or give it in the work order's `assembled_context` (`files`, `frameworks`)"),
                     );
                 }
             }

@@ -1,14 +1,18 @@
 //! `pactum render ID[@REQ] --input FILE|-`: the messages a contract's pack renders to,
 //! after the input is validated against `input_schema`.
+//! `pactum render --work-order WO.json [--ledger FILE]`: the same for an exchange work
+//! order, with the context its contract requires assembled as `run` would (SPEC §16), and
+//! that context shown.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use pactum::Code;
-use pactum::error::{Error, Result};
+use pactum::error::{DocKind, Error, Finding, Result};
 use pactum::gateway::Role;
 use pactum::id::Pin;
 use pactum::resolve::ResolveOptions;
+use pactum::work_order::{Task, WorkOrder};
 use serde_json::{Value, json};
 
 use crate::output::{self, Common, OK};
@@ -16,10 +20,18 @@ use crate::output::{self, Common, OK};
 #[derive(clap::Args)]
 pub struct Args {
     /// The contract: PRC-CLASSIFY-001, PRC-CLASSIFY-001@^1.2, PRC-CLASSIFY-001@1.2.0.
-    pin: String,
+    #[arg(required_unless_present = "work_order")]
+    pin: Option<String>,
     /// The template variables: a JSON or YAML file, or `-` for stdin.
-    #[arg(long, value_name = "FILE|-")]
-    input: String,
+    #[arg(long, value_name = "FILE|-", required_unless_present = "work_order")]
+    input: Option<String>,
+    /// Render an exchange work order instead: its pinned contract on its input, with the
+    /// assembled context (files, frameworks, ledger history) shown.
+    #[arg(long, value_name = "WO.json", conflicts_with_all = ["pin", "input"])]
+    work_order: Option<PathBuf>,
+    /// The ledger `ledger_queries` read (default: .pactum/ledger.jsonl under the project root).
+    #[arg(long, value_name = "FILE", requires = "work_order")]
+    ledger: Option<PathBuf>,
     /// Join system and user sections into one message (providers without system messages).
     #[arg(long)]
     single_message: bool,
@@ -54,36 +66,101 @@ pub fn read_input(spec: &str) -> Result<Value> {
     })
 }
 
+/// What a work order renders from: its pin and input, and the context assembled for it.
+struct FromWorkOrder {
+    pin: Pin,
+    input: Value,
+    wo: WorkOrder,
+}
+
+fn load_work_order(path: &Path) -> Result<FromWorkOrder> {
+    let wo = WorkOrder::load(path)?;
+    match &wo.task {
+        Task::Exchange { contract, input } => {
+            Ok(FromWorkOrder { pin: contract.clone(), input: input.clone(), wo })
+        }
+        Task::Kernel { .. } => Err(Error::SchemaInvalid {
+            doc: DocKind::WorkOrder,
+            path: path.to_path_buf(),
+            findings: vec![Finding::new(
+                "/kind",
+                "`pactum render --work-order` renders exchange work orders; a kernel work order's prompts are rendered by `pactum run` (see them in its ledger)",
+            )],
+        }),
+    }
+}
+
 pub fn exec(args: Args) -> u8 {
     let json = args.common.json();
+    let input_spec = args.input.clone().unwrap_or_default();
     let result = (|| {
-        let pin = Pin::parse(&args.pin)?;
-        let input = read_input(&args.input)?;
+        let from_wo = args.work_order.as_deref().map(load_work_order).transpose()?;
+        let (pin, input) = match &from_wo {
+            Some(w) => (w.pin.clone(), w.input.clone()),
+            None => {
+                (Pin::parse(args.pin.as_deref().unwrap_or_default())?, read_input(&input_spec)?)
+            }
+        };
         let project = args.common.project()?;
         let resolved = project.resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })?;
         // Values the contract marks `x-secret` are masked in what is printed (SPEC §18).
         output::redactor().add_marked(resolved.contract.input_schema.as_ref(), &input);
         let validators = project.validators(&resolved.contract)?;
         pactum::exchange::check_input(&resolved.contract, &validators, &input)?;
-        let messages = pactum::render::render(&resolved.pack, &input, !args.single_message)?;
-        Ok::<_, Error>((resolved, messages))
+        let mut variables = input;
+        let mut assembled = None;
+        if let Some(FromWorkOrder { wo, .. }) = &from_wo {
+            let ledger = match &args.ledger {
+                Some(l) => l.clone(),
+                None => project.root.join(".pactum").join("ledger.jsonl"),
+            };
+            let sources = pactum::context::Sources {
+                root: &project.root,
+                ledger: Some(&ledger),
+                now: jiff::Timestamp::now(),
+            };
+            let request = pactum::context::Request::of(wo);
+            let got = pactum::context::assemble(&resolved.contract, request, &sources)?;
+            if let (Value::Object(map), Some(ctx)) = (&mut variables, &got.context) {
+                map.entry("assembled_context").or_insert_with(|| ctx.clone());
+            }
+            assembled = Some(got);
+        }
+        let messages = pactum::render::render(&resolved.pack, &variables, !args.single_message)?;
+        Ok::<_, Error>((resolved, messages, assembled))
     })();
-    let (resolved, messages) = match result {
+    let (resolved, messages, assembled) = match result {
         Ok(x) => x,
-        Err(e) if !json && e.code() == Code::InputSchemaInvalid && args.input != "-" => {
-            let origin = output::Origin::read(Path::new(&args.input), "");
+        Err(e)
+            if !json
+                && e.code() == Code::InputSchemaInvalid
+                && args.work_order.is_none()
+                && input_spec != "-" =>
+        {
+            let origin = output::Origin::read(Path::new(&input_spec), "");
             output::eprint_error_in(&e, origin.as_ref());
             return output::status_of(&e);
         }
         Err(e) => return output::fail(&e, json),
     };
+    let mut warnings = resolved.warnings.clone();
+    warnings.extend(assembled.as_ref().and_then(|a| a.truncated.clone()));
+    let context = assembled.as_ref().map(|a| a.context.clone().unwrap_or(Value::Null));
     if json {
-        output::print_json(
-            &json!({"ok": true, "contract": resolved.contract.key(), "prompt_pack": resolved.pack.key(),
-                                   "messages": messages, "warnings": resolved.warnings}),
-        );
+        let mut shown = json!({"ok": true, "contract": resolved.contract.key(), "prompt_pack": resolved.pack.key(),
+                               "messages": messages, "warnings": warnings});
+        if let Some(ctx) = &context {
+            shown["assembled_context"] = ctx.clone();
+        }
+        output::print_json(&shown);
     } else {
         let mut text = String::new();
+        if let Some(ctx) = &context {
+            text.push_str(&format!(
+                "--- assembled_context ---\n{}\n\n",
+                serde_json::to_string_pretty(ctx).unwrap_or_default()
+            ));
+        }
         for (i, m) in messages.iter().enumerate() {
             if i > 0 {
                 text.push('\n');
@@ -96,7 +173,7 @@ pub fn exec(args: Args) -> u8 {
             text.push_str(&format!("--- {role} ---\n{}\n", m.content));
         }
         output::print_text(&text);
-        for w in &resolved.warnings {
+        for w in &warnings {
             output::eprint_warning(w.code, &w.message);
         }
     }

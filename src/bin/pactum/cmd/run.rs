@@ -150,13 +150,20 @@ fn run_one(
     log: Option<&Ledger>,
     path: &Path,
 ) -> Result<RunResult, Error> {
-    let wo = WorkOrder::load(path)?;
+    // A work order that cannot run at all is in the ledger too (SPEC §10).
+    let shown = output::shown(&project.root, path);
+    let unrun = |wo: Option<&WorkOrder>, e: Error| {
+        let _ = pactum::executor::record_unrun(ledger, &shown, wo, &e);
+        e
+    };
+    let wo = WorkOrder::load(path).map_err(|e| unrun(None, e))?;
     let choice = Choice {
         cli: args.provider.as_deref(),
         work_order: &wo.provider,
         work_order_dir: wo.dir(),
     };
-    let providers = ProviderSet::new(&project.config, &project.root, choice)?;
+    let providers = ProviderSet::new(&project.config, &project.root, choice)
+        .map_err(|e| unrun(Some(&wo), e))?;
     if let Some(note) = &providers.selected().offline {
         let mut err = anstream::stderr().lock();
         let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));

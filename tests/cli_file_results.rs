@@ -1,0 +1,179 @@
+//! Provider file results through the binary (SPEC §8.5, issue 13): a text reply whose JSON
+//! is `{"files": ..., "response": ...}` writes its files under the output folder when the
+//! pack lists `expected_outputs`, is never sent to extraction or repair, and its
+//! `response` is the exchange's output; `null` entries and missing expected outputs are
+//! warnings; paths that escape the output folder are `path_escape`.
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{pactum_in, single_result};
+use pactum::registry::{EntryKind, lifecycle, store};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+fn write_json(root: &Path, rel: &str, value: &Value) -> PathBuf {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+    path
+}
+
+fn register(root: &Path, rel: &str, doc: &Value) {
+    let at = lifecycle::Stamp::new("2026-01-01T00:00:00Z", "tester@example.com");
+    let file = write_json(root, rel, doc);
+    let registry = root.join("registry.json");
+    store::update(&registry, |reg| lifecycle::add(reg, &file, &at)).unwrap();
+    let id = doc.get("contract_id").or_else(|| doc.get("prompt_pack_id")).unwrap();
+    let id = id.as_str().unwrap();
+    let version = pactum::id::parse_version(doc["version"].as_str().unwrap()).unwrap();
+    let kind = EntryKind::of_id(id).unwrap();
+    store::update(&registry, |reg| lifecycle::promote(reg, kind, id, &version, &at)).unwrap();
+}
+
+/// PRC-DOC-001: a JSON contract (it wants `{"label"}`) whose pack expects two files.
+fn project() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    store::update(&root.join("registry.json"), |_| Ok(())).unwrap();
+    register(
+        root,
+        "prompt_packs/doc/1.0.0.json",
+        &json!({
+            "prompt_pack_id": "PRM-DOC-001", "version": "1.0.0",
+            "sections": {"task": "Write the report on {{ topic }}", "expected_outputs": ["report.md", "chart.svg"]}
+        }),
+    );
+    register(
+        root,
+        "contracts/doc/1.0.0.json",
+        &json!({
+            "contract_id": "PRC-DOC-001", "version": "1.0.0", "prompt_pack_id": "PRM-DOC-001",
+            "boundary": {"max_tokens": 64, "temperature": 0},
+            "input_schema": {"type": "object", "required": ["topic"], "properties": {"topic": {"type": "string"}}},
+            "output_schema": {"type": "object", "required": ["label"], "properties": {"label": {"type": "string"}}}
+        }),
+    );
+    dir
+}
+
+fn run(root: &Path, reply: &str) -> (Value, i32) {
+    write_json(root, "work_orders/fixtures.json", &json!({"responses": [{"text": reply}]}));
+    let wo = write_json(
+        root,
+        "work_orders/wo.json",
+        &json!({
+            "work_order_id": "WO-DOC", "kind": "exchange", "contract": "PRC-DOC-001",
+            "input": {"topic": "sales"}, "provider": {"fixtures": "fixtures.json"}
+        }),
+    );
+    let out = pactum_in(root).arg("run").arg(wo).arg("--json").output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (single_result(doc), out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn a_text_reply_with_files_writes_them_and_its_response_is_the_output() {
+    let dir = project();
+    let root = dir.path();
+    let reply = "Here you are:\n```json\n{\"files\": {\"report.md\": \"# Sales\\nUp 3%.\", \"chart.svg\": null}, \"response\": \"Report written.\"}\n```";
+    let (out, status) = run(root, reply);
+    assert_eq!(status, 0, "{out:#}");
+    assert_eq!(out["output"], "Report written.", "the response, not a schema failure or a repair");
+    assert_eq!(out["repair_attempts"], 0);
+    assert_eq!(out["files"], json!(["report.md"]));
+    let written = root.join("work_orders/out/WO-DOC/report.md");
+    assert_eq!(fs::read_to_string(written).unwrap(), "# Sales\nUp 3%.");
+    // chart.svg was `null` (written by the provider itself) but is not there.
+    let warnings: Vec<&str> = out["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(out["warnings"][0]["code"], "expected_output_missing", "{out:#}");
+    assert!(warnings.iter().any(|w| w.contains("`chart.svg`")), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| w.contains("`report.md`")), "{warnings:?}");
+    // The ledger records the exchange as ok with the raw reply.
+    let ledger = fs::read_to_string(root.join(".pactum/ledger.jsonl")).unwrap();
+    let record: Value = serde_json::from_str(ledger.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (record["verdict"].as_str(), record["raw_response"].as_str()),
+        (Some("ok"), Some(reply))
+    );
+}
+
+#[test]
+fn files_that_escape_the_output_folder_are_refused() {
+    let dir = project();
+    let root = dir.path();
+    let reply = r#"{"files": {"../../escape.md": "x", "/tmp/abs.md": "y", "report.md": 3}}"#;
+    let (out, status) = run(root, reply);
+    assert_eq!(status, 1, "{out:#}");
+    let codes: Vec<&str> =
+        out["errors"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["path_escape", "path_escape", "provider_response_invalid"], "{out:#}");
+    assert!(!root.join("escape.md").exists() && !root.join("work_orders/escape.md").exists());
+}
+
+#[test]
+fn a_reply_without_files_is_still_checked_against_the_schema() {
+    let dir = project();
+    let (out, status) = run(dir.path(), r#"{"label": "fine"}"#);
+    assert_eq!(status, 0, "{out:#}");
+    assert_eq!(out["output"], json!({"label": "fine"}));
+    let (out, status) = run(dir.path(), r#"{"other": 1}"#);
+    assert_eq!((status, out["code"].as_str()), (1, Some("output_schema_invalid")), "{out:#}");
+}
+
+#[test]
+fn a_kernel_role_whose_pack_expects_files_writes_them_in_a_kernel_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    // The task-profile role pinned to a contract whose pack expects a file.
+    register(
+        root,
+        "prompt_packs/profilefiles/1.0.0.json",
+        &json!({
+            "prompt_pack_id": "PRM-PROFILEFILES-001", "version": "1.0.0",
+            "sections": {"task": "Profile: {{ request }}", "expected_outputs": ["profile.md"]}
+        }),
+    );
+    register(
+        root,
+        "contracts/profilefiles/1.0.0.json",
+        &json!({
+            "contract_id": "PRC-PROFILEFILES-001", "version": "1.0.0", "prompt_pack_id": "PRM-PROFILEFILES-001",
+            "boundary": {"max_tokens": 256, "temperature": 0},
+            "input_schema": {"type": "object", "required": ["request"], "properties": {"request": {"type": "string"}}}
+        }),
+    );
+    let mut replies: Value = serde_json::from_str(
+        &fs::read_to_string(common::repo().join("fixtures/demo_sum.json")).unwrap(),
+    )
+    .unwrap();
+    replies["responses"][0] = json!({
+        "contract_id": "PRC-PROFILEFILES-001",
+        "text": "{\"files\": {\"profile.md\": \"Kind: arithmetic\"}, \"response\": \"Kind: exact arithmetic.\"}"
+    });
+    write_json(root, "work_orders/replies.json", &replies);
+    let wo = write_json(
+        root,
+        "work_orders/wo.json",
+        &json!({
+            "work_order_id": "WO-KFILES", "kind": "kernel", "request": "calculate the sum of 5 and 10",
+            "tools": ["calculator"], "contracts": {"task_profile": "PRC-PROFILEFILES-001"},
+            "provider": {"fixtures": "replies.json"}
+        }),
+    );
+    let out = pactum_in(root).arg("run").arg(wo).arg("--json").output().unwrap();
+    let result = single_result(serde_json::from_slice(&out.stdout).unwrap());
+    assert_eq!(result["status"], "converged", "{result:#}");
+    assert_eq!(result["files"], json!(["profile.md"]), "{result:#}");
+    let written = root.join("work_orders/out/WO-KFILES/profile.md");
+    assert_eq!(fs::read_to_string(written).unwrap(), "Kind: arithmetic");
+}
