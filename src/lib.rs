@@ -37,6 +37,7 @@ pub mod confine;
 pub mod contract;
 pub mod diagnostic;
 pub mod digest;
+pub mod disclosure;
 pub mod document;
 pub mod error;
 pub mod exchange;

@@ -401,6 +401,35 @@ impl CompiledPack {
         out
     }
 
+    /// Every section's dotted key, depth first.
+    pub fn section_keys(&self) -> Vec<String> {
+        fn walk(nodes: &[Node], out: &mut Vec<String>) {
+            for n in nodes {
+                out.push(n.key.clone());
+                walk(&n.children, out);
+            }
+        }
+        let mut out = Vec::new();
+        if !self.passthrough {
+            walk(&self.roots, &mut out);
+        }
+        out
+    }
+
+    /// Checks that every key names a section (`section_not_found` otherwise).
+    pub fn check_keys<'k>(&self, keys: impl IntoIterator<Item = &'k String>) -> Result<()> {
+        for key in keys {
+            if self.passthrough || self.section_path(key).is_none() {
+                return Err(Error::SectionNotFound {
+                    pack: self.key.clone(),
+                    key: key.clone(),
+                    available: self.section_keys(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The dotted keys of `key` and its ancestors, root first; `None` when no section has
     /// that key.
     pub fn section_path(&self, key: &str) -> Option<Vec<String>> {

@@ -293,6 +293,8 @@ impl<'a> Caller<'a> {
                 .timeout_s
                 .filter(|t| t.is_finite() && *t > 0.0)
                 .and_then(|t| Duration::try_from_secs_f64(t).ok()),
+            tools: Vec::new(),
+            turns: Vec::new(),
         }
     }
 

@@ -191,6 +191,7 @@ impl Provider for ReplayProvider {
                 latency: started.elapsed(),
                 model: Some("replay".into()),
                 attempts: 1,
+                tool_calls: Vec::new(),
             });
         }
         let inner = self.inner.as_ref().ok_or_else(|| {

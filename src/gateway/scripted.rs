@@ -216,6 +216,7 @@ impl Provider for ScriptedProvider {
             latency: started.elapsed().max(Duration::from_micros(1)),
             model: Some("scripted".into()),
             attempts: 1,
+            tool_calls: Vec::new(),
         })
     }
 }
@@ -257,6 +258,8 @@ mod tests {
             agent_class: None,
             tier: None,
             timeout: None,
+            tools: Vec::new(),
+            turns: Vec::new(),
         }
     }
 

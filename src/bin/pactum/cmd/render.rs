@@ -1,5 +1,6 @@
 //! `pactum render ID[@REQ] --input FILE|-`: the messages a contract's pack renders to,
-//! after the input is validated against `input_schema`.
+//! after the input is validated against `input_schema`, and the tools they offer the model
+//! (SPEC §15); `--open KEY` shows a summarized section in full.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,10 @@ pub struct Args {
     /// Let drafts resolve.
     #[arg(long)]
     allow_draft: bool,
+    /// Show the summarized section KEY (a dotted key such as `reference.api`) in full, as
+    /// after the model opened it. Repeatable.
+    #[arg(long = "open", value_name = "KEY")]
+    open: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -65,10 +70,15 @@ pub fn exec(args: Args) -> u8 {
         output::redactor().add_marked(resolved.contract.input_schema.as_ref(), &input);
         let validators = project.validators(&resolved.contract)?;
         pactum::exchange::check_input(&resolved.contract, &validators, &input)?;
-        let messages = pactum::render::render(&resolved.pack, &input, !args.single_message)?;
-        Ok::<_, Error>((resolved, messages))
+        let compiled = pactum::render::CompiledPack::compile(&resolved.pack)?;
+        compiled.check_keys(&args.open)?;
+        let open = args.open.iter().cloned().collect();
+        let rendered = compiled.render_open(&input, !args.single_message, &open)?;
+        let tools = pactum::executor::tools::ToolRegistry::builtin(Default::default());
+        let specs = pactum::disclosure::specs(&rendered.tools, &tools);
+        Ok::<_, Error>((resolved, rendered.messages, specs))
     })();
-    let (resolved, messages) = match result {
+    let (resolved, messages, tools) = match result {
         Ok(x) => x,
         Err(e) if !json && e.code() == Code::InputSchemaInvalid && args.input != "-" => {
             let origin = output::Origin::read(Path::new(&args.input), "");
@@ -80,7 +90,7 @@ pub fn exec(args: Args) -> u8 {
     if json {
         output::print_json(
             &json!({"ok": true, "contract": resolved.contract.key(), "prompt_pack": resolved.pack.key(),
-                                   "messages": messages, "warnings": resolved.warnings}),
+                                   "messages": messages, "tools": tools, "warnings": resolved.warnings}),
         );
     } else {
         let mut text = String::new();
@@ -94,6 +104,12 @@ pub fn exec(args: Args) -> u8 {
                 Role::Assistant => "assistant",
             };
             text.push_str(&format!("--- {role} ---\n{}\n", m.content));
+        }
+        if !tools.is_empty() {
+            text.push_str("\n--- tools offered ---\n");
+            for t in &tools {
+                text.push_str(&format!("{}: {}\n", t.name, t.description));
+            }
         }
         output::print_text(&text);
         for w in &resolved.warnings {
