@@ -27,6 +27,8 @@ pub struct Constraints {
     pub ttl: u32,
     pub max_repair_attempts: u32,
     pub timeout_s: Option<f64>,
+    /// Tool calls one exchange may make (SPEC §15); overrides the contract's.
+    pub max_disclosures: Option<u32>,
 }
 
 impl Default for Constraints {
@@ -36,6 +38,7 @@ impl Default for Constraints {
             ttl: DEFAULT_TTL,
             max_repair_attempts: DEFAULT_MAX_REPAIR_ATTEMPTS,
             timeout_s: None,
+            max_disclosures: None,
         }
     }
 }
@@ -180,6 +183,7 @@ impl WorkOrder {
                 ttl: c.ttl.unwrap_or(DEFAULT_TTL),
                 max_repair_attempts: c.max_repair_attempts.unwrap_or(DEFAULT_MAX_REPAIR_ATTEMPTS),
                 timeout_s: c.timeout_s,
+                max_disclosures: c.max_disclosures,
             },
             session_id: raw.session_id,
             agent_id: raw.agent_id,
@@ -221,6 +225,7 @@ pub(crate) struct RawConstraints {
     ttl: Option<u32>,
     max_repair_attempts: Option<u32>,
     timeout_s: Option<f64>,
+    max_disclosures: Option<u32>,
 }
 
 #[derive(Deserialize)]
