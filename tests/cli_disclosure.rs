@@ -222,3 +222,179 @@ fn a_model_that_keeps_asking_stops_at_max_disclosures() {
     let (result, _) = run_with(json!([read]), 0);
     assert_eq!(result["errors"][0]["code"], "disclosure_limit_exceeded", "{result:#}");
 }
+
+// --- Native tool calls over HTTP, against a mock server on 127.0.0.1 ----------------------
+
+#[path = "support/mock_http.rs"]
+mod mock_http;
+
+use mock_http::{MockReply, MockServer};
+
+const ANSWER: &str =
+    r#"{"answer": "Run 6 workers.", "sources": ["/context/runbook.md", "capacity"]}"#;
+
+/// `run WO-DEMO-RUNBOOK-001 --provider NAME` with `env`; the result and the ledger.
+fn run_http(provider: &str, env: &[(&str, String)]) -> (Value, Vec<Value>) {
+    let dir = shipped();
+    let mut cmd = common::pactum_in(dir.path());
+    cmd.args([
+        "run",
+        "work_orders/WO-DEMO-RUNBOOK-001.json",
+        "--json",
+        "--ledger",
+        "ledger.jsonl",
+        "--provider",
+        provider,
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (_, stdout, stderr) = output(&mut cmd);
+    let doc: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    (common::single_result(doc), ledger(dir.path()))
+}
+
+fn openai_reply(message: Value, finish: &str) -> MockReply {
+    MockReply::json(
+        200,
+        &json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-mock-1",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 5}}),
+    )
+}
+
+fn openai_call(id: &str, name: &str, arguments: Value) -> MockReply {
+    openai_reply(
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function",
+             "function": {"name": name, "arguments": arguments.to_string()}}]}),
+        "tool_calls",
+    )
+}
+
+fn names_openai(body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn openai_carries_tools_tool_calls_and_tool_messages() {
+    let server = MockServer::start(vec![
+        openai_call("call_read", "read_file", json!({"path": "/context/runbook.md"})),
+        openai_call(
+            "call_open",
+            "open_sections",
+            json!({"section_keys": ["capacity"], "reason": "throughput"}),
+        ),
+        openai_call("call_calc", "calculator", json!({"expression": "500 / 96"})),
+        openai_reply(json!({"role": "assistant", "content": ANSWER}), "stop"),
+    ]);
+    let env = [
+        ("OPENAI_BASE_URL", server.url()),
+        ("OPENAI_API_KEY", "sk-test".to_string()),
+        ("PACTUM_MODEL", "gpt-mock-1".to_string()),
+    ];
+    let (result, records) = run_http("openai", &env);
+    assert_eq!(result["ok"], true, "{result:#}");
+    assert_eq!(result["output"]["answer"], "Run 6 workers.");
+    assert_eq!(result["usage"]["prompt_tokens"], 200, "every round is charged: {result:#}");
+    let bodies: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(bodies.len(), 4);
+
+    // The first request offers the disclosure tools as functions, with their schemas.
+    assert_eq!(names_openai(&bodies[0]), ["read_file", "open_sections"]);
+    let tool = &bodies[0]["tools"][1];
+    assert_eq!(tool["type"], "function");
+    assert_eq!(tool["function"]["parameters"]["required"], json!(["section_keys", "reason"]));
+    assert_eq!(bodies[0]["messages"].as_array().unwrap().len(), 2);
+
+    // The second carries the call and its result: an assistant message with `tool_calls`,
+    // then a `tool` message answering it by `tool_call_id`.
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4, "{messages:#?}");
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(messages[2]["content"], Value::Null);
+    let call = &messages[2]["tool_calls"][0];
+    assert_eq!(call["id"], "call_read");
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "read_file");
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"path": "/context/runbook.md"}), "arguments are a JSON string");
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["tool_call_id"], "call_read");
+    assert!(messages[3]["content"].as_str().unwrap().contains("## 1. Restart"), "{messages:#?}");
+
+    // After `open_sections`, the prompt is rendered again with capacity in full, and its
+    // calculator is offered.
+    let user = bodies[2]["messages"][1]["content"].as_str().unwrap();
+    assert!(user.contains("## 3. Capacity\nEach worker handles 120"), "{user}");
+    assert_eq!(names_openai(&bodies[2]), ["read_file", "calculator"]);
+    let last = bodies[3]["messages"].as_array().unwrap();
+    assert_eq!(last.len(), 2 + 3 * 2, "three rounds of call and result: {last:#?}");
+    assert_eq!(last[7]["tool_call_id"], "call_calc");
+    assert!(last[7]["content"].as_str().unwrap().contains("5.208"), "{last:#?}");
+
+    let verdicts: Vec<&str> = records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["tool_calls", "tool_calls", "tool_calls", "ok"]);
+    assert_eq!(records[1]["disclosures"][0]["opened"], json!(["capacity"]));
+    assert_eq!(records[1]["disclosures"][0]["reason"], "throughput");
+}
+
+fn anthropic_reply(content: Value, stop: &str) -> MockReply {
+    MockReply::json(
+        200,
+        &json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-mock",
+                "content": content, "stop_reason": stop,
+                "usage": {"input_tokens": 40, "output_tokens": 4}}),
+    )
+}
+
+#[test]
+fn anthropic_carries_tools_tool_use_and_tool_result_blocks() {
+    let server = MockServer::start(vec![
+        anthropic_reply(
+            json!([{"type": "text", "text": "Let me check the runbook."},
+                   {"type": "tool_use", "id": "toolu_1", "name": "read_file",
+                    "input": {"path": "/context/nowhere.md"}}]),
+            "tool_use",
+        ),
+        anthropic_reply(json!([{"type": "text", "text": ANSWER}]), "end_turn"),
+    ]);
+    let env = [
+        ("ANTHROPIC_BASE_URL", server.url()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test".to_string()),
+        ("PACTUM_MODEL", "claude-mock".to_string()),
+    ];
+    let (result, records) = run_http("anthropic", &env);
+    assert_eq!(result["ok"], true, "{result:#}");
+    let bodies: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(bodies.len(), 2);
+    let tools = bodies[0]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read_file", "open_sections"]);
+    assert_eq!(tools[0]["input_schema"]["required"], json!(["path"]));
+    assert!(bodies[0].get("tool_choice").is_none(), "the model may answer without tools");
+    assert!(bodies[0]["system"].as_str().unwrap().contains("on-call assistant"));
+
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(
+        messages[1]["content"],
+        json!([{"type": "text", "text": "Let me check the runbook."},
+               {"type": "tool_use", "id": "toolu_1", "name": "read_file",
+                "input": {"path": "/context/nowhere.md"}}])
+    );
+    assert_eq!(messages[2]["role"], "user");
+    let block = &messages[2]["content"][0];
+    assert_eq!(block["type"], "tool_result");
+    assert_eq!(block["tool_use_id"], "toolu_1");
+    assert_eq!(block["is_error"], true, "a path outside the context files: {block:#}");
+    assert!(block["content"].as_str().unwrap().contains("/context/runbook.md"), "{block:#}");
+    assert_eq!(records[0]["verdict"], "tool_calls");
+    assert_eq!(records[0]["disclosures"][0]["is_error"], true);
+}
