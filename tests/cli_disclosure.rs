@@ -398,3 +398,50 @@ fn anthropic_carries_tools_tool_use_and_tool_result_blocks() {
     assert_eq!(records[0]["verdict"], "tool_calls");
     assert_eq!(records[0]["disclosures"][0]["is_error"], true);
 }
+
+#[test]
+fn replay_records_tool_calls_and_plays_the_loop_offline() {
+    let dir = shipped();
+    std::fs::write(
+        dir.path().join("pactum.toml"),
+        "[providers.rec]\nkind = \"replay\"\ncassette = \"cassette.json\"\nmode = \"record\"\nrecord_with = \"openai\"\n\n[providers.play]\nkind = \"replay\"\ncassette = \"cassette.json\"\n",
+    )
+    .unwrap();
+    let server = MockServer::start(vec![
+        openai_call("call_read", "read_file", json!({"path": "/context/runbook.md"})),
+        openai_call("call_again", "read_file", json!({"path": "/context/runbook.md"})),
+        openai_reply(json!({"role": "assistant", "content": ANSWER}), "stop"),
+    ]);
+    let run = |provider: &str, env: &[(&str, String)]| {
+        let mut cmd = common::pactum_in(dir.path());
+        cmd.args(["run", "work_orders/WO-DEMO-RUNBOOK-001.json", "--json", "--provider", provider]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let (_, stdout, stderr) = output(&mut cmd);
+        let doc: Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+        common::single_result(doc)
+    };
+    let env = [
+        ("OPENAI_BASE_URL", server.url()),
+        ("OPENAI_API_KEY", "sk-test".to_string()),
+        ("PACTUM_MODEL", "gpt-mock-1".to_string()),
+    ];
+    let recorded = run("rec", &env);
+    assert_eq!(recorded["ok"], true, "{recorded:#}");
+    let cassette: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("cassette.json")).unwrap())
+            .unwrap();
+    let entries = cassette["entries"].as_array().unwrap();
+    // The same messages twice (a file read does not change the prompt): the rounds of tool
+    // use tell the recordings apart.
+    assert_eq!(entries.len(), 3, "{cassette:#}");
+    let with_calls = entries.iter().filter(|e| e["tool_calls"][0]["name"] == "read_file").count();
+    assert_eq!(with_calls, 2, "{cassette:#}");
+    drop(server);
+
+    let played = run("play", &[("PACTUM_MODEL", "gpt-mock-1".to_string())]);
+    assert_eq!(played["ok"], true, "{played:#}");
+    assert_eq!(played["output"], recorded["output"]);
+}
