@@ -44,6 +44,10 @@ fn shipped_packs_render_as_before() {
         let pack_id = contract["prompt_pack_id"].as_str().unwrap();
         let pack = packs.iter().filter(|p| p.id == pack_id).max_by_key(|p| p.version.clone());
         let Some(pack) = pack else { continue };
+        // Packs in tree form came after the snapshot; tests/cli_disclosure.rs pins them.
+        if matches!(pack.body, pactum::pack::PackBody::Tree(_)) {
+            continue;
+        }
         for example in contract["examples"].as_array().into_iter().flatten() {
             for system in [true, false] {
                 let messages = render(pack, &example["input"], system).unwrap();
