@@ -163,7 +163,7 @@ impl<'a> Disclosure<'a> {
                     tool: call.name.clone(),
                 });
             }
-            let offered = self.rendered.tools.iter().any(|t| *t == call.name);
+            let offered = self.rendered.tools.contains(&call.name);
             let (content, is_error, opened, reason) = if !offered {
                 let list = self.rendered.tools.join(", ");
                 (
