@@ -157,6 +157,13 @@ fn the_runbook_demo_reads_opens_calls_a_tool_and_answers() {
     // Each call re-rendered: the prompt after opening `capacity` differs from the first.
     assert_ne!(records[0]["prompt_hash"], records[2]["prompt_hash"]);
     assert!(calls.iter().all(|c| c["is_error"] == false), "{calls:#?}");
+    for r in &records {
+        let findings = pactum::schema::check_ledger_entry(r);
+        assert!(findings.is_empty(), "a record breaks ledger_entry.schema.json: {findings:?}");
+    }
+    let mut broken = records[0].clone();
+    broken["disclosures"] = json!([{"tool": "read_file"}]);
+    assert!(!pactum::schema::check_ledger_entry(&broken).is_empty(), "the schema checks calls");
 }
 
 /// A project copy whose runbook work order is answered by `responses`.
