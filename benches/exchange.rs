@@ -109,3 +109,56 @@ fn extract_and_validate_output(bencher: divan::Bencher) {
         check_output(&f.contract, &f.validators, divan::black_box(&f.reply), None).expect("output")
     });
 }
+
+/// The same inputs through a pack in the canonical object form (SPEC §3.2): the form whose
+/// cost the section-tree rendering must keep (BENCHMARKS.md).
+fn canonical_pack() -> CompiledPack {
+    let pack = PromptPack::from_value(
+        &json!({"prompt_pack_id": "PRM-TRIAGE-001", "version": "1.0.0", "sections": {
+            "role": "You route support messages.",
+            "constraints": "Pick exactly one queue.",
+            "output_format": "A JSON object with queue and score.",
+            "required_inputs": {"message": "the message", "earlier": "earlier turns"},
+            "context": "{% for e in earlier %}- {{ e }}\n{% endfor %}",
+            "task": "Route this message: {{ message }} (effort {{ effort }})"}}),
+        "bench",
+        Path::new("pack.json"),
+    )
+    .expect("canonical pack");
+    CompiledPack::compile(&pack).expect("compiled canonical pack")
+}
+
+#[divan::bench]
+fn render_canonical(bencher: divan::Bencher) {
+    let f = fixture();
+    let pack = canonical_pack();
+    bencher.bench(|| pack.render(divan::black_box(&f.input), true).expect("render"));
+}
+
+/// A tree pack of the same size as [`canonical_pack`], with a condition, nesting and a
+/// summarized section (SPEC §14, §15).
+fn tree_pack() -> CompiledPack {
+    let pack = PromptPack::from_value(
+        &json!({"prompt_pack_id": "PRM-TRIAGE-001", "version": "1.0.0", "sections": [
+            {"key": "role", "title": "Role", "message": "system", "template": "You route support messages."},
+            {"key": "rules", "title": "Constraints", "message": "system", "template": "Pick exactly one queue.",
+             "children": [{"key": "format", "title": "Output Format", "template": "A JSON object with queue and score."}]},
+            {"key": "context", "title": "Context", "template": "{% for e in earlier %}- {{ e }}\n{% endfor %}"},
+            {"key": "task", "title": "Task", "template": "Route this message: {{ message }} (effort {{ effort }})"},
+            {"key": "careful", "title": "Careful", "enabled": "effort == 'thorough'", "template": "Weigh every queue."},
+            {"key": "queues", "title": "Queues", "visibility": "summary", "summary": "What each queue handles.",
+             "template": "x: billing; y: payments; z: other."}]}),
+        "bench",
+        Path::new("pack.json"),
+    )
+    .expect("tree pack");
+    CompiledPack::compile(&pack).expect("compiled tree pack")
+}
+
+#[divan::bench]
+fn render_tree(bencher: divan::Bencher) {
+    let f = fixture();
+    let pack = tree_pack();
+    let closed = std::collections::BTreeSet::new();
+    bencher.bench(|| pack.render_open(divan::black_box(&f.input), true, &closed).expect("render"));
+}

@@ -63,6 +63,8 @@ pub struct Contract {
     /// `Latest` when the contract does not say (= latest active pack).
     pub prompt_pack_version: Requirement,
     pub boundary: Boundary,
+    /// `boundary.max_disclosures`: tool calls one exchange may make (SPEC §15).
+    pub max_disclosures: Option<u32>,
     pub agent_class: Option<String>,
     pub tier: Option<String>,
     pub required_context: RequiredContext,
@@ -160,6 +162,7 @@ impl Contract {
                 provider_id: raw.boundary.provider_id,
                 structured_output: raw.boundary.structured_output,
             },
+            max_disclosures: raw.boundary.max_disclosures,
             agent_class: raw.agent_class,
             tier: raw.tier,
             required_context: raw.required_context.unwrap_or_default(),
@@ -216,6 +219,8 @@ pub(crate) struct RawBoundary {
     temperature: f64,
     provider_id: Option<String>,
     structured_output: Option<Value>,
+    #[serde(default)]
+    max_disclosures: Option<u32>,
 }
 
 #[derive(Deserialize)]

@@ -105,6 +105,7 @@ codes! {
     TemplateInputUnused = "template_input_unused", Warning, "input_schema declares a property the template never uses";
     TemplateRenderFailed = "template_render_failed", Error, "a template failed while rendering";
     TemplateLimitExceeded = "template_limit_exceeded", Error, "a template ran out of fuel, recursed too deep or produced too much text";
+    SectionNotFound = "section_not_found", Error, "a section key names no section of the pack's tree";
     // One exchange.
     InputSchemaInvalid = "input_schema_invalid", Error, "the input does not fit the contract's input_schema";
     RequiredContextMissing = "required_context_missing", Error, "context the contract requires is neither in the work order's assembled_context nor in the project";
@@ -116,6 +117,7 @@ codes! {
     ExampleFailed = "example_failed", Error, "a contract example does not give the outcome it expects";
     ExpectedOutputMissing = "expected_output_missing", Warning, "a file listed in the pack's expected_outputs was not produced";
     BudgetExceeded = "budget_exceeded", Error, "the work order's token budget cannot pay for the next call";
+    DisclosureLimitExceeded = "disclosure_limit_exceeded", Error, "the model kept calling tools (open_sections, read_file, section tools) past max_disclosures";
     // Providers.
     ProviderError = "provider_error", Error, "the provider answered with an error status";
     ProviderTimeout = "provider_timeout", Error, "the provider did not answer in time";
@@ -405,6 +407,14 @@ pub enum Error {
     )]
     BudgetExceeded { needed: u64, remaining: u64 },
 
+    #[error(
+        "the model called `{tool}` after {max} disclosures, the most this exchange allows; raise the contract's boundary.max_disclosures or the work order's constraints.max_disclosures, or make the summaries say more"
+    )]
+    DisclosureLimitExceeded { max: u32, tool: String },
+
+    #[error("pack {pack} has no section `{key}`; sections: {}", available.join(", "))]
+    SectionNotFound { pack: String, key: String, available: Vec<String> },
+
     #[error("provider `{provider}`: {message}")]
     Provider {
         provider: String,
@@ -538,6 +548,8 @@ impl Error {
             Error::OutputTruncated { .. } => Code::OutputTruncated,
             Error::OutputSchemaInvalid { .. } => Code::OutputSchemaInvalid,
             Error::BudgetExceeded { .. } => Code::BudgetExceeded,
+            Error::DisclosureLimitExceeded { .. } => Code::DisclosureLimitExceeded,
+            Error::SectionNotFound { .. } => Code::SectionNotFound,
             Error::Provider { failure, .. } => match failure {
                 ProviderFailure::Status => Code::ProviderError,
                 ProviderFailure::Timeout => Code::ProviderTimeout,
@@ -583,7 +595,10 @@ impl Error {
     pub fn is_output_failure(&self) -> bool {
         matches!(
             self.code(),
-            Code::OutputJsonExtractionFailed | Code::OutputSchemaInvalid | Code::OutputTruncated
+            Code::OutputJsonExtractionFailed
+                | Code::OutputSchemaInvalid
+                | Code::OutputTruncated
+                | Code::DisclosureLimitExceeded
         )
     }
 }

@@ -38,6 +38,7 @@ pub mod context;
 pub mod contract;
 pub mod diagnostic;
 pub mod digest;
+pub mod disclosure;
 pub mod document;
 pub mod error;
 pub mod exchange;

@@ -2,7 +2,9 @@
 //!
 //! A pack is either one `template` (pass-through mode: the whole prompt is one user
 //! message) or structured `sections` that rendering arranges into a system and a user
-//! message under numbered headings (see [`crate::render`]).
+//! message under numbered headings (see [`crate::render`]). `sections` is the object of the
+//! canonical sections or an ordered tree of keyed [`Section`]s (SPEC §14); the loader checks
+//! what the schema cannot say (unique sibling keys, one message per subtree, bounded size).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,11 +39,51 @@ pub struct Sections {
     pub output_format: Option<String>,
 }
 
+/// Which chat message a section renders into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    System,
+    User,
+}
+
+/// Whether a section shows its content or its summary (SPEC §15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Visibility {
+    Full,
+    Summary,
+}
+
+/// One section of a tree pack (SPEC §14).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// Unique among its siblings.
+    pub key: String,
+    pub title: String,
+    /// Jinja; empty when the children carry the content.
+    pub template: String,
+    pub message: MessageKind,
+    /// A Jinja expression over the inputs; false leaves the subtree out.
+    pub enabled: Option<String>,
+    pub visibility: Visibility,
+    /// Required when `visibility` is summary (the loader checks it).
+    pub summary: Option<String>,
+    /// Tools this section brings while it is open.
+    pub tools: Vec<String>,
+    pub children: Vec<Section>,
+}
+
+/// The deepest a section tree may nest.
+pub const MAX_SECTION_DEPTH: usize = 8;
+/// The most sections one tree may hold.
+pub const MAX_SECTIONS: usize = 512;
+
 /// What a pack holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PackBody {
     Template(String),
     Sections(Sections),
+    /// `sections` as an ordered tree.
+    Tree(Vec<Section>),
 }
 
 /// A validated prompt pack.
@@ -80,6 +122,11 @@ impl PromptPack {
                 out.push(("/sections/task".to_string(), s.task.as_str()));
                 out
             }
+            PackBody::Tree(tree) => {
+                let mut out = Vec::new();
+                walk_templates(tree, "/sections", &mut out);
+                out
+            }
         }
     }
 
@@ -87,7 +134,7 @@ impl PromptPack {
     pub fn expected_outputs(&self) -> &[String] {
         match &self.body {
             PackBody::Sections(s) => &s.expected_outputs,
-            PackBody::Template(_) => &[],
+            PackBody::Template(_) | PackBody::Tree(_) => &[],
         }
     }
 
@@ -122,6 +169,26 @@ impl PromptPack {
         if !findings.is_empty() {
             return Err(invalid(findings));
         }
+        if let Some(tree) = value.get("sections").and_then(Value::as_array) {
+            let mut findings = Vec::new();
+            let mut count = 0;
+            let sections = parse_tree(tree, "/sections", 1, None, &mut count, &mut findings);
+            if !findings.is_empty() {
+                return Err(invalid(findings));
+            }
+            let id = value["prompt_pack_id"].as_str().unwrap_or_default().to_string();
+            let version = value["version"].as_str().and_then(parse_version);
+            let version =
+                version.ok_or_else(|| invalid(vec![Finding::new("/version", "not a version")]))?;
+            return Ok(PromptPack {
+                id,
+                version,
+                description: value.get("description").and_then(Value::as_str).map(str::to_string),
+                body: PackBody::Tree(sections),
+                sha256: sha256.to_string(),
+                path: path.to_path_buf(),
+            });
+        }
         let raw = RawPack::deserialize(value)
             .map_err(|e| invalid(vec![Finding::new("", e.to_string())]))?;
         let version = parse_version(&raw.version)
@@ -145,6 +212,108 @@ impl PromptPack {
             path: path.to_path_buf(),
         })
     }
+}
+
+/// Every template text of a tree (templates, summaries, `enabled` expressions) with its
+/// pointer.
+fn walk_templates<'a>(tree: &'a [Section], at: &str, out: &mut Vec<(String, &'a str)>) {
+    for (i, s) in tree.iter().enumerate() {
+        let here = format!("{at}/{i}");
+        if let Some(e) = &s.enabled {
+            out.push((format!("{here}/enabled"), e.as_str()));
+        }
+        out.push((format!("{here}/template"), s.template.as_str()));
+        if let Some(summary) = &s.summary {
+            out.push((format!("{here}/summary"), summary.as_str()));
+        }
+        walk_templates(&s.children, &format!("{here}/children"), out);
+    }
+}
+
+/// Reads a tree the schema accepted, checking what the schema cannot: sibling keys are
+/// unique, a child stays in its parent's message, and the tree is bounded in depth and size.
+fn parse_tree(
+    items: &[Value],
+    at: &str,
+    depth: usize,
+    parent: Option<MessageKind>,
+    count: &mut usize,
+    findings: &mut Vec<Finding>,
+) -> Vec<Section> {
+    if depth > MAX_SECTION_DEPTH {
+        findings.push(Finding::new(
+            at,
+            format!(
+                "sections nest deeper than {MAX_SECTION_DEPTH} levels; flatten the tree or move detail into summarized sections' files"
+            ),
+        ));
+        return Vec::new();
+    }
+    let mut out: Vec<Section> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let here = format!("{at}/{i}");
+        *count += 1;
+        if *count > MAX_SECTIONS {
+            findings.push(Finding::new(
+                &here,
+                format!("a tree holds at most {MAX_SECTIONS} sections; split the pack"),
+            ));
+            return out;
+        }
+        let text = |name: &str| item.get(name).and_then(Value::as_str).map(str::to_string);
+        let key = text("key").unwrap_or_default();
+        if out.iter().any(|s| s.key == key) {
+            findings.push(Finding::new(
+                format!("{here}/key"),
+                format!("key `{key}` is used twice among these sibling sections; keys must be unique among siblings"),
+            ));
+        }
+        let message = match item.get("message").and_then(Value::as_str) {
+            Some("system") => MessageKind::System,
+            Some(_) => MessageKind::User,
+            None => parent.unwrap_or(MessageKind::User),
+        };
+        if let Some(parent) = parent
+            && parent != message
+        {
+            findings.push(Finding::new(
+                format!("{here}/message"),
+                "a child section renders into its parent's message; drop `message` here or move the section to the root",
+            ));
+        }
+        let visibility = match item.get("visibility").and_then(Value::as_str) {
+            Some("summary") => Visibility::Summary,
+            _ => Visibility::Full,
+        };
+        let children = match item.get("children").and_then(Value::as_array) {
+            Some(c) => parse_tree(
+                c,
+                &format!("{here}/children"),
+                depth + 1,
+                Some(message),
+                count,
+                findings,
+            ),
+            None => Vec::new(),
+        };
+        let tools = item
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        out.push(Section {
+            key,
+            title: text("title").unwrap_or_default(),
+            template: text("template").unwrap_or_default(),
+            message,
+            enabled: text("enabled"),
+            visibility,
+            summary: text("summary"),
+            tools,
+            children,
+        });
+    }
+    out
 }
 
 #[derive(Deserialize)]

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::gateway::Message;
-use crate::pack::{PackBody, PromptPack};
+use crate::pack::{MessageKind, PackBody, PromptPack, Section, Visibility};
 
 pub mod bounds;
 
@@ -40,37 +40,7 @@ pub const RECURSION_LIMIT: usize = 64;
 /// The largest prompt one template may produce.
 pub const MAX_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
 
-/// The slots of a structured pack, in rendering order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Slot {
-    Role,
-    Constraints,
-    OutputFormat,
-    RequiredInputs,
-    Context,
-    Task,
-    ExpectedOutputs,
-}
-
-impl Slot {
-    fn title(self) -> &'static str {
-        match self {
-            Slot::Role => "Role",
-            Slot::Constraints => "Constraints",
-            Slot::OutputFormat => "Output Format",
-            Slot::RequiredInputs => "Required Inputs",
-            Slot::Context => "Context",
-            Slot::Task => "Task",
-            Slot::ExpectedOutputs => "Expected Outputs",
-        }
-    }
-
-    fn is_system(self) -> bool {
-        matches!(self, Slot::Role | Slot::Constraints | Slot::OutputFormat)
-    }
-}
-
-/// What one slot holds once compiled.
+/// What one section's body holds once compiled.
 enum Part {
     /// A template, by its name in the environment.
     Template(String),
@@ -78,11 +48,55 @@ enum Part {
     Literal(String),
 }
 
+/// One section compiled for rendering.
+struct Node {
+    /// The dotted key path from the root (`reference.api`).
+    key: String,
+    title: String,
+    /// `None` when a tree section has an empty template.
+    body: Option<Part>,
+    system: bool,
+    /// The `{% if EXPR %}` template deciding whether the section renders.
+    enabled: Option<String>,
+    /// `Some` when the section is summarized (SPEC §15).
+    summary: Option<Part>,
+    tools: Vec<String>,
+    /// The section or one of its descendants declares tools: opening it goes through
+    /// `open_sections`, not a file.
+    brings_tools: bool,
+    children: Vec<Node>,
+}
+
+/// The tool a model calls to open summarized sections that bring tools (SPEC §15).
+pub const OPEN_SECTIONS: &str = "open_sections";
+/// The tool a model calls to read a summarized section's file (SPEC §15).
+pub const READ_FILE: &str = "read_file";
+
+/// A markdown file holding a summarized section's full content, under the exchange's
+/// context folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContextFile {
+    /// Relative to the context folder's parent: `context/KEY.md`.
+    pub path: String,
+    pub content: String,
+}
+
+/// A rendered prompt: its messages, the tools offered to the model (disclosure tools first,
+/// then the tools of open sections, each once), and the files summarized sections point to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub messages: Vec<Message>,
+    pub tools: Vec<String>,
+    pub files: Vec<ContextFile>,
+}
+
 /// A pack compiled for rendering.
 pub struct CompiledPack {
     env: Environment<'static>,
     key: String,
-    parts: Vec<(Slot, Part)>,
+    roots: Vec<Node>,
+    /// Every template by its pointer in the pack and its name in the environment.
+    templates: Vec<(String, String)>,
     passthrough: bool,
 }
 
@@ -184,53 +198,143 @@ fn undefined_name(env: &Environment<'_>, e: &minijinja::Error) -> Option<String>
     (!name.is_empty()).then_some(name)
 }
 
+/// Adds templates to a pack's environment, recording their pointers.
+struct Builder<'p> {
+    env: Environment<'static>,
+    key: String,
+    pack: &'p PromptPack,
+    templates: Vec<(String, String)>,
+}
+
+impl Builder<'_> {
+    fn invalid(&self, pointer: &str, message: String) -> Error {
+        Error::SchemaInvalid {
+            doc: crate::error::DocKind::PromptPack,
+            path: self.pack.path.clone(),
+            findings: vec![crate::error::Finding::new(pointer, message)],
+        }
+    }
+
+    fn add(&mut self, pointer: &str, source: &str) -> Result<String> {
+        let name = format!("{}{pointer}", self.key);
+        let source = bounds::prepare(source, &name).map_err(|refused| {
+            self.invalid(pointer, format!("{} (template line {})", refused.message, refused.line))
+        })?;
+        self.env.add_template_owned(name.clone(), source).map_err(|e| {
+            self.invalid(
+                pointer,
+                format!(
+                    "template does not compile: {}{}",
+                    e.detail().unwrap_or("syntax error"),
+                    e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
+                ),
+            )
+        })?;
+        self.templates.push((pointer.to_string(), name.clone()));
+        Ok(name)
+    }
+
+    /// A canonical section (SPEC §3.2) as a root of the tree.
+    fn canonical(&mut self, key: &str, title: &str, system: bool, body: Part) -> Node {
+        Node {
+            key: key.to_string(),
+            title: title.to_string(),
+            body: Some(body),
+            system,
+            enabled: None,
+            summary: None,
+            tools: Vec::new(),
+            brings_tools: false,
+            children: Vec::new(),
+        }
+    }
+
+    fn tree(&mut self, sections: &[Section], at: &str, parent: &str) -> Result<Vec<Node>> {
+        let mut out = Vec::with_capacity(sections.len());
+        for (i, s) in sections.iter().enumerate() {
+            let here = format!("{at}/{i}");
+            let key = if parent.is_empty() { s.key.clone() } else { format!("{parent}.{}", s.key) };
+            let enabled = match &s.enabled {
+                Some(expr) => {
+                    if expr.contains("{{") || expr.contains("{%") || expr.contains("{#") {
+                        return Err(self.invalid(
+                            &format!("{here}/enabled"),
+                            "`enabled` is an expression (`mode == 'careful'`), not a template; drop the `{{ }}`".into(),
+                        ));
+                    }
+                    Some(self.add(
+                        &format!("{here}/enabled"),
+                        &format!("{{% if {expr} %}}1{{% endif %}}"),
+                    )?)
+                }
+                None => None,
+            };
+            let body = if s.template.is_empty() {
+                None
+            } else {
+                Some(Part::Template(self.add(&format!("{here}/template"), &s.template)?))
+            };
+            let summary = match (s.visibility, &s.summary) {
+                (Visibility::Summary, Some(text)) => {
+                    Some(Part::Template(self.add(&format!("{here}/summary"), text)?))
+                }
+                (Visibility::Summary, None) => {
+                    return Err(self.invalid(
+                        &here,
+                        "a summarized section needs a `summary`; add one or make it `full`".into(),
+                    ));
+                }
+                (Visibility::Full, _) => None,
+            };
+            let children = self.tree(&s.children, &format!("{here}/children"), &key)?;
+            let brings_tools = !s.tools.is_empty() || children.iter().any(|c| c.brings_tools);
+            out.push(Node {
+                key,
+                title: s.title.clone(),
+                body,
+                system: s.message == MessageKind::System,
+                enabled,
+                summary,
+                tools: s.tools.clone(),
+                brings_tools,
+                children,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Numbers and text gathered while rendering.
+struct Walk<'a> {
+    ctx: &'a JinjaValue,
+    open: &'a BTreeSet<String>,
+    tools: Vec<String>,
+    files: Vec<ContextFile>,
+}
+
 impl CompiledPack {
     /// Compiles every template of a pack. A syntax error is `prompt_pack_invalid`.
     pub fn compile(pack: &PromptPack) -> Result<CompiledPack> {
-        let mut env = environment();
-        let key = pack.key();
-        let mut parts = Vec::new();
-        let mut literals = Vec::new();
-        let mut add = |slot: Slot, pointer: &str, source: &str| -> Result<()> {
-            let name = format!("{key}{pointer}");
-            let source =
-                bounds::prepare(source, &name).map_err(|refused| Error::SchemaInvalid {
-                    doc: crate::error::DocKind::PromptPack,
-                    path: pack.path.clone(),
-                    findings: vec![crate::error::Finding::new(
-                        pointer,
-                        format!("{} (template line {})", refused.message, refused.line),
-                    )],
-                })?;
-            env.add_template_owned(name.clone(), source).map_err(|e| Error::SchemaInvalid {
-                doc: crate::error::DocKind::PromptPack,
-                path: pack.path.clone(),
-                findings: vec![crate::error::Finding::new(
-                    pointer,
-                    format!(
-                        "template does not compile: {}{}",
-                        e.detail().unwrap_or("syntax error"),
-                        e.line().map(|l| format!(" (template line {l})")).unwrap_or_default()
-                    ),
-                )],
-            })?;
-            parts.push((slot, Part::Template(name)));
-            Ok(())
-        };
+        let mut b = Builder { env: environment(), key: pack.key(), pack, templates: Vec::new() };
+        let mut roots = Vec::new();
         let passthrough = match &pack.body {
             PackBody::Template(t) => {
-                add(Slot::Task, "/template", t)?;
+                let name = b.add("/template", t)?;
+                roots.push(b.canonical("task", "Task", false, Part::Template(name)));
                 true
             }
             PackBody::Sections(s) => {
-                if let Some(t) = &s.role {
-                    add(Slot::Role, "/sections/role", t)?;
-                }
-                if let Some(t) = &s.constraints {
-                    add(Slot::Constraints, "/sections/constraints", t)?;
-                }
-                if let Some(t) = &s.output_format {
-                    add(Slot::OutputFormat, "/sections/output_format", t)?;
+                // The object form is the array of its canonical sections, in this order.
+                let optional = [
+                    ("role", "Role", true, &s.role),
+                    ("constraints", "Constraints", true, &s.constraints),
+                    ("output_format", "Output Format", true, &s.output_format),
+                ];
+                for (key, title, system, text) in optional {
+                    if let Some(t) = text {
+                        let name = b.add(&format!("/sections/{key}"), t)?;
+                        roots.push(b.canonical(key, title, system, Part::Template(name)));
+                    }
                 }
                 if !s.required_inputs.is_empty() {
                     let list: Vec<String> = s
@@ -238,61 +342,111 @@ impl CompiledPack {
                         .iter()
                         .map(|(name, d)| format!("- **{name}**: {d}"))
                         .collect();
-                    literals.push((Slot::RequiredInputs, Part::Literal(list.join("\n"))));
+                    let part = Part::Literal(list.join("\n"));
+                    roots.push(b.canonical("required_inputs", "Required Inputs", false, part));
                 }
                 if let Some(t) = &s.context {
-                    add(Slot::Context, "/sections/context", t)?;
+                    let name = b.add("/sections/context", t)?;
+                    roots.push(b.canonical("context", "Context", false, Part::Template(name)));
                 }
-                add(Slot::Task, "/sections/task", &s.task)?;
+                let name = b.add("/sections/task", &s.task)?;
+                roots.push(b.canonical("task", "Task", false, Part::Template(name)));
                 if !s.expected_outputs.is_empty() {
                     let list: Vec<String> =
                         s.expected_outputs.iter().map(|p| format!("- `{p}`")).collect();
-                    literals.push((Slot::ExpectedOutputs, Part::Literal(list.join("\n"))));
+                    let part = Part::Literal(list.join("\n"));
+                    roots.push(b.canonical("expected_outputs", "Expected Outputs", false, part));
                 }
                 false
             }
+            PackBody::Tree(tree) => {
+                roots = b.tree(tree, "/sections", "")?;
+                false
+            }
         };
-        parts.extend(literals);
-        // Fixed order regardless of how the pack lists its sections.
-        let order = [
-            Slot::Role,
-            Slot::Constraints,
-            Slot::OutputFormat,
-            Slot::RequiredInputs,
-            Slot::Context,
-            Slot::Task,
-            Slot::ExpectedOutputs,
-        ];
-        parts.sort_by_key(|(slot, _)| order.iter().position(|s| s == slot));
-        Ok(CompiledPack { env, key, parts, passthrough })
+        Ok(CompiledPack { env: b.env, key: b.key, roots, templates: b.templates, passthrough })
     }
 
     /// The top-level variables the templates read that they do not set themselves.
     pub fn variables(&self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        for (_, part) in &self.parts {
-            if let Part::Template(name) = part
-                && let Ok(t) = self.env.get_template(name)
-            {
-                out.extend(bounds::user_variables(t.undeclared_variables(false)));
+        self.variables_by_template().into_iter().flat_map(|(_, names)| names).collect()
+    }
+
+    /// The variables each template reads, by the template's pointer in the pack (`enabled`
+    /// expressions and summaries included).
+    pub fn variables_by_template(&self) -> Vec<(String, BTreeSet<String>)> {
+        self.templates
+            .iter()
+            .filter_map(|(pointer, name)| {
+                self.env.get_template(name).ok().map(|t| {
+                    (
+                        pointer.clone(),
+                        bounds::user_variables(t.undeclared_variables(false)).collect(),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The tools sections declare, with the pointer of each (for `validate`).
+    pub fn declared_tools(&self) -> Vec<(String, String)> {
+        fn walk(nodes: &[Node], out: &mut Vec<(String, String)>) {
+            for n in nodes {
+                out.extend(n.tools.iter().map(|t| (n.key.clone(), t.clone())));
+                walk(&n.children, out);
             }
+        }
+        let mut out = Vec::new();
+        walk(&self.roots, &mut out);
+        out
+    }
+
+    /// Every section's dotted key, depth first.
+    pub fn section_keys(&self) -> Vec<String> {
+        fn walk(nodes: &[Node], out: &mut Vec<String>) {
+            for n in nodes {
+                out.push(n.key.clone());
+                walk(&n.children, out);
+            }
+        }
+        let mut out = Vec::new();
+        if !self.passthrough {
+            walk(&self.roots, &mut out);
         }
         out
     }
 
-    /// The variables each template reads, by the template's pointer in the pack.
-    pub fn variables_by_template(&self) -> Vec<(String, BTreeSet<String>)> {
-        let prefix_len = self.key.len();
-        self.parts
-            .iter()
-            .filter_map(|(_, part)| match part {
-                Part::Template(name) => self.env.get_template(name).ok().map(|t| {
-                    let pointer = name.get(prefix_len..).unwrap_or(name).to_string();
-                    (pointer, bounds::user_variables(t.undeclared_variables(false)).collect())
-                }),
-                Part::Literal(_) => None,
-            })
-            .collect()
+    /// Checks that every key names a section (`section_not_found` otherwise).
+    pub fn check_keys<'k>(&self, keys: impl IntoIterator<Item = &'k String>) -> Result<()> {
+        for key in keys {
+            if self.passthrough || self.section_path(key).is_none() {
+                return Err(Error::SectionNotFound {
+                    pack: self.key.clone(),
+                    key: key.clone(),
+                    available: self.section_keys(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The dotted keys of `key` and its ancestors, root first; `None` when no section has
+    /// that key.
+    pub fn section_path(&self, key: &str) -> Option<Vec<String>> {
+        fn find(nodes: &[Node], key: &str, path: &mut Vec<String>) -> bool {
+            for n in nodes {
+                if key == n.key || key.starts_with(&format!("{}.", n.key)) {
+                    path.push(n.key.clone());
+                    if key == n.key || find(&n.children, key, path) {
+                        return true;
+                    }
+                    path.pop();
+                }
+            }
+            false
+        }
+        let mut path = Vec::new();
+        find(&self.roots, key, &mut path).then_some(path)
     }
 
     fn render_part(&self, name: &str, ctx: &JinjaValue) -> Result<String> {
@@ -309,54 +463,159 @@ impl CompiledPack {
         })
     }
 
+    fn text(&self, part: &Part, ctx: &JinjaValue) -> Result<String> {
+        match part {
+            Part::Template(name) => self.render_part(name, ctx),
+            Part::Literal(text) => Ok(text.clone()),
+        }
+    }
+
+    fn is_enabled(&self, node: &Node, ctx: &JinjaValue) -> Result<bool> {
+        match &node.enabled {
+            Some(name) => Ok(self.render_part(name, ctx)? == "1"),
+            None => Ok(true),
+        }
+    }
+
+    /// Renders the enabled sections of one level, numbered densely from 1 under `prefix`.
+    fn level(
+        &self,
+        nodes: &[&Node],
+        prefix: &str,
+        depth: usize,
+        w: &mut Walk<'_>,
+    ) -> Result<Vec<String>> {
+        let mut blocks = Vec::with_capacity(nodes.len());
+        let mut n = 0;
+        for node in nodes {
+            if !self.is_enabled(node, w.ctx)? {
+                continue;
+            }
+            n += 1;
+            let number = format!("{prefix}{n}.");
+            let mut block = format!("{} {number} {}", "#".repeat(depth + 2), node.title);
+            match &node.summary {
+                Some(summary) if !is_open(w.open, &node.key) => {
+                    block.push('\n');
+                    block.push_str(self.text(summary, w.ctx)?.trim_end());
+                    let key = &node.key;
+                    if node.brings_tools {
+                        block.push_str(&format!("\n\n[This section is summarized. To view full content, call `{OPEN_SECTIONS}` with key \"{key}\".]"));
+                        push_once(&mut w.tools, OPEN_SECTIONS);
+                    } else {
+                        block.push_str(&format!("\n\n[This section is summarized. Full content is available at `/context/{key}.md`.]"));
+                        push_once(&mut w.tools, READ_FILE);
+                        let content = self.file(node, w)?;
+                        w.files.push(ContextFile { path: format!("context/{key}.md"), content });
+                    }
+                }
+                _ => {
+                    if let Some(body) = &node.body {
+                        block.push('\n');
+                        block.push_str(self.text(body, w.ctx)?.trim_end());
+                    }
+                    for tool in &node.tools {
+                        push_once(&mut w.tools, tool);
+                    }
+                    let children: Vec<&Node> = node.children.iter().collect();
+                    for child in self.level(&children, &number, depth + 1, w)? {
+                        block.push_str("\n\n");
+                        block.push_str(&child);
+                    }
+                }
+            }
+            blocks.push(block);
+        }
+        Ok(blocks)
+    }
+
+    /// A summarized section's whole subtree, headings relative to it, every descendant in
+    /// full.
+    fn file(&self, node: &Node, w: &mut Walk<'_>) -> Result<String> {
+        let everything = all_keys(&node.children);
+        let mut inner =
+            Walk { ctx: w.ctx, open: &everything, tools: Vec::new(), files: Vec::new() };
+        let mut out = format!("# {}", node.title);
+        if let Some(body) = &node.body {
+            out.push('\n');
+            out.push_str(self.text(body, w.ctx)?.trim_end());
+        }
+        let children: Vec<&Node> = node.children.iter().collect();
+        for child in self.level(&children, "", 0, &mut inner)? {
+            out.push_str("\n\n");
+            out.push_str(&child);
+        }
+        out.push('\n');
+        Ok(out)
+    }
+
     /// Renders the pack with `variables` (a JSON object). `system_messages` says whether
     /// the provider takes a separate system message.
     pub fn render(&self, variables: &Value, system_messages: bool) -> Result<Vec<Message>> {
+        Ok(self.render_open(variables, system_messages, &BTreeSet::new())?.messages)
+    }
+
+    /// Renders the pack with the summarized sections whose dotted keys are in `open` shown
+    /// in full (SPEC §15); reports the tools offered and the files summaries point to.
+    pub fn render_open(
+        &self,
+        variables: &Value,
+        system_messages: bool,
+        open: &BTreeSet<String>,
+    ) -> Result<Rendered> {
         let ctx = to_jinja(variables, 0);
         if self.passthrough {
-            let text = match self.parts.first() {
-                Some((_, Part::Template(name))) => self.render_part(name, &ctx)?,
-                _ => String::new(),
+            let text = match self.roots.first().and_then(|n| n.body.as_ref()) {
+                Some(part) => self.text(part, &ctx)?,
+                None => String::new(),
             };
-            return Ok(vec![Message::user(text)]);
+            return Ok(Rendered { messages: vec![Message::user(text)], ..Rendered::default() });
         }
-        let mut system = Vec::new();
-        let mut user = Vec::new();
-        for (slot, part) in &self.parts {
-            let body = match part {
-                Part::Template(name) => self.render_part(name, &ctx)?,
-                Part::Literal(text) => text.clone(),
-            };
-            if slot.is_system() { system.push((*slot, body)) } else { user.push((*slot, body)) }
-        }
-        let section = |n: usize, slot: Slot, body: &str| {
-            format!("## {n}. {}\n{}", slot.title(), body.trim_end())
-        };
-        let join = |sections: &[(Slot, String)], first: usize| -> String {
-            sections
-                .iter()
-                .enumerate()
-                .map(|(i, (slot, body))| section(first + i, *slot, body))
-                .collect::<Vec<_>>()
-                .join("\n\n")
-        };
-        if system_messages {
+        let mut w = Walk { ctx: &ctx, open, tools: Vec::new(), files: Vec::new() };
+        let system: Vec<&Node> = self.roots.iter().filter(|n| n.system).collect();
+        let user: Vec<&Node> = self.roots.iter().filter(|n| !n.system).collect();
+        let messages = if system_messages {
+            let system = self.level(&system, "", 0, &mut w)?;
+            let user = self.level(&user, "", 0, &mut w)?;
             let mut messages = Vec::with_capacity(2);
             if !system.is_empty() {
-                messages.push(Message::system(join(&system, 1)));
+                messages.push(Message::system(system.join("\n\n")));
             }
-            messages.push(Message::user(join(&user, 1)));
-            Ok(messages)
+            messages.push(Message::user(user.join("\n\n")));
+            messages
         } else {
             let mut all = system;
             all.extend(user);
-            Ok(vec![Message::user(join(&all, 1))])
-        }
+            vec![Message::user(self.level(&all, "", 0, &mut w)?.join("\n\n"))]
+        };
+        Ok(Rendered { messages, tools: w.tools, files: w.files })
     }
 
     pub fn key(&self) -> &str {
         &self.key
     }
+}
+
+/// Opening a section opens its ancestors too.
+fn is_open(open: &BTreeSet<String>, key: &str) -> bool {
+    open.iter().any(|k| {
+        k == key || (k.len() > key.len() && k.starts_with(key) && k.as_bytes()[key.len()] == b'.')
+    })
+}
+
+fn push_once(tools: &mut Vec<String>, name: &str) {
+    if !tools.iter().any(|t| t == name) {
+        tools.push(name.to_string());
+    }
+}
+
+fn all_keys(nodes: &[Node]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for n in nodes {
+        out.insert(n.key.clone());
+        out.extend(all_keys(&n.children));
+    }
+    out
 }
 
 /// Nesting of input values rendering converts (deeper values print as `none`; parsed
@@ -613,5 +872,185 @@ mod tests {
             ["a"]
         );
         assert!(declared_inputs(Some(&json!({"$ref": "#/x"}))).is_none());
+    }
+
+    fn tree(sections: Value) -> PromptPack {
+        pack(json!({ "sections": sections }))
+    }
+
+    fn tree_error(sections: Value) -> Error {
+        let mut v = json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0"});
+        v["sections"] = sections;
+        match PromptPack::from_value(&v, "x", Path::new("p.json")) {
+            Ok(p) => CompiledPack::compile(&p).unwrap_err(),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn trees_number_densely_per_message_and_level() {
+        let p = tree(json!([
+            {"key": "role", "title": "Role", "template": "You help.", "message": "system"},
+            {"key": "intro", "title": "Intro", "template": "Hi {{ name }}."},
+            {"key": "careful", "title": "Careful", "template": "Slowly.", "enabled": "mode == 'careful'"},
+            {"key": "ref", "title": "Reference", "template": "", "children": [
+                {"key": "a", "title": "A", "template": "Alpha", "enabled": "mode != 'fast'"},
+                {"key": "b", "title": "B", "template": "Beta", "children": [
+                    {"key": "c", "title": "C", "template": "Gamma"}
+                ]}
+            ]}
+        ]));
+        let fast = render(&p, &json!({"name": "Ada", "mode": "fast"}), true).unwrap();
+        assert_eq!(fast[0], Message::system("## 1. Role\nYou help."));
+        assert_eq!(
+            fast[1].content,
+            "## 1. Intro\nHi Ada.\n\n## 2. Reference\n\n### 2.1. B\nBeta\n\n#### 2.1.1. C\nGamma"
+        );
+        let careful = render(&p, &json!({"name": "Ada", "mode": "careful"}), true).unwrap();
+        assert_eq!(
+            careful[1].content,
+            "## 1. Intro\nHi Ada.\n\n## 2. Careful\nSlowly.\n\n## 3. Reference\n\n### 3.1. A\nAlpha\n\n### 3.2. B\nBeta\n\n#### 3.2.1. C\nGamma"
+        );
+        // Without system messages: one message, system sections first, numbered on.
+        let joined = render(&p, &json!({"name": "Ada", "mode": "fast"}), false).unwrap();
+        assert_eq!(joined.len(), 1);
+        assert!(
+            joined[0].content.starts_with("## 1. Role\nYou help.\n\n## 2. Intro"),
+            "{}",
+            joined[0].content
+        );
+        assert!(joined[0].content.contains("#### 3.1.1. C"), "{}", joined[0].content);
+        // The canonical form as an explicit tree renders the same text.
+        let canonical =
+            pack(json!({"sections": {"role": "R {{ x }}", "task": "T", "context": "C"}}));
+        let explicit = tree(json!([
+            {"key": "role", "title": "Role", "template": "R {{ x }}", "message": "system"},
+            {"key": "context", "title": "Context", "template": "C"},
+            {"key": "task", "title": "Task", "template": "T"}
+        ]));
+        for system in [true, false] {
+            assert_eq!(
+                render(&canonical, &json!({"x": 1}), system).unwrap(),
+                render(&explicit, &json!({"x": 1}), system).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn summarized_sections_point_to_a_file_or_to_open_sections() {
+        let p = tree(json!([
+            {"key": "task", "title": "Task", "template": "Answer {{ q }}."},
+            {"key": "reference", "title": "Reference", "template": "Overview.",
+             "visibility": "summary", "summary": "API docs for {{ q }}.", "children": [
+                {"key": "api", "title": "API", "template": "GET /x"}
+            ]},
+            {"key": "math", "title": "Math", "template": "Use the calculator.",
+             "visibility": "summary", "summary": "Arithmetic help.", "tools": ["calculator"]}
+        ]));
+        let c = CompiledPack::compile(&p).unwrap();
+        let r = c.render_open(&json!({"q": "pets"}), true, &BTreeSet::new()).unwrap();
+        assert_eq!(
+            r.messages[0].content,
+            "## 1. Task\nAnswer pets.\n\n## 2. Reference\nAPI docs for pets.\n\n[This section is summarized. Full content is available at `/context/reference.md`.]\n\n## 3. Math\nArithmetic help.\n\n[This section is summarized. To view full content, call `open_sections` with key \"math\".]"
+        );
+        assert_eq!(r.tools, ["read_file", "open_sections"]);
+        assert_eq!(
+            r.files,
+            vec![ContextFile {
+                path: "context/reference.md".into(),
+                content: "# Reference\nOverview.\n\n## 1. API\nGET /x\n".into()
+            }]
+        );
+        let open: BTreeSet<String> = ["math".to_string()].into();
+        let r = c.render_open(&json!({"q": "pets"}), true, &open).unwrap();
+        assert!(
+            r.messages[0].content.ends_with("## 3. Math\nUse the calculator."),
+            "{}",
+            r.messages[0].content
+        );
+        assert_eq!(r.tools, ["read_file", "calculator"]);
+        // Opening a child opens its ancestors.
+        let open: BTreeSet<String> = ["reference.api".to_string()].into();
+        let r = c.render_open(&json!({"q": "pets"}), true, &open).unwrap();
+        assert!(
+            r.messages[0].content.contains("## 2. Reference\nOverview.\n\n### 2.1. API\nGET /x")
+        );
+        assert_eq!(c.section_path("reference.api").unwrap(), ["reference", "reference.api"]);
+        assert!(c.section_path("reference.nope").is_none());
+        assert!(c.section_path("ref").is_none());
+        assert_eq!(c.declared_tools(), [("math".to_string(), "calculator".to_string())]);
+        let vars: Vec<(String, Vec<String>)> = c
+            .variables_by_template()
+            .into_iter()
+            .map(|(p, v)| (p, v.into_iter().collect::<Vec<String>>()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        assert_eq!(
+            vars,
+            [
+                ("/sections/0/template".to_string(), vec!["q".to_string()]),
+                ("/sections/1/summary".to_string(), vec!["q".to_string()])
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_trees_are_pack_errors_at_their_pointer() {
+        let cases = [
+            (
+                json!([{"key": "a", "title": "A"}, {"key": "a", "title": "B"}]),
+                "/sections/1/key",
+                "twice",
+            ),
+            (json!([{"key": "Bad Key", "title": "A"}]), "/sections/0/key", ""),
+            (
+                json!([{"key": "a", "title": "A", "visibility": "summary"}]),
+                "/sections/0/summary",
+                "required",
+            ),
+            (
+                json!([{"key": "a", "title": "A", "enabled": "mode =="}]),
+                "/sections/0/enabled",
+                "compile",
+            ),
+            (
+                json!([{"key": "a", "title": "A", "enabled": "{{ x }}"}]),
+                "/sections/0/enabled",
+                "expression",
+            ),
+            (
+                json!([{"key": "a", "title": "A", "message": "system", "children": [
+                {"key": "b", "title": "B", "message": "user"}]}]),
+                "/sections/0/children/0/message",
+                "parent",
+            ),
+            (json!([]), "/sections", ""),
+        ];
+        for (sections, pointer, words) in cases {
+            let e = tree_error(sections.clone());
+            assert_eq!(e.code(), Code::PromptPackInvalid, "{sections}: {e}");
+            assert!(
+                e.findings().iter().any(|f| f.pointer == pointer && f.message.contains(words)),
+                "{sections}: {:?}",
+                e.findings()
+            );
+        }
+        // Nested past the bound: refused, not recursed into.
+        let mut deep = json!({"key": "leaf", "title": "Leaf"});
+        for _ in 0..30 {
+            deep = json!({"key": "n", "title": "N", "children": [deep]});
+        }
+        let e = tree_error(json!([deep]));
+        assert_eq!(e.code(), Code::PromptPackInvalid);
+        assert!(
+            e.findings().iter().any(|f| f.message.contains("deeper than")),
+            "{:?}",
+            e.findings()
+        );
+        // Too many sections.
+        let many: Vec<Value> =
+            (0..600).map(|i| json!({"key": format!("s{i}"), "title": "S"})).collect();
+        let e = tree_error(Value::Array(many));
+        assert!(e.findings().iter().any(|f| f.message.contains("at most")), "{:?}", e.findings());
     }
 }

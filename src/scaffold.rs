@@ -57,7 +57,38 @@ struct PackFile {
     prompt_pack_id: String,
     version: &'static str,
     description: String,
-    sections: PackSections,
+    sections: ScaffoldSections,
+}
+
+/// The form of the pack `new contract` writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PackForm {
+    /// The object of canonical sections (role, task, output_format).
+    #[default]
+    Canonical,
+    /// An array of keyed sections (SPEC §14), with a summarized reference section.
+    Tree,
+}
+
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum ScaffoldSections {
+    Object(PackSections),
+    Tree(Vec<TreeSection>),
+}
+
+/// One section of a scaffolded tree, in the order people read it.
+#[derive(serde::Serialize)]
+struct TreeSection {
+    key: &'static str,
+    title: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    visibility: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'static str>,
+    template: &'static str,
 }
 
 #[derive(serde::Serialize)]
@@ -102,6 +133,16 @@ pub fn schema_ref(rel: &str, name: &str) -> String {
 /// and registers both as drafts in `root/registry.json` (created when missing). The
 /// embedded schemas are written to `root/schemas/` when they are not there yet.
 pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> {
+    new_contract_in_form(root, id, stamp, PackForm::Canonical)
+}
+
+/// [`new_contract`] with the pack in the given form.
+pub fn new_contract_in_form(
+    root: &Path,
+    id: &str,
+    stamp: &Stamp,
+    form: PackForm,
+) -> Result<Scaffolded> {
     if !crate::id::is_contract_id(id) {
         return Err(Error::IdInvalid {
             id: id.to_string(),
@@ -120,10 +161,13 @@ pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> 
         prompt_pack_id: pack_id.clone(),
         version: "1.0.0",
         description: format!("Prompt text of {id}."),
-        sections: PackSections {
-            role: "(the role the model plays)",
-            task: "(what to do with the input)\n\n{{ input }}",
-            output_format: "(the exact output shape, e.g. a JSON object with a `result` string)",
+        sections: match form {
+            PackForm::Canonical => ScaffoldSections::Object(PackSections {
+                role: "(the role the model plays)",
+                task: "(what to do with the input)\n\n{{ input }}",
+                output_format: "(the exact output shape, e.g. a JSON object with a `result` string)",
+            }),
+            PackForm::Tree => ScaffoldSections::Tree(scaffold_tree()),
         },
     };
     let contract = ContractFile {
@@ -188,6 +232,37 @@ pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> 
     };
     crate::init::write_schemas(root, "schemas", false)?;
     Ok(Scaffolded { contract: contract_rel, pack: pack_rel, pack_id })
+}
+
+/// The sections of a scaffolded tree pack: the canonical three, and a summarized reference
+/// the model reads only when it needs it (SPEC §14, §15).
+fn scaffold_tree() -> Vec<TreeSection> {
+    let section = |key, title, message, template| TreeSection {
+        key,
+        title,
+        message,
+        visibility: None,
+        summary: None,
+        template,
+    };
+    vec![
+        section("role", "Role", Some("system"), "(the role the model plays)"),
+        section(
+            "output_format",
+            "Output Format",
+            Some("system"),
+            "(the exact output shape, e.g. a JSON object with a `result` string)",
+        ),
+        section("task", "Task", None, "(what to do with the input)\n\n{{ input }}"),
+        TreeSection {
+            key: "reference",
+            title: "Reference",
+            message: None,
+            visibility: Some("summary"),
+            summary: Some("(one line saying what the reference holds)"),
+            template: "(the long reference text; the model reads it through `read_file` when it needs it)",
+        },
+    ]
 }
 
 /// What `new version` wrote, relative to the root.

@@ -29,6 +29,8 @@ pub struct Constraints {
     pub timeout_s: Option<f64>,
     /// Tokens the assembled context may take (SPEC §16); cut in priority order beyond it.
     pub context_budget: Option<u64>,
+    /// Tool calls one exchange may make (SPEC §15); overrides the contract's.
+    pub max_disclosures: Option<u32>,
 }
 
 impl Default for Constraints {
@@ -39,6 +41,7 @@ impl Default for Constraints {
             max_repair_attempts: DEFAULT_MAX_REPAIR_ATTEMPTS,
             timeout_s: None,
             context_budget: None,
+            max_disclosures: None,
         }
     }
 }
@@ -184,6 +187,7 @@ impl WorkOrder {
                 max_repair_attempts: c.max_repair_attempts.unwrap_or(DEFAULT_MAX_REPAIR_ATTEMPTS),
                 timeout_s: c.timeout_s,
                 context_budget: c.context_budget,
+                max_disclosures: c.max_disclosures,
             },
             session_id: raw.session_id,
             agent_id: raw.agent_id,
@@ -226,6 +230,7 @@ pub(crate) struct RawConstraints {
     max_repair_attempts: Option<u32>,
     timeout_s: Option<f64>,
     context_budget: Option<u64>,
+    max_disclosures: Option<u32>,
 }
 
 #[derive(Deserialize)]

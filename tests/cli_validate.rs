@@ -1854,3 +1854,87 @@ fn validate_large_tree_writes_nothing_to_stderr() {
     assert_eq!(stdout(&serial), stdout(&out));
     assert_eq!(stderr(&serial), "");
 }
+
+/// A tree pack (SPEC §14) for `PRM-GREET-001@1.1.0`, with `{{EXTRA}}` where more sections go.
+const TREE_PACK: &str = r#"{
+  "prompt_pack_id": "PRM-GREET-001",
+  "version": "1.1.0",
+  "sections": [
+    { "key": "role", "title": "Role", "template": "You write greetings.", "message": "system" },
+    { "key": "task", "title": "Task", "template": "Greet {{ name }}. Reply with JSON: {\"greeting\": \"...\"}." },
+    { "key": "tone", "title": "Tone", "template": "Use a {{ tone }} tone.", "enabled": "tone is defined" }{{EXTRA}}
+  ]
+}
+"#;
+
+#[test]
+fn validate_accepts_a_tree_pack() {
+    let tree = Tree::new("good");
+    tree.write("prompt_packs/greet/1.1.0.json", &TREE_PACK.replace("{{EXTRA}}", ""));
+    tree.resync();
+    let (doc, status) = tree.validate_json(&[]);
+    assert_eq!(status, 0, "{doc:#}");
+    assert_eq!(doc["summary"]["errors"], 0, "{doc:#}");
+}
+
+#[test]
+fn validate_reports_tree_findings_at_line_and_column() {
+    let tree = Tree::new("good");
+    let rel = "prompt_packs/greet/1.1.0.json";
+    let extra = r#",
+    { "key": "task", "title": "Again", "template": "Twice." }"#;
+    tree.write(rel, &TREE_PACK.replace("{{EXTRA}}", extra));
+    tree.resync();
+    let (doc, status) = tree.validate_json(&[]);
+    assert_eq!(status, 1);
+    let text = tree.read(rel);
+    let at = pos_after(&text, "\"title\": \"Again\"");
+    let at = (at.0, pos_after(&text, "{ \"key\": ").1);
+    let d = one(&doc, "prompt_pack_invalid", rel);
+    check(d, "error", Some("/sections/3/key"), Some(at), "used twice");
+
+    // An `enabled` expression that does not compile, at the expression.
+    let extra = r#",
+    { "key": "extra", "title": "Extra", "template": "x", "enabled": "tone ==" }"#;
+    tree.write(rel, &TREE_PACK.replace("{{EXTRA}}", extra));
+    tree.resync();
+    let (doc, _) = tree.validate_json(&[]);
+    let at = pos_after(&tree.read(rel), "\"x\", \"enabled\": ");
+    check(
+        one(&doc, "prompt_pack_invalid", rel),
+        "error",
+        Some("/sections/3/enabled"),
+        Some(at),
+        "does not compile",
+    );
+
+    // An `enabled` expression over an undeclared input: the contract says which.
+    let extra = r#",
+    { "key": "extra", "title": "Extra", "template": "x", "enabled": "mood == 'sad'" }"#;
+    tree.write(rel, &TREE_PACK.replace("{{EXTRA}}", extra));
+    tree.resync();
+    let (doc, _) = tree.validate_json(&[]);
+    let d = one(&doc, "template_variable_undeclared", "contracts/greet/1.1.0.json");
+    assert!(d["message"].as_str().unwrap().contains("/sections/3/enabled uses `mood`"), "{d:#}");
+
+    // A tool nobody provides, at the tool's name.
+    let extra = r#",
+    { "key": "extra", "title": "Extra", "template": "x", "tools": ["calculator", "teleport"] }"#;
+    tree.write(rel, &TREE_PACK.replace("{{EXTRA}}", extra));
+    tree.resync();
+    let (doc, _) = tree.validate_json(&[]);
+    let at = pos_after(&tree.read(rel), "[\"calculator\", ");
+    let d = one(&doc, "prompt_pack_invalid", rel);
+    check(d, "error", Some("/sections/3/tools/1"), Some(at), "`teleport`");
+    assert!(d["help"].as_str().unwrap().contains("calculator"), "{d:#}");
+
+    // A summarized section without its summary.
+    let extra = r#",
+    { "key": "extra", "title": "Extra", "template": "x", "visibility": "summary" }"#;
+    tree.write(rel, &TREE_PACK.replace("{{EXTRA}}", extra));
+    tree.resync();
+    let (doc, _) = tree.validate_json(&[]);
+    let d = one(&doc, "prompt_pack_invalid", rel);
+    assert_eq!(d["pointer"], "/sections/3/summary", "{d:#}");
+    assert!(d["line"].as_u64().is_some(), "{d:#}");
+}

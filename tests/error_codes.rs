@@ -266,6 +266,8 @@ fn request() -> PromptRequest {
         agent_class: None,
         tier: None,
         timeout: None,
+        tools: Vec::new(),
+        turns: Vec::new(),
     }
 }
 
@@ -1035,6 +1037,35 @@ fn reproduces_template_limit_exceeded() {
     doc_example(dir.path(), Code::TemplateLimitExceeded, 1);
 }
 
+/// PRM-T-001@1.0.0 as a section tree: a task and a summarized reference (SPEC §14, §15).
+fn tree_pack() -> Value {
+    json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0", "sections": [
+        {"key": "task", "title": "Task", "template": "Classify: {{ text }}"},
+        {"key": "reference", "title": "Reference", "visibility": "summary",
+         "summary": "Label definitions.", "template": "greeting: a hello; other: the rest."}
+    ]})
+}
+
+#[test]
+fn reproduces_section_not_found() {
+    let dir = project_with(contract(), tree_pack());
+    fs::write(dir.path().join("input.json"), r#"{"text": "hello"}"#).unwrap();
+
+    let (out, status) = json_of(pactum(dir.path()).args([
+        "render",
+        "PRC-T-001",
+        "--input",
+        "input.json",
+        "--open",
+        "refrence",
+        "--json",
+    ]));
+
+    assert_eq!((out["code"].as_str(), status), (Some("section_not_found"), 1), "{out:#}");
+    assert!(out["message"].as_str().unwrap().contains("task, reference"), "{out:#}");
+    doc_example(dir.path(), Code::SectionNotFound, 1);
+}
+
 // --- One exchange -------------------------------------------------------------------------
 
 #[test]
@@ -1182,6 +1213,20 @@ fn reproduces_expected_output_missing() {
     assert_eq!(out["warnings"][0]["code"], "expected_output_missing", "{out:#}");
     assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "a warning does not fail the run");
     doc_example(dir.path(), Code::ExpectedOutputMissing, 0);
+}
+
+#[test]
+fn reproduces_disclosure_limit_exceeded() {
+    let dir = project_with(contract(), tree_pack());
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}, "constraints": {"max_disclosures": 1}});
+    let read = json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "/context/reference.md"}}]});
+
+    let (out, status) = run_json(dir.path(), wo, json!([read, read]));
+
+    assert_eq!(error_codes(&out), ["disclosure_limit_exceeded"], "{out:#}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::DisclosureLimitExceeded, 1);
 }
 
 #[test]

@@ -48,6 +48,7 @@ impl Provider for Recorder {
             latency: Duration::ZERO,
             model: None,
             attempts: 1,
+            tool_calls: Vec::new(),
         })
     }
 }

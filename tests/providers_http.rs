@@ -123,6 +123,8 @@ fn request() -> PromptRequest {
         agent_class: None,
         tier: None,
         timeout: None,
+        tools: Vec::new(),
+        turns: Vec::new(),
     }
 }
 

@@ -2,6 +2,10 @@
 //! when it is invalid) → assemble the required context ([`crate::context`]) → render → check the budget → call the
 //! provider → validate the output → append a ledger record. Compiled validators and packs
 //! are cached per file hash, so repeated calls of a contract cost no compilation.
+//!
+//! When the pack has summarized sections, the call is a bounded tool-calling loop
+//! ([`crate::disclosure`]): the model's tool calls are answered (each a ledger record with
+//! verdict `tool_calls`) and the provider is called again, until it answers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,11 +13,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::disclosure::{DEFAULT_MAX_DISCLOSURES, Disclosed, Disclosure};
 use crate::error::{Error, Result};
 use crate::exchange::{self, Output};
 use crate::gateway::select::ProviderSet;
 use crate::gateway::{
-    PromptRequest, ProviderResponse, ResponseBody, Usage, estimate_tokens, prompt_hash,
+    PromptRequest, ProviderResponse, ResponseBody, ToolTurn, Usage, estimate_tokens, prompt_hash,
 };
 use crate::id::Pin;
 use crate::ledger::Ledger;
@@ -208,50 +213,128 @@ impl<'a> Caller<'a> {
             if let (Value::Object(map), Some(ctx)) = (&mut variables, assembled.context) {
                 map.entry("assembled_context").or_insert(ctx);
             }
-            let messages = self
-                .compiled(&resolved)?
-                .render(&variables, provider.supports_system_messages())?;
-            let estimate = estimate_tokens(&messages);
-            self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
-            Ok(messages)
+            Ok((self.compiled(&resolved)?, variables))
         })();
-        let messages = match prepared {
-            Ok(m) => m,
+        let (compiled, variables) = match prepared {
+            Ok(x) => x,
             Err(e) => {
                 record(None, None, Err(&e))?;
                 return Err(e);
             }
         };
-        let hash = prompt_hash(&messages);
-        let request = self.request(&resolved, input, messages);
-        let response = match provider.complete(&request) {
-            Ok(r) => r,
+        let tools = super::tools::ToolRegistry::builtin(Default::default());
+        let max = self
+            .work_order
+            .constraints
+            .max_disclosures
+            .or(resolved.contract.max_disclosures)
+            .unwrap_or(DEFAULT_MAX_DISCLOSURES);
+        let opened = Disclosure::new(
+            &compiled,
+            &variables,
+            provider.supports_system_messages(),
+            &tools,
+            max,
+        )
+        .and_then(|d| {
+            let estimate = estimate_tokens(d.messages());
+            self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
+            Ok(d)
+        });
+        let mut disclosure = match opened {
+            Ok(d) => d,
             Err(e) => {
-                record(Some(&hash), None, Err(&e))?;
+                record(None, None, Err(&e))?;
                 return Err(e);
             }
         };
-        let used = response.usage.unwrap_or_else(|| Usage {
-            prompt_tokens: estimate_tokens(&request.messages),
-            completion_tokens: match &response.body {
-                ResponseBody::Text(t) => (t.len() as u64).div_ceil(4),
-                ResponseBody::Envelope(v) => (v.to_string().len() as u64).div_ceil(4),
-            },
-        });
-        self.budget.charge(used.total());
-        {
-            let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
-            *total = total.plus(used);
-        }
+        let mut request = self.request(&resolved, input, disclosure.messages().to_vec());
+        request.tools = disclosure.tool_specs();
+        // The tool-calling loop: it ends when the model answers, the provider fails, or
+        // `max_disclosures` is spent (SPEC §15).
+        let (hash, response, stopped) = loop {
+            let hash = prompt_hash(&request.messages);
+            let response = match provider.complete(&request) {
+                Ok(r) => r,
+                Err(e) => {
+                    record(Some(&hash), None, Err(&e))?;
+                    return Err(e);
+                }
+            };
+            let used = response.usage.unwrap_or_else(|| Usage {
+                prompt_tokens: estimate_tokens(&request.messages),
+                completion_tokens: match &response.body {
+                    ResponseBody::Text(t) => (t.len() as u64).div_ceil(4),
+                    ResponseBody::Envelope(v) => (v.to_string().len() as u64).div_ceil(4),
+                },
+            });
+            self.budget.charge(used.total());
+            {
+                let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+                *total = total.plus(used);
+            }
+            if response.tool_calls.is_empty() {
+                break (hash, response, None);
+            }
+            let answered = match disclosure.answer(&response.tool_calls) {
+                Ok(answered) => answered,
+                Err(e) => break (hash, response, Some(e)),
+            };
+            self.record_tool_calls(
+                &resolved,
+                provider.name(),
+                &hash,
+                &response,
+                &answered,
+                repair_attempt,
+                role,
+            )?;
+            let text = match &response.body {
+                ResponseBody::Text(t) => t.clone(),
+                ResponseBody::Envelope(v) => v.to_string(),
+            };
+            request.turns.push(ToolTurn {
+                text,
+                calls: response.tool_calls.clone(),
+                results: answered.into_iter().map(|d| d.result).collect(),
+            });
+            request.messages = disclosure.messages().to_vec();
+            request.tools = disclosure.tool_specs();
+            let estimate = estimate_tokens(&request.messages)
+                + request
+                    .turns
+                    .iter()
+                    .map(|t| {
+                        t.results.iter().map(|r| (r.content.len() as u64).div_ceil(4)).sum::<u64>()
+                    })
+                    .sum::<u64>();
+            if let Err(e) =
+                self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))
+            {
+                record(Some(&hash), Some(&response), Err(&e))?;
+                return Err(e);
+            }
+        };
         // A file result (SPEC §8.5) is never sent to extraction or repair: its `response`
         // is the text output (the files are written by `files::handle`). An envelope with
         // its own `text` keeps that text as the reply to check.
         let has_text =
             matches!(&response.body, ResponseBody::Envelope(v) if v.get("text").is_some());
         let file_result = (target.is_none() && !has_text)
-            .then(|| super::files::file_result(&resolved.pack, &response.body));
+            .then(|| super::files::file_result(&resolved.pack, &response.body))
+            .flatten();
         let target = target.cloned().unwrap_or(own);
-        let output = match file_result.flatten() {
+        if let Some(e) = stopped {
+            record(Some(&hash), Some(&response), Err(&e))?;
+            return Ok(Exchanged {
+                resolved,
+                provider: provider.name().to_string(),
+                response,
+                output: Err(e),
+                prompt_hash: hash,
+            });
+        }
+        let output = match file_result {
             Some(result) => Ok(Output::Text(result.response.unwrap_or_default())),
             None => exchange::check_output(
                 &target.contract,
@@ -338,7 +421,59 @@ impl<'a> Caller<'a> {
                 .timeout_s
                 .filter(|t| t.is_finite() && *t > 0.0)
                 .and_then(|t| Duration::try_from_secs_f64(t).ok()),
+            tools: Vec::new(),
+            turns: Vec::new(),
         }
+    }
+
+    /// The ledger record of a reply that called tools: verdict `tool_calls`, and per call
+    /// the tool, its arguments, the keys opened or file read, the reason and the result.
+    #[allow(clippy::too_many_arguments)]
+    fn record_tool_calls(
+        &self,
+        resolved: &Resolved,
+        provider: &str,
+        prompt_hash: &str,
+        response: &ProviderResponse,
+        answered: &[Disclosed],
+        repair_attempt: u32,
+        role: Option<&str>,
+    ) -> Result<()> {
+        let Some(ledger) = self.ledger else { return Ok(()) };
+        let mut fields = Map::new();
+        let c = &resolved.contract;
+        fields.insert("work_order_id".into(), json!(self.work_order.id));
+        fields.insert("contract_id".into(), json!(c.id));
+        fields.insert("contract_version".into(), json!(c.version.to_string()));
+        fields.insert("contract_sha256".into(), json!(c.sha256));
+        fields.insert("prompt_pack_id".into(), json!(resolved.pack.id));
+        fields.insert("prompt_pack_version".into(), json!(resolved.pack.version.to_string()));
+        fields.insert("prompt_pack_sha256".into(), json!(resolved.pack.sha256));
+        fields.insert("prompt_hash".into(), json!(prompt_hash));
+        fields.insert("provider".into(), json!(provider));
+        fields.insert(
+            "raw_response".into(),
+            match &response.body {
+                ResponseBody::Text(t) => json!(t),
+                ResponseBody::Envelope(v) => v.clone(),
+            },
+        );
+        fields.insert("finish_reason".into(), json!(response.finish_reason));
+        fields.insert("extraction_method".into(), Value::Null);
+        fields.insert("verdict".into(), json!("tool_calls"));
+        fields.insert("errors".into(), json!([]));
+        fields.insert(
+            "disclosures".into(),
+            Value::Array(answered.iter().map(Disclosed::to_json).collect()),
+        );
+        fields.insert("usage".into(), json!(response.usage));
+        fields.insert("latency_ms".into(), json!(response.latency.as_millis() as u64));
+        fields.insert("attempts".into(), json!(response.attempts));
+        fields.insert("repair_attempt".into(), json!(repair_attempt));
+        if let Some(role) = role {
+            fields.insert("role".into(), json!(role));
+        }
+        ledger.append("exchange", fields).map(|_| ())
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -203,6 +203,8 @@ impl Runner<'_> {
         result.provider = first.provider.clone();
         let outcome: Result<(Value, Option<Extracted>), Error> = match &first.output {
             Ok(out) => Ok((out.clone().into_value(), out.extraction().cloned())),
+            // The model's reply was tool calls, not an answer: nothing to repair (SPEC §15).
+            Err(e) if e.code() == crate::Code::DisclosureLimitExceeded => Err(clone_error(e)),
             Err(e) => match self.repair_exchange(caller, wo, &first, e, result) {
                 Some(Ok(value)) => Ok((value, None)),
                 Some(Err(unrecoverable)) => Err(unrecoverable),
@@ -440,6 +442,9 @@ fn clone_error(e: &Error) -> Error {
         }
         Error::OutputTruncated { methods_tried } => {
             Error::OutputTruncated { methods_tried: methods_tried.clone() }
+        }
+        Error::DisclosureLimitExceeded { max, tool } => {
+            Error::DisclosureLimitExceeded { max: *max, tool: tool.clone() }
         }
         Error::OutputSchemaInvalid { contract, value, findings } => Error::OutputSchemaInvalid {
             contract: contract.clone(),

@@ -25,6 +25,14 @@
 //! (`max_tokens` is [`FinishReason::Length`]). Usage: `prompt_tokens` is `input_tokens` plus
 //! the cache-write and cache-read input tokens, since all of them are billed input;
 //! `completion_tokens` is `output_tokens`.
+//!
+//! **Tools (SPEC §15).** Tools offered go in `tools: [{name, description, input_schema}]`
+//! (with the structured-output tool, if any, then chosen with `tool_choice: {"type":
+//! "any"}` so the model either calls a disclosure tool or answers through it). A reply's
+//! `tool_use` blocks (`{id, name, input}`, stop reason `tool_use`) become [`ToolCall`]s.
+//! Earlier rounds follow the rendered messages as the API defines them: an `assistant`
+//! message whose content is the text and `tool_use` blocks, then a `user` message of
+//! `tool_result` blocks (`tool_use_id`, `content`, `is_error`).
 
 use std::time::Duration;
 
@@ -33,7 +41,8 @@ use serde_json::{Map, Value, json};
 use crate::error::{ProviderFailure, Result};
 use crate::gateway::http::{ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
 use crate::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Role, Secret, Usage,
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Role, Secret, ToolCall,
+    Usage,
 };
 
 /// The public Anthropic API (without the `/v1`).
@@ -144,8 +153,48 @@ impl AnthropicProvider {
         if !system.is_empty() {
             body.insert("system".into(), json!(system.join("\n\n")));
         }
+        for turn in &request.turns {
+            let mut blocks = Vec::new();
+            if !turn.text.is_empty() {
+                blocks.push(json!({"type": "text", "text": turn.text}));
+            }
+            for c in &turn.calls {
+                blocks.push(
+                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}),
+                );
+            }
+            messages.push(json!({"role": "assistant", "content": blocks}));
+            let results: Vec<Value> = turn
+                .results
+                .iter()
+                .map(|r| {
+                    json!({"type": "tool_result", "tool_use_id": r.id, "content": r.content,
+                           "is_error": r.is_error})
+                })
+                .collect();
+            messages.push(json!({"role": "user", "content": results}));
+        }
         body.insert("messages".into(), Value::Array(messages));
-        if let Some(schema) = boundary.structured_output.as_ref().filter(|s| is_object_schema(s)) {
+        if !request.tools.is_empty() {
+            let mut tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .collect();
+            if let Some(schema) =
+                boundary.structured_output.as_ref().filter(|s| is_object_schema(s))
+            {
+                tools.push(json!({
+                    "name": STRUCTURED_OUTPUT_TOOL,
+                    "description": "Give your complete answer as this tool's input.",
+                    "input_schema": schema,
+                }));
+                body.insert("tool_choice".into(), json!({"type": "any"}));
+            }
+            body.insert("tools".into(), Value::Array(tools));
+        } else if let Some(schema) =
+            boundary.structured_output.as_ref().filter(|s| is_object_schema(s))
+        {
             body.insert(
                 "tools".into(),
                 json!([{
@@ -170,6 +219,7 @@ impl AnthropicProvider {
         };
         let mut text = String::new();
         let mut tool_input = None;
+        let mut calls = Vec::new();
         for block in content {
             match block.get("type").and_then(Value::as_str) {
                 Some("text") => {
@@ -180,6 +230,16 @@ impl AnthropicProvider {
                         == Some(STRUCTURED_OUTPUT_TOOL) =>
                 {
                     tool_input = block.get("input");
+                }
+                Some("tool_use") => {
+                    if let Some(name) = block.get("name").and_then(Value::as_str) {
+                        let id = block
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .map_or_else(|| format!("call_{}", calls.len()), str::to_string);
+                        let arguments = block.get("input").cloned().unwrap_or_else(|| json!({}));
+                        calls.push(ToolCall { id, name: name.to_string(), arguments });
+                    }
                 }
                 _ => {}
             }
@@ -201,7 +261,13 @@ impl AnthropicProvider {
                 completion_tokens: count("output_tokens"),
             }
         });
-        Ok(self.endpoint.response(&reply, ResponseBody::Text(text), finish_reason, usage))
+        let mut response =
+            self.endpoint.response(&reply, ResponseBody::Text(text), finish_reason, usage);
+        // An answer through the structured-output tool wins over calls made alongside it.
+        if tool_input.is_none() {
+            response.tool_calls = calls;
+        }
+        Ok(response)
     }
 }
 

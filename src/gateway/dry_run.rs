@@ -52,6 +52,7 @@ impl Provider for DryRunProvider {
             latency: started.elapsed(),
             model: Some("dry-run".into()),
             attempts: 1,
+            tool_calls: Vec::new(),
         })
     }
 }

@@ -472,6 +472,7 @@ impl Endpoint {
             latency: reply.latency,
             model: reply.body.get("model").and_then(Value::as_str).map(|m| scrub(secret, m)),
             attempts: reply.attempts,
+            tool_calls: Vec::new(),
         }
     }
 }

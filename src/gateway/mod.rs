@@ -63,6 +63,45 @@ pub struct Boundary {
     pub structured_output: Option<Value>,
 }
 
+/// A tool offered to the model (SPEC §15): the providers send it in their own wire format.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// A JSON Schema for the call's arguments (an object).
+    pub input_schema: Value,
+}
+
+/// One tool call the model made.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; tool results answer it.
+    pub id: String,
+    pub name: String,
+    /// The call's arguments (an object).
+    pub arguments: Value,
+}
+
+/// The answer to one tool call, as the model will see it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolResult {
+    /// The [`ToolCall::id`] it answers.
+    pub id: String,
+    pub content: String,
+    /// True when the call failed (unknown key, path outside the context folder, ...).
+    pub is_error: bool,
+}
+
+/// One round of tool use after the rendered messages: what the model said and asked, and
+/// the answers it got.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolTurn {
+    /// Text the model sent along with its calls (often empty).
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub results: Vec<ToolResult>,
+}
+
 /// Everything a provider needs for one call, built from the resolved contract.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PromptRequest {
@@ -83,6 +122,12 @@ pub struct PromptRequest {
     pub tier: Option<String>,
     /// Per-request timeout (work order `constraints.timeout_s`); `None` = provider default.
     pub timeout: Option<Duration>,
+    /// Tools offered to the model (SPEC §15); empty for most exchanges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// Earlier rounds of tool use in this exchange, after `messages`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<ToolTurn>,
 }
 
 /// The body of a provider's answer: plain text, or an envelope object (SPEC §6.3 step 0)
@@ -161,6 +206,10 @@ pub struct ProviderResponse {
     pub model: Option<String>,
     /// HTTP attempts made (1 for offline providers).
     pub attempts: u32,
+    /// Tools the model asked to call instead of answering (SPEC §15); the exchange answers
+    /// them and calls again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

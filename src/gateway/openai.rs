@@ -26,6 +26,14 @@
 //! `refusal` is an error quoting the refusal. `choices[0].finish_reason`
 //! goes through [`FinishReason::from_api`], `usage.prompt_tokens` / `completion_tokens` become
 //! [`Usage`], and `model` names the model that answered.
+//!
+//! **Tools (SPEC §15).** Tools offered go in `tools: [{"type": "function", "function":
+//! {name, description, parameters}}]`. A reply's `choices[0].message.tool_calls` (`{id,
+//! type: "function", function: {name, arguments}}`, `arguments` a JSON string; content
+//! then usually null) become [`ToolCall`]s; arguments that are not JSON are kept as the
+//! string, so the tool answers with an error the model sees. Earlier rounds follow the
+//! rendered messages as the API defines them: an `assistant` message with the
+//! `tool_calls`, then one `{"role": "tool", "tool_call_id", "content"}` message per result.
 
 use std::time::Duration;
 
@@ -34,7 +42,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{ProviderFailure, Result};
 use crate::gateway::http::{self, ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
 use crate::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Secret, Usage,
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Secret, ToolCall, Usage,
 };
 
 /// The public OpenAI API.
@@ -133,6 +141,22 @@ impl OpenAiProvider {
             .iter()
             .map(|m| json!({"role": m.role, "content": m.content}))
             .collect();
+        let mut messages = messages;
+        for turn in &request.turns {
+            let calls: Vec<Value> = turn
+                .calls
+                .iter()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+                })
+                .collect();
+            let content = if turn.text.is_empty() { Value::Null } else { json!(turn.text) };
+            messages.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
+            for r in &turn.results {
+                messages.push(json!({"role": "tool", "tool_call_id": r.id, "content": r.content}));
+            }
+        }
         let mut body = Map::new();
         body.insert("model".into(), json!(self.config.model));
         body.insert("messages".into(), Value::Array(messages));
@@ -140,6 +164,17 @@ impl OpenAiProvider {
             if self.config.max_completion_tokens { "max_completion_tokens" } else { "max_tokens" };
         body.insert(limit.into(), json!(boundary.max_tokens));
         body.insert("temperature".into(), json!(boundary.temperature));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
         if let Some(schema) = &boundary.structured_output {
             body.insert(
                 "response_format".into(),
@@ -164,7 +199,9 @@ impl OpenAiProvider {
             return Err(endpoint.missing(body, "choices[0]"));
         };
         let message = choice.get("message");
+        let tool_calls = tool_calls(message);
         let content = match message.and_then(|m| m.get("content")) {
+            None | Some(Value::Null) if !tool_calls.is_empty() => ResponseBody::Text(String::new()),
             Some(Value::String(text)) => ResponseBody::Text(text.clone()),
             Some(Value::Array(parts)) => ResponseBody::Text(text_parts(parts)),
             Some(Value::Object(envelope)) => {
@@ -191,8 +228,38 @@ impl OpenAiProvider {
         });
         let finish_reason =
             choice.get("finish_reason").and_then(Value::as_str).map(FinishReason::from_api);
-        Ok(endpoint.response(&reply, content, finish_reason, usage))
+        let mut response = endpoint.response(&reply, content, finish_reason, usage);
+        response.tool_calls = tool_calls;
+        Ok(response)
     }
+}
+
+/// The tool calls of a chat-completion message, in order; a call without an id gets
+/// `call_N`.
+fn tool_calls(message: Option<&Value>) -> Vec<ToolCall> {
+    let Some(calls) = message.and_then(|m| m.get("tool_calls")).and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let function = c.get("function")?;
+            let name = function.get("name")?.as_str()?.to_string();
+            let arguments = match function.get("arguments") {
+                Some(Value::String(s)) => {
+                    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+                }
+                Some(other) => other.clone(),
+                None => json!({}),
+            };
+            let id = c
+                .get("id")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("call_{i}"), str::to_string);
+            Some(ToolCall { id, name, arguments })
+        })
+        .collect()
 }
 
 impl Provider for OpenAiProvider {

@@ -11,6 +11,11 @@
 //!   "contract_id": "PRC-CLASSIFY-001", "contract_version": "1.0.0", "prompt_hash": "3f2a…",
 //!   "body": "…", "finish_reason": "stop", "usage": {…}, "recorded_from": "openai" } ] }
 //! ```
+//!
+//! A reply that called tools (SPEC §15) records them in `tool_calls` (`[{id, name,
+//! arguments}]`). A request after such a reply carries the earlier rounds of tool use, and
+//! its key adds their hash (`…#<prompt hash>+<turns hash>`), so each round has its own
+//! recording.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +27,8 @@ use serde_json::Value;
 
 use crate::error::{Error, ProviderFailure, Result};
 use crate::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Usage, prompt_hash,
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, ToolCall, Usage,
+    prompt_hash,
 };
 
 /// Replay only, or record through a real provider.
@@ -43,6 +49,9 @@ struct Recording {
     finish_reason: Option<String>,
     usage: Option<Usage>,
     recorded_from: Option<String>,
+    /// Tools the model called instead of answering.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<ToolCall>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -74,12 +83,19 @@ fn fail(failure: ProviderFailure, message: String) -> Error {
 
 /// The key of a request in a cassette.
 pub fn key_of(request: &PromptRequest) -> String {
-    format!(
+    let mut key = format!(
         "{}@{}#{}",
         request.contract_id,
         request.contract_version,
         prompt_hash(&request.messages)
-    )
+    );
+    if !request.turns.is_empty() {
+        let turns = serde_json::to_value(&request.turns).unwrap_or(Value::Null);
+        let hash = crate::digest::sha256_hex(crate::digest::canonical_json(&turns).as_bytes());
+        key.push('+');
+        key.push_str(&hash);
+    }
+    key
 }
 
 impl ReplayProvider {
@@ -191,6 +207,7 @@ impl Provider for ReplayProvider {
                 latency: started.elapsed(),
                 model: Some("replay".into()),
                 attempts: 1,
+                tool_calls: r.tool_calls.clone(),
             });
         }
         let inner = self.inner.as_ref().ok_or_else(|| {
@@ -214,6 +231,7 @@ impl Provider for ReplayProvider {
             }),
             usage: response.usage,
             recorded_from: Some(inner.name().to_string()),
+            tool_calls: response.tool_calls.clone(),
         };
         self.save(&recording)?;
         self.entries.lock().unwrap_or_else(|p| p.into_inner()).insert(key, recording);

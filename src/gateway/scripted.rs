@@ -9,9 +9,13 @@
 //!     { "envelope": { "text": "...", "files": { "out/a.md": "# A" } } },
 //!     { "contract_id": "PRC-SYNTH-001", "expect_prompt": ["{\"s1\":{\"result\":15}}"],
 //!       "text": "{\"answer_text\": \"The sum is 15.\", \"metadata\": {}}" },
-//!     { "contract_id": "PRC-SYNTH-001", "error": { "code": "provider_unreachable", "message": "simulated outage" } }
+//!     { "contract_id": "PRC-SYNTH-001", "error": { "code": "provider_unreachable", "message": "simulated outage" } },
+//!     { "tool_calls": [ { "name": "read_file", "arguments": { "path": "/context/reference.md" } } ] }
 //! ] }
 //! ```
+//!
+//! A response with `tool_calls` (and optionally `text`) stands for a model that calls tools
+//! instead of answering (SPEC §15); each call's `id` defaults to `call_N`, N its position.
 //!
 //! Responses are consumed in order: a request takes the first unused response whose
 //! `contract_id` is absent or equal to its own. A response may simulate a provider failure
@@ -32,7 +36,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ProviderFailure, Result};
 use crate::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Usage,
+    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, ToolCall, Usage,
 };
 
 #[derive(Clone, Debug, Deserialize)]
@@ -44,12 +48,23 @@ struct Fixture {
     finish_reason: Option<String>,
     usage: Option<Usage>,
     error: Option<FixtureError>,
+    /// Tool calls the model makes instead of answering.
+    tool_calls: Option<Vec<FixtureToolCall>>,
     /// Substrings the prompt this response answers must contain.
     #[serde(default)]
     expect_prompt: Vec<String>,
     /// Free-form note for the reader of the fixture file.
     #[allow(dead_code)]
     note: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixtureToolCall {
+    id: Option<String>,
+    name: String,
+    #[serde(default)]
+    arguments: Value,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -89,12 +104,13 @@ impl ScriptedProvider {
             not_configured(format!("fixtures {} are malformed: {e}", path.display()))
         })?;
         for (i, f) in file.responses.iter().enumerate() {
-            let bodies = usize::from(f.text.is_some())
+            let bodies = usize::from(f.text.is_some() && f.tool_calls.is_none())
                 + usize::from(f.envelope.is_some())
-                + usize::from(f.error.is_some());
+                + usize::from(f.error.is_some())
+                + usize::from(f.tool_calls.is_some());
             if bodies != 1 {
                 return Err(not_configured(format!(
-                    "fixtures {} response {i}: needs exactly one of `text`, `envelope` and `error`",
+                    "fixtures {} response {i}: needs exactly one of `text`, `envelope`, `error` and `tool_calls` (`text` may go with `tool_calls`)",
                     path.display()
                 )));
             }
@@ -207,15 +223,32 @@ impl Provider for ScriptedProvider {
             (None, Some(v)) => ResponseBody::Envelope(v),
             (None, None) => ResponseBody::Text(String::new()),
         };
+        let tool_calls: Vec<ToolCall> = fixture
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: c.id.unwrap_or_else(|| format!("call_{i}")),
+                name: c.name,
+                arguments: if c.arguments.is_null() {
+                    Value::Object(Default::default())
+                } else {
+                    c.arguments
+                },
+            })
+            .collect();
+        let default_finish = if tool_calls.is_empty() { "stop" } else { "tool_calls" };
         Ok(ProviderResponse {
             body,
-            finish_reason: Some(
-                fixture.finish_reason.as_deref().map_or(FinishReason::Stop, FinishReason::from_api),
-            ),
+            finish_reason: Some(FinishReason::from_api(
+                fixture.finish_reason.as_deref().unwrap_or(default_finish),
+            )),
             usage: fixture.usage,
             latency: started.elapsed().max(Duration::from_micros(1)),
             model: Some("scripted".into()),
             attempts: 1,
+            tool_calls,
         })
     }
 }
@@ -257,6 +290,8 @@ mod tests {
             agent_class: None,
             tier: None,
             timeout: None,
+            tools: Vec::new(),
+            turns: Vec::new(),
         }
     }
 

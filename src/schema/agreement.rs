@@ -102,6 +102,7 @@ fn full_contract() -> Value {
             "temperature": 0.5,
             "provider_id": "local",
             "structured_output": {"type": "object"},
+            "max_disclosures": 2,
         },
         "agent_class": "KERNEL.semantic",
         "tier": "ho1",
@@ -155,7 +156,7 @@ fn full_work_order() -> Value {
         "request": "r",
         "contracts": {"plan": "PRC-PLAN-001@^1"},
         "tools": ["echo"],
-        "constraints": {"token_budget": 10, "ttl": 2, "max_repair_attempts": 1, "timeout_s": 3, "context_budget": 100},
+        "constraints": {"token_budget": 10, "ttl": 2, "max_repair_attempts": 1, "timeout_s": 3, "context_budget": 100, "max_disclosures": 2},
         "session_id": "s",
         "agent_id": "a",
         "agent_class": "ADMIN",
@@ -292,7 +293,7 @@ fn shapes() -> Vec<Shape> {
             kind: DocKind::PromptPack,
             full: full_pack(),
             at: "/sections",
-            schema_at: "/properties/sections",
+            schema_at: "/$defs/canonical",
             fields: fields_of::<Sections>(),
             parse: parses::<Sections>,
             ignored: &[],
@@ -432,7 +433,8 @@ fn the_field_name_recorder_sees_every_field() {
             "ttl",
             "max_repair_attempts",
             "timeout_s",
-            "context_budget"
+            "context_budget",
+            "max_disclosures"
         ])
     );
 }

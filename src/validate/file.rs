@@ -265,6 +265,9 @@ fn check_pack(a: &mut Analyzed, value: &Value) {
             return;
         }
     };
+    if let crate::pack::PackBody::Tree(tree) = &pack.body {
+        check_section_tools(a, tree, "/sections");
+    }
     match CompiledPack::compile(&pack) {
         Ok(compiled) => {
             a.pack_variables = Some(compiled.variables_by_template());
@@ -275,6 +278,36 @@ fn check_pack(a: &mut Analyzed, value: &Value) {
             &e,
             "fix the template syntax (Jinja: {{ name }}, {% for x in xs %}...{% endfor %})",
         ),
+    }
+}
+
+/// Every tool a section of a tree brings is a built-in tool (SPEC §14, §8.4).
+fn check_section_tools(a: &mut Analyzed, tree: &[crate::pack::Section], at: &str) {
+    let known = crate::executor::tools::ToolRegistry::builtin(std::sync::Arc::new(
+        crate::executor::memory::Memory::new(),
+    ))
+    .names();
+    let mut stack: Vec<(String, &crate::pack::Section)> =
+        tree.iter().enumerate().map(|(i, s)| (format!("{at}/{i}"), s)).collect();
+    while let Some((here, s)) = stack.pop() {
+        for (j, tool) in s.tools.iter().enumerate() {
+            if !known.contains(tool) {
+                a.push(
+                    Diagnostic::new(
+                        Code::PromptPackInvalid,
+                        format!(
+                            "section `{}` brings tool `{tool}`, which is not a known tool",
+                            s.key
+                        ),
+                    )
+                    .pointer(format!("{here}/tools/{j}"))
+                    .help(format!("known tools: {}", known.join(", "))),
+                );
+            }
+        }
+        stack.extend(
+            s.children.iter().enumerate().map(|(i, c)| (format!("{here}/children/{i}"), c)),
+        );
     }
 }
 

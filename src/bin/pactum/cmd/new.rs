@@ -2,7 +2,7 @@
 //! `pactum new version ID@VERSION [--pack]` (the next version of a contract, copied from
 //! the highest existing one and registered as a draft).
 
-use pactum::scaffold::{new_contract, new_version};
+use pactum::scaffold::{PackForm, new_contract_in_form, new_version};
 use serde_json::json;
 
 use crate::output::{self, Common, OK};
@@ -21,6 +21,10 @@ enum What {
     Contract {
         /// The new contract's id: `PRC-`, capital letters, `-`, digits (PRC-SUMMARIZE-001).
         id: String,
+        /// Write the pack as a section tree (keyed, numbered sections with a summarized
+        /// reference section the model opens on demand) instead of the canonical object.
+        #[arg(long)]
+        tree: bool,
     },
     /// The next version of a contract or pack, copied from its highest version, as a draft.
     Version {
@@ -37,7 +41,12 @@ pub fn exec(args: Args) -> u8 {
     let root = output::root_or_here(args.common.root.as_deref());
     let stamp = output::stamp(&root);
     match &args.what {
-        What::Contract { id } => match new_contract(&root, id, &stamp) {
+        What::Contract { id, tree } => match new_contract_in_form(
+            &root,
+            id,
+            &stamp,
+            if *tree { PackForm::Tree } else { PackForm::Canonical },
+        ) {
             Ok(s) => {
                 if json {
                     output::print_json(

@@ -1,5 +1,6 @@
 //! `pactum render ID[@REQ] --input FILE|-`: the messages a contract's pack renders to,
-//! after the input is validated against `input_schema`.
+//! after the input is validated against `input_schema`, and the tools they offer the model
+//! (SPEC §15); `--open KEY` shows a summarized section in full.
 //! `pactum render --work-order WO.json [--ledger FILE]`: the same for an exchange work
 //! order, with the context its contract requires assembled as `run` would (SPEC §16), and
 //! that context shown.
@@ -38,6 +39,10 @@ pub struct Args {
     /// Let drafts resolve.
     #[arg(long)]
     allow_draft: bool,
+    /// Show the summarized section KEY (a dotted key such as `reference.api`) in full, as
+    /// after the model opened it. Repeatable.
+    #[arg(long = "open", value_name = "KEY")]
+    open: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -126,10 +131,15 @@ pub fn exec(args: Args) -> u8 {
             }
             assembled = Some(got);
         }
-        let messages = pactum::render::render(&resolved.pack, &variables, !args.single_message)?;
-        Ok::<_, Error>((resolved, messages, assembled))
+        let compiled = pactum::render::CompiledPack::compile(&resolved.pack)?;
+        compiled.check_keys(&args.open)?;
+        let open = args.open.iter().cloned().collect();
+        let rendered = compiled.render_open(&variables, !args.single_message, &open)?;
+        let tools = pactum::executor::tools::ToolRegistry::builtin(Default::default());
+        let specs = pactum::disclosure::specs(&rendered.tools, &tools);
+        Ok::<_, Error>((resolved, rendered.messages, specs, assembled))
     })();
-    let (resolved, messages, assembled) = match result {
+    let (resolved, messages, tools, assembled) = match result {
         Ok(x) => x,
         Err(e)
             if !json
@@ -148,7 +158,7 @@ pub fn exec(args: Args) -> u8 {
     let context = assembled.as_ref().map(|a| a.context.clone().unwrap_or(Value::Null));
     if json {
         let mut shown = json!({"ok": true, "contract": resolved.contract.key(), "prompt_pack": resolved.pack.key(),
-                               "messages": messages, "warnings": warnings});
+                               "messages": messages, "tools": tools, "warnings": warnings});
         if let Some(ctx) = &context {
             shown["assembled_context"] = ctx.clone();
         }
@@ -171,6 +181,12 @@ pub fn exec(args: Args) -> u8 {
                 Role::Assistant => "assistant",
             };
             text.push_str(&format!("--- {role} ---\n{}\n", m.content));
+        }
+        if !tools.is_empty() {
+            text.push_str("\n--- tools offered ---\n");
+            for t in &tools {
+                text.push_str(&format!("{}: {}\n", t.name, t.description));
+            }
         }
         output::print_text(&text);
         for w in &warnings {
