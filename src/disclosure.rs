@@ -135,6 +135,11 @@ impl<'a> Disclosure<'a> {
         Ok(Disclosure { pack, variables, system_messages, tools, open, rendered, used: 0, max })
     }
 
+    /// The context files of the current rendering (`context/KEY.md`, for `read_file`).
+    pub fn files(&self) -> &[crate::render::ContextFile] {
+        &self.rendered.files
+    }
+
     /// The messages of the current rendering.
     pub fn messages(&self) -> &[Message] {
         &self.rendered.messages

@@ -149,6 +149,12 @@ fn the_runbook_demo_reads_opens_calls_a_tool_and_answers() {
         calls[0]["result"].as_str().unwrap().contains("## 2. Error codes\n- E101"),
         "{calls:#?}"
     );
+    // The file the model read is on disk under the exchange's context folder, as read.
+    let on_disk = dir
+        .path()
+        .join("work_orders/out/WO-DEMO-RUNBOOK-001/PRC-RUNBOOK-001@1.0.0/context/runbook.md");
+    let on_disk = std::fs::read_to_string(&on_disk).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(calls[0]["result"].as_str().unwrap(), on_disk);
     assert_eq!(calls[1]["tool"], "open_sections");
     assert_eq!(calls[1]["opened"], json!(["capacity"]));
     assert!(calls[1]["reason"].as_str().unwrap().contains("per-worker throughput"));

@@ -239,6 +239,12 @@ impl<'a> Caller<'a> {
         .and_then(|d| {
             let estimate = estimate_tokens(d.messages());
             self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
+            super::files::write_context(
+                &self.project.root,
+                self.work_order,
+                &resolved.contract.key(),
+                d.files(),
+            )?;
             Ok(d)
         });
         let mut disclosure = match opened {

@@ -67,6 +67,35 @@ pub fn output_dir(wo: &WorkOrder) -> PathBuf {
     }
 }
 
+/// The context folder of one exchange (SPEC §15): `<output folder>/<CONTRACT>@<VERSION>/`,
+/// which holds the `context/KEY.md` files its summarized sections point to. Each file is
+/// written through the confinement rule, like a reply's files; `read_file` serves the same
+/// text, so the folder is the record of what the model could read.
+pub fn write_context(
+    root: &Path,
+    wo: &WorkOrder,
+    exchange: &str,
+    files: &[crate::render::ContextFile],
+) -> crate::error::Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let boundary = Root::for_document(root, wo.dir());
+    let base = real_dir(wo);
+    let dir = match &wo.output_dir {
+        Some(d) => base.join(d),
+        None => base.join("out").join(&wo.id),
+    }
+    .join(exchange);
+    for file in files {
+        check_relative(&file.path)
+            .map_err(|reason| Error::PathEscape { path: file.path.clone(), reason })?;
+        let target = boundary.writable(&dir.join(&file.path), true)?;
+        crate::registry::store::write_atomic(&target, file.content.as_bytes())?;
+    }
+    Ok(())
+}
+
 /// The work order's folder with symlinks resolved (the current folder for a bare name).
 fn real_dir(wo: &WorkOrder) -> PathBuf {
     let dir = wo.dir();
