@@ -104,11 +104,13 @@ fn pactum(root: &Path, args: &[&str]) -> Out {
     pactum_in(root).args(args).output().unwrap().into()
 }
 
-fn ledger_records(root: &Path) -> Vec<Value> {
+/// The project ledger's exchange records (each run's start and end records left out).
+fn exchange_records(root: &Path) -> Vec<Value> {
     fs::read_to_string(root.join(".pactum/ledger.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "exchange")
         .collect()
 }
 
@@ -124,7 +126,7 @@ fn run_assembles_files_frameworks_and_session_history_into_the_prompt() {
     // Another session's exchange is not history of s-1.
     let other = work_order(root, "other", json!({"session_id": "s-2"}));
     assert_eq!(run(root, &other, 1).1, 0);
-    let records = ledger_records(root);
+    let records = exchange_records(root);
     let prompt = |r: &Value| r["raw_response"].clone();
     assert_eq!(prompt(&records[0]), "answer 0");
     for r in &records {
@@ -189,7 +191,7 @@ fn missing_or_escaping_references_fail_closed_without_a_call() {
         message.contains("file:docs/gone.md") && message.contains("framework:FMWK-NONE"),
         "{message}"
     );
-    let records = ledger_records(root);
+    let records = exchange_records(root);
     assert_eq!(records.len(), 1);
     assert_eq!(records[0]["verdict"], "required_context_missing");
     assert!(records[0]["raw_response"].is_null(), "no call was made");
@@ -247,7 +249,7 @@ fn a_context_budget_cuts_files_first_and_warns() {
         warning["message"].as_str().unwrap().contains("files[docs/big.md] cut from 20000"),
         "{warning}"
     );
-    let record = &ledger_records(root)[0];
+    let record = &exchange_records(root)[0];
     assert_eq!(record["warnings"][0]["code"], "context_truncated", "the ledger records the cut");
 }
 
@@ -305,12 +307,15 @@ fn ledger_query_reads_newest_first_and_failures_before_resolution_are_recorded()
     let session = query(&["--event", "exchange", "--session", "s-1"]);
     assert_eq!(ids(&session), [json!("WO-Q-3"), json!("WO-Q-1")]);
     assert_eq!(query(&["--event", "work_order_failed"]).len(), 2);
-    assert_eq!(query(&["--since", "1h"]).len(), 5);
+    // Three runs of three records, the unknown contract's start and end, the bad file's one.
+    assert_eq!(query(&["--since", "1h"]).len(), 12);
+    assert_eq!(query(&["--event", "work_order_started"]).len(), 4);
+    assert_eq!(query(&["--event", "work_order_completed", "--session", "s-2"]).len(), 1);
     // The text form: one line per record.
     let out = pactum(root, &["ledger", "query", "--event", "exchange", "--limit", "1"]);
     assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
     assert!(
-        out.stdout.contains("#3 exchange WO-Q-3 PRC-CTX-001@1.0.0 ok session=s-1"),
+        out.stdout.contains("#8 exchange WO-Q-3 PRC-CTX-001@1.0.0 ok session=s-1"),
         "{}",
         out.stdout
     );

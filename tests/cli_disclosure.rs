@@ -115,13 +115,19 @@ fn new_contract_tree_scaffolds_a_valid_tree_pack() {
     assert!(stdout.contains("--- tools offered ---\nread_file: "), "{stdout}");
 }
 
+/// The exchange records of the one run in `dir/ledger.jsonl`, after checking the chain and
+/// that the run's start and end records bracket them.
 fn ledger(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("ledger.jsonl")).unwrap();
     assert_eq!(
         common::check_ledger_chain_independently(&dir.join("ledger.jsonl")),
         text.lines().count()
     );
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    let all: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(all.first().map(|r| &r["event"]), Some(&json!("work_order_started")));
+    let end = all.last().map(|r| r["event"].as_str().unwrap());
+    assert!(matches!(end, Some("work_order_completed" | "work_order_failed")), "{all:#?}");
+    all.into_iter().filter(|r| r["kind"] == "exchange").collect()
 }
 
 #[test]

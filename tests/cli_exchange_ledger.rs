@@ -1,7 +1,8 @@
 //! End-to-end tests of the ledger written by exchange work orders (SPEC §10): one record
-//! per exchange and per repair attempt, every record fits `schemas/ledger_entry.schema.json`
-//! and carries the provenance fields, and `pactum ledger verify` names the first edited,
-//! removed or reordered line.
+//! per exchange and per repair attempt, bracketed by the run's `work_order_started` and
+//! `work_order_completed`/`work_order_failed` records; every record fits
+//! `schemas/ledger_entry.schema.json`, exchange records carry the provenance fields, and
+//! `pactum ledger verify` names the first edited, removed or reordered line.
 
 #[path = "fixtures/exchange/harness.rs"]
 mod harness;
@@ -9,8 +10,9 @@ mod harness;
 use harness::{Project, read_records, repo, schema_errors, sha256_hex};
 use serde_json::{Value, json};
 
-/// A project whose ledger holds five records: an exchange, an exchange repaired once (two
-/// records), a dry-run exchange and a failed exchange.
+/// A project whose ledger holds four runs (13 records): an exchange, an exchange repaired
+/// once (two exchange records), a dry-run exchange and a failed exchange, each between its
+/// start and end records.
 fn ledger_of_five() -> Project {
     let p = Project::new();
     p.copy_fixture("scripted/classify_ok.json", "wo/ok.json");
@@ -101,17 +103,41 @@ fn one_record_per_exchange_and_per_repair_attempt() {
         ["ok", "output_schema_invalid", "ok", "ok", "output_json_extraction_failed"]
     );
     let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert_eq!(seqs, [2, 5, 6, 9, 12]);
+
+    // Every run is bracketed: started, its exchanges, then completed or failed.
+    let all = p.all_records();
+    let events: Vec<&str> = all.iter().map(|r| r["event"].as_str().unwrap()).collect();
+    let (s, x, c, f) =
+        ("work_order_started", "exchange", "work_order_completed", "work_order_failed");
+    assert_eq!(events, [s, x, c, s, x, x, c, s, x, c, s, x, f]);
+    let ends: Vec<(&str, &str)> = all
+        .iter()
+        .filter(|r| r["kind"] == "work_order")
+        .map(|r| (r["work_order_id"].as_str().unwrap(), r["work_order_kind"].as_str().unwrap()))
+        .collect();
+    assert!(ends.iter().all(|(_, kind)| *kind == "exchange"), "{ends:?}");
+    assert_eq!(ends.len(), 8);
+    assert_eq!(all[2]["status"], "completed");
+    // The end record carries the run's usage: both calls of the repaired exchange.
+    let sum = |key: &str| all[4..6].iter().map(|r| r["usage"][key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(
+        all[6]["usage"],
+        json!({"prompt_tokens": sum("prompt_tokens"), "completion_tokens": sum("completion_tokens")})
+    );
+    assert_eq!(all[12]["status"], "failed");
+    assert_eq!(all[12]["code"], "output_json_extraction_failed");
+    assert!(all[12]["message"].as_str().is_some_and(|m| !m.is_empty()), "{:#}", all[12]);
 
     let out = verify(&p, false);
     out.status(0);
-    assert!(out.stdout.contains("5 records"), "{out}");
+    assert!(out.stdout.contains("13 records"), "{out}");
     let out = verify(&p, true);
     out.status(0);
     let doc = out.json();
     assert_eq!(doc["ok"], true);
-    assert_eq!(doc["records"], 5);
-    assert_eq!(doc["last_hash"], records[4]["hash"]);
+    assert_eq!(doc["records"], 13);
+    assert_eq!(doc["last_hash"], all[12]["hash"]);
 }
 
 #[test]
@@ -121,15 +147,19 @@ fn records_fit_the_ledger_schema_and_carry_their_provenance() {
         &std::fs::read_to_string(repo().join("schemas/ledger_entry.schema.json")).unwrap(),
     )
     .unwrap();
-    let records = p.records();
     let contract_sha =
         sha256_hex(&std::fs::read(repo().join("contracts/classify/1.0.0.json")).unwrap());
     let pack_sha =
         sha256_hex(&std::fs::read(repo().join("prompt_packs/classify/1.0.0.json")).unwrap());
     let mut prev = "0".repeat(64);
-    for r in &records {
+    for r in &p.all_records() {
         let errors = schema_errors(&schema, r);
         assert!(errors.is_empty(), "record {r:#} does not fit the schema: {errors:?}");
+        assert_eq!(r["prev"], prev.as_str(), "records chain");
+        prev = r["hash"].as_str().unwrap().to_string();
+    }
+    let records = p.records();
+    for r in &records {
         assert_eq!(r["kind"], "exchange");
         for field in [
             "contract_id",
@@ -150,8 +180,6 @@ fn records_fit_the_ledger_schema_and_carry_their_provenance() {
         ] {
             assert!(r.get(field).is_some(), "record lacks {field}: {r:#}");
         }
-        assert_eq!(r["prev"], prev.as_str(), "records chain");
-        prev = r["hash"].as_str().unwrap().to_string();
     }
     let first = &records[0];
     assert_eq!(first["contract_version"], "1.0.0");
@@ -174,11 +202,11 @@ fn records_fit_the_ledger_schema_and_carry_their_provenance() {
 #[test]
 fn record_hashes_recompute_without_the_library() {
     let p = ledger_of_five();
-    assert_eq!(harness::check_ledger_chain_independently(&p.ledger()), 5);
+    assert_eq!(harness::check_ledger_chain_independently(&p.ledger()), 13);
     // The check itself fails on a record edited without rehashing.
     let mut edited = lines(&p);
-    edited[2] = edited[2].replacen("\"verdict\":\"ok\"", "\"verdict\":\"failed\"", 1);
-    assert_ne!(edited[2], lines(&p)[2]);
+    edited[1] = edited[1].replacen("\"verdict\":\"ok\"", "\"verdict\":\"failed\"", 1);
+    assert_ne!(edited[1], lines(&p)[1]);
     write_lines(&p, &edited);
     let broken =
         std::panic::catch_unwind(|| harness::check_ledger_chain_independently(&p.ledger()));
@@ -189,11 +217,13 @@ fn record_hashes_recompute_without_the_library() {
 fn verify_names_an_edited_line() {
     let p = ledger_of_five();
     let mut edited = lines(&p);
-    let mut record: Value = serde_json::from_str(&edited[1]).unwrap();
+    // Line 5 is the repaired exchange's first record: its verdict was not ok.
+    let mut record: Value = serde_json::from_str(&edited[4]).unwrap();
+    assert_eq!(record["verdict"], "output_schema_invalid");
     record["verdict"] = json!("ok");
-    edited[1] = serde_json::to_string(&record).unwrap();
+    edited[4] = serde_json::to_string(&record).unwrap();
     write_lines(&p, &edited);
-    assert_eq!(broken_line(&p), "2");
+    assert_eq!(broken_line(&p), "5");
 }
 
 #[test]
@@ -227,7 +257,7 @@ fn verify_names_a_line_that_is_not_json_and_a_cut_off_last_line() {
     text.truncate(text.len() - 20);
     std::fs::write(p.ledger(), text).unwrap();
     // A torn last line is a cut-off write, not an edit (SPEC §18).
-    assert_eq!(failing_line(&p, "ledger_corrupt"), "5");
+    assert_eq!(failing_line(&p, "ledger_corrupt"), "13");
 }
 
 #[test]
@@ -251,9 +281,10 @@ fn appending_after_verification_continues_the_chain() {
     let again = p.classify_wo("WO-LEDGER-AGAIN", json!({"provider": {"fixtures": "again.json"}}));
     p.run(&[&again], &[], &[]).status(0);
     let records = read_records(&p.ledger());
-    assert_eq!(records.len(), 6);
-    assert_eq!(records[5]["seq"], 6);
-    assert_eq!(records[5]["prev"], records[4]["hash"]);
+    assert_eq!(records.len(), 16);
+    assert_eq!(records[13]["seq"], 14);
+    assert_eq!(records[13]["prev"], records[12]["hash"]);
+    assert_eq!(records[15]["event"], "work_order_completed");
     verify(&p, false).status(0);
 }
 
@@ -274,6 +305,7 @@ fn the_default_ledger_is_under_the_project_root() {
     let out = p.pactum(&["run", &wo.display().to_string()], &[]);
     out.status(0);
     let records = read_records(&p.path(".pactum/ledger.jsonl"));
-    assert_eq!(records.len(), 1);
-    assert_eq!(records[0]["work_order_id"], "WO-LEDGER-DEFAULT");
+    let events: Vec<&Value> = records.iter().map(|r| &r["event"]).collect();
+    assert_eq!(events, ["work_order_started", "exchange", "work_order_completed"]);
+    assert!(records.iter().all(|r| r["work_order_id"] == "WO-LEDGER-DEFAULT"));
 }

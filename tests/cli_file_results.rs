@@ -99,7 +99,8 @@ fn a_text_reply_with_files_writes_them_and_its_response_is_the_output() {
     assert!(!warnings.iter().any(|w| w.contains("`report.md`")), "{warnings:?}");
     // The ledger records the exchange as ok with the raw reply.
     let ledger = fs::read_to_string(root.join(".pactum/ledger.jsonl")).unwrap();
-    let record: Value = serde_json::from_str(ledger.lines().next().unwrap()).unwrap();
+    let records: Vec<Value> = ledger.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let record = records.iter().find(|r| r["kind"] == "exchange").unwrap();
     assert_eq!(
         (record["verdict"].as_str(), record["raw_response"].as_str()),
         (Some("ok"), Some(reply))

@@ -245,12 +245,22 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     let r = Repo::new("");
     let out = r.ok(&["init", "--kernel"]);
     assert!(
-        out.stdout.contains("registered 26 kernel contracts and packs (active)"),
+        out.stdout.contains("registered 50 kernel contracts and packs (active)"),
         "{}",
         out.stdout
     );
     let reg = r.registry();
-    assert_eq!(reg["contracts"].as_array().unwrap().len(), 13);
+    // 13 roles at 1.0.0, and 12 of them again at 1.1.0 (the versions that take the run
+    // limits); each with its pack.
+    assert_eq!(reg["contracts"].as_array().unwrap().len(), 25);
+    let plan: Vec<&Value> = reg["contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["contract_id"] == "PRC-PLAN-001")
+        .map(|e| &e["version"])
+        .collect();
+    assert_eq!(plan, ["1.0.0", "1.1.0"]);
     assert!(reg["contracts"].as_array().unwrap().iter().all(|e| e["state"] == json!("active")));
     r.ok(&["validate"]);
     r.ok(&["registry", "verify"]);
@@ -270,7 +280,7 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     // Again: the kernel files are kept and not registered twice.
     let out = r.ok(&["init", "--kernel"]);
     assert!(!out.stdout.contains("registered"), "{}", out.stdout);
-    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 13);
+    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 25);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -951,7 +961,8 @@ fn ledger_verify_defaults_to_the_project_ledger_and_detects_a_cut_tail() {
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(
         (v["file"].clone(), v["records"].clone()),
-        (json!(".pactum/ledger.jsonl"), json!(3))
+        (json!(".pactum/ledger.jsonl"), json!(9)),
+        "three runs of one exchange: start, exchange and end records"
     );
     let head = v["last_hash"].as_str().unwrap().to_string();
     // From a subfolder, with --root.
@@ -963,13 +974,13 @@ fn ledger_verify_defaults_to_the_project_ledger_and_detects_a_cut_tail() {
     r.ok(&["run", "work_orders/WO-SUM.json"]);
     let out = r.ok(&["ledger", "verify", "--expect-head", &head]);
     assert!(
-        out.stdout.contains("the expected head is record 3; 1 records were appended since"),
+        out.stdout.contains("the expected head is record 9; 3 records were appended since"),
         "{}",
         out.stdout
     );
-    // Cut the last two records: the chain still verifies, the expected head is gone.
+    // Cut the records from the expected head on: the chain still verifies, the head is gone.
     let text = std::fs::read_to_string(r.root.join(".pactum/ledger.jsonl")).unwrap();
-    let kept: Vec<&str> = text.lines().take(2).collect();
+    let kept: Vec<&str> = text.lines().take(8).collect();
     std::fs::write(r.root.join(".pactum/ledger.jsonl"), kept.join("\n") + "\n").unwrap();
     r.ok(&["ledger", "verify"]);
     let (code, v) = r.json(&["ledger", "verify", "--expect-head", &head]);

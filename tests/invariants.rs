@@ -672,8 +672,9 @@ fn the_exchange_demo_classifies_offline() {
     assert_eq!(result["ok"], true, "{result:#}");
     assert_eq!(result["kind"], "exchange");
     assert!(result["output"]["label"].is_string(), "{result:#}");
-    assert_eq!(records.len(), 1);
-    assert_eq!(records[0]["contract_id"], "PRC-CLASSIFY-001");
+    let events: Vec<&Value> = records.iter().map(|r| &r["event"]).collect();
+    assert_eq!(events, ["work_order_started", "exchange", "work_order_completed"]);
+    assert_eq!(records[1]["contract_id"], "PRC-CLASSIFY-001");
 }
 
 // --- module docs -------------------------------------------------------------------------

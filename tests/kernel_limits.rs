@@ -269,13 +269,13 @@ fn a_provider_failure_mid_run_stops_the_loop_and_phase_e_uses_what_is_known() {
     assert_eq!(failed["llm_output"], Value::Null);
     assert_eq!(failed["errors"][0]["code"], "provider_timeout");
     assert_eq!(failed["contract_id"], "PRC-SEMANTIC-001");
-    assert_eq!(failed["version"], "1.0.0");
+    assert_eq!(failed["version"], "1.1.0", "an unpinned role runs its latest active version");
     let registry = p.read_json("registry.json");
     let entry = registry["contracts"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["contract_id"] == "PRC-SEMANTIC-001")
+        .find(|e| e["contract_id"] == "PRC-SEMANTIC-001" && e["version"] == "1.1.0")
         .unwrap();
     assert_eq!(failed["sha256"], entry["sha256"]);
     assert_eq!(failed["tool_calls"][0]["step_id"], "s1", "the tool call is logged with it");

@@ -1,7 +1,8 @@
 //! Section trees (SPEC §14): the canonical object form is shorthand for a tree and renders
 //! byte for byte as before. Every shipped pack, rendered with each of its contract's example
 //! inputs, with and without a system message, is pinned by one snapshot taken before trees
-//! existed.
+//! existed (later versions of the shipped packs, such as the kernel's 2.0.0 packs, added
+//! entries to it; none changed).
 
 use std::path::{Path, PathBuf};
 
@@ -42,7 +43,13 @@ fn shipped_packs_render_as_before() {
     for path in json_files(&repo().join("contracts")) {
         let contract = read(&path);
         let pack_id = contract["prompt_pack_id"].as_str().unwrap();
-        let pack = packs.iter().filter(|p| p.id == pack_id).max_by_key(|p| p.version.clone());
+        let wanted = contract["prompt_pack_version"].as_str().unwrap_or_default();
+        let wanted = pactum::id::Requirement::parse(wanted).unwrap();
+        // The pack the contract resolves to: its id, the highest version its pin allows.
+        let pack = packs
+            .iter()
+            .filter(|p| p.id == pack_id && wanted.matches(&p.version))
+            .max_by_key(|p| p.version.clone());
         let Some(pack) = pack else { continue };
         // Packs in tree form came after the snapshot; tests/cli_disclosure.rs pins them.
         if matches!(pack.body, pactum::pack::PackBody::Tree(_)) {

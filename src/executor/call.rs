@@ -432,69 +432,17 @@ impl<'a> Caller<'a> {
         }
     }
 
-    /// The ledger record of a reply that called tools: verdict `tool_calls`, and per call
-    /// the tool, its arguments, the keys opened or file read, the reason and the result.
-    #[allow(clippy::too_many_arguments)]
-    fn record_tool_calls(
-        &self,
-        resolved: &Resolved,
-        provider: &str,
-        prompt_hash: &str,
-        response: &ProviderResponse,
-        answered: &[Disclosed],
-        repair_attempt: u32,
-        role: Option<&str>,
-    ) -> Result<()> {
-        let Some(ledger) = self.ledger else { return Ok(()) };
-        let mut fields = Map::new();
-        let c = &resolved.contract;
-        fields.insert("work_order_id".into(), json!(self.work_order.id));
-        fields.insert("contract_id".into(), json!(c.id));
-        fields.insert("contract_version".into(), json!(c.version.to_string()));
-        fields.insert("contract_sha256".into(), json!(c.sha256));
-        fields.insert("prompt_pack_id".into(), json!(resolved.pack.id));
-        fields.insert("prompt_pack_version".into(), json!(resolved.pack.version.to_string()));
-        fields.insert("prompt_pack_sha256".into(), json!(resolved.pack.sha256));
-        fields.insert("prompt_hash".into(), json!(prompt_hash));
-        fields.insert("provider".into(), json!(provider));
-        fields.insert(
-            "raw_response".into(),
-            match &response.body {
-                ResponseBody::Text(t) => json!(t),
-                ResponseBody::Envelope(v) => v.clone(),
-            },
-        );
-        fields.insert("finish_reason".into(), json!(response.finish_reason));
-        fields.insert("extraction_method".into(), Value::Null);
-        fields.insert("verdict".into(), json!("tool_calls"));
-        fields.insert("errors".into(), json!([]));
-        fields.insert(
-            "disclosures".into(),
-            Value::Array(answered.iter().map(Disclosed::to_json).collect()),
-        );
-        fields.insert("usage".into(), json!(response.usage));
-        fields.insert("latency_ms".into(), json!(response.latency.as_millis() as u64));
-        fields.insert("attempts".into(), json!(response.attempts));
-        fields.insert("repair_attempt".into(), json!(repair_attempt));
-        if let Some(role) = role {
-            fields.insert("role".into(), json!(role));
-        }
-        ledger.append("exchange", fields).map(|_| ())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record(
+    /// The fields every exchange record has (SPEC §10): the event, the work order and who
+    /// ran it, the contract and pack with their hashes, the prompt's hash, the provider, its
+    /// raw reply with what it cost, and the call's repair attempt and kernel role.
+    fn exchange_fields(
         &self,
         resolved: &Resolved,
         provider: &str,
         prompt_hash: Option<&str>,
         response: Option<&ProviderResponse>,
-        verdict: std::result::Result<&Output, &Error>,
-        repair_attempt: u32,
-        role: Option<&str>,
-        warnings: &[Warning],
-    ) -> Result<()> {
-        let Some(ledger) = self.ledger else { return Ok(()) };
+        (repair_attempt, role): (u32, Option<&str>),
+    ) -> Map<String, Value> {
         let mut fields = Map::new();
         let c = &resolved.contract;
         let wo = self.work_order;
@@ -519,6 +467,65 @@ impl<'a> Caller<'a> {
         );
         fields
             .insert("finish_reason".into(), json!(response.and_then(|r| r.finish_reason.clone())));
+        fields.insert("usage".into(), json!(response.and_then(|r| r.usage)));
+        let (latency, attempts) = response.map_or((Duration::ZERO, 0), |r| (r.latency, r.attempts));
+        fields.insert("latency_ms".into(), json!(latency.as_millis() as u64));
+        fields.insert("attempts".into(), json!(attempts));
+        fields.insert("repair_attempt".into(), json!(repair_attempt));
+        if let Some(role) = role {
+            fields.insert("role".into(), json!(role));
+        }
+        fields
+    }
+
+    /// The ledger record of a reply that called tools: verdict `tool_calls`, and per call
+    /// the tool, its arguments, the keys opened or file read, the reason and the result.
+    #[allow(clippy::too_many_arguments)]
+    fn record_tool_calls(
+        &self,
+        resolved: &Resolved,
+        provider: &str,
+        prompt_hash: &str,
+        response: &ProviderResponse,
+        answered: &[Disclosed],
+        repair_attempt: u32,
+        role: Option<&str>,
+    ) -> Result<()> {
+        let Some(ledger) = self.ledger else { return Ok(()) };
+        let mut fields = self.exchange_fields(
+            resolved,
+            provider,
+            Some(prompt_hash),
+            Some(response),
+            (repair_attempt, role),
+        );
+        fields.insert("extraction_method".into(), Value::Null);
+        fields.insert("verdict".into(), json!("tool_calls"));
+        fields.insert("errors".into(), json!([]));
+        fields.insert(
+            "disclosures".into(),
+            Value::Array(answered.iter().map(Disclosed::to_json).collect()),
+        );
+        ledger.append("exchange", fields).map(|_| ())
+    }
+
+    /// The ledger record of a call: its verdict (`ok`, or the failure's code with the
+    /// error), the extraction method, and the call's warnings.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        resolved: &Resolved,
+        provider: &str,
+        prompt_hash: Option<&str>,
+        response: Option<&ProviderResponse>,
+        verdict: std::result::Result<&Output, &Error>,
+        repair_attempt: u32,
+        role: Option<&str>,
+        warnings: &[Warning],
+    ) -> Result<()> {
+        let Some(ledger) = self.ledger else { return Ok(()) };
+        let mut fields =
+            self.exchange_fields(resolved, provider, prompt_hash, response, (repair_attempt, role));
         let (verdict_text, method, errors) = match verdict {
             Ok(out) => {
                 ("ok".to_string(), out.extraction().map(|x| x.method.as_str().to_string()), vec![])
@@ -528,18 +535,10 @@ impl<'a> Caller<'a> {
         fields.insert("extraction_method".into(), json!(method));
         fields.insert("verdict".into(), json!(verdict_text));
         fields.insert("errors".into(), Value::Array(errors));
-        fields.insert("usage".into(), json!(response.and_then(|r| r.usage)));
         // A failed call has no response; a provider error still says what it cost.
-        let (latency, attempts) = match (response, verdict) {
-            (Some(r), _) => (r.latency, r.attempts),
-            (None, Err(Error::Provider { elapsed, attempts, .. })) => (*elapsed, *attempts),
-            (None, _) => (Duration::ZERO, 0),
-        };
-        fields.insert("latency_ms".into(), json!(latency.as_millis() as u64));
-        fields.insert("attempts".into(), json!(attempts));
-        fields.insert("repair_attempt".into(), json!(repair_attempt));
-        if let Some(role) = role {
-            fields.insert("role".into(), json!(role));
+        if let (None, Err(Error::Provider { elapsed, attempts, .. })) = (response, verdict) {
+            fields.insert("latency_ms".into(), json!(elapsed.as_millis() as u64));
+            fields.insert("attempts".into(), json!(attempts));
         }
         // Deprecated contracts or packs, and context cuts (SPEC §10, §16).
         let warnings: Vec<&Warning> = resolved.warnings.iter().chain(warnings).collect();

@@ -215,8 +215,9 @@ impl Kernel<'_> {
         repair: u32,
     ) -> Flow<Exchanged> {
         self.live(st)?;
+        let input = self.with_limits(st, role, input);
         let result =
-            self.caller.call(&self.pins.pin(role), input, target, repair, Some(role.name()));
+            self.caller.call(&self.pins.pin(role), &input, target, repair, Some(role.name()));
         let reached_model = match &result {
             Ok(_) => true,
             Err(e) => {
@@ -252,6 +253,34 @@ impl Kernel<'_> {
         }
         // Output failures stay in the exchange for the supervisor; anything else stops.
         result.map_err(Stop::Halted)
+    }
+
+    /// `input` plus the run's limits — `ttl_remaining` (LLM cycles left, this one included)
+    /// and `budget_remaining` (tokens left; only when the work order sets `token_budget`) —
+    /// each given only to a role contract whose `input_schema` declares it. The shipped
+    /// role contracts declare both from 1.1.0 and their packs show them to the model; a
+    /// contract from before (or a user's own role contract) that does not declare them is
+    /// called exactly as before, since it may refuse unknown inputs.
+    fn with_limits(&self, st: &State, role: Role, input: &Value) -> Value {
+        let Value::Object(fields) = input else { return input.clone() };
+        let Ok(resolved) = self.caller.resolve(&self.pins.pin(role)) else {
+            return input.clone();
+        };
+        let declared = |key: &str| {
+            let properties =
+                resolved.contract.input_schema.as_ref().and_then(|s| s.get("properties"));
+            properties.and_then(|p| p.get(key)).is_some()
+        };
+        let mut fields = fields.clone();
+        if declared("ttl_remaining") {
+            fields.insert("ttl_remaining".into(), json!(st.ttl));
+        }
+        if let Some(left) = self.caller.budget.remaining()
+            && declared("budget_remaining")
+        {
+            fields.insert("budget_remaining".into(), json!(left));
+        }
+        Value::Object(fields)
     }
 
     /// A JSON role's output, repaired by the supervisor when it is malformed or off-schema.

@@ -99,6 +99,16 @@ impl RunResult {
     }
 }
 
+/// What a kernel run starts from besides its work order.
+struct KernelSetup<'t> {
+    /// The work order's tool allow-list.
+    allowed: Option<&'t [String]>,
+    /// The library caller's own tools.
+    extra: &'t [Arc<dyn tools::Tool>],
+    /// Why the run cannot start (the ledger refused its start record), if so.
+    blocked: Option<Error>,
+}
+
 /// Runs work orders of one project through one provider.
 pub struct Runner<'a> {
     pub project: &'a Project,
@@ -126,19 +136,21 @@ impl Runner<'_> {
         let caller =
             Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft);
         let mut result = RunResult::new(wo, self.providers.selected().provider.as_ref());
-        // A failure before any exchange was recorded (an unknown contract, a role pin that
-        // does not resolve) still leaves a record (SPEC §10): the ledger head is compared.
-        let head = self.ledger.map(Ledger::head);
+        // The run is bracketed in the ledger (SPEC §10): `work_order_started` before any
+        // call, `work_order_completed` or `work_order_failed` after the last. A ledger that
+        // cannot take the first record stops the run before any model is called.
+        let blocked = record_event(self.ledger, "work_order_started", wo, |_| {}).err();
         match &wo.task {
-            Task::Exchange { contract, input } => {
-                self.exchange(&caller, wo, contract, input, &mut result)
-            }
+            Task::Exchange { contract, input } => match blocked {
+                None => self.exchange(&caller, wo, contract, input, &mut result),
+                Some(e) => result.errors.extend(error_entries(&e)),
+            },
             Task::Kernel { request, contracts, tools: allowed } => self.kernel(
                 &caller,
                 wo,
                 request,
                 contracts,
-                (allowed.as_deref(), tools),
+                KernelSetup { allowed: allowed.as_deref(), extra: tools, blocked },
                 &mut result,
             ),
         }
@@ -162,23 +174,30 @@ impl Runner<'_> {
         let mut warnings = caller.warnings();
         warnings.append(&mut result.warnings);
         result.warnings = warnings;
-        let unrecorded = match (self.ledger, head) {
-            (Some(ledger), Some(Ok(before))) => ledger.head().is_ok_and(|after| after == before),
-            _ => false,
-        };
-        if !result.ok && unrecorded {
-            let ended = record_event(self.ledger, "work_order_failed", wo, |f| {
-                f.insert("status".into(), json!(result.status));
-                for (key, value) in [("code", &result.code), ("message", &result.message)] {
-                    if let Some(v) = value {
-                        f.insert(key.into(), json!(v));
-                    }
+        let event = if result.ok { "work_order_completed" } else { "work_order_failed" };
+        let ended = record_event(self.ledger, event, wo, |f| {
+            f.insert("status".into(), json!(result.status));
+            for (key, value) in [("code", &result.code), ("message", &result.message)] {
+                if let Some(v) = value {
+                    f.insert(key.into(), json!(v));
                 }
+            }
+            if !result.errors.is_empty() {
                 f.insert("errors".into(), json!(result.errors));
+            }
+            if !result.warnings.is_empty() {
                 f.insert("warnings".into(), json!(result.warnings));
-            });
-            if let Err(e) = ended {
-                result.errors.extend(error_entries(&e));
+            }
+            f.insert("usage".into(), json!(result.usage));
+        });
+        if let Err(e) = ended {
+            result.errors.extend(error_entries(&e));
+            if result.ok {
+                // A run whose outcome is not in the ledger is not a completed run.
+                result.ok = false;
+                result.status = "failed".into();
+                result.code = Some(e.code().as_str().to_string());
+                result.message = Some(e.to_string());
             }
         }
         result
@@ -296,12 +315,17 @@ impl Runner<'_> {
         wo: &WorkOrder,
         request: &str,
         contracts: &std::collections::BTreeMap<String, Pin>,
-        (allowed, extra): (Option<&[String]>, &[Arc<dyn tools::Tool>]),
+        KernelSetup { allowed, extra, blocked }: KernelSetup<'_>,
         result: &mut RunResult,
     ) {
         let started = crate::registry::lifecycle::now();
+        // A run the ledger refused calls no model, not even for Phase E.
+        let refused = blocked.as_ref().map(|e| format!("run_not_recorded: {} ({e})", e.code()));
         let memory = Arc::new(memory::Memory::new());
         let setup = RolePins::from_map(contracts).and_then(|pins| {
+            if let Some(e) = blocked {
+                return Err(e);
+            }
             let mut registry = tools::ToolRegistry::builtin(memory.clone());
             for tool in extra {
                 registry.register_new(tool.clone())?;
@@ -326,8 +350,8 @@ impl Runner<'_> {
         };
         let (mut st, stop) = match setup_error {
             None => k.run(wo.constraints.ttl),
-            // A work order the kernel cannot start (an unknown tool in `tools`) fails;
-            // Phase E still answers.
+            // A work order the kernel cannot start (an unknown tool in `tools`, a ledger
+            // that refused the start record) fails; Phase E still answers.
             Some(e) => {
                 let stop = kernel::Stop::Halted(e);
                 let st = kernel::State {
@@ -364,15 +388,22 @@ impl Runner<'_> {
         // error; the stop itself is logged here) and whether the answer is degraded.
         let mut phase_e =
             kernel::PhaseECall { errors: stop.errors(st.cycles), ..Default::default() };
-        let answer = synthesis::synthesize(&input, ttl_exhausted, &mut |value| {
-            let x = caller
-                .call(&pins.pin(Role::Synthesis), value, None, 0, Some(Role::Synthesis.name()))
-                .inspect_err(|e| phase_e.errors.push(error_json(e)))?;
-            phase_e.llm_output = json!(x.raw_text());
-            phase_e.usage = x.response.usage;
-            phase_e.latency_ms = x.response.latency.as_millis() as u64;
-            x.output.map(|out| out.into_value()).inspect_err(|e| phase_e.errors.push(error_json(e)))
-        });
+        let answer = match &refused {
+            Some(reason) => {
+                synthesis::degraded(&input, reason, &input.missing_optional(), ttl_exhausted)
+            }
+            None => synthesis::synthesize(&input, ttl_exhausted, &mut |value| {
+                let x = caller
+                    .call(&pins.pin(Role::Synthesis), value, None, 0, Some(Role::Synthesis.name()))
+                    .inspect_err(|e| phase_e.errors.push(error_json(e)))?;
+                phase_e.llm_output = json!(x.raw_text());
+                phase_e.usage = x.response.usage;
+                phase_e.latency_ms = x.response.latency.as_millis() as u64;
+                x.output
+                    .map(|out| out.into_value())
+                    .inspect_err(|e| phase_e.errors.push(error_json(e)))
+            }),
+        };
         if answer.is_degraded() {
             phase_e.degraded_reason = answer.metadata.get("reason").cloned();
         }
