@@ -79,16 +79,7 @@ pub fn utf8(bytes: Vec<u8>, path: &Path, doc: Option<DocKind>) -> Result<String>
 pub fn parse(text: &str, syntax: Syntax, path: &Path, doc: Option<DocKind>) -> Result<Value> {
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
     match syntax {
-        Syntax::Json => serde_json::from_str(body).map_err(|e| {
-            let column = column_in_chars(body, e.line(), e.column());
-            Error::Parse {
-                path: path.to_path_buf(),
-                line: e.line().max(1),
-                column,
-                message: json_message(&e),
-                doc,
-            }
-        }),
+        Syntax::Json => parse_json(body, path, doc),
         Syntax::Yaml => {
             let options = serde_saphyr::options! {
                 strict_booleans: true,
@@ -111,7 +102,29 @@ pub fn parse(text: &str, syntax: Syntax, path: &Path, doc: Option<DocKind>) -> R
     }
 }
 
-fn json_message(e: &serde_json::Error) -> String {
+/// Parses JSON text (a leading byte-order mark skipped) into any type that may borrow from
+/// it; a syntax error, or a shape the type does not take, is a `Parse` error at its line
+/// and column.
+pub fn parse_json<'a, T: serde::Deserialize<'a>>(
+    text: &'a str,
+    path: &Path,
+    doc: Option<DocKind>,
+) -> Result<T> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_json::from_str(body).map_err(|e| {
+        let column = column_in_chars(body, e.line(), e.column());
+        Error::Parse {
+            path: path.to_path_buf(),
+            line: e.line().max(1),
+            column,
+            message: json_message(&e),
+            doc,
+        }
+    })
+}
+
+/// serde_json's message without the location it appends.
+pub(crate) fn json_message(e: &serde_json::Error) -> String {
     let full = e.to_string();
     // serde_json appends " at line L column C"; the location is reported separately.
     match full.rfind(" at line ") {

@@ -137,11 +137,10 @@ mod tests {
                 e
             })
             .collect();
-        Registry::from_parts(
+        Registry::from_text(
             Path::new("/x/registry.json"),
+            json!({"registry_version": 1, "contracts": list, "prompt_packs": []}).to_string(),
             String::new(),
-            String::new(),
-            &json!({"registry_version": 1, "contracts": list, "prompt_packs": []}),
         )
         .unwrap()
     }

@@ -43,10 +43,15 @@ const MAX_MESSAGE: usize = 300;
 fn compile_embedded(name: &str) -> Validator {
     let text = embedded(name).unwrap_or("true");
     let schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
-    // The embedded schemas are tested to compile; `true` accepts all as a last resort.
+    compile_trusted(&schema)
+}
+
+/// Compiles one of pactum's own schemas (formats checked). They are tested to compile;
+/// `true` accepts all as a last resort.
+fn compile_trusted(schema: &Value) -> Validator {
     jsonschema::draft202012::options()
         .should_validate_formats(true)
-        .build(&schema)
+        .build(schema)
         .or_else(|_| jsonschema::validator_for(&Value::Bool(true)))
         .unwrap_or_else(|_| unreachable_validator())
 }
@@ -79,6 +84,48 @@ pub fn check_document(kind: DocKind, value: &Value) -> Vec<Finding> {
         DocKind::WorkOrder => &WORK_ORDER,
     };
     findings(validator, value)
+}
+
+/// One item of registry.json, checked on its own ([`check_registry_part`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegistryPart {
+    ContractEntry,
+    PackEntry,
+    Event,
+}
+
+/// A validator for one `$defs` item of `registry.schema.json`: the same document with its
+/// root replaced by a reference to the item, so every `$ref` inside still resolves.
+fn compile_registry_part(def: &str) -> Validator {
+    let text = embedded("registry.schema.json").unwrap_or("true");
+    let mut schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
+    if let Value::Object(root) = &mut schema {
+        root.retain(|k, _| matches!(k.as_str(), "$schema" | "$id" | "$defs"));
+        root.insert("$ref".into(), Value::String(format!("#/$defs/{def}")));
+    }
+    compile_trusted(&schema)
+}
+
+static CONTRACT_ENTRY: LazyLock<Validator> =
+    LazyLock::new(|| compile_registry_part("contract_entry"));
+static PACK_ENTRY: LazyLock<Validator> = LazyLock::new(|| compile_registry_part("pack_entry"));
+static EVENT: LazyLock<Validator> = LazyLock::new(|| compile_registry_part("event"));
+
+/// Checks one entry or history event of registry.json against its part of the schema;
+/// findings carry their pointer inside the whole file (`at` is the item's own pointer).
+/// Together with [`check_document`] on the top level with its lists emptied, this finds
+/// exactly what checking the whole document finds.
+pub fn check_registry_part(part: RegistryPart, value: &Value, at: &str) -> Vec<Finding> {
+    let validator: &Validator = match part {
+        RegistryPart::ContractEntry => &CONTRACT_ENTRY,
+        RegistryPart::PackEntry => &PACK_ENTRY,
+        RegistryPart::Event => &EVENT,
+    };
+    let mut out = findings(validator, value);
+    for f in &mut out {
+        f.pointer.insert_str(0, at);
+    }
+    out
 }
 
 /// Checks a Phase E answer against `final_answer.schema.json`.

@@ -136,8 +136,7 @@ fn build(root: &Path, n: usize) -> Vec<String> {
 /// a writer that succeeded).
 fn registry_from_bytes(path: &Path, bytes: &[u8]) -> Registry {
     let text = String::from_utf8(bytes.to_vec()).unwrap();
-    let value: Value = serde_json::from_str(&text).unwrap();
-    let registry = Registry::from_parts(path, text, sha256_hex(bytes), &value).unwrap();
+    let registry = Registry::from_text(path, text, sha256_hex(bytes)).unwrap();
     registry.check_integrity().unwrap();
     registry
 }

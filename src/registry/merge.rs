@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::error::{DocKind, Error, Result};
+use crate::error::{Error, Result};
 use crate::registry::lifecycle::{Stamp, chain};
 use crate::registry::replay::{self, Key};
 use crate::registry::{Action, Entry, Event, Registry, State, verify_history};
@@ -34,14 +34,8 @@ fn side(path: &Path, text: &str) -> Result<Registry> {
     if text.trim().is_empty() {
         return Ok(Registry::empty(path));
     }
-    let value =
-        crate::document::parse(text, crate::document::Syntax::Json, path, Some(DocKind::Registry))?;
-    let registry = Registry::from_parts(
-        path,
-        text.to_string(),
-        crate::digest::sha256_hex(text.as_bytes()),
-        &value,
-    )?;
+    let registry =
+        Registry::from_text(path, text.to_string(), crate::digest::sha256_hex(text.as_bytes()))?;
     registry.check_integrity()?;
     Ok(registry)
 }

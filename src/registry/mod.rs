@@ -307,8 +307,10 @@ impl Registry {
     /// are checked by [`Registry::open`] and reported in full by [`Registry::audit`].
     pub fn load(path: &Path) -> Result<Registry> {
         confined(path)?;
-        let doc = document::load(path, Some(DocKind::Registry)).map_err(conflict_markers)?;
-        Registry::from_parts(path, doc.text, doc.sha256, &doc.value)
+        let bytes = document::read_limited(path, document::MAX_REGISTRY_BYTES)?;
+        let sha256 = crate::digest::sha256_hex(&bytes);
+        let text = document::utf8(bytes, path, Some(DocKind::Registry))?;
+        Registry::from_text(path, text, sha256).map_err(conflict_markers)
     }
 
     /// Like [`Registry::load`], but a registry with duplicate entries or a broken history
@@ -331,49 +333,21 @@ impl Registry {
         Ok(())
     }
 
-    /// Builds the registry from its parsed JSON.
-    pub fn from_parts(
-        path: &Path,
-        text: String,
-        sha256: String,
-        value: &Value,
-    ) -> Result<Registry> {
-        let findings = schema::check_document(DocKind::Registry, value);
-        if !findings.is_empty() {
-            return Err(Error::SchemaInvalid {
-                doc: DocKind::Registry,
-                path: path.to_path_buf(),
-                findings,
-            });
-        }
-        let raw = RawRegistry::deserialize(value).map_err(|e| Error::SchemaInvalid {
-            doc: DocKind::Registry,
-            path: path.to_path_buf(),
-            findings: vec![Finding::new("", e.to_string())],
-        })?;
-        let mut entries = Vec::with_capacity(raw.contracts.len() + raw.prompt_packs.len());
-        for (kind, list) in
-            [(EntryKind::Contract, raw.contracts), (EntryKind::PromptPack, raw.prompt_packs)]
-        {
-            for (i, e) in list.into_iter().enumerate() {
-                let pointer = format!("/{}/{i}", raw_list_name(kind));
-                entries.push(e.into_entry(kind, &pointer, path)?);
-            }
-        }
+    /// Builds the registry from the text of registry.json (`sha256` is the text's hash).
+    ///
+    /// The text is never parsed into one whole JSON value (for 20,000 entries and 40,000
+    /// history events that value is several times the text): the top level is read with
+    /// each list left unparsed, then every entry and event is parsed, checked against its
+    /// part of `registry.schema.json` and converted on its own, so the transient memory is
+    /// one item's.
+    pub fn from_text(path: &Path, text: String, sha256: String) -> Result<Registry> {
+        let (entries, history, extra) = read_text(path, &text)?;
         let mut registry = Registry::empty(path);
         registry.text = text;
         registry.sha256 = sha256;
         registry.entries = entries;
-        registry.history = raw.history;
-        registry.extra = value
-            .as_object()
-            .map(|o| {
-                o.iter()
-                    .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        registry.history = history;
+        registry.extra = extra;
         registry.reindex();
         Ok(registry)
     }
@@ -742,17 +716,112 @@ pub fn find_upwards(start: &Path) -> Option<PathBuf> {
     }
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RawRegistry {
-    #[serde(default)]
-    contracts: Vec<RawEntry>,
-    #[serde(default)]
-    prompt_packs: Vec<RawEntry>,
-    history: Option<Vec<Event>>,
+/// The top-level keys the loader reads; `registry_version` is checked by the schema and
+/// everything else is kept as it is.
+pub(crate) const READ_KEYS: [&str; 3] = ["contracts", "prompt_packs", "history"];
+const KNOWN_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "history"];
+
+/// What registry.json holds: its entries, history and unknown top-level keys. The top
+/// level is checked against the schema with its lists emptied, then each item against its
+/// own part of the schema (findings keep their full pointers), and only then converted.
+type Parts = (Vec<Entry>, Option<Vec<Event>>, serde_json::Map<String, Value>);
+
+fn read_text(path: &Path, text: &str) -> Result<Parts> {
+    let invalid = |findings: Vec<Finding>| Error::SchemaInvalid {
+        doc: DocKind::Registry,
+        path: path.to_path_buf(),
+        findings,
+    };
+    let top: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
+        match document::parse_json(text, path, Some(DocKind::Registry)) {
+            Ok(top) => top,
+            Err(Error::Parse { .. }) => {
+                // Valid JSON that is not an object, or not JSON at all: the whole value (if
+                // any) says which.
+                let value =
+                    document::parse(text, document::Syntax::Json, path, Some(DocKind::Registry))?;
+                return Err(invalid(schema::check_document(DocKind::Registry, &value)));
+            }
+            Err(e) => return Err(e),
+        };
+    let mut shallow = serde_json::Map::new();
+    let mut lists: [Option<Vec<&serde_json::value::RawValue>>; 3] = [None, None, None];
+    for (key, raw) in &top {
+        let list = READ_KEYS.iter().position(|k| k == key);
+        let items = list.and_then(|_| {
+            serde_json::from_str::<Vec<&serde_json::value::RawValue>>(raw.get()).ok()
+        });
+        let value = match (&items, list) {
+            (Some(_), Some(_)) => Value::Array(Vec::new()),
+            _ => parse_item(raw, &format!("/{key}"), path)?,
+        };
+        if let (Some(items), Some(i)) = (items, list) {
+            lists[i] = Some(items);
+        }
+        shallow.insert(key.clone(), value);
+    }
+    let shallow = Value::Object(shallow);
+    let mut findings = schema::check_document(DocKind::Registry, &shallow);
+    let [contracts, packs, events] = lists;
+    let mut entries = Vec::new();
+    for (kind, list) in [(EntryKind::Contract, contracts), (EntryKind::PromptPack, packs)] {
+        let name = raw_list_name(kind);
+        for (i, raw) in list.unwrap_or_default().into_iter().enumerate() {
+            let pointer = format!("/{name}/{i}");
+            let value = parse_item(raw, &pointer, path)?;
+            let part = match kind {
+                EntryKind::Contract => schema::RegistryPart::ContractEntry,
+                EntryKind::PromptPack => schema::RegistryPart::PackEntry,
+            };
+            let item_findings = schema::check_registry_part(part, &value, &pointer);
+            if !item_findings.is_empty() || !findings.is_empty() {
+                findings.extend(item_findings);
+                continue;
+            }
+            let entry = RawEntry::deserialize(value)
+                .map_err(|e| invalid(vec![Finding::new(pointer.clone(), e.to_string())]))?;
+            entries.push(entry.into_entry(kind, &pointer, path)?);
+        }
+    }
+    let history = match events {
+        None => None,
+        Some(list) => {
+            let mut history = Vec::with_capacity(list.len());
+            for (i, raw) in list.into_iter().enumerate() {
+                let pointer = format!("/history/{i}");
+                let value = parse_item(raw, &pointer, path)?;
+                let item_findings =
+                    schema::check_registry_part(schema::RegistryPart::Event, &value, &pointer);
+                if !item_findings.is_empty() || !findings.is_empty() {
+                    findings.extend(item_findings);
+                    continue;
+                }
+                history.push(
+                    Event::deserialize(value)
+                        .map_err(|e| invalid(vec![Finding::new(pointer, e.to_string())]))?,
+                );
+            }
+            Some(history)
+        }
+    };
+    if !findings.is_empty() {
+        return Err(invalid(findings));
+    }
+    let Value::Object(top) = shallow else { return Ok((entries, history, Default::default())) };
+    let extra = top.into_iter().filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str())).collect();
+    Ok((entries, history, extra))
 }
 
-/// The top-level keys [`RawRegistry`] reads; everything else is kept as it is.
-const KNOWN_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "history"];
+/// One item of registry.json (at `pointer`) as a JSON value. Its text already passed the
+/// parser once; what can still fail is a value JSON allows and `serde_json` does not hold
+/// (a number out of range).
+fn parse_item(raw: &serde_json::value::RawValue, pointer: &str, path: &Path) -> Result<Value> {
+    serde_json::from_str(raw.get()).map_err(|e| Error::SchemaInvalid {
+        doc: DocKind::Registry,
+        path: path.to_path_buf(),
+        findings: vec![Finding::new(pointer, document::json_message(&e))],
+    })
+}
 
 #[derive(Serialize)]
 struct RawRegistryOut<'a> {
@@ -858,12 +927,7 @@ mod tests {
     }
 
     fn registry(value: Value) -> Result<Registry> {
-        Registry::from_parts(
-            Path::new("/nowhere/registry.json"),
-            String::new(),
-            String::new(),
-            &value,
-        )
+        Registry::from_text(Path::new("/nowhere/registry.json"), value.to_string(), String::new())
     }
 
     fn event(seq: u64, prev: &str) -> Event {
@@ -904,6 +968,40 @@ mod tests {
         let e = registry(json!({"registry_version": 1, "contracts": [{"contract_id": "PRC-A-001"}], "prompt_packs": []}))
             .unwrap_err();
         assert_eq!(e.code(), Code::RegistryInvalid);
+    }
+
+    /// The loader checks the top level and each item apart; it must find exactly what one
+    /// check of the whole document finds, at the same pointers.
+    #[test]
+    fn item_by_item_checks_find_what_the_whole_document_check_finds() {
+        let good = entry("PRC-A-001", "1.0.0", "active");
+        let mut event = serde_json::to_value(event(1, ZERO_HASH)).unwrap();
+        event["seq"] = json!(0);
+        event["extra"] = json!(true);
+        let docs = [
+            json!({"registry_version": 2, "contracts": [good.clone()], "prompt_packs": [], "x-note": 1}),
+            json!({"registry_version": 1, "contracts": [{"contract_id": "PRC-A-001"}, good.clone(),
+                   {"prompt_pack_id": "PRM-A-001", "version": "1", "path": "", "sha256": "x",
+                    "state": "gone", "registered_at": "yesterday"}], "prompt_packs": [good.clone()]}),
+            json!({"registry_version": 1, "contracts": {}, "prompt_packs": "none", "history": [event, 3]}),
+            json!({"contracts": [], "surprise": [1, 2]}),
+            json!([1, 2, 3]),
+            json!("registry"),
+        ];
+        for doc in docs {
+            let mut whole: Vec<(String, String)> = schema::check_document(DocKind::Registry, &doc)
+                .into_iter()
+                .map(|f| (f.pointer, f.message))
+                .collect();
+            assert!(!whole.is_empty(), "{doc}");
+            let e = registry(doc.clone()).unwrap_err();
+            assert_eq!(e.code(), Code::RegistryInvalid, "{doc}");
+            let mut parts: Vec<(String, String)> =
+                e.findings().iter().map(|f| (f.pointer.clone(), f.message.clone())).collect();
+            whole.sort();
+            parts.sort();
+            assert_eq!(parts, whole, "{doc}");
+        }
     }
 
     #[test]

@@ -6,15 +6,15 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Code, Error};
 use crate::id::Requirement;
 use crate::pack::PromptPack;
 use crate::registry::{EntryKind, State};
-use crate::render::{CompiledPack, declared_inputs};
+use crate::render::CompiledPack;
 use crate::resolve::{ResolveOptions, resolve};
 use crate::schema::join_pointer;
+use crate::validate::file::ContractFacts;
 use crate::validate::{Analyzed, Context, FileKind};
 
 /// The pack a contract binds to, as far as validation can tell.
@@ -65,14 +65,14 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<Com
         match bound {
             Bound::Valid { key, variables, pack } => {
                 check_variables(f, contract, &key, &variables, out);
-                if contract.examples.is_empty() {
+                if !contract.has_examples {
                     continue;
                 }
-                let pack = match &pack {
-                    Source::File(j) => ctx.files[*j].pack.as_ref(),
-                    Source::Loaded(p) => Some(p.as_ref()),
+                let pack = match pack {
+                    Source::File(j) => ctx.files[j].full_pack(),
+                    Source::Loaded(p) => Some(*p),
                 };
-                if let Some(compiled) = pack.and_then(|p| CompiledPack::compile(p).ok()) {
+                if let Some(compiled) = pack.and_then(|p| CompiledPack::compile(&p).ok()) {
                     for_examples.insert(i, Arc::new(compiled));
                 }
             }
@@ -91,7 +91,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<Com
     for_examples
 }
 
-fn pack_pointer(contract: &Contract) -> &'static str {
+fn pack_pointer(contract: &ContractFacts) -> &'static str {
     if contract.prompt_pack_version == Requirement::Latest {
         "/prompt_pack_id"
     } else {
@@ -113,7 +113,7 @@ fn bound_file(ctx: &Context, index: usize, key: String) -> Bound {
 fn bound_via_registry(
     ctx: &Context,
     f: &Analyzed,
-    contract: &Contract,
+    contract: &ContractFacts,
     out: &mut Vec<Diagnostic>,
 ) -> Bound {
     let Some(registry) = &ctx.registry else { return Bound::Missing };
@@ -179,7 +179,7 @@ fn bound_in_tree(
     ctx: &Context,
     packs: &HashMap<&str, Vec<(semver::Version, usize)>>,
     f: &Analyzed,
-    contract: &Contract,
+    contract: &ContractFacts,
     out: &mut Vec<Diagnostic>,
 ) -> Bound {
     let best = packs
@@ -212,17 +212,13 @@ fn bound_in_tree(
 
 fn check_variables(
     f: &Analyzed,
-    contract: &Contract,
+    contract: &ContractFacts,
     key: &str,
     vars: &[(String, BTreeSet<String>)],
     out: &mut Vec<Diagnostic>,
 ) {
-    let Some(declared) = declared_inputs(contract.input_schema.as_ref()) else { return };
-    let anchor = match &contract.input_schema {
-        Some(s) if s.get("properties").is_some() => "/input_schema/properties",
-        Some(_) => "/input_schema",
-        None => "/contract_id",
-    };
+    let Some(declared) = &contract.declared_inputs else { return };
+    let anchor = contract.inputs_at;
     let mut used = BTreeSet::new();
     for (template, names) in vars {
         for name in names {

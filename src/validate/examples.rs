@@ -15,11 +15,11 @@ use crate::validate::Context;
 
 pub fn check(ctx: &Context, packs: &HashMap<usize, Arc<CompiledPack>>, out: &mut Vec<Diagnostic>) {
     for (i, f) in ctx.files.iter().enumerate() {
-        let Some(contract) = &f.contract else { continue };
-        if contract.examples.is_empty() {
+        if !f.contract.as_ref().is_some_and(|c| c.has_examples) {
             continue;
         }
         let Some(pack) = packs.get(&i) else { continue };
+        let Some(contract) = f.full_contract() else { continue };
         let compile = |schema: &Option<serde_json::Value>| match schema {
             None => Ok(None),
             Some(s) => crate::schema::compile(s, contract.dir(), &ctx.base).map(Some),
@@ -32,7 +32,7 @@ pub fn check(ctx: &Context, packs: &HashMap<usize, Arc<CompiledPack>>, out: &mut
         };
         let validators = Validators { input, output };
         for (n, example) in contract.examples.iter().enumerate() {
-            let (outcome, error) = run_example(contract, &validators, pack, example);
+            let (outcome, error) = run_example(&contract, &validators, pack, example);
             if outcome == example.expect {
                 continue;
             }

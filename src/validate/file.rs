@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::contract::Contract;
+use crate::contract::{Contract, RequiredContext};
 use crate::diagnostic::Diagnostic;
 use crate::document::{self, MAX_FILE_BYTES, Syntax};
 use crate::error::{Code, DocKind, Error};
 use crate::pack::PromptPack;
-use crate::render::CompiledPack;
+use crate::id::Requirement;
+use crate::render::{CompiledPack, declared_inputs};
 use crate::schema;
 use crate::validate::discover::Candidate;
 use crate::validate::relative_name;
@@ -51,6 +52,48 @@ impl FileKind {
     }
 }
 
+/// What the cross-file rules need of a contract that passed its own checks. The whole
+/// [`Contract`] (schemas, examples, metadata: several kilobytes parsed) is not kept for
+/// every file; [`Analyzed::full_contract`] rebuilds it from the kept text for the few rules
+/// that need it (contract examples, work-order pins).
+#[derive(Clone, Debug)]
+pub struct ContractFacts {
+    pub id: String,
+    pub version: semver::Version,
+    pub prompt_pack_id: String,
+    pub prompt_pack_version: Requirement,
+    /// The inputs `input_schema.properties` declares (see [`declared_inputs`]).
+    pub declared_inputs: Option<BTreeSet<String>>,
+    /// Where a finding about an undeclared template variable points.
+    pub inputs_at: &'static str,
+    pub has_examples: bool,
+    pub required_context: RequiredContext,
+}
+
+impl ContractFacts {
+    fn of(c: &Contract) -> ContractFacts {
+        ContractFacts {
+            id: c.id.clone(),
+            version: c.version.clone(),
+            prompt_pack_id: c.prompt_pack_id.clone(),
+            prompt_pack_version: c.prompt_pack_version.clone(),
+            declared_inputs: declared_inputs(c.input_schema.as_ref()),
+            inputs_at: match &c.input_schema {
+                Some(s) if s.get("properties").is_some() => "/input_schema/properties",
+                Some(_) => "/input_schema",
+                None => "/contract_id",
+            },
+            has_examples: !c.examples.is_empty(),
+            required_context: c.required_context.clone(),
+        }
+    }
+
+    /// `ID@VERSION`.
+    pub fn key(&self) -> String {
+        format!("{}@{}", self.id, self.version)
+    }
+}
+
 /// One analyzed file.
 #[derive(Debug)]
 pub struct Analyzed {
@@ -66,11 +109,11 @@ pub struct Analyzed {
     pub parsed: bool,
     /// The id and version the file declares (even when it fails its schema).
     pub declared: Option<(String, String)>,
-    pub contract: Option<Contract>,
-    pub pack: Option<PromptPack>,
-    /// The variables each template of a valid pack reads, by template pointer. The
-    /// compiled templates themselves are dropped (they are large); a pack is compiled
-    /// again only when a contract example needs it.
+    /// A contract that passed its own checks.
+    pub contract: Option<ContractFacts>,
+    /// The variables each template of a valid pack reads, by template pointer (`Some`
+    /// exactly for a valid pack). Neither the pack nor its compiled templates are kept;
+    /// [`Analyzed::full_pack`] rebuilds the pack when a contract example needs it.
     pub pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
     pub work_order: Option<WorkOrder>,
     pub diagnostics: Vec<Diagnostic>,
@@ -88,7 +131,6 @@ impl Analyzed {
             parsed: false,
             declared: None,
             contract: None,
-            pack: None,
             pack_variables: None,
             work_order: None,
             diagnostics: Vec::new(),
@@ -98,6 +140,26 @@ impl Analyzed {
     /// The id and version the file itself declares (even when it fails its schema).
     pub fn declared_id(&self) -> Option<(&str, &str)> {
         self.declared.as_ref().map(|(id, v)| (id.as_str(), v.as_str()))
+    }
+
+    /// The whole contract of a file that passed its contract checks, parsed again from its
+    /// text.
+    pub fn full_contract(&self) -> Option<Contract> {
+        self.contract.as_ref()?;
+        let value = self.reparse(DocKind::Contract)?;
+        Contract::from_value(value, self.sha256.as_deref()?, &self.abs).ok()
+    }
+
+    /// The whole pack of a file that passed its pack checks, parsed again from its text.
+    pub fn full_pack(&self) -> Option<PromptPack> {
+        self.pack_variables.as_ref()?;
+        let value = self.reparse(DocKind::PromptPack)?;
+        PromptPack::from_value(&value, self.sha256.as_deref()?, &self.abs).ok()
+    }
+
+    /// The file's document, parsed again from the kept text.
+    pub fn reparse(&self, doc: DocKind) -> Option<Value> {
+        document::parse(self.text.as_deref()?, self.syntax, &self.abs, Some(doc)).ok()
     }
 
     fn push(&mut self, d: Diagnostic) {
@@ -236,13 +298,8 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
     }
     let embedded_ok = a.diagnostics.is_empty();
     match Contract::from_value(value, a.sha256.as_deref().unwrap_or_default(), &path) {
-        // An invalid embedded schema makes the contract unusable for later rules. The whole
-        // document (`raw`) is not kept: only the compatibility check needs it, for ids with
-        // several versions, and it parses the kept text again (memory stays flat).
-        Ok(mut c) if embedded_ok => {
-            c.raw = Value::Null;
-            a.contract = Some(c);
-        }
+        // An invalid embedded schema makes the contract unusable for later rules.
+        Ok(c) if embedded_ok => a.contract = Some(ContractFacts::of(&c)),
         Ok(_) => {}
         Err(e) => schema_diagnostics(
             a,
@@ -269,10 +326,7 @@ fn check_pack(a: &mut Analyzed, value: &Value) {
         check_section_tools(a, tree, "/sections");
     }
     match CompiledPack::compile(&pack) {
-        Ok(compiled) => {
-            a.pack_variables = Some(compiled.variables_by_template());
-            a.pack = Some(pack);
-        }
+        Ok(compiled) => a.pack_variables = Some(compiled.variables_by_template()),
         Err(e) => schema_diagnostics(
             a,
             &e,

@@ -100,7 +100,7 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                 }
                 // What `run` would refuse before reading the ledger (SPEC §16).
                 if let Err(e) =
-                    crate::context::check_refs(&ctx.base, contract, wo.assembled_context.as_ref())
+                    crate::context::check_refs(&ctx.base, &contract, wo.assembled_context.as_ref())
                 {
                     out.push(
                         Diagnostic::new(e.code(), format!("{}: {e}", wo.id))
@@ -148,15 +148,11 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
     }
 }
 
-/// The contract a registry entry names, as the per-file stage parsed it (`None` when the
-/// file failed its own checks, which are reported there).
-fn contract_of<'a>(
-    ctx: &'a Context,
-    registry: &Registry,
-    entry: &crate::registry::Entry,
-) -> Option<&'a Contract> {
+/// The contract a registry entry names, rebuilt from the file the per-file stage read
+/// (`None` when the file failed its own checks, which are reported there).
+fn contract_of(ctx: &Context, registry: &Registry, entry: &crate::registry::Entry) -> Option<Contract> {
     let path = registry.file_of(entry).ok()?;
-    ctx.file_at(&path).and_then(|a: &Analyzed| a.contract.as_ref())
+    ctx.file_at(&path).and_then(Analyzed::full_contract)
 }
 
 /// The scripted fixtures a work order names must load as `run` loads them.
