@@ -109,6 +109,13 @@ pub fn open_file_with_metadata(path: &Path) -> Result<(File, Metadata)> {
     if let Some(what) = special_kind(&meta) {
         return Err(special_error(path, what));
     }
+    open_known_file(path)
+}
+
+/// [`open_file_with_metadata`] for a path already known to name a regular file (a walk's
+/// entry that was no symlink): the check before opening is skipped, the one on the handle
+/// is not, so a file swapped for something else in between is still refused.
+pub fn open_known_file(path: &Path) -> Result<(File, Metadata)> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]

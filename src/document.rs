@@ -42,7 +42,20 @@ pub fn syntax_for(path: &Path) -> Syntax {
 /// Reads a file, refusing anything larger than `limit` bytes without reading it all, and
 /// anything that is not a regular file (a FIFO, device or folder) without opening it.
 pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    let (file, meta) = crate::confine::open_file_with_metadata(path)?;
+    read_opened(path, crate::confine::open_file_with_metadata(path)?, limit)
+}
+
+/// [`read_limited`] for a path already known to name a regular file
+/// ([`crate::confine::open_known_file`]).
+pub fn read_known_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    read_opened(path, crate::confine::open_known_file(path)?, limit)
+}
+
+fn read_opened(
+    path: &Path,
+    (file, meta): (std::fs::File, std::fs::Metadata),
+    limit: u64,
+) -> Result<Vec<u8>> {
     let size = meta.len();
     if size > limit {
         return Err(Error::FileTooLarge { path: path.to_path_buf(), size, limit });

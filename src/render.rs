@@ -106,7 +106,15 @@ impl std::fmt::Debug for CompiledPack {
     }
 }
 
+/// A fresh environment for one pack: a copy of one configured once (installing the
+/// bounded operators and filters costs more than copying them).
 fn environment() -> Environment<'static> {
+    static BASE: std::sync::LazyLock<Environment<'static>> =
+        std::sync::LazyLock::new(configured_environment);
+    BASE.clone()
+}
+
+fn configured_environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
     env.set_auto_escape_callback(|_| AutoEscape::None);

@@ -142,6 +142,10 @@ pub fn check_ledger_entry(value: &Value) -> Vec<Finding> {
 /// required property is reported at the property's own pointer (under its parent), an
 /// unexpected property at that property.
 pub fn findings(validator: &Validator, instance: &Value) -> Vec<Finding> {
+    // Most instances are valid, and a yes/no check stops early and collects nothing.
+    if validator.is_valid(instance) {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     for error in validator.iter_errors(instance) {
         let base = error.instance_path().as_str().to_string();
@@ -198,6 +202,8 @@ fn shorten(message: &str) -> String {
 pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Vec<Finding> {
     let mut out = Vec::new();
     match jsonschema::meta::validator_for(schema) {
+        // Most schemas are valid; a yes/no check is much cheaper than collecting errors.
+        Ok(meta) if meta.is_valid(schema) => {}
         Ok(meta) => {
             for error in meta.iter_errors(schema) {
                 let pointer = format!("{at}{}", error.instance_path().as_str());

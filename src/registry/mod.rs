@@ -470,6 +470,26 @@ impl Registry {
         })
     }
 
+    /// Records the files a walk found as regular files (real paths, reached through no
+    /// symlink): an entry naming one of them needs no resolving of its own, which for a
+    /// large registry saves a file system lookup per path component per entry.
+    pub fn known_files<'p>(&self, walked: impl Iterator<Item = &'p Path>) {
+        let walked: std::collections::HashSet<&Path> = walked.collect();
+        if walked.is_empty() {
+            return;
+        }
+        let root = self.real_root();
+        for (entry, cell) in self.entries.iter().zip(&self.files) {
+            if check_relative(&entry.path).is_err() {
+                continue;
+            }
+            let path = root.join(&entry.path);
+            if walked.contains(path.as_path()) {
+                let _ = cell.set(Ok(path));
+            }
+        }
+    }
+
     /// Every problem with the registry itself: duplicates, history breaks, entry paths
     /// that escape the root or point nowhere, deprecated entries without a valid successor.
     /// Diagnostics carry pointers into registry.json; the caller adds file and position.

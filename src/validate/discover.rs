@@ -12,7 +12,7 @@
 //! as is a conventional folder that is a symlink leading out (SPEC §18). A folder the walk
 //! cannot read is reported (`io_error`), never skipped.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
@@ -34,6 +34,9 @@ pub struct Candidate {
     /// Set when the walk could not read this entry (a folder without permission): it is
     /// reported, never skipped silently.
     pub unreadable: Option<String>,
+    /// True when the walk saw a regular file, reached through no symlink (so it need not
+    /// be checked before it is opened, nor resolved again for a registry entry).
+    pub regular: bool,
 }
 
 /// The conventional folders of a project and the kind of file each holds.
@@ -71,6 +74,9 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
             e.depth() == 0
                 || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
         });
+    // A start folder that is itself a symlink (inside the root: checked by the caller)
+    // gives paths that are not the files' real paths.
+    let mut through_link = false;
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
@@ -83,11 +89,15 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
                     escape: None,
                     canonical: false,
                     unreadable: Some(reason),
+                    regular: false,
                 });
                 continue;
             }
         };
         let path = entry.path();
+        if entry.depth() == 0 {
+            through_link = entry.path_is_symlink();
+        }
         if entry.file_type().is_dir() || !is_document(path) {
             continue;
         }
@@ -111,13 +121,14 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
         } else {
             None
         };
-        let canonical = !entry.path_is_symlink();
+        let canonical = !entry.path_is_symlink() && !through_link;
         out.push(Candidate {
             path: path.to_path_buf(),
             dir_kind: kind_from_folder(base, path),
             escape,
             canonical,
             unreadable: None,
+            regular: canonical && entry.file_type().is_file(),
         });
     }
 }
@@ -149,6 +160,7 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
             escape: None,
             canonical: false,
             unreadable: None,
+            regular: false,
         });
         return out;
     }
@@ -164,6 +176,7 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
                     escape: Some(reason),
                     canonical: false,
                     unreadable: None,
+                    regular: false,
                 });
                 continue;
             }
@@ -181,7 +194,7 @@ pub fn add_registry_files(out: &mut Vec<Candidate>, path: &Path, base: &Path, re
         return;
     }
     let root = registry.real_root().to_path_buf();
-    let mut seen: BTreeSet<PathBuf> = out
+    let mut seen: HashSet<PathBuf> = out
         .iter()
         .filter_map(|c| if c.canonical { Some(c.path.clone()) } else { c.path.canonicalize().ok() })
         .collect();
@@ -195,6 +208,7 @@ pub fn add_registry_files(out: &mut Vec<Candidate>, path: &Path, base: &Path, re
                 escape: None,
                 canonical: true,
                 unreadable: None,
+                regular: false,
             });
         }
     }

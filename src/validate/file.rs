@@ -13,8 +13,8 @@ use crate::contract::{Contract, RequiredContext};
 use crate::diagnostic::Diagnostic;
 use crate::document::{self, MAX_FILE_BYTES, Syntax};
 use crate::error::{Code, DocKind, Error};
-use crate::pack::PromptPack;
 use crate::id::Requirement;
+use crate::pack::PromptPack;
 use crate::render::{CompiledPack, declared_inputs};
 use crate::schema;
 use crate::validate::discover::Candidate;
@@ -195,7 +195,9 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
         ));
         return a;
     }
-    let bytes = match document::read_limited(&candidate.path, MAX_FILE_BYTES) {
+    let read =
+        if candidate.regular { document::read_known_limited } else { document::read_limited };
+    let bytes = match read(&candidate.path, MAX_FILE_BYTES) {
         Ok(b) => b,
         Err(e) => {
             let (message, help) = match &e {
@@ -337,10 +339,15 @@ fn check_pack(a: &mut Analyzed, value: &Value) {
 
 /// Every tool a section of a tree brings is a built-in tool (SPEC §14, §8.4).
 fn check_section_tools(a: &mut Analyzed, tree: &[crate::pack::Section], at: &str) {
-    let known = crate::executor::tools::ToolRegistry::builtin(std::sync::Arc::new(
-        crate::executor::memory::Memory::new(),
-    ))
-    .names();
+    // The built-in tools' names, from one registry of them built once (building one
+    // compiles every tool's schemas).
+    static KNOWN: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        crate::executor::tools::ToolRegistry::builtin(std::sync::Arc::new(
+            crate::executor::memory::Memory::new(),
+        ))
+        .names()
+    });
+    let known = &*KNOWN;
     let mut stack: Vec<(String, &crate::pack::Section)> =
         tree.iter().enumerate().map(|(i, s)| (format!("{at}/{i}"), s)).collect();
     while let Some((here, s)) = stack.pop() {

@@ -108,19 +108,9 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     };
     let mut registry_text = None;
     let base_of = |rp: &Path| rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
-    // Load the registry (and resolve its files) on one thread while this one walks PATH.
+    // Load the registry on one thread while this one walks PATH.
     let (loaded, mut walked) = std::thread::scope(|scope| {
-        let loading = registry_path.as_ref().map(|rp| {
-            scope.spawn(move || {
-                let loaded = Registry::load(rp);
-                if let Ok(r) = &loaded {
-                    for entry in &r.entries {
-                        let _ = r.file_of(entry);
-                    }
-                }
-                loaded
-            })
-        });
+        let loading = registry_path.as_ref().map(|rp| scope.spawn(move || Registry::load(rp)));
         let walk_base = registry_path.as_deref().map(base_of);
         let walked = walk_base.map(|b| discover::walk_path(&path, &b, true));
         let loaded = loading.map(|h| {
@@ -133,7 +123,12 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     // A panic is never a finding that can be skipped: the whole run is an internal error.
     let loaded = match loaded {
         Some(Err(e)) => return Err(e),
-        Some(Ok(loaded)) => Some(loaded),
+        // The registry's text (22 MB for 20,000 entries) is not kept while every file is
+        // checked: `place` reads it again when a finding is in registry.json.
+        Some(Ok(loaded)) => Some(loaded.map(|mut r| {
+            r.text = String::new();
+            r
+        })),
         None => None,
     };
     let (registry, base) = match &registry_path {
@@ -189,6 +184,10 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         }
     };
 
+    // An entry whose file the walk saw as a regular file needs no resolving of its own.
+    if let (Some(walked), Some(r)) = (&walked, &registry) {
+        r.known_files(walked.iter().filter(|c| c.regular).map(|c| c.path.as_path()));
+    }
     let candidates = match (walked.take(), &registry) {
         (Some(mut walked), Some(r)) => {
             discover::add_registry_files(&mut walked, &path, &base, r);
@@ -204,7 +203,20 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     if registry_read {
         progress.advance();
     }
-    let files = analyze_all(&candidates, &base, options.jobs, progress)?;
+    // The registry's own audit (history chain, replay, entry paths) needs no file: it runs
+    // beside the per-file stage.
+    let (files, audit) = std::thread::scope(|scope| {
+        let audit = registry.as_ref().map(|r| scope.spawn(|| r.audit()));
+        let files = analyze_all(&candidates, &base, options.jobs, progress);
+        let audit = audit.map(|h| {
+            h.join().map_err(|panic| Error::Internal {
+                message: format!("the registry audit panicked: {}", panic_message(&*panic)),
+            })
+        });
+        (files, audit)
+    });
+    let files = files?;
+    let audit = audit.transpose()?.unwrap_or_default();
     let mut by_path = HashMap::with_capacity(files.len());
     for (i, f) in files.iter().enumerate() {
         by_path.insert(f.abs.clone(), i);
@@ -218,7 +230,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     if registry_read {
         report.files.push(ctx.registry_name.clone());
     }
-    registry_rules::check(&ctx, &mut diagnostics);
+    registry_rules::check(&ctx, audit, &mut diagnostics);
     let bound_packs = binding::check(&ctx, &mut diagnostics);
     compat::check(&ctx, &mut diagnostics);
     examples::check(&ctx, &bound_packs, &mut diagnostics);
@@ -399,6 +411,16 @@ fn analyze_all(
     Ok(results.into_iter().map(|(_, a)| a).collect())
 }
 
+/// registry.json's text read again, if it is still the text that was loaded (same
+/// SHA-256): findings are never placed on lines of a file that changed under them.
+fn reread_registry(r: &Registry) -> Option<String> {
+    let bytes = crate::document::read_limited(&r.path, crate::document::MAX_REGISTRY_BYTES).ok()?;
+    if crate::digest::sha256_hex(&bytes) != r.sha256 {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
 /// Fills in line, column and the source line of every finding that has a file and a
 /// pointer (or a line already).
 fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnostic]) {
@@ -408,8 +430,13 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
             texts.insert(f.rel.as_str(), (text.as_str(), f.syntax));
         }
     }
+    let reread;
     if let Some(r) = &ctx.registry {
-        texts.insert(ctx.registry_name.as_str(), (r.text.as_str(), Syntax::Json));
+        let has_findings =
+            diagnostics.iter().any(|d| d.file.as_deref() == Some(ctx.registry_name.as_str()));
+        reread = if r.text.is_empty() && has_findings { reread_registry(r) } else { None };
+        let text = reread.as_deref().unwrap_or(r.text.as_str());
+        texts.insert(ctx.registry_name.as_str(), (text, Syntax::Json));
     } else if let Some(text) = registry_text {
         texts.insert(ctx.registry_name.as_str(), (text, Syntax::Json));
     }
@@ -452,5 +479,23 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
             d.column = Some(column);
         }
         d.source_line = Some(source_line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_text_is_read_again_only_while_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(registry::FILE_NAME);
+        let text = r#"{"registry_version": 1, "contracts": [], "prompt_packs": []}"#;
+        std::fs::write(&path, text).unwrap();
+        let mut r = Registry::load(&path).unwrap();
+        r.text = String::new();
+        assert_eq!(reread_registry(&r).as_deref(), Some(text));
+        std::fs::write(&path, text.replace("[]}", "[], \"x-note\": 1}")).unwrap();
+        assert_eq!(reread_registry(&r), None, "a changed registry.json is not used for lines");
     }
 }

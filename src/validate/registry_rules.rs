@@ -12,9 +12,11 @@ use crate::registry::{Entry, EntryKind, State};
 use crate::resolve::{ResolveOptions, resolve};
 use crate::validate::{Context, FileKind};
 
-pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
+/// `audit` is what [`crate::registry::Registry::audit`] found (it runs beside the per-file
+/// stage).
+pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
     let Some(registry) = &ctx.registry else { return };
-    for d in registry.audit() {
+    for d in audit {
         out.push(d.file(ctx.registry_name.clone()));
     }
     let mut by_file: HashMap<PathBuf, Vec<&Entry>> = HashMap::new();

@@ -150,7 +150,11 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
 
 /// The contract a registry entry names, rebuilt from the file the per-file stage read
 /// (`None` when the file failed its own checks, which are reported there).
-fn contract_of(ctx: &Context, registry: &Registry, entry: &crate::registry::Entry) -> Option<Contract> {
+fn contract_of(
+    ctx: &Context,
+    registry: &Registry,
+    entry: &crate::registry::Entry,
+) -> Option<Contract> {
     let path = registry.file_of(entry).ok()?;
     ctx.file_at(&path).and_then(Analyzed::full_contract)
 }
