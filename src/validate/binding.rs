@@ -3,6 +3,7 @@
 //! templates read is declared in `input_schema.properties` (`template_variable_undeclared`),
 //! and declared inputs no template reads are warned about (`template_input_unused`).
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -17,10 +18,14 @@ use crate::schema::join_pointer;
 use crate::validate::file::ContractFacts;
 use crate::validate::{Analyzed, Context, FileKind};
 
+/// The variables each template of a pack reads, by template pointer.
+type Variables = [(String, BTreeSet<String>)];
+
 /// The pack a contract binds to, as far as validation can tell.
-enum Bound {
-    /// A valid pack: its key, its templates' variables, and where it is.
-    Valid { key: String, variables: Vec<(String, BTreeSet<String>)>, pack: Source },
+enum Bound<'a> {
+    /// A valid pack: its key, its templates' variables (borrowed from the analyzed pack
+    /// file, or owned when the pack was loaded from elsewhere), and where it is.
+    Valid { key: String, variables: Cow<'a, Variables>, pack: Source },
     /// Resolved, but the pack itself is invalid (reported on the contract).
     Invalid(String, String),
     /// Not found (already reported).
@@ -100,22 +105,22 @@ fn pack_pointer(contract: &ContractFacts) -> &'static str {
 }
 
 /// The binding of an analyzed pack file.
-fn bound_file(ctx: &Context, index: usize, key: String) -> Bound {
+fn bound_file(ctx: &Context, index: usize, key: String) -> Bound<'_> {
     let file = &ctx.files[index];
     match &file.pack_variables {
         Some(variables) => {
-            Bound::Valid { key, variables: variables.clone(), pack: Source::File(index) }
+            Bound::Valid { key, variables: Cow::Borrowed(variables), pack: Source::File(index) }
         }
         None => Bound::Invalid(key, format!("see the findings in {}", file.rel)),
     }
 }
 
-fn bound_via_registry(
-    ctx: &Context,
+fn bound_via_registry<'a>(
+    ctx: &'a Context,
     f: &Analyzed,
     contract: &ContractFacts,
     out: &mut Vec<Diagnostic>,
-) -> Bound {
+) -> Bound<'a> {
     let Some(registry) = &ctx.registry else { return Bound::Missing };
     let draft = registry
         .entries_at(EntryKind::Contract, &contract.id, &contract.version)
@@ -168,20 +173,22 @@ fn bound_via_registry(
         .and_then(|doc| PromptPack::from_document(&doc))
         .and_then(|pack| CompiledPack::compile(&pack).map(|c| (c.variables_by_template(), pack)));
     match loaded {
-        Ok((variables, pack)) => {
-            Bound::Valid { key, variables, pack: Source::Loaded(Box::new(pack)) }
-        }
+        Ok((variables, pack)) => Bound::Valid {
+            key,
+            variables: Cow::Owned(variables),
+            pack: Source::Loaded(Box::new(pack)),
+        },
         Err(e) => Bound::Invalid(key, e.to_string()),
     }
 }
 
-fn bound_in_tree(
-    ctx: &Context,
+fn bound_in_tree<'a>(
+    ctx: &'a Context,
     packs: &HashMap<&str, Vec<(semver::Version, usize)>>,
     f: &Analyzed,
     contract: &ContractFacts,
     out: &mut Vec<Diagnostic>,
-) -> Bound {
+) -> Bound<'a> {
     let best = packs
         .get(contract.prompt_pack_id.as_str())
         .into_iter()

@@ -56,10 +56,10 @@ enum Command {
 }
 
 /// mimalloc's defaults trade memory for speed: freed pages are given back 10 ms later and
-/// arenas are committed eagerly, which costs about 70 MB of peak RSS when `validate` frees
-/// a large registry's parse tree while it walks 20,000 files (BENCHMARKS.md). Giving pages
-/// back at once and committing on demand keeps the peak near what is live, for a few
-/// percent of time.
+/// arenas are committed eagerly, which costs 30–40 MB of peak RSS when `validate` checks
+/// 20,000 files (BENCHMARKS.md: 119–124 MB tuned, 152–158 MB with the defaults). Giving
+/// pages back at once and committing on demand keeps the peak near what is live, at a
+/// cost within the measurements' noise.
 fn tune_allocator() {
     // Option indices of mimalloc's `mi_option_t` (the same in its v2 and v3 headers).
     const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
