@@ -25,6 +25,7 @@ pub mod list;
 pub mod merge;
 pub mod replay;
 pub mod store;
+mod strict;
 
 /// The file name pactum looks for when walking up from a folder.
 pub const FILE_NAME: &str = "registry.json";
@@ -788,6 +789,10 @@ fn read_text(path: &Path, text: &str) -> Result<Parts> {
         let name = raw_list_name(kind);
         for (i, raw) in list.unwrap_or_default().into_iter().enumerate() {
             let pointer = format!("/{name}/{i}");
+            if let Some(entry) = strict::entry(raw.get(), kind) {
+                entries.push(entry.into_entry(kind, &pointer, path)?);
+                continue;
+            }
             let value = parse_item(raw, &pointer, path)?;
             let part = match kind {
                 EntryKind::Contract => schema::RegistryPart::ContractEntry,
@@ -808,6 +813,10 @@ fn read_text(path: &Path, text: &str) -> Result<Parts> {
         Some(list) => {
             let mut history = Vec::with_capacity(list.len());
             for (i, raw) in list.into_iter().enumerate() {
+                if let Some(event) = strict::event(raw.get()) {
+                    history.push(event);
+                    continue;
+                }
                 let pointer = format!("/history/{i}");
                 let value = parse_item(raw, &pointer, path)?;
                 let item_findings =

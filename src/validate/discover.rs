@@ -166,6 +166,7 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
     }
     if at_project_root(path, base, has_registry) {
         let confined = crate::confine::Root::canonical(&root);
+        let mut folders = Vec::new();
         for folder in FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()) {
             // walkdir always follows the folder it starts at: a conventional folder that
             // is a symlink leading out of the project is reported, never walked.
@@ -180,8 +181,29 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
                 });
                 continue;
             }
-            walk(&folder, base, &root, &mut out);
+            folders.push(folder);
         }
+        // The folders are walked side by side (a walk mostly waits on the file system),
+        // and their files listed in the folders' order.
+        let root = &root;
+        let walked: Vec<Vec<Candidate>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = folders
+                .iter()
+                .map(|folder| {
+                    scope.spawn(move || {
+                        let mut found = Vec::new();
+                        walk(folder, base, root, &mut found);
+                        found
+                    })
+                })
+                .collect();
+            // A walk that panicked is never a folder silently left out.
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        out.extend(walked.into_iter().flatten());
     } else {
         walk(path, base, &root, &mut out);
     }
