@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = pactum::contract::Contract::from_value(value.clone(), "fuzz", Path::new("fuzz.json"));
         let _ = pactum::pack::PromptPack::from_value(&value, "fuzz", Path::new("fuzz.json"));
         let _ = pactum::work_order::WorkOrder::from_value(&value, Path::new("fuzz.json"));
-        let _ = pactum::registry::Registry::from_parts(Path::new("/fuzz/registry.json"), String::new(), String::new(), &value);
+        let _ = pactum::registry::Registry::from_text(Path::new("/fuzz/registry.json"), value.to_string(), String::new());
         let _ = pactum::source::locate_best(text, syntax, "/boundary/temperature");
     }
 });

@@ -10,9 +10,8 @@ use pactum::registry::{Registry, verify_history};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else { return };
     let Ok(registry) =
-        Registry::from_parts(Path::new("/fuzz/registry.json"), text.to_string(), String::new(), &value)
+        Registry::from_text(Path::new("/fuzz/registry.json"), text.to_string(), String::new())
     else {
         return;
     };

@@ -37,8 +37,7 @@ fn base() -> &'static (PathBuf, String) {
 }
 
 fn load(path: &Path, text: &str) -> Registry {
-    let value: serde_json::Value = serde_json::from_str(text).unwrap();
-    Registry::from_parts(path, text.to_string(), String::new(), &value).unwrap()
+    Registry::from_text(path, text.to_string(), String::new()).unwrap()
 }
 
 /// Applies the commands `ops` encodes (three bytes each: command, entry, other entry) to
