@@ -4,8 +4,9 @@
 //! (an unusual timestamp, an escaped id, a duplicate key, a merge event) takes the slow
 //! path: a JSON value checked against the schema, which also gives the findings.
 //!
-//! A registry of 20,000 entries and 40,000 events loads about twice as fast this way
-//! (BENCHMARKS.md); `tests` checks the "at least as strict" promise against the schema.
+//! On a registry of 20,000 entries and 40,000 events, `pactum registry verify` spends
+//! 0.41–0.45 s of CPU instead of 0.53–0.66 s (BENCHMARKS.md); `tests` checks the "at least
+//! as strict" promise against the schema.
 
 use serde::{Deserialize, Deserializer};
 
