@@ -864,24 +864,52 @@ struct RawRegistryOut<'a> {
     extra: serde_json::Map<String, Value>,
 }
 
+/// One entry as written. Unknown keys and `null`s are refused when it is read: the schema
+/// refuses them too, and the fast path ([`strict::entry`]) reads entries straight into
+/// this type.
 #[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RawEntry {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     contract_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     prompt_pack_id: Option<String>,
     version: String,
     path: String,
     sha256: String,
     state: State,
     registered_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     activated_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     deprecated_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     successor_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     removed_at: Option<String>,
 }
 
@@ -997,6 +1025,18 @@ mod tests {
         let e = registry(json!({"registry_version": 1, "contracts": [{"contract_id": "PRC-A-001"}], "prompt_packs": []}))
             .unwrap_err();
         assert_eq!(e.code(), Code::RegistryInvalid);
+    }
+
+    /// A number JSON allows but a JSON value cannot hold is a finding at its item.
+    #[test]
+    fn an_out_of_range_number_is_a_finding_at_its_item() {
+        let text =
+            r#"{"registry_version": 1, "contracts": [], "prompt_packs": [], "x-big": 1e999}"#;
+        let e =
+            Registry::from_text(Path::new("/nowhere/registry.json"), text.into(), String::new())
+                .unwrap_err();
+        assert_eq!(e.code(), Code::RegistryInvalid);
+        assert_eq!(e.findings()[0].pointer, "/x-big", "{e}");
     }
 
     /// The loader checks the top level and each item apart; it must find exactly what one

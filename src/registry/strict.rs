@@ -14,36 +14,15 @@ use crate::registry::{Action, EntryKind, Event, RawEntry, State};
 
 /// `Some` for a present value; unlike a plain `Option`, `null` is refused (the schema
 /// refuses it too).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
-}
-
-/// One registry entry as written (both id keys optional here; one is checked below).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    #[serde(default, deserialize_with = "present")]
-    contract_id: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    prompt_pack_id: Option<String>,
-    version: String,
-    path: String,
-    sha256: String,
-    state: State,
-    registered_at: String,
-    #[serde(default, deserialize_with = "present")]
-    activated_at: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    deprecated_at: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    successor_version: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    removed_at: Option<String>,
 }
 
 /// A registry entry of `kind`, if `raw` passes the strict checks.
 pub(crate) fn entry(raw: &str, kind: EntryKind) -> Option<RawEntry> {
-    let e: Entry = serde_json::from_str(raw).ok()?;
+    let e: RawEntry = serde_json::from_str(raw).ok()?;
     let id_ok = match kind {
         EntryKind::Contract => {
             e.prompt_pack_id.is_none() && e.contract_id.as_deref().is_some_and(|i| id(i, "PRC"))
@@ -60,22 +39,7 @@ pub(crate) fn entry(raw: &str, kind: EntryKind) -> Option<RawEntry> {
         && timestamp(&e.registered_at)
         && times.iter().all(|t| t.as_deref().is_none_or(timestamp))
         && e.successor_version.as_deref().is_none_or(version);
-    if !ok {
-        return None;
-    }
-    Some(RawEntry {
-        contract_id: e.contract_id,
-        prompt_pack_id: e.prompt_pack_id,
-        version: e.version,
-        path: e.path,
-        sha256: e.sha256,
-        state: e.state,
-        registered_at: e.registered_at,
-        activated_at: e.activated_at,
-        deprecated_at: e.deprecated_at,
-        successor_version: e.successor_version,
-        removed_at: e.removed_at,
-    })
+    ok.then_some(e)
 }
 
 /// One history event as written.
