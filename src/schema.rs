@@ -181,7 +181,26 @@ pub fn findings(validator: &Validator, instance: &Value) -> Vec<Finding> {
 
 /// Appends one unescaped token to a JSON pointer.
 pub fn join_pointer(base: &str, token: &str) -> String {
-    format!("{base}/{}", token.replace('~', "~0").replace('/', "~1"))
+    let mut pointer = String::with_capacity(base.len() + token.len() + 1);
+    pointer.push_str(base);
+    push_token(&mut pointer, token);
+    pointer
+}
+
+/// Appends `/token` to a JSON pointer, escaped (`~` → `~0`, `/` → `~1`).
+fn push_token(pointer: &mut String, token: &str) {
+    pointer.push('/');
+    for (i, part) in token.split('/').enumerate() {
+        if i > 0 {
+            pointer.push_str("~1");
+        }
+        for (j, piece) in part.split('~').enumerate() {
+            if j > 0 {
+                pointer.push_str("~0");
+            }
+            pointer.push_str(piece);
+        }
+    }
 }
 
 fn shorten(message: &str) -> String {
@@ -257,7 +276,7 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
             if let Some(map) = value.as_object() {
                 for re in map.keys() {
                     if let Err(e) = check_regex(re) {
-                        out.push(Finding::new(join_pointer(&pointer, re), e));
+                        out.push(Finding::new(join_pointer(pointer, re), e));
                     }
                 }
             }
@@ -337,28 +356,48 @@ fn first_line(s: &str) -> String {
     s.lines().last().unwrap_or(s).trim().to_string()
 }
 
-/// Visits every keyword of a schema (iteratively, any depth) with its pointer.
-fn walk_schema(schema: &Value, at: &str, visit: &mut dyn FnMut(String, &str, &Value)) {
-    let mut stack: Vec<(String, &Value)> = vec![(at.to_string(), schema)];
-    while let Some((pointer, node)) = stack.pop() {
+/// Visits every keyword of a schema (iteratively, any depth, depth first) with its
+/// pointer. One pointer buffer serves the whole walk: a segment is added on the way down
+/// and cut on the way back, so nothing is allocated per keyword.
+fn walk_schema(schema: &Value, at: &str, visit: &mut dyn FnMut(&str, &str, &Value)) {
+    enum Children<'a> {
+        Keys(serde_json::map::Iter<'a>),
+        Items(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+    }
+    fn children(node: &Value) -> Option<Children<'_>> {
         match node {
-            Value::Object(map) => {
-                for (key, value) in map {
-                    let child = join_pointer(&pointer, key);
-                    visit(child.clone(), key, value);
-                    if matches!(value, Value::Object(_) | Value::Array(_)) {
-                        stack.push((child, value));
-                    }
+            Value::Object(map) => Some(Children::Keys(map.iter())),
+            Value::Array(items) => Some(Children::Items(items.iter().enumerate())),
+            _ => None,
+        }
+    }
+    let mut pointer = at.to_string();
+    // Each open container with the length of its own pointer.
+    let mut stack: Vec<(usize, Children)> =
+        children(schema).map(|c| (pointer.len(), c)).into_iter().collect();
+    while let Some((len, open)) = stack.last_mut() {
+        pointer.truncate(*len);
+        let child = match open {
+            Children::Keys(keys) => keys.next().map(|(key, value)| {
+                push_token(&mut pointer, key);
+                visit(&pointer, key, value);
+                value
+            }),
+            Children::Items(items) => items.next().map(|(i, value)| {
+                use std::fmt::Write;
+                let _ = write!(pointer, "/{i}");
+                value
+            }),
+        };
+        match child {
+            Some(value) => {
+                if let Some(c) = children(value) {
+                    stack.push((pointer.len(), c));
                 }
             }
-            Value::Array(items) => {
-                for (i, value) in items.iter().enumerate() {
-                    if matches!(value, Value::Object(_) | Value::Array(_)) {
-                        stack.push((format!("{pointer}/{i}"), value));
-                    }
-                }
+            None => {
+                stack.pop();
             }
-            _ => {}
         }
     }
 }
@@ -449,6 +488,40 @@ mod agreement;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn pointer_tokens_are_escaped() {
+        assert_eq!(join_pointer("/a", "b"), "/a/b");
+        assert_eq!(join_pointer("", "x/y~z"), "/x~1y~0z");
+        assert_eq!(join_pointer("/p", "~/"), "/p/~0~1");
+        assert_eq!(join_pointer("/p", ""), "/p/");
+    }
+
+    #[test]
+    fn the_schema_walk_names_every_keyword_at_its_pointer() {
+        let schema = json!({
+            "properties": {"a/b": {"pattern": "x"}, "c": {"items": [{"pattern": "y"}]}},
+            "allOf": [{"$ref": "#/nowhere"}]
+        });
+        let mut seen = Vec::new();
+        walk_schema(&schema, "/input_schema", &mut |pointer, key, _| {
+            seen.push((pointer.to_string(), key.to_string()));
+        });
+        seen.sort();
+        let expected = [
+            ("/input_schema/allOf", "allOf"),
+            ("/input_schema/allOf/0/$ref", "$ref"),
+            ("/input_schema/properties", "properties"),
+            ("/input_schema/properties/a~1b", "a/b"),
+            ("/input_schema/properties/a~1b/pattern", "pattern"),
+            ("/input_schema/properties/c", "c"),
+            ("/input_schema/properties/c/items", "items"),
+            ("/input_schema/properties/c/items/0/pattern", "pattern"),
+        ];
+        let expected: Vec<(String, String)> =
+            expected.iter().map(|(p, k)| (p.to_string(), k.to_string())).collect();
+        assert_eq!(seen, expected);
+    }
 
     #[test]
     fn embedded_schemas_are_valid_2020_12_schemas() {

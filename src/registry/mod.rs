@@ -273,7 +273,9 @@ pub struct Registry {
     pub history: Option<Vec<Event>>,
     /// Top-level keys pactum does not use (`$schema`, `x-*`), kept on every rewrite.
     pub extra: serde_json::Map<String, Value>,
-    index: HashMap<(EntryKind, String), Vec<usize>>,
+    /// Per kind (`kind_slot`): id → its entries' indexes, lowest version first. Looked up
+    /// by `&str`, so a lookup allocates nothing.
+    index: [HashMap<String, Vec<usize>>; 2],
     /// Each entry's position in its list (`contracts` or `prompt_packs`), for pointers.
     positions: Vec<usize>,
     /// Entries per kind: contracts, prompt packs.
@@ -296,7 +298,7 @@ impl Registry {
             entries: Vec::new(),
             history: Some(Vec::new()),
             extra: serde_json::Map::new(),
-            index: HashMap::new(),
+            index: [HashMap::new(), HashMap::new()],
             positions: Vec::new(),
             counts: [0, 0],
             real_root: std::sync::OnceLock::new(),
@@ -354,7 +356,7 @@ impl Registry {
     }
 
     fn reindex(&mut self) {
-        self.index.clear();
+        self.index.iter_mut().for_each(HashMap::clear);
         self.files = (0..self.entries.len()).map(|_| std::sync::OnceLock::new()).collect();
         self.positions.clear();
         self.counts = [0, 0];
@@ -364,17 +366,17 @@ impl Registry {
             *count += 1;
         }
         for (i, e) in self.entries.iter().enumerate() {
-            self.index.entry((e.kind, e.id.clone())).or_default().push(i);
+            self.index[kind_slot(e.kind)].entry(e.id.clone()).or_default().push(i);
         }
         let entries = &self.entries;
-        for list in self.index.values_mut() {
+        for list in self.index.iter_mut().flat_map(HashMap::values_mut) {
             list.sort_by(|&a, &b| entries[a].version.cmp(&entries[b].version));
         }
     }
 
     /// Every version of an id, lowest first.
     pub fn versions(&self, kind: EntryKind, id: &str) -> impl Iterator<Item = &Entry> {
-        self.index.get(&(kind, id.to_string())).into_iter().flatten().map(|&i| &self.entries[i])
+        self.index[kind_slot(kind)].get(id).into_iter().flatten().map(|&i| &self.entries[i])
     }
 
     /// The entry for an exact id + version (the first registered, if there are duplicates),
@@ -397,7 +399,7 @@ impl Registry {
     /// Indexes of the entries with this kind, id and version (several only for
     /// duplicates), lowest index first.
     fn same_version(&self, kind: EntryKind, id: &str, version: &Version) -> &[usize] {
-        let Some(list) = self.index.get(&(kind, id.to_string())) else { return &[] };
+        let Some(list) = self.index[kind_slot(kind)].get(id) else { return &[] };
         let start = list.partition_point(|&i| &self.entries[i].version < version);
         let len = list[start..].partition_point(|&i| &self.entries[i].version == version);
         &list[start..start + len]
@@ -405,8 +407,7 @@ impl Registry {
 
     /// Every registered id of a kind (sorted).
     pub fn ids(&self, kind: EntryKind) -> Vec<&str> {
-        let mut ids: Vec<&str> =
-            self.index.keys().filter(|(k, _)| *k == kind).map(|(_, id)| id.as_str()).collect();
+        let mut ids: Vec<&str> = self.index[kind_slot(kind)].keys().map(String::as_str).collect();
         ids.sort();
         ids
     }
@@ -414,7 +415,7 @@ impl Registry {
     /// Index pairs of entries with the same kind, id and version.
     pub fn duplicates(&self) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
-        for list in self.index.values() {
+        for list in self.index.iter().flat_map(HashMap::values) {
             for w in list.windows(2) {
                 if self.entries[w[0]].version == self.entries[w[1]].version {
                     out.push((w[0], w[1]));
@@ -473,22 +474,35 @@ impl Registry {
 
     /// Records the files a walk found as regular files (real paths, reached through no
     /// symlink): an entry naming one of them needs no resolving of its own, which for a
-    /// large registry saves a file system lookup per path component per entry.
-    pub fn known_files<'p>(&self, walked: impl Iterator<Item = &'p Path>) {
-        let walked: std::collections::HashSet<&Path> = walked.collect();
-        if walked.is_empty() {
-            return;
-        }
+    /// large registry saves a file system lookup per path component per entry. Returns,
+    /// for each entry, whether its file is one of them.
+    pub fn known_files<'p>(&self, walked: impl Iterator<Item = &'p Path>) -> Vec<bool> {
         let root = self.real_root();
-        for (entry, cell) in self.entries.iter().zip(&self.files) {
-            if check_relative(&entry.path).is_err() {
-                continue;
-            }
-            let path = root.join(&entry.path);
-            if walked.contains(path.as_path()) {
-                let _ = cell.set(Ok(path));
+        // Keyed by the path below the root as the walk wrote it: an entry that spells its
+        // path another way (`./a`, `a//b`) is resolved the long way instead.
+        let walked: std::collections::HashSet<&std::ffi::OsStr, foldhash::fast::RandomState> =
+            walked.filter_map(|p| p.strip_prefix(root).ok()).map(Path::as_os_str).collect();
+        let mut known = vec![false; self.entries.len()];
+        if walked.is_empty() {
+            return known;
+        }
+        for ((entry, cell), known) in self.entries.iter().zip(&self.files).zip(&mut known) {
+            if walked.contains(std::ffi::OsStr::new(&entry.path))
+                && check_relative(&entry.path).is_ok()
+            {
+                let _ = cell.set(Ok(root.join(&entry.path)));
+                *known = true;
             }
         }
+        known
+    }
+
+    /// The real path of the file of the entry at `index` in [`Registry::entries`], when it
+    /// stays inside the root and exists ([`Registry::file_of`] says why not).
+    pub fn path_at(&self, index: usize) -> Option<&Path> {
+        let entry = self.entries.get(index)?;
+        let cell = self.files.get(index)?;
+        cell.get_or_init(|| resolve_under(self.real_root(), &entry.path)).as_deref().ok()
     }
 
     /// Every problem with the registry itself: duplicates, history breaks, entry paths
@@ -626,7 +640,7 @@ impl Registry {
             *count += 1;
             self.files.push(std::sync::OnceLock::new());
             let entries = &self.entries;
-            let list = self.index.entry((kind, id)).or_default();
+            let list = self.index[kind_slot(kind)].entry(id).or_default();
             let at = list.partition_point(|&j| entries[j].version <= version);
             list.insert(at, i);
         }

@@ -165,7 +165,7 @@ fn bound_via_registry<'a>(
     let entry = resolution.entry;
     let key = entry.key();
     let Ok(path) = registry.file_of(entry) else { return Bound::Missing };
-    if let Some(&index) = ctx.by_path.get(&path) {
+    if let Some(index) = ctx.index_of(&path) {
         return bound_file(ctx, index, key);
     }
     // The pack is outside the folder being validated: load it now.

@@ -137,7 +137,9 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
 pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candidate> {
     let mut out = walk_path(path, base, registry.is_some());
     if let Some(registry) = registry {
-        add_registry_files(&mut out, path, base, registry);
+        let known = vec![false; registry.entries.len()];
+        let extra = registry_files(&out, path, base, registry, &known);
+        out.extend(extra);
     }
     out
 }
@@ -211,22 +213,35 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
 }
 
 /// At a project root: every file a registry entry names that the walk did not find.
-pub fn add_registry_files(out: &mut Vec<Candidate>, path: &Path, base: &Path, registry: &Registry) {
-    if !at_project_root(path, base, true) {
-        return;
+/// `known[i]` says entry `i`'s file is a walked one ([`Registry::known_files`]): those
+/// need no look.
+pub fn registry_files(
+    walked: &[Candidate],
+    path: &Path,
+    base: &Path,
+    registry: &Registry,
+    known: &[bool],
+) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    let unknown: Vec<usize> =
+        (0..registry.entries.len()).filter(|&i| !known.get(i).copied().unwrap_or(false)).collect();
+    if unknown.is_empty() || !at_project_root(path, base, true) {
+        return out;
     }
     let root = registry.real_root().to_path_buf();
-    let mut seen: HashSet<PathBuf> = out
+    // Canonical paths only, so equal bytes are equal paths.
+    let mut seen: HashSet<std::ffi::OsString, foldhash::fast::RandomState> = walked
         .iter()
         .filter_map(|c| if c.canonical { Some(c.path.clone()) } else { c.path.canonicalize().ok() })
+        .map(PathBuf::into_os_string)
         .collect();
-    for entry in &registry.entries {
-        if let Ok(real) = registry.file_of(entry)
-            && seen.insert(real.clone())
+    for i in unknown {
+        if let Some(real) = registry.path_at(i)
+            && seen.insert(real.as_os_str().to_os_string())
         {
             out.push(Candidate {
-                dir_kind: kind_from_folder(&root, &real),
-                path: real,
+                dir_kind: kind_from_folder(&root, real),
+                path: real.to_path_buf(),
                 escape: None,
                 canonical: true,
                 unreadable: None,
@@ -234,4 +249,5 @@ pub fn add_registry_files(out: &mut Vec<Candidate>, path: &Path, base: &Path, re
             });
         }
     }
+    out
 }

@@ -83,14 +83,25 @@ pub struct Context {
     pub config: Config,
     pub files: Vec<Analyzed>,
     /// Canonical path → index into `files`.
-    pub by_path: HashMap<PathBuf, usize>,
+    by_path: PathIndex,
     pub now: jiff::Timestamp,
 }
 
+/// Canonical paths → indexes, keyed by the path's bytes with a fast hasher: every key and
+/// every lookup is a canonical path (no `.`, `..`, `//` or trailing `/`), for which equal
+/// bytes and equal paths are the same thing, and hashing the bytes skips the
+/// component-by-component hashing of `Path` (measurable at 20,000 files).
+type PathIndex = HashMap<std::ffi::OsString, usize, foldhash::fast::RandomState>;
+
 impl Context {
+    /// The index in `files` of the file at a canonical path.
+    pub fn index_of(&self, path: &Path) -> Option<usize> {
+        self.by_path.get(path.as_os_str()).copied()
+    }
+
     /// The analyzed file at a canonical path.
     pub fn file_at(&self, path: &Path) -> Option<&Analyzed> {
-        self.by_path.get(path).map(|&i| &self.files[i])
+        self.index_of(path).map(|i| &self.files[i])
     }
 }
 
@@ -107,35 +118,12 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         None => registry::find_upwards(&path),
     };
     let mut registry_text = None;
-    let base_of = |rp: &Path| rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
-    // Load the registry on one thread while this one walks PATH.
-    let (loaded, mut walked) = std::thread::scope(|scope| {
-        let loading = registry_path.as_ref().map(|rp| scope.spawn(move || Registry::load(rp)));
-        let walk_base = registry_path.as_deref().map(base_of);
-        let walked = walk_base.map(|b| discover::walk_path(&path, &b, true));
-        let loaded = loading.map(|h| {
-            h.join().map_err(|panic| Error::Internal {
-                message: format!("the registry loader panicked: {}", panic_message(&*panic)),
-            })
-        });
-        (loaded, walked)
-    });
-    // A panic is never a finding that can be skipped: the whole run is an internal error.
-    let loaded = match loaded {
-        Some(Err(e)) => return Err(e),
-        // The registry's text (22 MB for 20,000 entries) is not kept while every file is
-        // checked: `place` reads it again when a finding is in registry.json.
-        Some(Ok(loaded)) => Some(loaded.map(|mut r| {
-            r.text = String::new();
-            r
-        })),
-        None => None,
-    };
-    let (registry, base) = match &registry_path {
+    let (registry, base, files, audit, registry_read) = match &registry_path {
         Some(rp) => {
-            let root = base_of(rp);
-            match loaded.unwrap_or_else(|| Registry::load(rp)) {
-                Ok(r) => (Some(r), root),
+            let base = rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
+            let checked = check_project(&path, rp, &base, options.jobs, progress)?;
+            let registry = match checked.registry {
+                Ok(r) => Some(r),
                 Err(e) => {
                     // Keep the text so the findings can show their lines.
                     // Only a confined, regular registry.json (never a FIFO or a link
@@ -146,10 +134,12 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                         })
                         .ok()
                         .and_then(|b| String::from_utf8(b).ok());
-                    diagnostics.extend(registry_load_diagnostics(&e, rp, &root));
-                    (None, root)
+                    diagnostics.extend(registry_load_diagnostics(&e, rp, &base));
+                    None
                 }
-            }
+            };
+            let read = registry.is_some() || registry_text.is_some();
+            (registry, base, checked.files, checked.audit, read)
         }
         None => {
             report.notes.push(format!(
@@ -169,9 +159,13 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                 Some(from) if dir.starts_with(&from) => from,
                 _ => dir,
             };
-            (None, base)
+            let candidates = discover::files(&path, &base, None);
+            progress.start(candidates.len());
+            let (files, ()) = analyze_all(&candidates, &base, options.jobs, progress, || ());
+            (None, base, files?, Vec::new(), false)
         }
     };
+    progress.finish();
     let registry_name = registry_path
         .as_deref()
         .map(|p| relative_name(&base, p))
@@ -183,43 +177,9 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
             Config::default()
         }
     };
-
-    // An entry whose file the walk saw as a regular file needs no resolving of its own.
-    if let (Some(walked), Some(r)) = (&walked, &registry) {
-        r.known_files(walked.iter().filter(|c| c.regular).map(|c| c.path.as_path()));
-    }
-    let candidates = match (walked.take(), &registry) {
-        (Some(mut walked), Some(r)) => {
-            discover::add_registry_files(&mut walked, &path, &base, r);
-            walked
-        }
-        (Some(walked), None) => walked,
-        (None, _) => discover::files(&path, &base, registry.as_ref()),
-    };
-    // The registry counts among the files checked (it was read above), so the bar's total
-    // matches the summary's.
-    let registry_read = registry.is_some() || registry_text.is_some();
-    progress.start(candidates.len() + usize::from(registry_read));
-    if registry_read {
-        progress.advance();
-    }
-    // The registry's own audit (history chain, replay, entry paths) needs no file: it runs
-    // beside the per-file stage.
-    let (files, audit) = std::thread::scope(|scope| {
-        let audit = registry.as_ref().map(|r| scope.spawn(|| r.audit()));
-        let files = analyze_all(&candidates, &base, options.jobs, progress);
-        let audit = audit.map(|h| {
-            h.join().map_err(|panic| Error::Internal {
-                message: format!("the registry audit panicked: {}", panic_message(&*panic)),
-            })
-        });
-        (files, audit)
-    });
-    let files = files?;
-    let audit = audit.transpose()?.unwrap_or_default();
-    let mut by_path = HashMap::with_capacity(files.len());
+    let mut by_path = PathIndex::with_capacity_and_hasher(files.len(), Default::default());
     for (i, f) in files.iter().enumerate() {
-        by_path.insert(f.abs.clone(), i);
+        by_path.insert(f.abs.clone().into_os_string(), i);
     }
     let ctx = Context { base, registry, registry_name, config, files, by_path, now: options.now };
 
@@ -230,12 +190,25 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     if registry_read {
         report.files.push(ctx.registry_name.clone());
     }
-    registry_rules::check(&ctx, audit, &mut diagnostics);
-    let bound_packs = binding::check(&ctx, &mut diagnostics);
-    compat::check(&ctx, &mut diagnostics);
-    examples::check(&ctx, &bound_packs, &mut diagnostics);
-    work_orders::check(&ctx, &mut report.notes, &mut diagnostics);
-    context::check(&ctx, &mut diagnostics);
+    // The registry's rules read no other rule's result: they run beside the others.
+    let (registry_findings, other_findings) = std::thread::scope(|scope| {
+        let registry_rules = scope.spawn(|| {
+            let mut out = Vec::new();
+            registry_rules::check(&ctx, audit, &mut out);
+            out
+        });
+        let mut out = Vec::new();
+        let bound_packs = binding::check(&ctx, &mut out);
+        compat::check(&ctx, &mut out);
+        examples::check(&ctx, &bound_packs, &mut out);
+        work_orders::check(&ctx, &mut report.notes, &mut out);
+        context::check(&ctx, &mut out);
+        let registry_rules =
+            registry_rules.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (registry_rules, out)
+    });
+    diagnostics.extend(registry_findings);
+    diagnostics.extend(other_findings);
 
     place(&ctx, registry_text.as_deref(), &mut diagnostics);
     report.diagnostics = diagnostics;
@@ -362,22 +335,82 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
-/// Runs the per-file stage on a pool of scoped threads pulling from a shared index. A
-/// worker that panics makes the whole stage an `internal_error`: its files are never
-/// silently missing from the report.
-fn analyze_all(
+/// What the per-file stage of a project with a registry.json gives.
+struct Checked {
+    /// The registry as loaded (its text dropped), or why it did not load.
+    registry: Result<Registry>,
+    /// Every walked file, then every file only the registry names.
+    files: Vec<Analyzed>,
+    /// The registry's own findings ([`Registry::audit`]).
+    audit: Vec<Diagnostic>,
+}
+
+/// The per-file stage at a project with a registry.json, overlapped with the registry's
+/// own work: the registry loads on one thread while this one walks PATH; the walked files
+/// are analyzed as soon as the walk ends, while this thread waits for the registry and
+/// runs its audit; files only the registry names (outside the walked folders) come last.
+fn check_project(
+    path: &Path,
+    registry_path: &Path,
+    base: &Path,
+    jobs: usize,
+    progress: &dyn Progress,
+) -> Result<Checked> {
+    std::thread::scope(|scope| {
+        let loading = scope.spawn(|| Registry::load(registry_path));
+        let walked = discover::walk_path(path, base, true);
+        progress.start(walked.len());
+        let (files, loaded) = analyze_all(&walked, base, jobs, progress, || {
+            let mut registry = loading.join().map_err(|panic| Error::Internal {
+                message: format!("the registry loader panicked: {}", panic_message(&*panic)),
+            })?;
+            let Ok(r) = &mut registry else { return Ok((registry, Vec::new(), Vec::new())) };
+            // The registry's text (22 MB for 20,000 entries) is not kept while every file
+            // is checked: `place` reads it again when a finding is in registry.json.
+            r.text = String::new();
+            // An entry whose file the walk saw as a regular file needs no resolving of
+            // its own.
+            let known =
+                r.known_files(walked.iter().filter(|c| c.regular).map(|c| c.path.as_path()));
+            let extra = discover::registry_files(&walked, path, base, r, &known);
+            let audit = r.audit();
+            Ok((registry, audit, extra))
+        });
+        // A panic is never a finding that can be skipped: the whole run is an internal
+        // error.
+        let mut files = files?;
+        let (registry, audit, extra) = loaded?;
+        // registry.json counts among the files checked (it was read above), so the bar's
+        // total matches the summary's.
+        progress.start(walked.len() + extra.len() + usize::from(registry.is_ok()));
+        if registry.is_ok() {
+            progress.advance();
+        }
+        if !extra.is_empty() {
+            let (more, ()) = analyze_all(&extra, base, jobs, progress, || ());
+            files.extend(more?);
+        }
+        Ok(Checked { registry, files, audit })
+    })
+}
+
+/// Runs the per-file stage on a pool of scoped threads pulling from a shared index, and
+/// `beside` on this thread meanwhile. A worker that panics makes the whole stage an
+/// `internal_error`: its files are never silently missing from the report.
+fn analyze_all<T>(
     candidates: &[discover::Candidate],
     base: &Path,
     jobs: usize,
     progress: &dyn Progress,
-) -> Result<Vec<Analyzed>> {
+    beside: impl FnOnce() -> T,
+) -> (Result<Vec<Analyzed>>, T) {
     let workers = match jobs {
         0 => std::thread::available_parallelism().map(usize::from).unwrap_or(1),
         n => n,
     }
     .min(candidates.len().max(1));
     let next = AtomicUsize::new(0);
-    let results: Result<Vec<(usize, Analyzed)>> = std::thread::scope(|scope| {
+    let (results, beside): (Result<Vec<(usize, Analyzed)>>, T) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
@@ -392,6 +425,7 @@ fn analyze_all(
                 })
             })
             .collect();
+        let beside = beside();
         // Every handle is joined (an unjoined panicked thread would panic the scope); the
         // first panic is the error.
         let mut all = Ok(Vec::with_capacity(candidates.len()));
@@ -406,12 +440,13 @@ fn analyze_all(
                 (_, Err(_)) => {}
             }
         }
-        all
+        (all, beside)
     });
-    progress.finish();
-    let mut results = results?;
-    results.sort_by_key(|(i, _)| *i);
-    Ok(results.into_iter().map(|(_, a)| a).collect())
+    let results = results.map(|mut results| {
+        results.sort_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, a)| a).collect()
+    });
+    (results, beside)
 }
 
 /// registry.json's text read again, if it is still the text that was loaded (same

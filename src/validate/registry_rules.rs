@@ -3,9 +3,6 @@
 //! with a matching SHA-256 (drafts excepted: they are working copies) and id/version,
 //! successors of deprecated entries, and migration periods that are over.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-
 use crate::diagnostic::Diagnostic;
 use crate::error::{Code, Error};
 use crate::registry::{Entry, EntryKind, State};
@@ -19,19 +16,25 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
     for d in audit {
         out.push(d.file(ctx.registry_name.clone()));
     }
-    let mut by_file: HashMap<PathBuf, Vec<&Entry>> = HashMap::new();
-    for e in &registry.entries {
-        if let Ok(p) = registry.file_of(e) {
-            by_file.entry(p).or_default().push(e);
-        }
-    }
+    // (file, entry) index pairs for every entry whose file was checked: in the files'
+    // order, then the registry's.
+    let mut pairs: Vec<(usize, usize)> = (0..registry.entries.len())
+        .filter_map(|i| Some((ctx.index_of(registry.path_at(i)?)?, i)))
+        .collect();
+    pairs.sort_unstable();
     let root = ctx.base.canonicalize().unwrap_or_else(|_| ctx.base.clone());
-    for f in &ctx.files {
+    let mut next = 0;
+    for (index, f) in ctx.files.iter().enumerate() {
+        let first = next;
+        while pairs.get(next).is_some_and(|&(file, _)| file == index) {
+            next += 1;
+        }
+        let entries = &pairs[first..next];
         let Some(kind @ (FileKind::Contract | FileKind::Pack)) = f.kind else { continue };
         if !f.parsed || !f.abs.starts_with(&root) {
             continue;
         }
-        let Some(entries) = by_file.get(&f.abs) else {
+        if entries.is_empty() {
             let what = f.declared_id().map(|(id, v)| format!(" ({id}@{v})")).unwrap_or_default();
             out.push(
                 Diagnostic::new(
@@ -42,9 +45,9 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
                 .help(format!("register it with `pactum registry add {}`", f.rel)),
             );
             continue;
-        };
-        for entry in entries {
-            check_entry_file(f, kind, entry, out);
+        }
+        for &(_, entry) in entries {
+            check_entry_file(f, kind, &registry.entries[entry], out);
         }
     }
     deprecation_periods(ctx, out);
