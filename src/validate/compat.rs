@@ -101,11 +101,14 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
     let mut out: BTreeMap<&str, Vec<Version<'_>>> = BTreeMap::new();
     match &ctx.registry {
         Some(registry) => {
-            for entry in registry
-                .entries
-                .iter()
-                .filter(|e| e.kind == EntryKind::Contract && e.state != State::Removed)
-            {
+            // Only ids with two versions or more have a bump to check.
+            let several = registry.ids(EntryKind::Contract).into_iter().filter_map(|id| {
+                let live = || {
+                    registry.versions(EntryKind::Contract, id).filter(|e| e.state != State::Removed)
+                };
+                (live().nth(1).is_some()).then(live)
+            });
+            for entry in several.flatten() {
                 let Ok(path) = registry.file_of(entry) else { continue };
                 let (value, file) = match ctx.file_at(&path) {
                     Some(f) => match &f.contract {

@@ -238,7 +238,16 @@ fn rename(report: &mut Report, base: &Path, root: &Path) {
     if base == root {
         return;
     }
-    let renamed = |name: &str| relative_name(root, &base.join(name));
+    // Names below `base` get base's own name in front; others (absolute) are named again.
+    let prefix = base.starts_with(root).then(|| relative_name(root, base));
+    let renamed = |name: &str| match &prefix {
+        Some(prefix) if !name.starts_with('/') => match (prefix.is_empty(), name.is_empty()) {
+            (true, _) => name.to_string(),
+            (false, true) => prefix.clone(),
+            (false, false) => format!("{prefix}/{name}"),
+        },
+        _ => relative_name(root, &base.join(name)),
+    };
     for file in &mut report.files {
         *file = renamed(file);
     }
@@ -462,9 +471,20 @@ fn reread_registry(r: &Registry) -> Option<String> {
 /// Fills in line, column and the source line of every finding that has a file and a
 /// pointer (or a line already).
 fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnostic]) {
+    // Only the files with a finding to place are looked at.
+    let wanted: std::collections::HashSet<&str> = diagnostics
+        .iter()
+        .filter(|d| d.line.is_some() || d.pointer.is_some())
+        .filter_map(|d| d.file.as_deref())
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
     let mut texts: HashMap<&str, (&str, Syntax)> = HashMap::new();
     for f in &ctx.files {
-        if let Some(text) = &f.text {
+        if let Some(text) = &f.text
+            && wanted.contains(f.rel.as_str())
+        {
             texts.insert(f.rel.as_str(), (text.as_str(), f.syntax));
         }
     }
