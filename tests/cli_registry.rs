@@ -1095,6 +1095,42 @@ fn validate_accepts_a_declared_bump_that_is_big_enough() {
     assert!(diagnostics_with_code(&report, "incompatible_version_bump").is_empty(), "{report:#}");
 }
 
+#[test]
+fn validate_checks_every_pair_of_a_long_version_line_whatever_the_threads() {
+    // 70 versions of one id (enough to be checked on several threads): three patch bumps
+    // that add an input, one of them at the seam between two threads' runs of pairs.
+    let t = Tree::active();
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(bare.path().join("contracts/notes")).unwrap();
+    let mut contract: Value =
+        serde_json::from_slice(&std::fs::read(t.path("contracts/notes/1.0.0.json")).unwrap())
+            .unwrap();
+    let adds = [(10, "lang"), (35, "tone"), (36, "mood")];
+    for k in 0..70 {
+        if let Some((_, name)) = adds.iter().find(|(at, _)| *at == k) {
+            contract["input_schema"]["properties"][*name] = json!({"type": "string"});
+        }
+        contract["version"] = json!(format!("1.0.{k}"));
+        let rel = format!("contracts/notes/1.0.{k}.json");
+        std::fs::write(bare.path().join(rel), serde_json::to_vec_pretty(&contract).unwrap())
+            .unwrap();
+    }
+    let flagged = |jobs: &str| {
+        let (_, report) = validate_json(bare.path(), &["--jobs", jobs]);
+        let mut files: Vec<String> = diagnostics_with_code(&report, "incompatible_version_bump")
+            .iter()
+            .map(|d| d["file"].as_str().unwrap().to_string())
+            .collect();
+        files.sort();
+        files
+    };
+    let expected: Vec<String> =
+        [10, 35, 36].iter().map(|k| format!("contracts/notes/1.0.{k}.json")).collect();
+    assert_eq!(flagged("1"), expected);
+    assert_eq!(flagged("2"), expected);
+    assert_eq!(flagged("3"), expected);
+}
+
 // ---------------------------------------------------------------------------------------
 // new contract
 // ---------------------------------------------------------------------------------------

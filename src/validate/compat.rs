@@ -43,28 +43,61 @@ impl Document<'_> {
     }
 }
 
+/// Ids with this many versions or more have their pairs checked on several threads.
+const PARALLEL_FROM: usize = 64;
+
 pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
     for (id, mut versions) in versions_by_id(ctx) {
         if versions.len() < 2 {
             continue;
         }
         versions.sort_by(|a, b| a.version.cmp(&b.version));
-        // One parsed document at a time besides the previous one: memory stays flat however
-        // many versions an id has.
-        let mut previous = versions[0].value.value();
-        for pair in versions.windows(2) {
-            let (old, new) = (&pair[0], &pair[1]);
-            let current = new.value.value();
-            if let (Some(file), Some(old_value), Some(new_value)) = (new.file, &previous, &current)
-            {
-                bump_finding(id, old, new, file, old_value, new_value, out);
-            }
-            previous = current;
+        let pairs = versions.len() - 1;
+        let chunks = if versions.len() >= PARALLEL_FROM { ctx.jobs.max(1) } else { 1 };
+        if chunks == 1 {
+            check_pairs(id, &versions, out);
+            continue;
         }
+        // Consecutive runs of pairs, one per thread; neighbouring runs share the version
+        // between them (parsed once by each).
+        let size = pairs.div_ceil(chunks);
+        let versions = &versions;
+        let found: Vec<Vec<Diagnostic>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..pairs)
+                .step_by(size)
+                .map(|start| {
+                    let end = (start + size).min(pairs);
+                    scope.spawn(move || {
+                        let mut found = Vec::new();
+                        check_pairs(id, &versions[start..=end], &mut found);
+                        found
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        out.extend(found.into_iter().flatten());
     }
 }
 
-/// `incompatible_version_bump` on `new` when its declared bump over `old` is too small.
+/// Checks each consecutive pair of `versions` (sorted), parsing each version once and
+/// holding at most two parsed at a time.
+fn check_pairs(id: &str, versions: &[Version<'_>], out: &mut Vec<Diagnostic>) {
+    let Some(first) = versions.first() else { return };
+    let mut previous = first.value.value();
+    for pair in versions.windows(2) {
+        let (old, new) = (&pair[0], &pair[1]);
+        let current = new.value.value();
+        if let (Some(file), Some(old_value), Some(new_value)) = (new.file, &previous, &current) {
+            bump_finding(id, old, new, file, old_value, new_value, out);
+        }
+        previous = current;
+    }
+}
+
 fn bump_finding(
     id: &str,
     old: &Version<'_>,

@@ -4,9 +4,10 @@
 //! The run has three stages:
 //! 1. **discover** ([`discover`]): the files to check, found by walking PATH (or, at a
 //!    project root, its `contracts/`, `prompt_packs/` and `work_orders/` plus every file
-//!    the registry names);
+//!    the registry names), while registry.json loads on a thread of its own;
 //! 2. **per file, in parallel** ([`file`]): each file is read once, hashed, parsed and
-//!    checked against its schema (checks 1–3);
+//!    checked against its schema (checks 1–3); the walked files start as soon as the
+//!    walk ends, while the registry finishes loading and runs its own audit;
 //! 3. **across files** (one module per rule family): the registry ([`registry`], checks 4
 //!    and 7), pack bindings and template variables ([`binding`], checks 5 and 6),
 //!    compatibility of consecutive versions ([`compat`], check 8), contract examples run
@@ -85,6 +86,8 @@ pub struct Context {
     /// Canonical path → index into `files`.
     by_path: PathIndex,
     pub now: jiff::Timestamp,
+    /// Threads a rule may use (at least 1): `--jobs`, else one per core.
+    pub jobs: usize,
 }
 
 /// Canonical paths → indexes, keyed by the path's bytes with a fast hasher: every key and
@@ -181,7 +184,9 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     for (i, f) in files.iter().enumerate() {
         by_path.insert(f.abs.clone().into_os_string(), i);
     }
-    let ctx = Context { base, registry, registry_name, config, files, by_path, now: options.now };
+    let jobs = threads(options.jobs);
+    let ctx =
+        Context { base, registry, registry_name, config, files, by_path, now: options.now, jobs };
 
     for f in &ctx.files {
         report.files.push(f.rel.clone());
@@ -326,6 +331,15 @@ pub fn pointer_label(pointer: &str) -> &str {
 /// when it is outside `base`.
 pub fn relative_name(base: &Path, path: &Path) -> String {
     match path.strip_prefix(base) {
+        // Already `/`-separated with nothing to normalize (the usual case): as it is.
+        Ok(rel)
+            if std::path::MAIN_SEPARATOR == '/'
+                && rel
+                    .to_str()
+                    .is_some_and(|s| s.split('/').all(|p| !p.is_empty() && p != ".")) =>
+        {
+            rel.to_string_lossy().into_owned()
+        }
         Ok(rel) => {
             let parts: Vec<String> =
                 rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
@@ -342,6 +356,14 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| (*s).to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
+/// The threads `--jobs` asks for: 0 means one per core.
+fn threads(jobs: usize) -> usize {
+    match jobs {
+        0 => std::thread::available_parallelism().map(usize::from).unwrap_or(1),
+        n => n,
+    }
 }
 
 /// What the per-file stage of a project with a registry.json gives.
@@ -413,11 +435,7 @@ fn analyze_all<T>(
     progress: &dyn Progress,
     beside: impl FnOnce() -> T,
 ) -> (Result<Vec<Analyzed>>, T) {
-    let workers = match jobs {
-        0 => std::thread::available_parallelism().map(usize::from).unwrap_or(1),
-        n => n,
-    }
-    .min(candidates.len().max(1));
+    let workers = threads(jobs).min(candidates.len().max(1));
     let next = AtomicUsize::new(0);
     let (results, beside): (Result<Vec<(usize, Analyzed)>>, T) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
@@ -543,6 +561,18 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_names_are_slash_separated_and_normalized() {
+        let base = Path::new("/repo/prompts");
+        let name = |p: &str| relative_name(base, Path::new(p));
+        assert_eq!(name("/repo/prompts/contracts/a/1.0.0.json"), "contracts/a/1.0.0.json");
+        assert_eq!(name("/repo/prompts/contracts//a/./1.0.0.json"), "contracts/a/1.0.0.json");
+        assert_eq!(name("/repo/prompts/contracts/a/"), "contracts/a");
+        assert_eq!(name("/repo/prompts"), "");
+        assert_eq!(name("/repo/prompts/../x.json"), "../x.json");
+        assert_eq!(name("/elsewhere/x.json"), "/elsewhere/x.json");
+    }
 
     #[test]
     fn registry_text_is_read_again_only_while_unchanged() {
