@@ -46,15 +46,19 @@ pub const FOLDERS: &[(&str, FileKind)] = &[
     ("work_orders", FileKind::WorkOrder),
 ];
 
-fn is_document(path: &Path) -> bool {
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    if name == registry::FILE_NAME || name.ends_with(".schema.json") {
+/// Whether a file of this name is one `validate` checks: `.json`, `.yaml` or `.yml` (any
+/// case), but not registry.json nor a shared `*.schema.json`.
+fn is_document(name: &std::ffi::OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    if name == registry::FILE_NAME.as_bytes() || name.ends_with(b".schema.json") {
         return false;
     }
-    matches!(
-        path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(),
-        Some("json" | "yaml" | "yml")
-    )
+    let extension = match name.iter().rposition(|&b| b == b'.') {
+        // A leading dot starts a hidden name, not an extension (as `Path::extension`).
+        Some(dot) if dot > 0 => &name[dot + 1..],
+        _ => return false,
+    };
+    ["json", "yaml", "yml"].iter().any(|e| extension.eq_ignore_ascii_case(e.as_bytes()))
 }
 
 fn skipped_dir(name: &str) -> bool {
@@ -68,7 +72,10 @@ pub fn kind_from_folder(base: &Path, path: &Path) -> Option<FileKind> {
     FOLDERS.iter().find(|(name, _)| *name == first).map(|(_, kind)| *kind)
 }
 
-fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
+/// Walks `dir`. `kind`: the kind every file found has, when `dir` is a conventional folder
+/// (else it is worked out per file).
+fn walk(dir: &Path, base: &Path, root: &Path, kind: Option<FileKind>, out: &mut Vec<Candidate>) {
+    let kind_of = |path: &Path| kind.or_else(|| kind_from_folder(base, path));
     let walker =
         WalkDir::new(dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
             e.depth() == 0
@@ -84,7 +91,7 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
                 let path = e.path().unwrap_or(dir).to_path_buf();
                 let reason = e.io_error().map_or_else(|| e.to_string(), ToString::to_string);
                 out.push(Candidate {
-                    dir_kind: kind_from_folder(base, &path),
+                    dir_kind: kind_of(&path),
                     path,
                     escape: None,
                     canonical: false,
@@ -98,11 +105,10 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
         if entry.depth() == 0 {
             through_link = entry.path_is_symlink();
         }
-        if entry.file_type().is_dir() || !is_document(path) {
+        if entry.file_type().is_dir() || !is_document(entry.file_name()) {
             continue;
         }
-        let name = entry.file_name().to_string_lossy();
-        if name.starts_with('.') {
+        if entry.file_name().as_encoded_bytes().starts_with(b".") {
             continue;
         }
         let escape = if entry.path_is_symlink() {
@@ -124,7 +130,7 @@ fn walk(dir: &Path, base: &Path, root: &Path, out: &mut Vec<Candidate>) {
         let canonical = !entry.path_is_symlink() && !through_link;
         out.push(Candidate {
             path: path.to_path_buf(),
-            dir_kind: kind_from_folder(base, path),
+            dir_kind: kind_of(path),
             escape,
             canonical,
             unreadable: None,
@@ -169,7 +175,9 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
     if at_project_root(path, base, has_registry) {
         let confined = crate::confine::Root::canonical(&root);
         let mut folders = Vec::new();
-        for folder in FOLDERS.iter().map(|(n, _)| path.join(n)).filter(|p| p.is_dir()) {
+        for (folder, kind) in
+            FOLDERS.iter().map(|(n, kind)| (path.join(n), *kind)).filter(|(p, _)| p.is_dir())
+        {
             // walkdir always follows the folder it starts at: a conventional folder that
             // is a symlink leading out of the project is reported, never walked.
             if let Err(crate::confine::Refusal::Escape(reason)) = confined.folder(&folder) {
@@ -183,7 +191,7 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
                 });
                 continue;
             }
-            folders.push(folder);
+            folders.push((folder, kind));
         }
         // The folders are walked side by side (a walk mostly waits on the file system),
         // and their files listed in the folders' order.
@@ -191,10 +199,10 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
         let walked: Vec<Vec<Candidate>> = std::thread::scope(|scope| {
             let handles: Vec<_> = folders
                 .iter()
-                .map(|folder| {
+                .map(|(folder, kind)| {
                     scope.spawn(move || {
                         let mut found = Vec::new();
-                        walk(folder, base, root, &mut found);
+                        walk(folder, base, root, Some(*kind), &mut found);
                         found
                     })
                 })
@@ -207,7 +215,7 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
         });
         out.extend(walked.into_iter().flatten());
     } else {
-        walk(path, base, &root, &mut out);
+        walk(path, base, &root, None, &mut out);
     }
     out
 }
@@ -250,4 +258,21 @@ pub fn registry_files(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_json_and_yaml_files_but_not_the_registry_nor_shared_schemas() {
+        let is = |name: &str| is_document(std::ffi::OsStr::new(name));
+        for yes in ["a.json", "a.yaml", "a.yml", "A.JSON", "b.Yml", "x.y.json"] {
+            assert!(is(yes), "{yes}");
+        }
+        for no in ["registry.json", "a.schema.json", ".json", "a.", "a", "a.jsonl", "a.txt", "json"]
+        {
+            assert!(!is(no), "{no}");
+        }
+    }
 }
