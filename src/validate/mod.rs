@@ -390,11 +390,14 @@ fn check_project(
     std::thread::scope(|scope| {
         let loading = scope.spawn(|| Registry::load(registry_path));
         let walked = discover::walk_path(path, base, true);
-        progress.start(walked.len());
+        // registry.json counts among the files checked, so the bar's total matches the
+        // summary's from the start.
+        progress.start(walked.len() + 1);
         let (files, loaded) = analyze_all(&walked, base, jobs, progress, || {
             let mut registry = loading.join().map_err(|panic| Error::Internal {
                 message: format!("the registry loader panicked: {}", panic_message(&*panic)),
             })?;
+            progress.advance();
             let Ok(r) = &mut registry else { return Ok((registry, Vec::new(), Vec::new())) };
             // The registry's text (22 MB for 20,000 entries) is not kept while every file
             // is checked: `place` reads it again when a finding is in registry.json.
@@ -411,13 +414,8 @@ fn check_project(
         // error.
         let mut files = files?;
         let (registry, audit, extra) = loaded?;
-        // registry.json counts among the files checked (it was read above), so the bar's
-        // total matches the summary's.
-        progress.start(walked.len() + extra.len() + usize::from(registry.is_ok()));
-        if registry.is_ok() {
-            progress.advance();
-        }
         if !extra.is_empty() {
+            progress.start(walked.len() + 1 + extra.len());
             let (more, ()) = analyze_all(&extra, base, jobs, progress, || ());
             files.extend(more?);
         }
