@@ -97,8 +97,8 @@ fn a_panic_anywhere_is_internal_error_and_exit_2() {
     assert!(!out.stderr.contains("panicked at"), "the raw panic message is replaced:\n{out}");
 }
 
-/// A progress reporter that panics in the workers it is called from (the first call, for
-/// the registry, comes from the calling thread).
+/// A progress reporter that panics on every call after the first, whichever thread makes
+/// it (a worker, or the calling thread counting registry.json while the workers run).
 #[derive(Default)]
 struct Exploding(std::sync::atomic::AtomicUsize);
 
@@ -119,6 +119,29 @@ fn a_panicking_validate_worker_is_an_internal_error_from_the_library_too() {
         .unwrap_err();
     assert_eq!(e.code(), pactum::Code::InternalError, "{e}");
     assert!(e.to_string().contains("a worker panicked"), "{e}");
+}
+
+/// A progress reporter that panics when the calling thread itself advances it (counting
+/// registry.json while the workers run).
+struct ExplodingHere(std::thread::ThreadId);
+
+impl pactum::validate::Progress for ExplodingHere {
+    fn start(&self, _: usize) {}
+    fn advance(&self) {
+        if std::thread::current().id() == self.0 {
+            panic!("the calling thread panicked");
+        }
+    }
+    fn finish(&self) {}
+}
+
+#[test]
+fn a_panic_beside_the_validate_workers_is_an_internal_error_too() {
+    let p = Project::new();
+    let progress = ExplodingHere(std::thread::current().id());
+    let e = pactum::validate::validate(p.root(), &Default::default(), &progress).unwrap_err();
+    assert_eq!(e.code(), pactum::Code::InternalError, "{e}");
+    assert!(e.to_string().contains("the calling thread panicked"), "{e}");
 }
 
 #[test]

@@ -164,8 +164,8 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
             };
             let candidates = discover::files(&path, &base, None);
             progress.start(candidates.len());
-            let (files, ()) = analyze_all(&candidates, &base, options.jobs, progress, || ());
-            (None, base, files?, Vec::new(), false)
+            let (files, ()) = analyze_all(&candidates, &base, options.jobs, progress, || ())?;
+            (None, base, files, Vec::new(), false)
         }
     };
     progress.finish();
@@ -393,7 +393,7 @@ fn check_project(
         // registry.json counts among the files checked, so the bar's total matches the
         // summary's from the start.
         progress.start(walked.len() + 1);
-        let (files, loaded) = analyze_all(&walked, base, jobs, progress, || {
+        let (mut files, loaded) = analyze_all(&walked, base, jobs, progress, || {
             let mut registry = loading.join().map_err(|panic| Error::Internal {
                 message: format!("the registry loader panicked: {}", panic_message(&*panic)),
             })?;
@@ -409,33 +409,33 @@ fn check_project(
             let extra = discover::registry_files(&walked, path, base, r, &known);
             let audit = r.audit();
             Ok((registry, audit, extra))
-        });
+        })?;
         // A panic is never a finding that can be skipped: the whole run is an internal
         // error.
-        let mut files = files?;
         let (registry, audit, extra) = loaded?;
         if !extra.is_empty() {
             progress.start(walked.len() + 1 + extra.len());
-            let (more, ()) = analyze_all(&extra, base, jobs, progress, || ());
-            files.extend(more?);
+            let (more, ()) = analyze_all(&extra, base, jobs, progress, || ())?;
+            files.extend(more);
         }
         Ok(Checked { registry, files, audit })
     })
 }
 
 /// Runs the per-file stage on a pool of scoped threads pulling from a shared index, and
-/// `beside` on this thread meanwhile. A worker that panics makes the whole stage an
-/// `internal_error`: its files are never silently missing from the report.
+/// `beside` on this thread meanwhile. A worker or `beside` that panics makes the whole
+/// stage an `internal_error`: files are never silently missing from the report, and no
+/// panic escapes to the library's caller.
 fn analyze_all<T>(
     candidates: &[discover::Candidate],
     base: &Path,
     jobs: usize,
     progress: &dyn Progress,
     beside: impl FnOnce() -> T,
-) -> (Result<Vec<Analyzed>>, T) {
+) -> Result<(Vec<Analyzed>, T)> {
     let workers = threads(jobs).min(candidates.len().max(1));
     let next = AtomicUsize::new(0);
-    let (results, beside): (Result<Vec<(usize, Analyzed)>>, T) = std::thread::scope(|scope| {
+    let (results, beside) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
@@ -450,7 +450,15 @@ fn analyze_all<T>(
                 })
             })
             .collect();
-        let beside = beside();
+        let beside =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(beside)).map_err(|panic| {
+                Error::Internal {
+                    message: format!(
+                        "validate panicked beside its workers: {}",
+                        panic_message(&*panic)
+                    ),
+                }
+            });
         // Every handle is joined (an unjoined panicked thread would panic the scope); the
         // first panic is the error.
         let mut all = Ok(Vec::with_capacity(candidates.len()));
@@ -467,11 +475,9 @@ fn analyze_all<T>(
         }
         (all, beside)
     });
-    let results = results.map(|mut results| {
-        results.sort_by_key(|(i, _)| *i);
-        results.into_iter().map(|(_, a)| a).collect()
-    });
-    (results, beside)
+    let mut results: Vec<(usize, Analyzed)> = results?;
+    results.sort_by_key(|(i, _)| *i);
+    Ok((results.into_iter().map(|(_, a)| a).collect(), beside?))
 }
 
 /// registry.json's text read again, if it is still the text that was loaded (same
