@@ -189,6 +189,34 @@ fn out_of_range_numbers_in_pactum_toml_are_findings_not_panics() {
 
 #[cfg(unix)]
 #[test]
+fn a_registered_file_with_a_symlink_to_it_in_the_project_is_still_registered() {
+    let p = Project::new();
+    let clean = run(&p, &["validate", "--format", "json"]).json();
+    let unregistered = |doc: &Value| {
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["code"] == "contract_unregistered")
+            .count()
+    };
+    assert_eq!(unregistered(&clean), 0, "{clean:#}");
+    // A link beside a registered contract, sorting after it: both name the same real file.
+    let contract = walkdir::WalkDir::new(p.path("contracts"))
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "json"))
+        .expect("the project has a contract")
+        .into_path();
+    symlink(&contract, &contract.with_file_name("zz-alias.json"));
+    let doc = run(&p, &["validate", "--format", "json"]).json();
+    assert_eq!(unregistered(&doc), 0, "{doc:#}");
+    assert_eq!(doc["summary"]["files"], clean["summary"]["files"].as_u64().unwrap() + 1);
+}
+
+#[cfg(unix)]
+#[test]
 fn symlinked_folders_are_reported_not_walked() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.json"), r#"{"contract_id": "SECRET-LINE-1"}"#)

@@ -723,7 +723,10 @@ fn resolve_under(real_root: &Path, path: &str) -> std::result::Result<PathBuf, P
         Ok(real) => Ok(real),
         Err(Refusal::Escape(reason)) => Err(PathProblem::Escape(reason)),
         // A folder, FIFO or device is refused when it is opened (`io_error`).
-        Err(Refusal::Special(_)) => Ok(real_root.join(path)),
+        // The path's own parts (no `.`, no empty ones): the same real path as `locate`'s.
+        Err(Refusal::Special(_)) => {
+            Ok(real_root.join(Path::new(path).components().collect::<PathBuf>()))
+        }
         Err(Refusal::Missing | Refusal::Io(_)) => Err(PathProblem::Missing),
     }
 }

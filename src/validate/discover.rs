@@ -151,7 +151,7 @@ pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candi
 }
 
 /// Whether PATH is a project root with conventional folders (then only those are walked,
-/// and the registry's files are added by [`add_registry_files`]).
+/// and the registry's files are added by [`registry_files`]).
 fn at_project_root(path: &Path, base: &Path, has_registry: bool) -> bool {
     let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
     has_registry && path == root && FOLDERS.iter().any(|(n, _)| path.join(n).is_dir())

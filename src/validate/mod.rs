@@ -124,7 +124,13 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     let (registry, base, files, audit, registry_read) = match &registry_path {
         Some(rp) => {
             let base = rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
-            let checked = check_project(&path, rp, &base, options.jobs, progress)?;
+            let checked = match check_project(&path, rp, &base, options.jobs, progress) {
+                Ok(checked) => checked,
+                Err(e) => {
+                    progress.finish();
+                    return Err(e);
+                }
+            };
             let registry = match checked.registry {
                 Ok(r) => Some(r),
                 Err(e) => {
@@ -142,6 +148,10 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                 }
             };
             let read = registry.is_some() || registry_text.is_some();
+            if !read {
+                // The bar counted registry.json, which could not even be read.
+                progress.start(checked.files.len());
+            }
             (registry, base, checked.files, checked.audit, read)
         }
         None => {
@@ -164,7 +174,8 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
             };
             let candidates = discover::files(&path, &base, None);
             progress.start(candidates.len());
-            let (files, ()) = analyze_all(&candidates, &base, options.jobs, progress, || ())?;
+            let analyzed = analyze_all(&candidates, &base, options.jobs, progress, "", || ());
+            let (files, ()) = analyzed.inspect_err(|_| progress.finish())?;
             (None, base, files, Vec::new(), false)
         }
     };
@@ -393,7 +404,8 @@ fn check_project(
         // registry.json counts among the files checked, so the bar's total matches the
         // summary's from the start.
         progress.start(walked.len() + 1);
-        let (mut files, loaded) = analyze_all(&walked, base, jobs, progress, || {
+        let beside = "loading and auditing registry.json";
+        let (mut files, loaded) = analyze_all(&walked, base, jobs, progress, beside, || {
             let mut registry = loading.join().map_err(|panic| Error::Internal {
                 message: format!("the registry loader panicked: {}", panic_message(&*panic)),
             })?;
@@ -415,7 +427,7 @@ fn check_project(
         let (registry, audit, extra) = loaded?;
         if !extra.is_empty() {
             progress.start(walked.len() + 1 + extra.len());
-            let (more, ()) = analyze_all(&extra, base, jobs, progress, || ())?;
+            let (more, ()) = analyze_all(&extra, base, jobs, progress, "", || ())?;
             files.extend(more);
         }
         Ok(Checked { registry, files, audit })
@@ -423,7 +435,8 @@ fn check_project(
 }
 
 /// Runs the per-file stage on a pool of scoped threads pulling from a shared index, and
-/// `beside` on this thread meanwhile. A worker or `beside` that panics makes the whole
+/// `beside` on this thread meanwhile (`what` names it in an error). A worker or `beside`
+/// that panics makes the whole
 /// stage an `internal_error`: files are never silently missing from the report, and no
 /// panic escapes to the library's caller.
 fn analyze_all<T>(
@@ -431,6 +444,7 @@ fn analyze_all<T>(
     base: &Path,
     jobs: usize,
     progress: &dyn Progress,
+    what: &str,
     beside: impl FnOnce() -> T,
 ) -> Result<(Vec<Analyzed>, T)> {
     let workers = threads(jobs).min(candidates.len().max(1));
@@ -453,10 +467,7 @@ fn analyze_all<T>(
         let beside =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(beside)).map_err(|panic| {
                 Error::Internal {
-                    message: format!(
-                        "validate panicked beside its workers: {}",
-                        panic_message(&*panic)
-                    ),
+                    message: format!("validate panicked {what}: {}", panic_message(&*panic)),
                 }
             });
         // Every handle is joined (an unjoined panicked thread would panic the scope); the

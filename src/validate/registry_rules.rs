@@ -3,6 +3,9 @@
 //! with a matching SHA-256 (drafts excepted: they are working copies) and id/version,
 //! successors of deprecated entries, and migration periods that are over.
 
+use std::collections::HashMap;
+use std::ffi::OsStr;
+
 use crate::diagnostic::Diagnostic;
 use crate::error::{Code, Error};
 use crate::registry::{Entry, EntryKind, State};
@@ -16,25 +19,22 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
     for d in audit {
         out.push(d.file(ctx.registry_name.clone()));
     }
-    // (file, entry) index pairs for every entry whose file was checked: in the files'
-    // order, then the registry's.
-    let mut pairs: Vec<(usize, usize)> = (0..registry.entries.len())
-        .filter_map(|i| Some((ctx.index_of(registry.path_at(i)?)?, i)))
-        .collect();
-    pairs.sort_unstable();
-    let root = ctx.base.canonicalize().unwrap_or_else(|_| ctx.base.clone());
-    let mut next = 0;
-    for (index, f) in ctx.files.iter().enumerate() {
-        let first = next;
-        while pairs.get(next).is_some_and(|&(file, _)| file == index) {
-            next += 1;
+    // Each entry's real path (its bytes: canonical paths) → the entries naming it, in the
+    // registry's order. Looked up by each file's own real path: a file and a symlink to it
+    // both find their entries.
+    let mut by_file: HashMap<&OsStr, Vec<usize>, foldhash::fast::RandomState> = HashMap::default();
+    for i in 0..registry.entries.len() {
+        if let Some(path) = registry.path_at(i) {
+            by_file.entry(path.as_os_str()).or_default().push(i);
         }
-        let entries = &pairs[first..next];
+    }
+    let root = ctx.base.canonicalize().unwrap_or_else(|_| ctx.base.clone());
+    for f in &ctx.files {
         let Some(kind @ (FileKind::Contract | FileKind::Pack)) = f.kind else { continue };
         if !f.parsed || !f.abs.starts_with(&root) {
             continue;
         }
-        if entries.is_empty() {
+        let Some(entries) = by_file.get(f.abs.as_os_str()) else {
             let what = f.declared_id().map(|(id, v)| format!(" ({id}@{v})")).unwrap_or_default();
             out.push(
                 Diagnostic::new(
@@ -45,8 +45,8 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
                 .help(format!("register it with `pactum registry add {}`", f.rel)),
             );
             continue;
-        }
-        for &(_, entry) in entries {
+        };
+        for &entry in entries {
             check_entry_file(f, kind, &registry.entries[entry], out);
         }
     }
