@@ -61,23 +61,12 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
         // Consecutive runs of pairs, one per thread; neighbouring runs share the version
         // between them (parsed once by each).
         let size = pairs.div_ceil(chunks);
-        let versions = &versions;
-        let found: Vec<Vec<Diagnostic>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..pairs)
-                .step_by(size)
-                .map(|start| {
-                    let end = (start + size).min(pairs);
-                    scope.spawn(move || {
-                        let mut found = Vec::new();
-                        check_pairs(id, &versions[start..=end], &mut found);
-                        found
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
+        let starts: Vec<usize> = (0..pairs).step_by(size).collect();
+        let found = super::side_by_side(&starts, |&start| {
+            let end = (start + size).min(pairs);
+            let mut found = Vec::new();
+            check_pairs(id, &versions[start..=end], &mut found);
+            found
         });
         out.extend(found.into_iter().flatten());
     }

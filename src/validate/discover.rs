@@ -195,23 +195,10 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
         }
         // The folders are walked side by side (a walk mostly waits on the file system),
         // and their files listed in the folders' order.
-        let root = &root;
-        let walked: Vec<Vec<Candidate>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = folders
-                .iter()
-                .map(|(folder, kind)| {
-                    scope.spawn(move || {
-                        let mut found = Vec::new();
-                        walk(folder, base, root, Some(*kind), &mut found);
-                        found
-                    })
-                })
-                .collect();
-            // A walk that panicked is never a folder silently left out.
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
+        let walked = super::side_by_side(&folders, |(folder, kind)| {
+            let mut found = Vec::new();
+            walk(folder, base, &root, Some(*kind), &mut found);
+            found
         });
         out.extend(walked.into_iter().flatten());
     } else {

@@ -369,6 +369,20 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
+/// Runs `work` on every item, each on a scoped thread of its own, and returns the results
+/// in the items' order; a panic in one is resumed on this thread (never a result silently
+/// left out).
+fn side_by_side<I: Sync, T: Send>(items: &[I], work: impl Fn(&I) -> T + Sync) -> Vec<T> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items.iter().map(|item| scope.spawn(move || work(item))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
+}
+
 /// The threads `--jobs` asks for: 0 means one per core.
 fn threads(jobs: usize) -> usize {
     match jobs {
@@ -436,9 +450,8 @@ fn check_project(
 
 /// Runs the per-file stage on a pool of scoped threads pulling from a shared index, and
 /// `beside` on this thread meanwhile (`what` names it in an error). A worker or `beside`
-/// that panics makes the whole
-/// stage an `internal_error`: files are never silently missing from the report, and no
-/// panic escapes to the library's caller.
+/// that panics makes the whole stage an `internal_error`: files are never silently missing
+/// from the report, and no panic escapes to the library's caller.
 fn analyze_all<T>(
     candidates: &[discover::Candidate],
     base: &Path,
