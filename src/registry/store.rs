@@ -137,42 +137,11 @@ pub fn update<T>(path: &Path, change: impl FnOnce(&mut Registry) -> Result<T>) -
     remove_stale_temps(path);
     let exists = existing_file(path)?.is_some();
     let mut registry = if exists { Registry::open(path)? } else { Registry::empty(path) };
-    let kept = unowned_keys(&registry.text);
     let out = change(&mut registry)?;
-    write_atomic(path, with_keys(registry.to_json(), &kept).as_bytes())?;
+    // The keys pactum does not own (`$schema`, `x-*`) were read into the registry and are
+    // written back by `to_json`, each once.
+    write_atomic(path, registry.to_json().as_bytes())?;
     Ok(out)
-}
-
-/// The keys pactum writes itself; every other top-level key is the user's.
-const OWNED_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "history"];
-
-/// The top-level keys of registry.json text that pactum does not own (`$schema`), in
-/// file order.
-fn unowned_keys(text: &str) -> Vec<(String, serde_json::Value)> {
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text) else {
-        return Vec::new();
-    };
-    let mut kept: Vec<(String, serde_json::Value)> =
-        map.into_iter().filter(|(k, _)| !OWNED_KEYS.contains(&k.as_str())).collect();
-    // `$schema` first, where editors look for it.
-    kept.sort_by_key(|(k, _)| !k.starts_with('$'));
-    kept
-}
-
-/// Inserts `kept` keys at the top of the pretty-printed registry object.
-fn with_keys(json: String, kept: &[(String, serde_json::Value)]) -> String {
-    if kept.is_empty() {
-        return json;
-    }
-    let Some(body) = json.strip_prefix("{\n") else { return json };
-    let mut out = String::from("{\n");
-    for (key, value) in kept {
-        let value = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
-        let key = serde_json::to_string(key).unwrap_or_default();
-        out.push_str(&format!("  {key}: {},\n", value.replace('\n', "\n  ")));
-    }
-    out.push_str(body);
-    out
 }
 
 #[cfg(test)]
@@ -225,7 +194,7 @@ mod tests {
         let target = dir.path().join("registry.json");
         std::fs::write(
             &target,
-            "{\"$schema\": \"schemas/registry.schema.json\", \"registry_version\": 1, \"contracts\": [], \"prompt_packs\": []}",
+            "{\"$schema\": \"schemas/registry.schema.json\", \"registry_version\": 1, \"contracts\": [], \"prompt_packs\": [], \"x-note\": \"kept\"}",
         )
         .unwrap();
         #[cfg(unix)]
@@ -234,11 +203,15 @@ mod tests {
             std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
         }
         update(&target, |_| Ok(())).unwrap();
+        update(&target, |_| Ok(())).unwrap();
         let text = std::fs::read_to_string(&target).unwrap();
         assert!(
             text.starts_with("{\n  \"$schema\": \"schemas/registry.schema.json\",\n"),
             "{text}"
         );
+        // Each kept key is written once, however many rewrites.
+        assert_eq!(text.matches("\"$schema\"").count(), 1, "{text}");
+        assert_eq!(text.matches("\"x-note\": \"kept\"").count(), 1, "{text}");
         assert!(Registry::open(&target).is_ok(), "{text}");
         #[cfg(unix)]
         {
