@@ -11,8 +11,7 @@
 //! `--include-ignored`, and there a missing file or tool fails with a message saying what
 //! to provide.
 
-#[path = "fixtures/exchange/harness.rs"]
-mod harness;
+use crate::exchange_harness as harness;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

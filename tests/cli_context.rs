@@ -4,8 +4,7 @@
 //! warns; `pactum render --work-order` shows the assembled context; `pactum validate`
 //! reports the references a run would refuse.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

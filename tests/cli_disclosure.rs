@@ -2,8 +2,7 @@
 //! with the tools offered and `--open KEY`, `new contract --tree`, and the disclosure loop
 //! of the shipped example `WO-DEMO-RUNBOOK-001` on scripted fixtures, with its ledger.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -244,8 +243,7 @@ fn a_model_that_keeps_asking_stops_at_max_disclosures() {
 
 // --- Native tool calls over HTTP, against a mock server on 127.0.0.1 ----------------------
 
-#[path = "support/mock_http.rs"]
-mod mock_http;
+use crate::mock_http;
 
 use mock_http::{MockReply, MockServer};
 

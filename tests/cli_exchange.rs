@@ -5,8 +5,7 @@
 //! HTTP providers, replay and secret hygiene are in `cli_exchange_http.rs`; the ledger in
 //! `cli_exchange_ledger.rs`. Every test builds its own project in a tempdir.
 
-#[path = "fixtures/exchange/harness.rs"]
-mod harness;
+use crate::exchange_harness as harness;
 
 use harness::{Project, classify_output_schema, first_code, schema_errors};
 use serde_json::{Value, json};

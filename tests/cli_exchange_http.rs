@@ -4,10 +4,8 @@
 //! make no call, supervisor repair over HTTP, provider selection, and secret hygiene
 //! (SPEC §6, §8.3, §8.5, §10, §13).
 
-#[path = "fixtures/exchange/harness.rs"]
-mod harness;
-#[path = "support/mock_http.rs"]
-mod mock_http;
+use crate::exchange_harness as harness;
+use crate::mock_http;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -4,8 +4,7 @@
 //! `schemas/ledger_entry.schema.json`, exchange records carry the provenance fields, and
 //! `pactum ledger verify` names the first edited, removed or reordered line.
 
-#[path = "fixtures/exchange/harness.rs"]
-mod harness;
+use crate::exchange_harness as harness;
 
 use harness::{Project, read_records, repo, schema_errors, sha256_hex};
 use serde_json::{Value, json};

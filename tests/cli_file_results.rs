@@ -4,8 +4,7 @@
 //! `response` is the exchange's output; `null` entries and missing expected outputs are
 //! warnings; paths that escape the output folder are `path_escape`.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

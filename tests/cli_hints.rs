@@ -3,8 +3,7 @@
 //! against the binary's own `--help`, subcommand by subcommand, flag by flag; a bare
 //! `--flag` a message mentions must exist on some command.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

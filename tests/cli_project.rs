@@ -2,8 +2,7 @@
 //! `new version`, drafts as working copies, `registry discard`/`list`, and the registry
 //! merge driver on two branches that each add and promote contracts.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

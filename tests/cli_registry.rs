@@ -7,8 +7,7 @@
 //! re-verified here with an independent canonical-JSON + SHA-256 implementation, not with
 //! the library's.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -13,8 +13,7 @@
 //! | 1.3.0   | active                        |
 //! | 2.0.0   | draft                         |
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;

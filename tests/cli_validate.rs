@@ -17,8 +17,7 @@
 //! SHA-256; tests that want one finding only call [`Tree::resync`], which drops the history
 //! (allowed for hand-written registries) and records the files' current hashes.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -8,11 +8,9 @@
 //!
 //! No network: the HTTP providers talk to the mock server in `support/mock_http.rs`.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
-#[path = "support/mock_http.rs"]
-mod mock_http;
+use crate::mock_http;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -4,16 +4,15 @@
 //!
 //! The corpus is not part of this repository, so the test is `#[ignore]`d: a plain
 //! `cargo test` reports it as ignored, and `.ci/run` runs it explicitly
-//! (`cargo test --test extract_peer -- --include-ignored`). When it runs without the
+//! (`cargo test --test suite extract_peer -- --include-ignored`). When it runs without the
 //! corpus it fails with a clear message if the environment variable `CI` is set (CI has
 //! `../shared/` beside the clone) and says it skipped otherwise. The project's own
 //! scorecard, on a corpus written here, is `tests/extract_scorecard.rs`.
 //!
-//! `cargo test --test extract_peer -- --include-ignored --nocapture` prints the table
+//! `cargo test --test suite extract_peer -- --include-ignored --nocapture` prints the table
 //! recorded in BENCHMARKS.md and every miss.
 
-#[path = "support/scorecard.rs"]
-mod scorecard;
+use crate::scorecard;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

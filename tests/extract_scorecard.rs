@@ -3,10 +3,9 @@
 //! every wrapping, truncated parents, one line per repair, schema-guided choices,
 //! coercions, replies with no JSON and replies with two readings), scored as in
 //! `tests/support/scorecard.rs`. It always runs;
-//! `cargo test --test extract_scorecard -- --nocapture` prints the table.
+//! `cargo test --test suite extract_scorecard -- --nocapture` prints the table.
 
-#[path = "support/scorecard.rs"]
-mod scorecard;
+use crate::scorecard;
 
 use pactum::extract::{ExtractOptions, RepairKind, extract};
 use scorecard::{Line, read_corpus, run_line, score, table};

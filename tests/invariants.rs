@@ -14,8 +14,7 @@
 //!   with a synthesis pack that withholds the results the answer is degraded);
 //! - every source file opens with a `//!` module doc.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

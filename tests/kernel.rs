@@ -8,8 +8,7 @@
 //! in `kernel_cli.rs`; Phase E through the library in `kernel_phase_e.rs`. Each scenario
 //! lives in `tests/fixtures/kernel/<name>/` (work order + scripted replies).
 
-#[path = "fixtures/kernel/harness.rs"]
-mod harness;
+use crate::kernel_harness as harness;
 
 use harness::{DEFAULT_TTL, Project, check_run, pairs, statuses, step};
 use serde_json::{Value, json};

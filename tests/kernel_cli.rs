@@ -2,10 +2,8 @@
 //! `--log FILE`, `ledger verify`), how `pactum run` prints a final answer for people and
 //! with `--json`, and what a work order's `contracts` pins and `tools` allow-list do.
 
-#[path = "fixtures/kernel/harness.rs"]
-mod harness;
-#[path = "support/mock_http.rs"]
-mod mock_http;
+use crate::kernel_harness as harness;
+use crate::mock_http;
 
 use harness::{
     DEFAULT_TTL, Project, chat_completion, check_run, pairs, schema, schema_errors, statuses, step,

@@ -3,10 +3,8 @@
 //! provider failure in the middle of a pass. In every case Phase E still produces a
 //! schema-valid final answer.
 
-#[path = "fixtures/kernel/harness.rs"]
-mod harness;
-#[path = "support/mock_http.rs"]
-mod mock_http;
+use crate::kernel_harness as harness;
+use crate::mock_http;
 
 use harness::{
     DEFAULT_TTL, FAST_RETRY, Project, chat_completion, check_run, pairs, statuses, step,

@@ -3,8 +3,7 @@
 //! system messages gets one joined message (SPEC §3.2), and that every kernel loop prompt
 //! carries the run's remaining TTL and budget when its role contract declares them.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,8 +1,7 @@
 //! The OpenAI-compatible and Anthropic providers against a mock HTTP server on 127.0.0.1:
 //! request shapes, answers, retries, timeouts, failure codes and secret hygiene.
 
-#[path = "support/mock_http.rs"]
-mod mock_http;
+use crate::mock_http;
 
 use std::time::{Duration, Instant};
 

@@ -7,12 +7,11 @@
 //!   write). Each time registry.json must open (schema + history chain), be byte-identical
 //!   to the state before or contain exactly the new change, and the next writer must succeed
 //!   and leave no `.registry.json.tmp-*` behind. Counts are printed
-//!   (`cargo test --test registry_crash -- --nocapture`).
+//!   (`cargo test --test suite registry_crash -- --nocapture`).
 //! - `stale_temp_files_are_never_read_and_the_next_writer_removes_them`.
 //! - `concurrent_writers_lose_nothing`: rounds of four processes writing at once.
 
-#[path = "support/common.rs"]
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -4,11 +4,9 @@
 //! insecure configs, huge usage numbers, panics, concurrent writers — and the defence
 //! against it. SECURITY.md names these tests.
 
-#[path = "fixtures/exchange/harness.rs"]
-mod harness;
+use crate::exchange_harness as harness;
 
-#[path = "support/mock_http.rs"]
-mod mock_http;
+use crate::mock_http;
 
 use std::path::Path;
 use std::time::Duration;

@@ -15,11 +15,11 @@ peer="${1:-$default}"
 rows() { grep -E '^(peer corpus|in-repo corpus|\| )'; }
 
 echo "== peer corpus: $peer"
-cargo test -q --test extract_peer -- --include-ignored --nocapture 2>/dev/null | rows
+cargo test -q --test suite extract_peer -- --include-ignored --nocapture 2>/dev/null | rows
 python3 bench/scripts/extract_peers.py "$peer" | tail -n +4
 echo "-- without json_repair's own test suite"
 python3 bench/scripts/extract_peers.py "$peer" --without json-repair- | tail -n +4
 echo
 echo "== in-repo corpus: tests/fixtures/extract/replies.jsonl"
-cargo test -q --test extract_scorecard scorecard_on_the_in_repo_corpus -- --nocapture 2>/dev/null | rows
+cargo test -q --test suite extract_scorecard::scorecard_on_the_in_repo_corpus -- --nocapture 2>/dev/null | rows
 python3 bench/scripts/extract_peers.py tests/fixtures/extract/replies.jsonl | tail -n +4

@@ -1,0 +1,41 @@
+//! The integration suite, one test binary (each file below was a binary of its own;
+//! linking the crate once instead of 28 times is most of what a test build costs).
+//! `cargo test --test suite MODULE::` runs one file's tests.
+
+#[path = "support/common.rs"]
+mod common;
+#[path = "fixtures/exchange/harness.rs"]
+mod exchange_harness;
+#[path = "fixtures/kernel/harness.rs"]
+mod kernel_harness;
+#[path = "support/mock_http.rs"]
+mod mock_http;
+#[path = "support/scorecard.rs"]
+mod scorecard;
+
+mod cli_ci_output;
+mod cli_context;
+mod cli_disclosure;
+mod cli_exchange;
+mod cli_exchange_http;
+mod cli_exchange_ledger;
+mod cli_file_results;
+mod cli_hints;
+mod cli_project;
+mod cli_registry;
+mod cli_resolve;
+mod cli_validate;
+mod cli_watch;
+mod error_codes;
+mod extract_peer;
+mod extract_scorecard;
+mod invariants;
+mod kernel;
+mod kernel_cli;
+mod kernel_limits;
+mod kernel_phase_e;
+mod library_exchange;
+mod providers_http;
+mod registry_crash;
+mod render_trees;
+mod trust_boundaries;
