@@ -426,6 +426,158 @@ impl Root {
     }
 }
 
+/// The file pactum leaves in an output folder it created: a folder without it is not
+/// pactum's to fill (SPEC §18 "one door").
+pub const OUTPUT_MARKER: &str = ".pactum-output";
+
+/// The project's governed folders: an output folder is never one of them, nor inside one
+/// (but for `work_orders/`, whose `out/` is where output folders go by default).
+pub const GOVERNED_FOLDERS: &[&str] =
+    &["contracts", "prompt_packs", "work_orders", "schemas", "evals", "frameworks"];
+
+/// A folder pactum owns for files a model supplies (SPEC §8.5, §18): never the root or
+/// above it, never a hidden folder (`.git/`, `.pactum/`, `.ci/`, ...) or inside one, never
+/// a governed folder, and never a folder pactum did not create (it carries
+/// [`OUTPUT_MARKER`]). Inside it, a model's path may not be hidden, climb out, pass a
+/// link, or land in an exchange's context folder. [`OutputArea::write_reply`] is the only
+/// way a model's file reaches the disk.
+#[derive(Clone, Debug)]
+pub struct OutputArea {
+    root: Root,
+    /// The folder's real path.
+    dir: PathBuf,
+}
+
+impl Root {
+    /// Why `dir` may not be an output folder, judged from its path and what is on disk now
+    /// (`validate` reports it; [`Root::output_area`] refuses it). `None`: it may be.
+    pub fn output_dir_problem(&self, dir: &Path) -> Option<String> {
+        let parts = match self.parts(dir) {
+            Ok(parts) => parts,
+            Err(Refusal::Escape(reason)) => return Some(reason),
+            Err(_) => return Some("is not a usable path".to_string()),
+        };
+        let Some(first) = parts.first() else {
+            return Some(
+                "is the project root itself; model-supplied files go only into a folder of their own (the default is out/<work order id> next to the work order)".to_string(),
+            );
+        };
+        if let Some(hidden) = parts.iter().find(|p| p.to_string_lossy().starts_with('.')) {
+            return Some(format!(
+                "is or lies inside the hidden folder `{}` (.git/, .pactum/, .ci/, ... are never written by a model)",
+                hidden.to_string_lossy()
+            ));
+        }
+        let first = first.to_string_lossy();
+        if GOVERNED_FOLDERS.contains(&first.as_ref())
+            && (parts.len() == 1 || first != "work_orders")
+        {
+            return Some(format!(
+                "is or lies inside the governed folder `{first}/`, whose files the registry and validate govern"
+            ));
+        }
+        let mut current = self.real.clone();
+        current.extend(&parts);
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.is_dir() => {
+                match std::fs::symlink_metadata(current.join(OUTPUT_MARKER)) {
+                    Ok(marker) if marker.is_file() => None,
+                    _ => Some(format!(
+                        "already exists and was not made by pactum (it has no {OUTPUT_MARKER}); pactum writes model-supplied files only into a folder it created: choose a new output_dir, or remove the folder"
+                    )),
+                }
+            }
+            // Missing (made on first use), or not a folder (refused when written).
+            _ => None,
+        }
+    }
+
+    /// The output folder at `dir`, created (with its [`OUTPUT_MARKER`]) when missing;
+    /// refused with `output_dir_protected` for the reasons of [`Root::output_dir_problem`],
+    /// `path_escape` when it climbs out or passes a link.
+    pub fn output_area(&self, dir: &Path) -> Result<OutputArea> {
+        let shown = self.shown(dir);
+        self.parts(dir).map_err(|r| r.into_error(&shown))?;
+        if let Some(reason) = self.output_dir_problem(dir) {
+            return Err(Error::OutputDirProtected { path: shown.display().to_string(), reason });
+        }
+        let existed = self.parts(dir).is_ok_and(|parts| {
+            let mut current = self.real.clone();
+            current.extend(&parts);
+            std::fs::symlink_metadata(&current).is_ok_and(|m| m.is_dir())
+        });
+        let real = self.writable_folder(dir, true)?;
+        if !existed {
+            let marker = real.join(OUTPUT_MARKER);
+            let text = "pactum made this folder for the files a model's reply carries (SPEC §8.5); it writes model-supplied files only into folders that hold this file.\n";
+            crate::registry::store::write_atomic(&marker, text.as_bytes())?;
+        }
+        Ok(OutputArea { root: self.clone(), dir: real })
+    }
+}
+
+impl OutputArea {
+    /// The folder's real path.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Why a model may not write `rel` here: not relative, climbing out, hidden (the marker
+    /// included), or inside an exchange's context folder (`PRC-...@VERSION/context/`).
+    pub fn reply_path_problem(rel: &str) -> Option<String> {
+        if let Err(reason) = check_relative(rel) {
+            return Some(reason);
+        }
+        let parts: Vec<&str> =
+            rel.split(['/', '\\']).filter(|p| !p.is_empty() && *p != ".").collect();
+        if parts.is_empty() {
+            return Some("names the output folder itself, not a file".to_string());
+        }
+        if let Some(hidden) = parts.iter().find(|p| p.starts_with('.')) {
+            return Some(format!("`{hidden}` is hidden; a model's files are never dot-files"));
+        }
+        if parts.len() > 1 && is_exchange_folder(parts[0]) {
+            return Some(format!(
+                "lies in `{}`, the folder pactum keeps the exchange's context files in",
+                parts[0]
+            ));
+        }
+        None
+    }
+
+    /// Writes a file a model supplied (atomically), refused with `path_escape` for the
+    /// reasons of [`OutputArea::reply_path_problem`] or a link on the way.
+    pub fn write_reply(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        if let Some(reason) = Self::reply_path_problem(rel) {
+            return Err(Error::PathEscape { path: rel.to_string(), reason });
+        }
+        self.write(rel, bytes)
+    }
+
+    /// Writes a file pactum itself made (an exchange's context files).
+    pub fn write_own(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        check_relative(rel)
+            .map_err(|reason| Error::PathEscape { path: rel.to_string(), reason })?;
+        self.write(rel, bytes)
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        let target = self.root.writable(&self.dir.join(rel), true)?;
+        crate::registry::store::write_atomic(&target, bytes)
+    }
+
+    /// True when `rel` names a regular file inside the folder (a link is followed only
+    /// while it stays inside the project).
+    pub fn has_file(&self, rel: &str) -> bool {
+        check_relative(rel).is_ok() && self.root.file(&self.dir.join(rel)).is_ok()
+    }
+}
+
+/// An exchange's folder name, `<CONTRACT>@<VERSION>`.
+fn is_exchange_folder(name: &str) -> bool {
+    name.split_once('@').is_some_and(|(id, _)| crate::id::is_contract_id(id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,7 @@ codes! {
     ConfigInvalid = "config_invalid", Error, "pactum.toml does not parse or has an unknown or mistyped setting";
     FileTooLarge = "file_too_large", Error, "a file is larger than pactum accepts";
     PathEscape = "path_escape", Error, "a path leaves the project root (.., absolute path or symlink)";
+    OutputDirProtected = "output_dir_protected", Error, "a work order's output folder would be the project root, a hidden or governed folder, or a folder pactum did not create";
     IoError = "io_error", Error, "a file could not be read or written";
     InputParseError = "input_parse_error", Error, "the input given on the command line is not valid JSON or YAML";
     PinInvalid = "pin_invalid", Error, "an id or an ID@REQUIREMENT pin is malformed";
@@ -299,6 +300,9 @@ pub enum Error {
     #[error("{path}: {reason}")]
     PathEscape { path: String, reason: String },
 
+    #[error("output folder {path} {reason}")]
+    OutputDirProtected { path: String, reason: String },
+
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 
@@ -507,6 +511,7 @@ impl Error {
             Error::SchemaLimit { .. } => Code::SchemaLimitExceeded,
             Error::FileTooLarge { .. } => Code::FileTooLarge,
             Error::PathEscape { .. } => Code::PathEscape,
+            Error::OutputDirProtected { .. } => Code::OutputDirProtected,
             Error::Io { .. } => Code::IoError,
             Error::InputParse { .. } => Code::InputParseError,
             Error::PinInvalid { .. } | Error::IdInvalid { .. } => Code::PinInvalid,

@@ -1214,6 +1214,23 @@ fn reproduces_expected_output_missing() {
 }
 
 #[test]
+fn reproduces_output_dir_protected() {
+    let p = json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0",
+                   "sections": {"task": "Classify: {{ text }}", "expected_outputs": ["label.md"]}});
+    let dir = project_with(contract(), p);
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}, "output_dir": ".."});
+    let reply = json!({"envelope": {"text": "{\"label\": \"x\"}", "files": {"registry.json": "{}"}}});
+
+    let (out, status) = run_json(dir.path(), wo, json!([reply]));
+
+    assert_eq!(error_codes(&out), ["output_dir_protected"], "{out:#}");
+    assert_eq!(status, 1);
+    assert!(fs::read_to_string(dir.path().join("registry.json")).unwrap().len() > 2);
+    doc_example(dir.path(), Code::OutputDirProtected, 1);
+}
+
+#[test]
 fn reproduces_disclosure_limit_exceeded() {
     let dir = project_with(contract(), tree_pack());
     let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",

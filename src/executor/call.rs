@@ -245,6 +245,12 @@ impl<'a> Caller<'a> {
                 &resolved.contract.key(),
                 d.files(),
             )?;
+            // A provider that writes the expected files itself writes them into the output
+            // area, which exists (and is checked) before the call: a refused output folder
+            // costs no tokens.
+            if !resolved.pack.expected_outputs().is_empty() {
+                super::files::output_area(&self.project.root, self.work_order)?;
+            }
             Ok(d)
         });
         let mut disclosure = match opened {

@@ -3,22 +3,21 @@
 //! wrote the file itself) — as an envelope, or as a text reply (openai, anthropic,
 //! scripted) whose JSON, found by strict extraction, is an object with a `files` key
 //! ([`file_result`]). Such a result is never sent to JSON repair: its `response` is the
-//! exchange's text output. Contents are written under the work order's output folder —
-//! paths relative, never escaping it or the project, never through a symlink
-//! (`path_escape`) — and every expected file, and every `null` entry, must exist
-//! afterwards, else a warning `expected_output_missing`. Exchange and kernel runs both go
-//! through [`handle`].
+//! exchange's text output. Contents are written only into the work order's output area
+//! ([`crate::confine::OutputArea`], the one door for model-supplied files) — paths
+//! relative, not hidden, never escaping it, never through a symlink (`path_escape`) — and
+//! every expected file, and every `null` entry, must exist afterwards, else a warning
+//! `expected_output_missing`. Exchange and kernel runs both go through [`handle`].
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::confine::Root;
-use crate::error::{Code, Error};
+use crate::confine::{OutputArea, Root};
+use crate::error::Code;
 use crate::executor::call::error_json;
 use crate::gateway::ResponseBody;
 use crate::pack::PromptPack;
-use crate::registry::check_relative;
 use crate::resolve::Warning;
 use crate::work_order::WorkOrder;
 
@@ -61,16 +60,28 @@ pub fn file_result(pack: &PromptPack, body: &ResponseBody) -> Option<FileResult>
 /// The work order's output folder: `output_dir` (relative to the work order), else
 /// `out/<work_order_id>` next to it.
 pub fn output_dir(wo: &WorkOrder) -> PathBuf {
+    output_dir_at(wo.dir(), wo)
+}
+
+/// The output folder of `wo` as a path under `base` (its folder, real or as given).
+pub fn output_dir_at(base: &Path, wo: &WorkOrder) -> PathBuf {
     match &wo.output_dir {
-        Some(d) => wo.dir().join(d),
-        None => wo.dir().join("out").join(&wo.id),
+        Some(d) => base.join(d),
+        None => base.join("out").join(&wo.id),
     }
+}
+
+/// The work order's output area (SPEC §18 "one door"): its output folder inside the
+/// project (or, for a work order from outside it, inside the work order's folder), checked
+/// and created with its marker by [`Root::output_area`].
+pub fn output_area(root: &Path, wo: &WorkOrder) -> crate::error::Result<OutputArea> {
+    Root::for_document(root, wo.dir()).output_area(&output_dir_at(&real_dir(wo), wo))
 }
 
 /// The context folder of one exchange (SPEC §15): `<output folder>/<CONTRACT>@<VERSION>/`,
 /// which holds the `context/KEY.md` files its summarized sections point to. Each file is
-/// written through the confinement rule, like a reply's files; `read_file` serves the same
-/// text, so the folder is the record of what the model could read.
+/// written into the output area as pactum's own file; `read_file` serves the same text,
+/// so the folder is the record of what the model could read.
 pub fn write_context(
     root: &Path,
     wo: &WorkOrder,
@@ -80,62 +91,44 @@ pub fn write_context(
     if files.is_empty() {
         return Ok(());
     }
-    let boundary = Root::for_document(root, wo.dir());
-    let base = real_dir(wo);
-    let dir = match &wo.output_dir {
-        Some(d) => base.join(d),
-        None => base.join("out").join(&wo.id),
-    }
-    .join(exchange);
+    let area = output_area(root, wo)?;
     for file in files {
-        check_relative(&file.path)
-            .map_err(|reason| Error::PathEscape { path: file.path.clone(), reason })?;
-        let target = boundary.writable(&dir.join(&file.path), true)?;
-        crate::registry::store::write_atomic(&target, file.content.as_bytes())?;
+        area.write_own(&format!("{exchange}/{}", file.path), file.content.as_bytes())?;
     }
     Ok(())
 }
 
 /// The work order's folder with symlinks resolved (the current folder for a bare name).
 fn real_dir(wo: &WorkOrder) -> PathBuf {
-    let dir = wo.dir();
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
+    Root::beside(wo.dir(), "")
 }
 
-/// Writes the files of a reply under the output folder. Each target goes through the one
-/// confinement rule ([`Root::writable`]): inside the project (or, for a work order from
-/// outside it, inside the work order's folder), never through a symlink, and no folder is
-/// created before the folder above it was checked; `..` in `output_dir` that climbs out,
-/// and a symlinked output folder, are `path_escape`.
+/// Writes the files of a reply into the work order's output area — only when the pack
+/// lists `expected_outputs` (SPEC §8.5): a reply cannot make pactum write anything else.
+/// Each path goes through [`OutputArea::write_reply`] (relative, not hidden, not into a
+/// context folder, never through a link); an output folder that is the root, a hidden or
+/// governed folder, or one pactum did not make is `output_dir_protected`.
 pub fn handle(root: &Path, wo: &WorkOrder, pack: &PromptPack, body: &ResponseBody) -> Handled {
     let mut out = Handled::default();
-    let result = file_result(pack, body);
-    let files = match (&result, body) {
-        (Some(r), _) => Some(&r.files),
-        (None, ResponseBody::Envelope(v)) => v.get("files").and_then(Value::as_object),
-        (None, ResponseBody::Text(_)) => None,
-    };
     let expected = pack.expected_outputs();
-    if files.is_none() && expected.is_empty() {
+    if expected.is_empty() {
         return out;
     }
-    let boundary = Root::for_document(root, wo.dir());
-    let base = real_dir(wo);
-    let dir = match &wo.output_dir {
-        Some(d) => base.join(d),
-        None => base.join("out").join(&wo.id),
+    let result = file_result(pack, body);
+    let files = result.as_ref().map(|r| &r.files);
+    let area = match output_area(root, wo) {
+        Ok(area) => area,
+        Err(e) => {
+            out.errors.push(error_json(&e));
+            return out;
+        }
     };
     for (path, content) in files.into_iter().flatten() {
-        if let Err(reason) = check_relative(path) {
-            out.errors.push(error_json(&Error::PathEscape { path: path.clone(), reason }));
-            continue;
-        }
         let text = match content {
             Value::String(text) => text,
             // The provider says it wrote the file itself: it must be there.
             Value::Null => {
-                if !dir.join(path).is_file() && !expected.contains(path) {
+                if !area.has_file(path) && !expected.contains(path) {
                     out.warnings.push(missing(wo, path, "the provider said it wrote it itself"));
                 }
                 continue;
@@ -153,16 +146,13 @@ pub fn handle(root: &Path, wo: &WorkOrder, pack: &PromptPack, body: &ResponseBod
                 continue;
             }
         };
-        let written = boundary
-            .writable(&dir.join(path), true)
-            .and_then(|target| crate::registry::store::write_atomic(&target, text.as_bytes()));
-        match written {
+        match area.write_reply(path, text.as_bytes()) {
             Ok(()) => out.written.push(path.clone()),
             Err(e) => out.errors.push(error_json(&e)),
         }
     }
     for path in expected {
-        if check_relative(path).is_err() || !dir.join(path).is_file() {
+        if !area.has_file(path) {
             out.warnings.push(missing(wo, path, ""));
         }
     }

@@ -12,9 +12,11 @@
 //! - the scripted fixture file it names loads (the same loader `run` uses).
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use jsonschema::Validator;
 
+use crate::confine::Root;
 use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
 use crate::error::Code;
@@ -28,7 +30,8 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
     let orders: Vec<_> =
         ctx.files.iter().filter_map(|f| f.work_order.as_ref().map(|w| (f, w))).collect();
     for (f, wo) in &orders {
-        fixtures(f, wo, out);
+        fixtures(ctx, f, wo, out);
+        output_folder(ctx, f, wo, out);
     }
     let Some(registry) = &ctx.registry else {
         if !orders.is_empty() {
@@ -160,10 +163,14 @@ fn contract_of(
 }
 
 /// The scripted fixtures a work order names must load as `run` loads them.
-fn fixtures(f: &Analyzed, wo: &WorkOrder, out: &mut Vec<Diagnostic>) {
+fn fixtures(ctx: &Context, f: &Analyzed, wo: &WorkOrder, out: &mut Vec<Diagnostic>) {
     let Some(rel) = &wo.provider.fixtures else { return };
-    let path = f.abs.parent().map(|d| d.join(rel)).unwrap_or_else(|| rel.into());
-    if let Err(e) = crate::gateway::scripted::ScriptedProvider::load(&path) {
+    let dir = f.abs.parent().unwrap_or(Path::new("."));
+    let boundary = Root::for_document(&ctx.base, dir);
+    let loaded = boundary
+        .read_path(&Root::beside(dir, rel))
+        .and_then(|path| crate::gateway::scripted::ScriptedProvider::load(&path));
+    if let Err(e) = loaded {
         out.push(
             Diagnostic::new(e.code(), format!("{}: {e}", wo.id))
                 .file(f.rel.clone())
@@ -171,4 +178,28 @@ fn fixtures(f: &Analyzed, wo: &WorkOrder, out: &mut Vec<Diagnostic>) {
                 .help("fix the fixture file (`{\"responses\": [{\"text\": ...}, ...]}`, see the README's scripted provider section) or the path, relative to the work order"),
         );
     }
+}
+
+/// The work order's output folder may receive a model's files (SPEC §18 "one door"): not
+/// the root, a hidden or governed folder, or a folder pactum did not make.
+fn output_folder(ctx: &Context, f: &Analyzed, wo: &WorkOrder, out: &mut Vec<Diagnostic>) {
+    let dir = f.abs.parent().unwrap_or(Path::new("."));
+    let boundary = Root::for_document(&ctx.base, dir);
+    let Some(reason) = boundary.output_dir_problem(&crate::executor::files::output_dir_at(dir, wo))
+    else {
+        return;
+    };
+    let shown = wo.output_dir.clone().unwrap_or_else(|| format!("out/{}", wo.id));
+    let mut d = Diagnostic::new(
+        Code::OutputDirProtected,
+        format!("{}: output folder {shown} {reason}", wo.id),
+    )
+    .file(f.rel.clone())
+    .help(
+        "set output_dir to a new folder of its own, such as \"out/<work order id>\" (the default)",
+    );
+    if wo.output_dir.is_some() {
+        d = d.pointer("/output_dir");
+    }
+    out.push(d);
 }
