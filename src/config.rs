@@ -35,7 +35,7 @@ use crate::error::{Error, Located, Result};
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 mod check;
-pub use check::{is_key_variable, key_may_go_to};
+pub use check::{is_key_variable, is_loopback_url, key_may_go_to};
 
 /// The config file's name, next to registry.json.
 pub const FILE_NAME: &str = "pactum.toml";
@@ -133,6 +133,9 @@ pub struct EnvSettings {
     pub openai_api_key: Option<crate::gateway::Secret>,
     pub anthropic_base_url: Option<String>,
     pub anthropic_api_key: Option<crate::gateway::Secret>,
+    /// `PACTUM_TRUST_CONFIG` (`1`, `true`, `yes`): API keys may go to the base URLs that
+    /// pactum.toml names (by default they go only where the environment confirms).
+    pub trust_config: bool,
     /// Every other variable a provider's `api_key_env` names.
     pub named_keys: BTreeMap<String, crate::gateway::Secret>,
 }
@@ -218,6 +221,8 @@ impl Config {
         self.env.openai_api_key = get("OPENAI_API_KEY").map(crate::gateway::Secret::new);
         self.env.anthropic_base_url = get("ANTHROPIC_BASE_URL");
         self.env.anthropic_api_key = get("ANTHROPIC_API_KEY").map(crate::gateway::Secret::new);
+        self.env.trust_config = get("PACTUM_TRUST_CONFIG")
+            .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
         for p in self.providers.values() {
             if let Some(var) = &p.api_key_env
                 && is_key_variable(var)

@@ -330,6 +330,32 @@ impl Root {
         }
     }
 
+    /// For reading project content a document references (`file_refs`, frameworks): a
+    /// regular file inside the root whose path — as written and as resolved through links
+    /// — has no hidden component, so `.git/config`, `.pactum/ledger.jsonl`, `.env` and the
+    /// like never reach a prompt.
+    pub fn content(&self, path: &Path) -> std::result::Result<PathBuf, Refusal> {
+        let hidden = |parts: &[OsString]| {
+            parts.iter().find(|p| p.to_string_lossy().starts_with('.')).map(|p| {
+                Refusal::Escape(format!(
+                    "reaches the hidden path `{}`; context is read only from the project's own content, never from .git/, .pactum/ or dot-files",
+                    p.to_string_lossy()
+                ))
+            })
+        };
+        if let Some(refusal) = hidden(&self.parts(path)?) {
+            return Err(refusal);
+        }
+        let real = self.file(path)?;
+        match real.strip_prefix(&self.real) {
+            Ok(rel) => {
+                let parts: Vec<OsString> = rel.iter().map(|p| p.to_os_string()).collect();
+                hidden(&parts).map_or(Ok(real), Err)
+            }
+            Err(_) => Err(self.escape_to(&real)),
+        }
+    }
+
     /// For walking: the real path of an existing folder inside the root.
     pub fn folder(&self, path: &Path) -> std::result::Result<PathBuf, Refusal> {
         let (real, meta) = self.resolve(path)?;

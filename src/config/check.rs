@@ -183,10 +183,17 @@ pub(super) fn check(text: &str) -> Vec<Located> {
 /// address only.
 pub fn key_may_go_to(url: &str) -> bool {
     let lower = url.trim().to_ascii_lowercase();
-    if lower.starts_with("https://") {
-        return true;
-    }
-    let Some(rest) = lower.strip_prefix("http://") else { return false };
+    lower.starts_with("https://") || (lower.starts_with("http://") && is_loopback_url(&lower))
+}
+
+/// Whether `url` (http or https) names this machine: `localhost`, `*.localhost` or a
+/// loopback address.
+pub fn is_loopback_url(url: &str) -> bool {
+    let lower = url.trim().to_ascii_lowercase();
+    let Some(rest) = lower.strip_prefix("http://").or_else(|| lower.strip_prefix("https://"))
+    else {
+        return false;
+    };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit('@').next().unwrap_or(authority);
     let host = if let Some(v6) = host_port.strip_prefix('[') {

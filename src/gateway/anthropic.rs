@@ -69,6 +69,9 @@ pub struct AnthropicConfig {
     pub base_url: String,
     /// Required; sent as `x-api-key`.
     pub api_key: Option<Secret>,
+    /// Why a key the environment holds was not given to this provider (its base URL comes
+    /// from a repository file the environment does not confirm); told on a refusal.
+    pub key_withheld: Option<String>,
     /// The model to ask; required.
     pub model: String,
     /// How long one attempt may take unless the request sets its own timeout.
@@ -86,6 +89,7 @@ impl Default for AnthropicConfig {
             name: "anthropic".to_string(),
             base_url: DEFAULT_BASE_URL.to_string(),
             api_key: None,
+            key_withheld: None,
             model: String::new(),
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
@@ -125,7 +129,8 @@ impl AnthropicProvider {
             config.timeout,
             &config.retry,
             KIND,
-        );
+        )
+        .with_key_withheld(config.key_withheld.clone());
         AnthropicProvider { config, endpoint }
     }
 
@@ -279,6 +284,9 @@ impl Provider for AnthropicProvider {
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
         let not_configured = |message| self.endpoint.error(ProviderFailure::NotConfigured, message);
         let Some(key) = self.endpoint.key() else {
+            if let Some(why) = self.endpoint.key_withheld() {
+                return Err(not_configured(why));
+            }
             return Err(not_configured(
                 "no API key is configured; set ANTHROPIC_API_KEY (or the variable the \
                  provider's `api_key_env` in pactum.toml names)",

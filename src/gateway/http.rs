@@ -117,6 +117,9 @@ pub struct HttpClient {
     timeout: Duration,
     retry: RetryPolicy,
     settings: SettingNames,
+    /// Why an API key that exists was not sent (SPEC §18: configuration is not authority),
+    /// told when the server refuses the request.
+    key_withheld: Option<String>,
 }
 
 impl HttpClient {
@@ -144,7 +147,15 @@ impl HttpClient {
             timeout,
             retry,
             settings,
+            key_withheld: None,
         }
+    }
+
+    /// Tells refusals (401, 403) that a key was withheld, and why.
+    #[must_use]
+    pub fn with_key_withheld(mut self, why: Option<String>) -> Self {
+        self.key_withheld = why;
+        self
     }
 
     /// The provider name errors carry.
@@ -329,7 +340,10 @@ impl HttpClient {
             ),
             ProviderFailure::Status => {
                 let fix = match failure.status {
-                    Some(401 | 403) => format!("check {}", self.settings.api_key),
+                    Some(401 | 403) => match &self.key_withheld {
+                        Some(why) => why.clone(),
+                        None => format!("check {}", self.settings.api_key),
+                    },
                     Some(404) => format!("check {base_url} and the model name"),
                     Some(300..=399) => format!("check {base_url}: redirects are not followed"),
                     Some(500..=599) => {
@@ -382,6 +396,7 @@ pub(crate) struct Endpoint {
     url: String,
     key: Option<Secret>,
     kind: ApiKind,
+    key_withheld: Option<String>,
 }
 
 impl Endpoint {
@@ -407,12 +422,26 @@ impl Endpoint {
             url: join_url(base_url, path),
             key: key.filter(|key| !key.expose().is_empty()).cloned(),
             kind,
+            key_withheld: None,
         }
     }
 
     /// The API key, when one is configured and not empty.
     pub fn key(&self) -> Option<&Secret> {
         self.key.as_ref()
+    }
+
+    /// Marks the key as withheld (`why`, told on a refusal), see [`HttpClient::with_key_withheld`].
+    #[must_use]
+    pub fn with_key_withheld(mut self, why: Option<String>) -> Self {
+        self.key_withheld = why.clone();
+        self.client = self.client.with_key_withheld(why);
+        self
+    }
+
+    /// Why an existing key was not given to this endpoint, if it was not.
+    pub fn key_withheld(&self) -> Option<&str> {
+        self.key_withheld.as_deref()
     }
 
     /// POSTs `body` with `headers` (see [`HttpClient::post_json`]).

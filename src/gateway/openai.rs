@@ -65,6 +65,9 @@ pub struct OpenAiConfig {
     pub base_url: String,
     /// Sent as a bearer token when set (and not empty).
     pub api_key: Option<Secret>,
+    /// Why a key the environment holds was not given to this provider (its base URL comes
+    /// from a repository file the environment does not confirm); told on a refusal.
+    pub key_withheld: Option<String>,
     /// The model to ask; required.
     pub model: String,
     /// How long one attempt may take unless the request sets its own timeout.
@@ -82,6 +85,7 @@ impl Default for OpenAiConfig {
             name: "openai".to_string(),
             base_url: DEFAULT_BASE_URL.to_string(),
             api_key: None,
+            key_withheld: None,
             model: String::new(),
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
@@ -125,7 +129,8 @@ impl OpenAiProvider {
             config.timeout,
             &config.retry,
             KIND,
-        );
+        )
+        .with_key_withheld(config.key_withheld.clone());
         OpenAiProvider { config, endpoint }
     }
 

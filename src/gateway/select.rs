@@ -1,7 +1,8 @@
 //! Choosing the provider for a run (SPEC §13).
 //!
-//! Precedence, first match wins: `--provider NAME`, the work order's `provider`, the
-//! `PACTUM_PROVIDER` environment variable, `defaults.provider` in pactum.toml. A name is a
+//! Precedence, first match wins: `--provider NAME`, the work order's `provider` (a name,
+//! or its scripted `fixtures`: a work order that names offline fixtures stays offline),
+//! the `PACTUM_PROVIDER` environment variable, `defaults.provider` in pactum.toml. A name is a
 //! `[providers.NAME]` entry of pactum.toml or a built-in kind (`openai`, `anthropic`,
 //! `scripted`, `replay`, `dry-run`). When nothing names a provider the run is **offline**:
 //! the scripted fixtures the work order names, else `dry-run`, and [`Selected::offline`]
@@ -9,7 +10,9 @@
 //!
 //! Settings: the environment overrides the file (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
 //! `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `PACTUM_MODEL`); a work order's
-//! `provider.model` overrides both. `system_messages = false` on a `[providers.NAME]` entry
+//! `provider.model` overrides both. An API key from the environment goes only where the
+//! environment confirms (see [`route_key`]): pactum.toml may come from a pull request.
+//! `system_messages = false` on a `[providers.NAME]` entry
 //! marks a model without a system role: its prompts arrive as one joined user message.
 
 use std::path::Path;
@@ -47,6 +50,8 @@ pub struct Selected {
     /// True when `--provider` or the work order named the provider: a contract's
     /// `boundary.provider_id` then does not override it.
     pub explicit: bool,
+    /// What the user should know about the choice (an API key withheld, and why).
+    pub notices: Vec<String>,
 }
 
 impl std::fmt::Debug for Selected {
@@ -65,14 +70,20 @@ fn not_configured(provider: &str, message: String) -> Error {
 /// Picks and builds the provider for a run (see the module docs).
 pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Selected> {
     let explicit = choice.cli.is_some() || choice.work_order.name.is_some();
-    let named = choice
-        .cli
-        .map(str::to_string)
-        .or_else(|| choice.work_order.name.clone())
-        .or_else(|| config.env.provider.clone())
-        .or_else(|| config.defaults.provider.clone());
+    // Offline fixtures the work order names keep it offline: only the command line or the
+    // work order itself can send it to a model (SPEC §18).
+    let fallback = || match &choice.work_order.fixtures {
+        Some(_) => None,
+        None => config.env.provider.clone().or_else(|| config.defaults.provider.clone()),
+    };
+    let named =
+        choice.cli.map(str::to_string).or_else(|| choice.work_order.name.clone()).or_else(fallback);
     match named {
-        Some(name) => Ok(Selected { provider: build(config, root, &name, choice, 0)?, offline: None, explicit }),
+        Some(name) => {
+            let mut notices = Vec::new();
+            let provider = build(config, root, &name, choice, 0, &mut notices)?;
+            Ok(Selected { provider, offline: None, explicit, notices })
+        }
         None => match &choice.work_order.fixtures {
             Some(fixtures) => {
                 let path = confined_read(
@@ -87,6 +98,7 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
                         path.display()
                     )),
                     explicit,
+                    notices: Vec::new(),
                 })
             }
             None => Ok(Selected {
@@ -96,6 +108,7 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
                         .to_string(),
                 ),
                 explicit,
+                notices: Vec::new(),
             }),
         },
     }
@@ -135,7 +148,7 @@ impl ProviderSet {
     /// One provider for everything (tests, library users with their own provider).
     pub fn single(provider: Arc<dyn Provider>) -> ProviderSet {
         ProviderSet {
-            selected: Selected { provider, offline: None, explicit: true },
+            selected: Selected { provider, offline: None, explicit: true, notices: Vec::new() },
             config: Config::default(),
             root: std::path::PathBuf::from("."),
             work_order: ProviderChoice::default(),
@@ -173,7 +186,9 @@ impl ProviderSet {
             work_order: &self.work_order,
             work_order_dir: &self.work_order_dir,
         };
-        let provider = build(&self.config, &self.root, id, choice, 0)?;
+        // A refusal tells why a key was withheld; the notices of a lazily built provider
+        // have no one to go to.
+        let provider = build(&self.config, &self.root, id, choice, 0, &mut Vec::new())?;
         named.insert(id.to_string(), Arc::clone(&provider));
         Ok(provider)
     }
@@ -216,38 +231,80 @@ fn confined_write(boundary: &Root, path: std::path::PathBuf) -> Result<std::path
     }
 }
 
-/// The base URL a provider uses (environment, then pactum.toml, then the default),
-/// refused with `config_insecure` when an API key would go to it over plain http to a host
-/// that is not this machine (SPEC §18).
-fn key_safe(
+/// Where one provider's API key may go (SPEC §18, "configuration is not authority").
+struct KeyRoute {
+    url: String,
+    key: Option<crate::gateway::Secret>,
+    /// Why an existing key is not sent, if it is not.
+    withheld: Option<String>,
+}
+
+/// The names of one kind's settings in the environment.
+struct KindVars {
+    base_url: &'static str,
+    api_key: &'static str,
+    default_url: &'static str,
+}
+
+/// The base URL a provider uses (environment, then pactum.toml, then the default) and the
+/// key it may send there. pactum.toml and the work orders can come from a pull request, so
+/// a key from the environment goes only where the environment confirms: a base URL from
+/// the environment, the kind's public default for the kind's own key variable, this
+/// machine (loopback), or anywhere with `PACTUM_TRUST_CONFIG=1`. Elsewhere the key is
+/// withheld (not sent; a refusal says why). A key that would go over plain http to another
+/// host is `config_insecure`.
+fn route_key(
     provider: &str,
+    vars: &KindVars,
     from_env: Option<&str>,
     from_file: Option<&str>,
-    default: &str,
-    has_key: bool,
-    env_name: &str,
-) -> Result<String> {
-    let url = from_env.or(from_file).unwrap_or(default).to_string();
-    if !has_key || crate::config::key_may_go_to(&url) {
-        return Ok(url);
+    key: Option<crate::gateway::Secret>,
+    key_var: Option<&str>,
+    trust: bool,
+) -> Result<KeyRoute> {
+    let url = from_env.or(from_file).unwrap_or(vars.default_url).to_string();
+    let Some(key) = key else { return Ok(KeyRoute { url, key: None, withheld: None }) };
+    let var = key_var.unwrap_or(vars.api_key);
+    let confirmed = from_env.is_some()
+        || trust
+        || crate::config::is_loopback_url(&url)
+        || (from_file.is_none() && var == vars.api_key);
+    if !confirmed {
+        let shown = crate::redact::mask_url_credentials(&url).into_owned();
+        let origin = if from_file.is_some() {
+            format!("provider `{provider}`'s base URL {shown} comes from pactum.toml")
+        } else {
+            format!("pactum.toml's api_key_env names {var} for provider `{provider}` ({shown})")
+        };
+        return Ok(KeyRoute {
+            url,
+            key: None,
+            withheld: Some(format!(
+                "the API key in {var} was not sent: {origin}, which a pull request can change, and the environment does not confirm it; where you trust this pactum.toml, set {}={shown} or PACTUM_TRUST_CONFIG=1",
+                vars.base_url
+            )),
+        });
     }
-    let (path, key) = if from_env.is_some() {
-        (env_name.to_string(), env_name.to_string())
-    } else {
-        (crate::config::FILE_NAME.to_string(), format!("providers.{provider}.base_url"))
-    };
-    Err(Error::ConfigInsecure {
-        path: path.into(),
-        problems: vec![crate::error::Located {
-            line: 0,
-            column: 0,
-            key,
-            message: format!(
-                "provider `{provider}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
-                crate::redact::mask_url_credentials(&url)
-            ),
-        }],
-    })
+    if !crate::config::key_may_go_to(&url) {
+        let (path, setting) = if from_env.is_some() {
+            (vars.base_url.to_string(), vars.base_url.to_string())
+        } else {
+            (crate::config::FILE_NAME.to_string(), format!("providers.{provider}.base_url"))
+        };
+        return Err(Error::ConfigInsecure {
+            path: path.into(),
+            problems: vec![crate::error::Located {
+                line: 0,
+                column: 0,
+                key: setting,
+                message: format!(
+                    "provider `{provider}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
+                    crate::redact::mask_url_credentials(&url)
+                ),
+            }],
+        });
+    }
+    Ok(KeyRoute { url, key: Some(key), withheld: None })
 }
 
 fn build(
@@ -256,6 +313,7 @@ fn build(
     name: &str,
     choice: Choice<'_>,
     depth: u8,
+    notices: &mut Vec<String>,
 ) -> Result<Arc<dyn Provider>> {
     if depth > 2 {
         return Err(not_configured(name, "record_with points back at a replay provider".into()));
@@ -288,38 +346,58 @@ fn build(
         None => fallback.clone(),
     };
     let provider: Arc<dyn Provider> = match kind {
-        "openai" => Arc::new(OpenAiProvider::new(OpenAiConfig {
-            name: name.to_string(),
-            base_url: key_safe(
+        "openai" => {
+            let route = route_key(
                 name,
+                &KindVars {
+                    base_url: "OPENAI_BASE_URL",
+                    api_key: "OPENAI_API_KEY",
+                    default_url: crate::gateway::openai::DEFAULT_BASE_URL,
+                },
                 config.env.openai_base_url.as_deref(),
                 settings.base_url.as_deref(),
-                crate::gateway::openai::DEFAULT_BASE_URL,
-                key_from(&config.env.openai_api_key).is_some(),
-                "OPENAI_BASE_URL",
-            )?,
-            api_key: key_from(&config.env.openai_api_key),
-            model,
-            timeout: timeout(config, crate::gateway::openai::DEFAULT_TIMEOUT),
-            retry: retry_policy(config),
-            max_completion_tokens: settings.max_completion_tokens.unwrap_or(false),
-        })),
-        "anthropic" => Arc::new(AnthropicProvider::new(AnthropicConfig {
-            name: name.to_string(),
-            base_url: key_safe(
+                key_from(&config.env.openai_api_key),
+                settings.api_key_env.as_deref(),
+                config.env.trust_config,
+            )?;
+            notices.extend(route.withheld.clone());
+            Arc::new(OpenAiProvider::new(OpenAiConfig {
+                name: name.to_string(),
+                base_url: route.url,
+                api_key: route.key,
+                key_withheld: route.withheld,
+                model,
+                timeout: timeout(config, crate::gateway::openai::DEFAULT_TIMEOUT),
+                retry: retry_policy(config),
+                max_completion_tokens: settings.max_completion_tokens.unwrap_or(false),
+            }))
+        }
+        "anthropic" => {
+            let route = route_key(
                 name,
+                &KindVars {
+                    base_url: "ANTHROPIC_BASE_URL",
+                    api_key: "ANTHROPIC_API_KEY",
+                    default_url: crate::gateway::anthropic::DEFAULT_BASE_URL,
+                },
                 config.env.anthropic_base_url.as_deref(),
                 settings.base_url.as_deref(),
-                crate::gateway::anthropic::DEFAULT_BASE_URL,
-                key_from(&config.env.anthropic_api_key).is_some(),
-                "ANTHROPIC_BASE_URL",
-            )?,
-            api_key: key_from(&config.env.anthropic_api_key),
-            model,
-            timeout: timeout(config, crate::gateway::anthropic::DEFAULT_TIMEOUT),
-            retry: retry_policy(config),
-            api_version: crate::gateway::anthropic::DEFAULT_API_VERSION.to_string(),
-        })),
+                key_from(&config.env.anthropic_api_key),
+                settings.api_key_env.as_deref(),
+                config.env.trust_config,
+            )?;
+            notices.extend(route.withheld.clone());
+            Arc::new(AnthropicProvider::new(AnthropicConfig {
+                name: name.to_string(),
+                base_url: route.url,
+                api_key: route.key,
+                key_withheld: route.withheld,
+                model,
+                timeout: timeout(config, crate::gateway::anthropic::DEFAULT_TIMEOUT),
+                retry: retry_policy(config),
+                api_version: crate::gateway::anthropic::DEFAULT_API_VERSION.to_string(),
+            }))
+        }
         "scripted" => {
             let path = match (&choice.work_order.fixtures, &settings.fixtures) {
                 (Some(f), _) => confined_read(
@@ -362,7 +440,9 @@ fn build(
                 }
             };
             let inner = match (&mode, &settings.record_with) {
-                (Mode::Record, Some(with)) => Some(build(config, root, with, choice, depth + 1)?),
+                (Mode::Record, Some(with)) => {
+                    Some(build(config, root, with, choice, depth + 1, notices)?)
+                }
                 (Mode::Record, None) => {
                     return Err(not_configured(
                         name,
@@ -444,6 +524,33 @@ mod tests {
         assert_eq!(name(&config, None, &none), "env", "then PACTUM_PROVIDER");
         config.env.provider = None;
         assert_eq!(name(&config, None, &none), "file", "then pactum.toml's default");
+    }
+
+    #[test]
+    fn a_key_goes_only_where_the_environment_confirms() {
+        let vars = KindVars {
+            base_url: "OPENAI_BASE_URL",
+            api_key: "OPENAI_API_KEY",
+            default_url: crate::gateway::openai::DEFAULT_BASE_URL,
+        };
+        let key = || Some(crate::gateway::Secret::new("sk-0123456789"));
+        let sent = |env: Option<&str>, file: Option<&str>, var: Option<&str>, trust: bool| {
+            route_key("p", &vars, env, file, key(), var, trust).unwrap().key.is_some()
+        };
+        let remote = Some("https://collector.example/v1");
+        assert!(!sent(None, remote, None, false), "a host from pactum.toml alone");
+        assert!(sent(None, remote, None, true), "PACTUM_TRUST_CONFIG opts in");
+        assert!(sent(remote, None, None, false), "a host the environment names");
+        assert!(sent(None, None, None, false), "the kind's public endpoint, its own key");
+        assert!(!sent(None, None, Some("SHOP_API_KEY"), false), "a key pactum.toml chose");
+        assert!(sent(None, Some("http://127.0.0.1:8080/v1"), None, false), "this machine");
+        let withheld = route_key("p", &vars, None, remote, key(), None, false).unwrap();
+        assert!(
+            withheld.withheld.unwrap().contains("OPENAI_BASE_URL=https://collector.example/v1")
+        );
+        // Plain http elsewhere is refused once the key would go there.
+        let e = route_key("p", &vars, Some("http://10.0.0.1/v1"), None, key(), None, false);
+        assert_eq!(e.err().unwrap().code(), crate::Code::ConfigInsecure);
     }
 
     #[test]

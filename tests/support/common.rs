@@ -16,7 +16,8 @@ use sha2::{Digest, Sha256};
 
 /// Environment variables that choose or configure a provider; every command starts without
 /// them so the developer's environment never leaks into a test.
-pub const PROVIDER_VARS: [&str; 6] = [
+pub const PROVIDER_VARS: [&str; 7] = [
+    "PACTUM_TRUST_CONFIG",
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
     "ANTHROPIC_BASE_URL",

@@ -164,7 +164,8 @@ fn run_one(
     };
     let providers = ProviderSet::new(&project.config, &project.root, choice)
         .map_err(|e| unrun(Some(&wo), e))?;
-    if let Some(note) = &providers.selected().offline {
+    let selected = providers.selected();
+    for note in selected.offline.iter().chain(&selected.notices) {
         let mut err = anstream::stderr().lock();
         let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
         let _ = writeln!(
