@@ -23,9 +23,10 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it.
     pub help: Option<String>,
-    /// The source line that `line` points at, for compiler-style text output.
+    /// A window of the source line that `line` points at, for compiler-style text output
+    /// (never the whole of a long line).
     #[serde(skip)]
-    pub source_line: Option<String>,
+    pub excerpt: Option<crate::source::Excerpt>,
 }
 
 impl Diagnostic {
@@ -40,7 +41,7 @@ impl Diagnostic {
             column: None,
             message: message.into(),
             help: None,
-            source_line: None,
+            excerpt: None,
         }
     }
 

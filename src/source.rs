@@ -39,6 +39,7 @@
 //! ```
 
 use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, StructureStyle};
+use std::collections::HashMap;
 
 /// The byte order mark some editors put at the start of a file.
 const BOM: &str = "\u{feff}";
@@ -193,6 +194,124 @@ impl LineIndex {
         };
         let end = self.starts.get(line).map_or(text.len(), |&next| next.saturating_sub(1));
         text.get(start..end).map_or("", |raw| trim_line(raw, line))
+    }
+}
+
+/// Characters an [`Excerpt`] shows on each side of its column: a finding never copies a
+/// whole line, however long (a minified or hostile one-line file).
+pub const EXCERPT_SIDE: usize = 80;
+
+/// A window of one source line around a column: at most [`EXCERPT_SIDE`] characters before
+/// it and [`EXCERPT_SIDE`] from it, so a report's size does not grow with the line's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Excerpt {
+    /// The window, without the line terminator.
+    pub text: String,
+    /// The 1-based column (in characters) of the window's first character in the line.
+    pub first_column: usize,
+    /// Whether the line goes on before the window.
+    pub cut_before: bool,
+    /// Whether the line goes on after the window.
+    pub cut_after: bool,
+    /// The whole line's length in characters.
+    pub line_chars: usize,
+}
+
+impl Excerpt {
+    /// An excerpt of a short line, whole (tests and callers that hold only a line).
+    pub fn whole(line: &str) -> Excerpt {
+        let text = line.trim_end_matches(['\n', '\r']).to_string();
+        Excerpt { line_chars: text.chars().count(), text, first_column: 1, ..Excerpt::default() }
+    }
+}
+
+/// Where one finding sits: its line, column and excerpt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub line: usize,
+    pub column: usize,
+    pub excerpt: Excerpt,
+}
+
+impl LineIndex {
+    /// The byte range of line `line` (1-based) without its terminator, a BOM left out of
+    /// the first line.
+    fn line_range(&self, text: &str, line: usize) -> (usize, usize) {
+        let Some(&start) = line.checked_sub(1).and_then(|i| self.starts.get(i)) else {
+            return (text.len(), text.len());
+        };
+        let mut end = self.starts.get(line).map_or(text.len(), |&next| next.saturating_sub(1));
+        end = end.max(start);
+        if text.as_bytes().get(start..end).is_some_and(|b| b.ends_with(b"\r")) {
+            end -= 1;
+        }
+        let start = if line == 1 && text.starts_with(BOM) { BOM.len().min(end) } else { start };
+        (start, end)
+    }
+
+    /// Line, column and excerpt for each byte offset into `text`, in the order given.
+    /// Linear in the text plus the offsets (sorted once): columns are counted forward from
+    /// the previous offset on the same line, each line's length is counted once, and an
+    /// excerpt reads only its window.
+    pub fn place_offsets(&self, text: &str, offsets: &[usize]) -> Vec<Placed> {
+        let mut order: Vec<usize> = (0..offsets.len()).collect();
+        order.sort_by_key(|&i| offsets[i]);
+        let mut out: Vec<Option<Placed>> = vec![None; offsets.len()];
+        let mut previous: Option<(usize, usize, usize)> = None; // line, offset, column
+        let mut line_chars: HashMap<usize, usize> = HashMap::new();
+        for i in order {
+            let offset = floor_char_boundary(text, offsets[i]);
+            let line = self.starts.partition_point(|&start| start <= offset).max(1);
+            let (start, end) = self.line_range(text, line);
+            let offset = offset.clamp(start, end.max(start));
+            let column = match previous {
+                Some((l, o, c)) if l == line && o <= offset => {
+                    c + text.get(o..offset).map_or(0, |t| t.chars().count())
+                }
+                _ => text.get(start..offset).map_or(0, |t| t.chars().count()) + 1,
+            };
+            previous = Some((line, offset, column));
+            let chars = *line_chars
+                .entry(line)
+                .or_insert_with(|| text.get(start..end).map_or(0, |t| t.chars().count()));
+            let excerpt = window(text, start, end, offset, column, chars);
+            out[i] = Some(Placed { line, column, excerpt });
+        }
+        out.into_iter().flatten().collect()
+    }
+
+    /// The excerpt of line `line` around the 1-based character `column` (a finding that
+    /// came with its position, such as a parse error): linear in the line.
+    pub fn excerpt_at(&self, text: &str, line: usize, column: usize) -> Excerpt {
+        let (start, end) = self.line_range(text, line);
+        let Some(slice) = text.get(start..end) else { return Excerpt::default() };
+        let target = column.max(1) - 1;
+        let offset = slice.char_indices().nth(target).map_or(end, |(i, _)| start + i);
+        let chars = slice.chars().count();
+        window(text, start, end, offset, target.min(chars) + 1, chars)
+    }
+}
+
+/// The window of the line `start..end` around `offset` (at 1-based `column`).
+fn window(
+    text: &str,
+    start: usize,
+    end: usize,
+    offset: usize,
+    column: usize,
+    line_chars: usize,
+) -> Excerpt {
+    let Some(before) = text.get(start..offset) else { return Excerpt::default() };
+    let from = before.char_indices().rev().nth(EXCERPT_SIDE - 1).map_or(start, |(i, _)| start + i);
+    let after = text.get(offset..end).unwrap_or("");
+    let to = after.char_indices().nth(EXCERPT_SIDE).map_or(end, |(i, _)| offset + i);
+    let shown_before = text.get(from..offset).map_or(0, |t| t.chars().count());
+    Excerpt {
+        text: text.get(from..to).unwrap_or("").to_string(),
+        first_column: column.saturating_sub(shown_before).max(1),
+        cut_before: from > start,
+        cut_after: to < end,
+        line_chars,
     }
 }
 
@@ -857,6 +976,57 @@ mod tests {
 
     fn json(text: &str) -> (Syntax, &str) {
         (Syntax::Json, text)
+    }
+
+    #[test]
+    fn excerpts_are_windows_of_long_lines_with_exact_columns() {
+        let line = format!("{{{}\"x\": 1, {}}}", "é".repeat(500), "\"y\": 2,".repeat(300));
+        let text = format!("\u{feff}{line}\r\nnext\n");
+        let index = LineIndex::new(&text);
+        let x = text.find("\"x\"").unwrap();
+        let placed = index.place_offsets(&text, &[x, text.len() - 5, 3]);
+        assert_eq!((placed[0].line, placed[0].column), (1, 502));
+        assert_eq!((placed[0].line, placed[0].column), line_col(&text, x));
+        let e = &placed[0].excerpt;
+        assert!(e.cut_before && e.cut_after, "{e:?}");
+        assert_eq!(e.text.chars().count(), 2 * EXCERPT_SIDE);
+        assert_eq!(e.first_column, 502 - EXCERPT_SIDE);
+        assert!(e.text[e.text.char_indices().nth(EXCERPT_SIDE).unwrap().0..].starts_with("\"x\""));
+        assert_eq!(e.line_chars, line.chars().count());
+        assert_eq!((placed[1].line, placed[1].column), (2, 1), "{:?}", placed[1]);
+        assert_eq!(placed[1].excerpt, Excerpt::whole("next"));
+        assert_eq!(placed[2].column, 1, "the BOM is not a column");
+        // A position given as line and column gets the same window.
+        assert_eq!(index.excerpt_at(&text, 1, 502), placed[0].excerpt);
+        assert!(index.excerpt_at(&text, 9, 1).text.is_empty());
+    }
+
+    #[test]
+    fn placing_findings_is_linear_in_findings_and_line_length() {
+        // One long line with a finding every few bytes: N and 4N of both.
+        let time = |n: usize| {
+            let text = "[".to_string() + &"1234567,".repeat(n) + "0]";
+            let index = LineIndex::new(&text);
+            let offsets: Vec<usize> = (0..n).rev().map(|i| 1 + 8 * i).collect();
+            let started = std::time::Instant::now();
+            let placed = index.place_offsets(&text, &offsets);
+            let took = started.elapsed();
+            assert_eq!(placed[0].column, 2 + 8 * (n - 1));
+            let bytes: usize = placed.iter().map(|p| p.excerpt.text.len()).sum();
+            assert!(bytes <= n * 2 * EXCERPT_SIDE, "excerpts hold windows, not the line");
+            took
+        };
+        let median = |n| {
+            let mut t: Vec<_> = (0..3).map(|_| time(n)).collect();
+            t.sort();
+            t[1]
+        };
+        let (small, big) = (median(5_000), median(20_000));
+        let ratio = big.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(
+            ratio < 8.0,
+            "4x the findings on a 4x line took {ratio:.1}x ({small:?} -> {big:?})"
+        );
     }
 
     fn yaml(text: &str) -> (Syntax, &str) {

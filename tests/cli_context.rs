@@ -242,7 +242,8 @@ fn file_refs_never_put_git_or_dot_files_into_a_prompt() {
         write(root, ".pactum/ledger.jsonl", "");
         // `expect_prompt` would turn the secret into one bit per work order: no call at all.
         let wo = work_order(root, "git", json!({}));
-        let responses = json!({"responses": [{"text": "leak", "expect_prompt": ["AUTHORIZATION"]}]});
+        let responses =
+            json!({"responses": [{"text": "leak", "expect_prompt": ["AUTHORIZATION"]}]});
         write_json(root, "work_orders/fixtures.json", &responses);
         let out: Out = pactum_in(root)
             .args(["run", &wo.display().to_string(), "--json"])

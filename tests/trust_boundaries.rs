@@ -969,3 +969,59 @@ fn a_committed_pactum_toml_cannot_send_the_environments_key_elsewhere() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].header("authorization"), Some(format!("Bearer {key}").as_str()));
 }
+
+#[test]
+fn findings_show_a_window_of_their_line_never_the_whole_line() {
+    let p = Project::new();
+    // A 1 MB one-line contract with 1,000 findings (each property's type is a number).
+    let properties: serde_json::Map<String, Value> =
+        (0..1000).map(|i| (format!("p{i}"), json!({"type": 5}))).collect();
+    let contract = json!({
+        "contract_id": "PRC-WIDE-001", "version": "1.0.0", "prompt_pack_id": "PRM-WIDE-001",
+        "boundary": {"max_tokens": 10, "temperature": 0},
+        "metadata": {"pad": "x".repeat(1_000_000)},
+        "input_schema": {"type": "object", "properties": properties},
+    });
+    p.write("contracts/wide/1.0.0.json", &contract.to_string());
+    let out = run(&p, &["validate", "contracts/wide"]);
+    assert_eq!(out.code, 1);
+    let findings = out.stdout.matches("error[contract_schema_invalid]").count();
+    assert!(findings >= 1000, "{findings} findings");
+    assert!(
+        out.stdout.len() < 1_000_000,
+        "{} bytes printed for {findings} findings",
+        out.stdout.len()
+    );
+    let excerpts: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("1 | ")).collect();
+    assert_eq!(excerpts.len(), findings);
+    assert!(
+        excerpts.iter().all(|l| l.starts_with("1 | …") && l.chars().count() < 200),
+        "{:?}",
+        excerpts[0]
+    );
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let at = lines.iter().position(|l| l.contains("/properties/p500/type")).unwrap();
+    assert!(
+        lines[at + 3].contains("\"p500\":{\"type\":5}"),
+        "the window covers the column: {}",
+        lines[at + 3]
+    );
+    // A one-line registry.json with 8,000 findings: `registry verify` places them in one pass.
+    let entries: Vec<Value> = (0..8_000)
+        .map(|i| {
+            json!({"contract_id": "PRC-X-001", "version": format!("1.0.{i}"),
+            "path": format!("contracts/x/1.0.{i}.json"), "sha256": "0".repeat(64),
+            "state": "bogus", "registered_at": "2026-01-01T00:00:00Z"})
+        })
+        .collect();
+    p.write(
+        "registry.json",
+        &json!({"registry_version": 1, "contracts": entries, "prompt_packs": []}).to_string(),
+    );
+    let out = run(&p, &["registry", "verify"]);
+    assert_eq!(out.code, 1, "{}", &out.stdout[..out.stdout.len().min(2000)]);
+    let lines = out.stderr.lines().filter(|l| l.contains("registry.json:1:")).count();
+    assert!(lines >= 8_000, "{lines}");
+    let out = run(&p, &["validate", "--format", "text"]);
+    assert!(out.stdout.len() < 40_000_000, "{} bytes", out.stdout.len());
+}

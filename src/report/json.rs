@@ -221,11 +221,11 @@ mod tests {
         assert_eq!(doc["notes"][0], fixtures::HOSTILE);
 
         let d = Diagnostic {
-            source_line: Some("secret".into()),
+            excerpt: Some(crate::source::Excerpt::whole("secret")),
             ..Diagnostic::new(Code::IoError, "x")
         };
         let out = json(&Report { diagnostics: vec![d], ..Report::default() });
         assert!(!out.contains("secret"));
-        assert!(!out.contains("source_line"));
+        assert!(!out.contains("excerpt"));
     }
 }

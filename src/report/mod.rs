@@ -152,7 +152,7 @@ mod fixtures {
             files: vec!["contracts/classify/1.0.0.json".into(), "packs/classify/1.0.0.yaml".into()],
             diagnostics: vec![
                 Diagnostic {
-                    source_line: Some("    \"temperature\": 3,".into()),
+                    excerpt: Some(crate::source::Excerpt::whole("    \"temperature\": 3,")),
                     ..Diagnostic::new(
                         Code::ContractSchemaInvalid,
                         "/boundary/temperature: 3 is greater than the maximum of 2",

@@ -339,8 +339,8 @@ fn message_text(d: &Diagnostic) -> String {
 fn region(d: &Diagnostic) -> Option<Region> {
     let line = d.line.unwrap_or(1).max(1);
     let start_column = d.column.map(|c| c.max(1));
-    let end_column = d.source_line.as_ref().map(|source| {
-        let end = source.trim_end_matches(['\n', '\r']).chars().count() + 1;
+    let end_column = d.excerpt.as_ref().map(|excerpt| {
+        let end = excerpt.line_chars + 1;
         end.max(start_column.unwrap_or(1) + 1)
     });
     Some(Region { start_line: line, start_column, end_line: line, end_column })
@@ -1010,7 +1010,7 @@ mod tests {
     #[test]
     fn unicode_columns_and_region_end() {
         let d = Diagnostic {
-            source_line: Some("  \"名前\": 5,\r\n".into()),
+            excerpt: Some(crate::source::Excerpt::whole("  \"名前\": 5,\r\n")),
             ..Diagnostic::new(Code::ContractSchemaInvalid, "x")
         }
         .file("c.json")

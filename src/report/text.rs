@@ -95,8 +95,17 @@ fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) 
             painter.paint(GUTTER, "-->"),
             escape(&location)
         ));
-        if let (Some(line), Some(source)) = (d.line, &d.source_line) {
-            let (shown, caret_at) = expand(source, d.column.unwrap_or(1));
+        if let (Some(line), Some(excerpt)) = (d.line, &d.excerpt) {
+            let column = d.column.unwrap_or(1).max(excerpt.first_column);
+            let (mut shown, mut caret_at) =
+                expand(&excerpt.text, column - excerpt.first_column + 1);
+            if excerpt.cut_before {
+                shown.insert(0, '…');
+                caret_at += 1;
+            }
+            if excerpt.cut_after {
+                shown.push('…');
+            }
             lines.push(format!("{margin}{}", painter.paint(GUTTER, "|")));
             let number = painter.paint(GUTTER, &format!("{line} |"));
             lines.push(if shown.is_empty() { number } else { format!("{number} {shown}") });
@@ -191,7 +200,7 @@ mod tests {
     #[test]
     fn gutter_grows_with_the_line_number() {
         let d = Diagnostic {
-            source_line: Some("  x: 1".into()),
+            excerpt: Some(crate::source::Excerpt::whole("  x: 1")),
             ..Diagnostic::new(Code::ContractParseError, "bad")
         }
         .file("a.yaml")
@@ -215,7 +224,7 @@ mod tests {
                 Diagnostic::new(Code::FileTooLarge, "too big").file("a.json"),
                 Diagnostic {
                     line: Some(3),
-                    source_line: Some("{".into()),
+                    excerpt: Some(crate::source::Excerpt::whole("{")),
                     ..Diagnostic::new(Code::ContractParseError, "eof")
                 }
                 .file("a.json"),
@@ -244,7 +253,7 @@ mod tests {
     #[test]
     fn unicode_column_in_a_full_diagnostic() {
         let d = Diagnostic {
-            source_line: Some("  \"名前\": 5,".into()),
+            excerpt: Some(crate::source::Excerpt::whole("  \"名前\": 5,")),
             ..Diagnostic::new(Code::ContractSchemaInvalid, "/名前: not a string")
         }
         .file("c.json")

@@ -553,7 +553,7 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
             by_file.entry(file).or_default().push(i);
         }
     }
-    let mut placed: Vec<(usize, usize, usize, String)> = Vec::new();
+    let mut placed: Vec<(usize, source::Placed)> = Vec::new();
     for (file, list) in &by_file {
         let (text, syntax) = texts[file];
         let index = source::LineIndex::new(text);
@@ -562,27 +562,24 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
         let pointers: Vec<&str> =
             unplaced.iter().map(|&i| diagnostics[i].pointer.as_deref().unwrap_or("")).collect();
         let spans = source::locate_best_many(text, syntax, &pointers);
-        let mut at: HashMap<usize, (usize, usize)> = HashMap::with_capacity(unplaced.len());
-        for (&i, span) in unplaced.iter().zip(spans) {
-            at.insert(i, index.line_col(text, span.start));
-        }
+        let offsets: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        placed.extend(unplaced.into_iter().zip(index.place_offsets(text, &offsets)));
         for &i in list {
             let d = &diagnostics[i];
-            let (line, column) = match (d.line, at.get(&i)) {
-                (Some(line), _) => (line, d.column.unwrap_or(0)),
-                (None, Some(&position)) => position,
-                (None, None) => continue,
-            };
-            placed.push((i, line, column, index.line_text(text, line).to_string()));
+            if let Some(line) = d.line {
+                let column = d.column.unwrap_or(0);
+                let excerpt = index.excerpt_at(text, line, column);
+                placed.push((i, source::Placed { line, column, excerpt }));
+            }
         }
     }
-    for (i, line, column, source_line) in placed {
+    for (i, at) in placed {
         let d = &mut diagnostics[i];
         if d.line.is_none() {
-            d.line = Some(line);
-            d.column = Some(column);
+            d.line = Some(at.line);
+            d.column = Some(at.column);
         }
-        d.source_line = Some(source_line);
+        d.excerpt = Some(at.excerpt);
     }
 }
 

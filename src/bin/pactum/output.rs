@@ -268,8 +268,9 @@ pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
         shown_text(&error.to_string())
     );
     if error.findings().len() > 1 || origin.is_some() {
-        for f in error.findings() {
-            let line = format!("{}{}", located(origin, &f.pointer), f.message);
+        let pointers: Vec<&str> = error.findings().iter().map(|f| f.pointer.as_str()).collect();
+        for (f, at) in error.findings().iter().zip(located_all(origin, &pointers)) {
+            let line = format!("{at}{}", f.message);
             let _ = writeln!(err, "  - {}", shown_text(&line));
         }
     }
@@ -301,14 +302,20 @@ pub fn relative(text: &str) -> String {
     }
 }
 
-/// `file:line:column: /pointer: ` for a finding (the pointer alone without an origin).
-pub fn located(origin: Option<&Origin>, pointer: &str) -> String {
+/// `file:line:column: /pointer: ` for each finding's pointer (the pointer alone without an
+/// origin), all placed in one pass over the file.
+pub fn located_all(origin: Option<&Origin>, pointers: &[&str]) -> Vec<String> {
     match origin {
         Some(o) => {
-            let pointer = format!("{}{pointer}", o.prefix);
-            format!("{}: {}: ", o.locate(&pointer), shown_pointer(&pointer))
+            let full: Vec<String> = pointers.iter().map(|p| format!("{}{p}", o.prefix)).collect();
+            let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+            o.locate_all(&refs)
+                .into_iter()
+                .zip(&full)
+                .map(|(at, pointer)| format!("{at}: {}: ", shown_pointer(pointer)))
+                .collect()
         }
-        None => format!("{}: ", shown_pointer(pointer)),
+        None => pointers.iter().map(|p| format!("{}: ", shown_pointer(p))).collect(),
     }
 }
 
@@ -332,15 +339,22 @@ impl Origin {
         Some(Origin { path: path.to_path_buf(), prefix: prefix.to_string(), text })
     }
 
-    /// `file:line:column` of the value at `pointer`, or of its nearest existing ancestor.
-    pub fn locate(&self, pointer: &str) -> String {
+    /// `file:line:column` of the value at each pointer, or of its nearest existing
+    /// ancestor: one pass over the text for all of them.
+    pub fn locate_all(&self, pointers: &[&str]) -> Vec<String> {
         let syntax = match pactum::document::syntax_for(&self.path) {
             pactum::document::Syntax::Yaml => pactum::source::Syntax::Yaml,
             pactum::document::Syntax::Json => pactum::source::Syntax::Json,
         };
-        let span = pactum::source::locate_best(&self.text, syntax, pointer);
-        let (line, column) = pactum::source::line_col(&self.text, span.start);
-        relative(&format!("{}:{line}:{column}", self.path.display()))
+        let spans = pactum::source::locate_best_many(&self.text, syntax, pointers);
+        let offsets: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        let index = pactum::source::LineIndex::new(&self.text);
+        let path = relative(&self.path.display().to_string());
+        index
+            .place_offsets(&self.text, &offsets)
+            .into_iter()
+            .map(|at| format!("{path}:{}:{}", at.line, at.column))
+            .collect()
     }
 }
 

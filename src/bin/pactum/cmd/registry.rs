@@ -290,21 +290,31 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 .all(|d| !(d.is_error() || (*strict && d.severity == pactum::Severity::Warning)));
             let history = reg.history.as_ref().map_or(0, Vec::len);
             let mut text = String::new();
+            // Every finding inside registry.json placed in one pass over its text.
+            let pointers: Vec<&str> =
+                findings.iter().filter_map(|d| d.pointer.as_deref()).collect();
+            let spans = pactum::source::locate_best_many(
+                &reg.text,
+                pactum::source::Syntax::Json,
+                &pointers,
+            );
+            let offsets: Vec<usize> = spans.iter().map(|s| s.start).collect();
+            let index = pactum::source::LineIndex::new(&reg.text);
+            let mut placed = index.place_offsets(&reg.text, &offsets).into_iter();
             for d in &findings {
                 // `registry.json:LINE:COLUMN: /pointer` for findings inside registry.json.
-                let at = match d.pointer.as_deref() {
-                    Some(p) => {
-                        let span =
-                            pactum::source::locate_best(&reg.text, pactum::source::Syntax::Json, p);
-                        let (line, column) = pactum::source::line_col(&reg.text, span.start);
-                        if p.is_empty() {
-                            format!("{name}:{line}:{column}")
-                        } else {
-                            format!("{name}:{line}:{column}: {p}")
+                let at =
+                    match (d.pointer.as_deref(), d.pointer.as_ref().and_then(|_| placed.next())) {
+                        (Some(p), Some(at)) => {
+                            let (line, column) = (at.line, at.column);
+                            if p.is_empty() {
+                                format!("{name}:{line}:{column}")
+                            } else {
+                                format!("{name}:{line}:{column}: {p}")
+                            }
                         }
-                    }
-                    None => name.clone(),
-                };
+                        _ => name.clone(),
+                    };
                 text.push_str(&format!(
                     "{}[{}]: {at}: {}\n",
                     d.severity.as_str(),

@@ -246,18 +246,26 @@ fn print_problems(r: &RunResult, path: &Path) {
     // An exchange's input is the work order's `/input`: its findings point there.
     let input_origin =
         || (r.kind == "exchange").then(|| output::Origin::read(path, "/input")).flatten();
-    let mut origin = None;
+    let in_input =
+        |e: &Value| e.get("code").and_then(Value::as_str) == Some("input_schema_invalid");
+    let origin = r
+        .errors
+        .iter()
+        .any(|e| in_input(e) && e.get("pointer").is_some())
+        .then(input_origin)
+        .flatten();
+    // Every finding placed in one pass over the work order.
+    let pointers: Vec<&str> =
+        r.errors.iter().map(|e| e.get("pointer").and_then(Value::as_str).unwrap_or("")).collect();
+    let placed = output::located_all(origin.as_ref(), &pointers);
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Red.into()));
-    for e in &r.errors {
+    for (e, placed) in r.errors.iter().zip(placed) {
         let code = e.get("code").and_then(Value::as_str).unwrap_or("error");
         let message = e.get("message").and_then(Value::as_str).unwrap_or("");
         let at = match e.get("pointer").and_then(Value::as_str) {
-            Some(pointer) if code == "input_schema_invalid" => {
-                origin = origin.or_else(input_origin);
-                output::located(origin.as_ref(), pointer)
-            }
-            Some(pointer) => output::located(None, pointer),
+            Some(_) if in_input(e) => placed,
+            Some(pointer) => output::located_all(None, &[pointer]).remove(0),
             None => String::new(),
         };
         let _ = writeln!(
