@@ -159,17 +159,19 @@ pub fn ambiguity_warning(contract: &Contract, extracted: &Extracted) -> Option<W
     })
 }
 
-/// Runs one contract example offline: input, rendering and the output steps on the
-/// example's recorded response. Returns the outcome: `"ok"` or the error code.
+/// Runs one contract example offline: input, rendering (within `budget`, which the
+/// examples of one file share) and the output steps on the example's recorded response.
+/// Returns the outcome: `"ok"` or the error code.
 pub fn run_example(
     contract: &Contract,
     validators: &Validators,
     pack: &CompiledPack,
     example: &Example,
+    budget: &crate::render::RenderBudget,
 ) -> (String, Option<Error>) {
     let outcome = (|| {
         check_input(contract, validators, &example.input)?;
-        pack.render(&example.input, true)?;
+        pack.render_within(&example.input, true, &Default::default(), budget)?;
         let body = match &example.response {
             Value::String(s) => ResponseBody::Text(s.clone()),
             other => ResponseBody::Envelope(other.clone()),

@@ -33,12 +33,52 @@ use crate::pack::{MessageKind, PackBody, PromptPack, Section, Visibility};
 
 pub mod bounds;
 
-/// Instructions a render may execute before it is stopped.
+/// Instructions one render may execute before it is stopped: the whole pack (every
+/// section, `enabled` expression, summary and context file) shares them.
 pub const FUEL: u64 = 200_000;
+/// What the renders of one file's examples may execute together (`validate`).
+pub const FILE_FUEL: u64 = 4 * FUEL;
 /// Nesting of macros, includes and loops.
 pub const RECURSION_LIMIT: usize = 64;
-/// The largest prompt one template may produce.
+/// The largest prompt one render may produce (every section's text together).
 pub const MAX_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The one budget of a render (SPEC §18 "one budget per operation"): fuel, text produced
+/// and bytes of values built, shared by every template the render runs — the whole section
+/// tree, its `enabled` expressions, summaries and context files — and, when a caller passes
+/// one budget to several renders, by all of them (a contract's examples in `validate`).
+/// Each template still runs under the engine's own fuel, so a budget is overrun by at most
+/// one template's [`FUEL`].
+#[derive(Debug)]
+pub struct RenderBudget {
+    fuel: std::cell::Cell<u64>,
+    output: std::cell::Cell<usize>,
+    built: std::cell::Cell<u64>,
+}
+
+impl Default for RenderBudget {
+    /// The budget of one render.
+    fn default() -> Self {
+        RenderBudget::with_fuel(FUEL, MAX_OUTPUT_BYTES)
+    }
+}
+
+impl RenderBudget {
+    /// A budget of `fuel` instructions and `output` bytes of text (and the built-bytes
+    /// limit of one render).
+    pub fn with_fuel(fuel: u64, output: usize) -> Self {
+        RenderBudget {
+            fuel: std::cell::Cell::new(fuel),
+            output: std::cell::Cell::new(output),
+            built: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The budget of every example render of one file.
+    pub fn for_file() -> Self {
+        RenderBudget::with_fuel(FILE_FUEL, 4 * MAX_OUTPUT_BYTES)
+    }
+}
 
 /// What one section's body holds once compiled.
 enum Part {
@@ -315,6 +355,7 @@ impl Builder<'_> {
 /// Numbers and text gathered while rendering.
 struct Walk<'a> {
     ctx: &'a JinjaValue,
+    budget: &'a RenderBudget,
     open: &'a BTreeSet<String>,
     tools: Vec<String>,
     files: Vec<ContextFile>,
@@ -457,30 +498,39 @@ impl CompiledPack {
         find(&self.roots, key, &mut path).then_some(path)
     }
 
-    fn render_part(&self, name: &str, ctx: &JinjaValue) -> Result<String> {
+    fn render_part(&self, name: &str, ctx: &JinjaValue, budget: &RenderBudget) -> Result<String> {
         let template =
             self.env.get_template(name).map_err(|e| template_error(&self.env, name, &e))?;
-        bounds::begin_render();
-        let mut out = Capped { buf: Vec::with_capacity(512) };
-        template
-            .render_captured_to(ctx.clone(), &mut out)
-            .map_err(|e| template_error(&self.env, name, &e))?;
+        let over = |message: String| Error::TemplateLimit { template: self.key.clone(), message };
+        if budget.fuel.get() == 0 {
+            return Err(over(format!(
+                "the render ran out of fuel ({FUEL} instructions for the whole pack: every section, enabled expression and summary together); simplify its loops and conditions"
+            )));
+        }
+        bounds::set_built(budget.built.get());
+        let mut out = Capped { buf: Vec::with_capacity(512), limit: budget.output.get() };
+        let rendered = template.render_captured_to(ctx.clone(), &mut out);
+        budget.built.set(bounds::built());
+        let captured = rendered.map_err(|e| template_error(&self.env, name, &e))?;
+        let consumed = captured.state().fuel_levels().map_or(0, |(consumed, _)| consumed);
+        budget.fuel.set(budget.fuel.get().saturating_sub(consumed));
+        budget.output.set(budget.output.get().saturating_sub(out.buf.len()));
         String::from_utf8(out.buf).map_err(|_| Error::TemplateRender {
             template: name.to_string(),
             message: "rendered text is not UTF-8".into(),
         })
     }
 
-    fn text(&self, part: &Part, ctx: &JinjaValue) -> Result<String> {
+    fn text(&self, part: &Part, ctx: &JinjaValue, budget: &RenderBudget) -> Result<String> {
         match part {
-            Part::Template(name) => self.render_part(name, ctx),
+            Part::Template(name) => self.render_part(name, ctx, budget),
             Part::Literal(text) => Ok(text.clone()),
         }
     }
 
-    fn is_enabled(&self, node: &Node, ctx: &JinjaValue) -> Result<bool> {
+    fn is_enabled(&self, node: &Node, ctx: &JinjaValue, budget: &RenderBudget) -> Result<bool> {
         match &node.enabled {
-            Some(name) => Ok(self.render_part(name, ctx)? == "1"),
+            Some(name) => Ok(self.render_part(name, ctx, budget)? == "1"),
             None => Ok(true),
         }
     }
@@ -496,7 +546,7 @@ impl CompiledPack {
         let mut blocks = Vec::with_capacity(nodes.len());
         let mut n = 0;
         for node in nodes {
-            if !self.is_enabled(node, w.ctx)? {
+            if !self.is_enabled(node, w.ctx, w.budget)? {
                 continue;
             }
             n += 1;
@@ -505,7 +555,7 @@ impl CompiledPack {
             match &node.summary {
                 Some(summary) if !is_open(w.open, &node.key) => {
                     block.push('\n');
-                    block.push_str(self.text(summary, w.ctx)?.trim_end());
+                    block.push_str(self.text(summary, w.ctx, w.budget)?.trim_end());
                     let key = &node.key;
                     if node.brings_tools {
                         block.push_str(&format!("\n\n[This section is summarized. To view full content, call `{OPEN_SECTIONS}` with key \"{key}\".]"));
@@ -520,7 +570,7 @@ impl CompiledPack {
                 _ => {
                     if let Some(body) = &node.body {
                         block.push('\n');
-                        block.push_str(self.text(body, w.ctx)?.trim_end());
+                        block.push_str(self.text(body, w.ctx, w.budget)?.trim_end());
                     }
                     for tool in &node.tools {
                         push_once(&mut w.tools, tool);
@@ -541,12 +591,17 @@ impl CompiledPack {
     /// full.
     fn file(&self, node: &Node, w: &mut Walk<'_>) -> Result<String> {
         let everything = all_keys(&node.children);
-        let mut inner =
-            Walk { ctx: w.ctx, open: &everything, tools: Vec::new(), files: Vec::new() };
+        let mut inner = Walk {
+            ctx: w.ctx,
+            budget: w.budget,
+            open: &everything,
+            tools: Vec::new(),
+            files: Vec::new(),
+        };
         let mut out = format!("# {}", node.title);
         if let Some(body) = &node.body {
             out.push('\n');
-            out.push_str(self.text(body, w.ctx)?.trim_end());
+            out.push_str(self.text(body, w.ctx, w.budget)?.trim_end());
         }
         let children: Vec<&Node> = node.children.iter().collect();
         for child in self.level(&children, "", 0, &mut inner)? {
@@ -571,15 +626,27 @@ impl CompiledPack {
         system_messages: bool,
         open: &BTreeSet<String>,
     ) -> Result<Rendered> {
+        self.render_within(variables, system_messages, open, &RenderBudget::default())
+    }
+
+    /// [`CompiledPack::render_open`] within a `budget` the caller may share between
+    /// renders (a contract's examples).
+    pub fn render_within(
+        &self,
+        variables: &Value,
+        system_messages: bool,
+        open: &BTreeSet<String>,
+        budget: &RenderBudget,
+    ) -> Result<Rendered> {
         let ctx = to_jinja(variables, 0);
         if self.passthrough {
             let text = match self.roots.first().and_then(|n| n.body.as_ref()) {
-                Some(part) => self.text(part, &ctx)?,
+                Some(part) => self.text(part, &ctx, budget)?,
                 None => String::new(),
             };
             return Ok(Rendered { messages: vec![Message::user(text)], ..Rendered::default() });
         }
-        let mut w = Walk { ctx: &ctx, open, tools: Vec::new(), files: Vec::new() };
+        let mut w = Walk { ctx: &ctx, budget, open, tools: Vec::new(), files: Vec::new() };
         let system: Vec<&Node> = self.roots.iter().filter(|n| n.system).collect();
         let user: Vec<&Node> = self.roots.iter().filter(|n| !n.system).collect();
         let messages = if system_messages {
@@ -652,14 +719,15 @@ fn to_jinja(value: &Value, depth: usize) -> JinjaValue {
     }
 }
 
-/// A writer that refuses to grow past [`MAX_OUTPUT_BYTES`].
+/// A writer that refuses to grow past what the render's budget has left.
 struct Capped {
     buf: Vec<u8>,
+    limit: usize,
 }
 
 impl Write for Capped {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        if self.buf.len() + data.len() > MAX_OUTPUT_BYTES {
+        if self.buf.len() + data.len() > self.limit {
             return Err(std::io::Error::other("prompt too large"));
         }
         self.buf.extend_from_slice(data);
@@ -793,6 +861,63 @@ mod tests {
         }
         let e = render_text("{{ 'x' * 50000000 }}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
+    }
+
+    /// A pack of `n` sections (nested 4 wide, so the tree stays within its depth limit),
+    /// each with `template` and, when given, `enabled`.
+    fn wide_tree(n: usize, template: &str, enabled: Option<&str>) -> PromptPack {
+        let sections: Vec<Value> = (0..n)
+            .map(|i| {
+                let mut s =
+                    json!({"key": format!("s{i}"), "title": format!("S{i}"), "template": template});
+                if let Some(e) = enabled {
+                    s["enabled"] = json!(e);
+                }
+                s
+            })
+            .collect();
+        let v = json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0", "sections": sections});
+        PromptPack::from_value(&v, "x", Path::new("p.json")).unwrap()
+    }
+
+    #[test]
+    fn one_budget_covers_the_whole_tree_and_every_example() {
+        // Each section stays within the fuel of one template; together they would build a
+        // prompt of hundreds of megabytes and run hundreds of times the fuel.
+        let heavy = "{% for i in range(30000) %}xxxxxxxxxx{% endfor %}";
+        let single = CompiledPack::compile(&wide_tree(1, heavy, None)).unwrap();
+        assert!(single.render(&json!({}), true).is_ok(), "one such section fits");
+        let pack = CompiledPack::compile(&wide_tree(300, heavy, None)).unwrap();
+        let started = std::time::Instant::now();
+        let e = pack.render(&json!({}), true).unwrap_err();
+        assert_eq!(e.code(), Code::TemplateLimitExceeded, "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+        // The same with `enabled` expressions that burn fuel and render nothing.
+        let burn = "(range(30000) | select('odd') | list | length) > 0";
+        let pack = CompiledPack::compile(&wide_tree(300, "x", Some(burn))).unwrap();
+        let one = CompiledPack::compile(&wide_tree(1, "x", Some(burn))).unwrap();
+        let spent = |p: &CompiledPack| {
+            let budget = RenderBudget::default();
+            let r = p.render_within(&json!({}), true, &BTreeSet::new(), &budget);
+            (r.map_err(|e| e.code()), budget.built.get())
+        };
+        // Filters run natively, outside the fuel: what they build is what the budget counts.
+        let (ok, built) = spent(&one);
+        assert!(ok.is_ok() && built > 0, "one enabled expression renders within the budget");
+        assert!(built * 300 > bounds::MAX_BUILT_BYTES, "{built}");
+        assert_eq!(
+            spent(&pack).0,
+            Err(Code::TemplateLimitExceeded),
+            "300 of them share one budget"
+        );
+        // Renders that share a budget (a file's examples) stop together.
+        let ok = CompiledPack::compile(&wide_tree(1, heavy, None)).unwrap();
+        let budget = RenderBudget::for_file();
+        let results: Vec<bool> = (0..20)
+            .map(|_| ok.render_within(&json!({}), true, &BTreeSet::new(), &budget).is_ok())
+            .collect();
+        assert!(results[0], "one render fits");
+        assert!(!results[19], "twenty do not: {results:?}");
     }
 
     #[test]

@@ -1025,3 +1025,56 @@ fn findings_show_a_window_of_their_line_never_the_whole_line() {
     let out = run(&p, &["validate", "--format", "text"]);
     assert!(out.stdout.len() < 40_000_000, "{} bytes", out.stdout.len());
 }
+
+#[test]
+fn a_section_tree_and_its_examples_share_one_render_budget() {
+    let p = Project::new();
+    // 300 sections, each within the limits of one template; and 20 examples of one contract.
+    let heavy = "{% for i in range(30000) %}xxxxxxxxxx{% endfor %}{{ x }}";
+    let sections: Vec<Value> = (0..300)
+        .map(|i| json!({"key": format!("s{i}"), "title": format!("S{i}"), "template": heavy}))
+        .collect();
+    let pack = json!({"prompt_pack_id": "PRM-TREE-001", "version": "1.0.0", "sections": sections});
+    let example = json!({"input": {"x": "ab"}, "response": "{\"a\": \"b\"}", "expect": "ok"});
+    let contract = json!({
+        "contract_id": "PRC-TREE-001", "version": "1.0.0", "prompt_pack_id": "PRM-TREE-001",
+        "boundary": {"max_tokens": 16, "temperature": 0},
+        "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}},
+        "output_schema": {"type": "object"},
+        "examples": vec![example; 20],
+    });
+    let pack = p.write_json("prompt_packs/tree/1.0.0.json", &pack);
+    let contract = p.write_json("contracts/tree/1.0.0.json", &contract);
+    let files = [pack, contract].map(|f| f.display().to_string());
+    run(&p, &["registry", "add", &files[0], &files[1]]).status(0);
+    let mut cmd = p.cmd();
+    cmd.args(["validate", "--format", "json"]).timeout(Duration::from_secs(60));
+    let out = Out::of(&mut cmd);
+    out.status(1);
+    let doc = out.json();
+    let failed: Vec<&Value> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "example_failed")
+        .collect();
+    assert!(!failed.is_empty(), "{out}");
+    assert!(
+        failed.iter().all(|d| d["message"].as_str().unwrap().contains("template_limit_exceeded")),
+        "{out}"
+    );
+    // `render` of the pack stops on the same budget.
+    let input = p.write_json("input.json", &json!({"x": "ab"}));
+    let out = run(
+        &p,
+        &[
+            "render",
+            "PRC-TREE-001",
+            "--allow-draft",
+            "--input",
+            &input.display().to_string(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.json()["code"], "template_limit_exceeded", "{out}");
+}

@@ -59,9 +59,15 @@ thread_local! {
     static BUILT: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Starts the budget of one render (renders run on the calling thread).
-pub fn begin_render() {
-    BUILT.with(|b| b.set(0));
+/// Sets what the render running on this thread has built so far (its budget's count:
+/// renders run on the calling thread, one template at a time).
+pub fn set_built(bytes: u64) {
+    BUILT.with(|b| b.set(bytes));
+}
+
+/// What the render running on this thread has built so far.
+pub fn built() -> u64 {
+    BUILT.with(Cell::get)
 }
 
 fn charge(bytes: usize) -> Result<(), Error> {

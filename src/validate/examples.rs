@@ -31,8 +31,10 @@ pub fn check(ctx: &Context, packs: &HashMap<usize, Arc<CompiledPack>>, out: &mut
             continue;
         };
         let validators = Validators { input, output };
+        // One budget for every example of the file: many examples cannot multiply it.
+        let budget = crate::render::RenderBudget::for_file();
         for (n, example) in contract.examples.iter().enumerate() {
-            let (outcome, error) = run_example(&contract, &validators, pack, example);
+            let (outcome, error) = run_example(&contract, &validators, pack, example, &budget);
             if outcome == example.expect {
                 continue;
             }
