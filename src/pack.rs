@@ -171,8 +171,8 @@ impl PromptPack {
         }
         if let Some(tree) = value.get("sections").and_then(Value::as_array) {
             let mut findings = Vec::new();
-            let mut count = 0;
-            let sections = parse_tree(tree, "/sections", 1, None, &mut count, &mut findings);
+            let mut walk = TreeWalk { count: 0, paths: std::collections::HashSet::new() };
+            let sections = parse_tree(tree, "/sections", "", 1, None, &mut walk, &mut findings);
             if !findings.is_empty() {
                 return Err(invalid(findings));
             }
@@ -232,12 +232,25 @@ fn walk_templates<'a>(tree: &'a [Section], at: &str, out: &mut Vec<(String, &'a 
 
 /// Reads a tree the schema accepted, checking what the schema cannot: sibling keys are
 /// unique, a child stays in its parent's message, and the tree is bounded in depth and size.
+/// The longest dotted key path a section may have: it names the section's context file
+/// (`context/KEY.md`), which must fit a file name.
+pub const MAX_KEY_PATH_BYTES: usize = 200;
+
+/// What the walk of a tree keeps across levels.
+struct TreeWalk {
+    count: usize,
+    /// Every dotted key path so far: a path names one section (`open_sections`, context
+    /// files), so `a.b` at the root and `b` inside `a` cannot both exist.
+    paths: std::collections::HashSet<String>,
+}
+
 fn parse_tree(
     items: &[Value],
     at: &str,
+    parent_path: &str,
     depth: usize,
     parent: Option<MessageKind>,
-    count: &mut usize,
+    walk: &mut TreeWalk,
     findings: &mut Vec<Finding>,
 ) -> Vec<Section> {
     if depth > MAX_SECTION_DEPTH {
@@ -252,8 +265,8 @@ fn parse_tree(
     let mut out: Vec<Section> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let here = format!("{at}/{i}");
-        *count += 1;
-        if *count > MAX_SECTIONS {
+        walk.count += 1;
+        if walk.count > MAX_SECTIONS {
             findings.push(Finding::new(
                 &here,
                 format!("a tree holds at most {MAX_SECTIONS} sections; split the pack"),
@@ -262,10 +275,23 @@ fn parse_tree(
         }
         let text = |name: &str| item.get(name).and_then(Value::as_str).map(str::to_string);
         let key = text("key").unwrap_or_default();
+        let path =
+            if parent_path.is_empty() { key.clone() } else { format!("{parent_path}.{key}") };
         if out.iter().any(|s| s.key == key) {
             findings.push(Finding::new(
                 format!("{here}/key"),
                 format!("key `{key}` is used twice among these sibling sections; keys must be unique among siblings"),
+            ));
+        } else if !walk.paths.insert(path.clone()) {
+            findings.push(Finding::new(
+                format!("{here}/key"),
+                format!("the dotted key path `{path}` already names another section (a key with a dot at a higher level); rename one of them"),
+            ));
+        }
+        if path.len() > MAX_KEY_PATH_BYTES {
+            findings.push(Finding::new(
+                format!("{here}/key"),
+                format!("the dotted key path of this section is {} bytes, more than {MAX_KEY_PATH_BYTES}: it names the section's context file; use shorter keys", path.len()),
             ));
         }
         let message = match item.get("message").and_then(Value::as_str) {
@@ -289,9 +315,10 @@ fn parse_tree(
             Some(c) => parse_tree(
                 c,
                 &format!("{here}/children"),
+                &path,
                 depth + 1,
                 Some(message),
-                count,
+                walk,
                 findings,
             ),
             None => Vec::new(),
@@ -330,6 +357,31 @@ mod tests {
     use super::*;
     use crate::Code;
     use serde_json::json;
+    use std::path::Path;
+
+    #[test]
+    fn a_dotted_key_path_names_one_section_and_fits_a_file_name() {
+        let load = |sections: Value| {
+            let v =
+                json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0", "sections": sections});
+            PromptPack::from_value(&v, "x", Path::new("p.json"))
+        };
+        let e = load(json!([
+            {"key": "a.b", "title": "T", "template": "x"},
+            {"key": "a", "title": "A", "template": "", "children": [{"key": "b", "title": "B", "template": "y"}]}
+        ]))
+        .unwrap_err();
+        assert_eq!(e.code(), Code::PromptPackInvalid);
+        assert!(e.to_string().contains("`a.b` already names another section"), "{e}");
+        // Eight levels of 63-character keys would make a 511-byte file name.
+        let mut deep = json!({"key": "k".repeat(63), "title": "T", "template": "x"});
+        for _ in 0..7 {
+            deep = json!({"key": "k".repeat(63), "title": "T", "template": "", "children": [deep]});
+        }
+        let e = load(json!([deep])).unwrap_err();
+        assert!(e.to_string().contains("more than 200"), "{e}");
+        assert!(load(json!([{"key": "a", "title": "A", "template": "", "children": [{"key": "b", "title": "B", "template": "y"}]}])).is_ok());
+    }
 
     #[test]
     fn template_and_sections_packs_load() {

@@ -1078,3 +1078,34 @@ fn a_section_tree_and_its_examples_share_one_render_budget() {
     );
     assert_eq!(out.json()["code"], "template_limit_exceeded", "{out}");
 }
+
+#[test]
+fn the_context_folder_holds_every_file_the_model_could_read() {
+    let p = Project::new();
+    // `ref` brings a tool, so it opens through `open_sections`; inside it, `ref.api` is
+    // summarized to a file that exists only once `ref` is open.
+    let pack = json!({"prompt_pack_id": "PRM-CTXF-001", "version": "1.0.0", "sections": [
+        {"key": "task", "title": "Task", "template": "Answer {{ q }}"},
+        {"key": "ref", "title": "Reference", "template": "Overview.", "visibility": "summary",
+         "summary": "Reference material.", "tools": ["calculator"], "children": [
+            {"key": "api", "title": "API", "template": "E204 means retry.", "visibility": "summary",
+             "summary": "API errors."}]}]});
+    let contract = json!({"contract_id": "PRC-CTXF-001", "version": "1.0.0",
+        "prompt_pack_id": "PRM-CTXF-001", "boundary": {"max_tokens": 64, "temperature": 0},
+        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}});
+    register(&p, "ctxf", &contract, &pack);
+    p.fixtures("ctxf.fx.json", json!([
+        {"tool_calls": [{"name": "open_sections", "arguments": {"section_keys": ["ref"], "reason": "need it"}}]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "/context/ref.api.md"}}]},
+        {"text": "Retry.", "expect_prompt": []}
+    ]));
+    let wo = p.write_json("wo/ctxf.json", &json!({"work_order_id": "WO-CTXF", "kind": "exchange",
+        "contract": "PRC-CTXF-001", "input": {"q": "E204?"}, "provider": {"fixtures": "ctxf.fx.json"}}));
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(0);
+    assert_eq!(r["output"], "Retry.", "{r:#}");
+    let file = p.path("wo/out/WO-CTXF/PRC-CTXF-001@1.0.0/context/ref.api.md");
+    let text =
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}\n{r:#}", file.display()));
+    assert!(text.contains("E204 means retry."), "{text}");
+}

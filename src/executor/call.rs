@@ -312,6 +312,17 @@ impl<'a> Caller<'a> {
             });
             request.messages = disclosure.messages().to_vec();
             request.tools = disclosure.tool_specs();
+            // A section opened now may hold summarized sections of its own: their files
+            // join the context folder, which stays the record of what the model could read.
+            if let Err(e) = super::files::write_context(
+                &self.project.root,
+                self.work_order,
+                &resolved.contract.key(),
+                disclosure.files(),
+            ) {
+                record(Some(&hash), Some(&response), Err(&e))?;
+                return Err(e);
+            }
             let estimate = estimate_tokens(&request.messages)
                 + request
                     .turns
