@@ -443,6 +443,40 @@ impl Root {
         Ok(current)
     }
 
+    /// Deletes the file at `path` as written: when it is a symlink, the link goes and its
+    /// target stays (SPEC §18 "one door": deletion removes a link, never its target). No
+    /// folder on the way may be a link and `..` may not climb out; a folder or special
+    /// file is refused. `Ok(false)` when nothing is there.
+    pub fn remove(&self, path: &Path) -> Result<bool> {
+        let shown = self.shown(path);
+        let parts = self.parts(path).map_err(|r| r.into_error(&shown))?;
+        let Some((name, folders)) = parts.split_last() else {
+            return Err(Refusal::Escape("names the project root itself, not a file".into())
+                .into_error(&shown));
+        };
+        let mut target = match self.walk_folders(folders, false, &shown) {
+            Ok(dir) => dir,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        };
+        target.push(name);
+        match std::fs::symlink_metadata(&target) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Error::io(&target, e)),
+            Ok(meta) if meta.file_type().is_symlink() || meta.is_file() => {}
+            Ok(meta) => {
+                return Err(special_error(&shown, special_kind(&meta).unwrap_or("not a file")));
+            }
+        }
+        match std::fs::remove_file(&target) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io(&target, e)),
+        }
+    }
+
     /// `path` relative to the root when it is under it (for messages).
     pub fn shown(&self, path: &Path) -> PathBuf {
         path.strip_prefix(&self.real)

@@ -465,6 +465,69 @@ fn discard_drops_a_draft_and_refuses_anything_else() {
     r.ok(&["validate"]);
 }
 
+#[cfg(unix)]
+#[test]
+fn discard_delete_removes_only_what_the_draft_owns() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    let active = r.root.join("contracts/summarize/1.0.0.json");
+    let active_bytes = std::fs::read(&active).unwrap();
+    // A draft whose file was replaced by a link to the active version: the link goes, the
+    // active file stays.
+    r.ok(&["new", "version", "PRC-SUMMARIZE-001@1.1.0"]);
+    let draft = r.root.join("contracts/summarize/1.1.0.json");
+    std::fs::remove_file(&draft).unwrap();
+    std::os::unix::fs::symlink("1.0.0.json", &draft).unwrap();
+    let (code, v) = r.json(&["registry", "discard", "PRC-SUMMARIZE-001@1.1.0", "--delete"]);
+    assert_eq!((code, v["deleted"].clone()), (0, json!(true)), "{v:#}");
+    assert!(std::fs::symlink_metadata(&draft).is_err(), "the link is gone");
+    assert_eq!(std::fs::read(&active).unwrap(), active_bytes, "its target is not");
+    // A draft whose path was edited to name registry.json, pactum.toml, a hidden file or
+    // another entry's file: refused, nothing changes.
+    for (i, target) in [
+        "registry.json",
+        "./registry.json",
+        "pactum.toml",
+        ".gitignore",
+        "contracts/summarize/1.0.0.json",
+        "contracts/summarize/../summarize/1.0.0.json",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let version = format!("1.2.{i}");
+        r.ok(&["new", "version", &format!("PRC-SUMMARIZE-001@{version}")]);
+        std::fs::write(r.root.join("pactum.toml"), "").unwrap();
+        let text = std::fs::read_to_string(r.root.join("registry.json")).unwrap();
+        let mut reg: Value = serde_json::from_str(&text).unwrap();
+        for e in reg["contracts"].as_array_mut().unwrap() {
+            if e["version"] == json!(version) {
+                e["path"] = json!(target);
+            }
+        }
+        let edited = serde_json::to_string_pretty(&reg).unwrap();
+        std::fs::write(r.root.join("registry.json"), &edited).unwrap();
+        let (code, v) =
+            r.json(&["registry", "discard", &format!("PRC-SUMMARIZE-001@{version}"), "--delete"]);
+        assert_eq!((code, v["code"].clone()), (1, json!("path_escape")), "{target}: {v:#}");
+        assert_eq!(
+            std::fs::read_to_string(r.root.join("registry.json")).unwrap(),
+            edited,
+            "{target}"
+        );
+        for kept in ["registry.json", "pactum.toml", ".gitignore", "contracts/summarize/1.0.0.json"]
+        {
+            assert!(r.root.join(kept).is_file(), "{target}: {kept} was deleted");
+        }
+        // Put the entry's path back and drop it, for the next round.
+        std::fs::write(r.root.join("registry.json"), &text).unwrap();
+        r.ok(&["registry", "discard", &format!("PRC-SUMMARIZE-001@{version}"), "--delete"]);
+    }
+}
+
 #[test]
 fn list_shows_versions_states_latest_active_and_pinning_work_orders() {
     let r = Repo::new("");

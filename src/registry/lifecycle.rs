@@ -14,7 +14,7 @@
 //! `promote` records the file's hash at that moment in the entry and the event, and from
 //! then on the file never changes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use semver::Version;
 use serde_json::Value;
@@ -433,6 +433,67 @@ pub fn discard(
         append_event(history, stamp, Action::Discard, &entry);
     });
     Ok(entry)
+}
+
+/// Checks that the file of `entry`, a draft just discarded from `registry`, is one the
+/// entry owns and may be deleted: never `registry.json`, `pactum.toml`, a hidden file, or
+/// a file another entry names, however spelled or linked. [`delete_discarded`] deletes it.
+pub fn check_deletable(registry: &Registry, entry: &Entry) -> Result<()> {
+    let refuse = |reason: String| Error::PathEscape { path: entry.path.clone(), reason };
+    crate::confine::check_relative(&entry.path).map_err(refuse)?;
+    let root = crate::confine::Root::new(&registry.root);
+    let name = Path::new(&entry.path).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.starts_with('.') || [crate::config::FILE_NAME, "registry.json"].contains(&name) {
+        return Err(refuse(format!(
+            "`{name}` is not a contract or pack file the draft owns; nothing was deleted (remove the file by hand if you meant to)"
+        )));
+    }
+    // The file as written and as resolved: neither may be another entry's file.
+    let lexical = root.real().join(&entry.path);
+    let own = |p: &Path| -> Vec<PathBuf> {
+        let mut out = vec![normalize(p)];
+        if let Ok(real) = root.locate(p) {
+            out.push(real);
+        }
+        out
+    };
+    let mine = own(&lexical);
+    let registry_file =
+        own(&root.real().join(registry.path.file_name().unwrap_or("registry.json".as_ref())));
+    if mine.iter().any(|p| registry_file.contains(p)) {
+        return Err(refuse("is registry.json itself; nothing was deleted".to_string()));
+    }
+    for other in &registry.entries {
+        let theirs = own(&root.real().join(&other.path));
+        if mine.first().is_some_and(|m| theirs.contains(m)) {
+            return Err(refuse(format!(
+                "is also the file of {}; nothing was deleted",
+                other.key()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the file of a discarded draft (checked by [`check_deletable`]): a link, not its
+/// target. `Ok(false)` when the file is already gone.
+pub fn delete_discarded(registry_root: &Path, entry: &Entry) -> Result<bool> {
+    crate::confine::Root::new(registry_root).remove(Path::new(&entry.path))
+}
+
+/// `path` with `.` dropped and `..` applied lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// True when contract entry `c` binds to pack entry `pack` (its `prompt_pack_version`

@@ -233,21 +233,21 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
             let stamp = stamp()?;
-            let mut file = None;
+            let mut root = None;
             let e = store::update(&path, |reg| {
-                // The file as the registry resolves it (confined to the root).
-                file = reg.get(kind, &id, &version).and_then(|e| reg.file_of(e).ok());
-                lifecycle::discard(reg, kind, &id, &version, &stamp)
-            })?;
-            let mut deleted = false;
-            if *delete && let Some(file) = &file {
-                // The entry is gone either way; a file already missing is not an error.
-                match std::fs::remove_file(file) {
-                    Ok(()) => deleted = true,
-                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(err) => return Err(Error::io(file, err)),
+                let e = lifecycle::discard(reg, kind, &id, &version, &stamp)?;
+                // Under the lock, against the registry without the entry: only a file the
+                // draft owns may go; otherwise nothing changes.
+                if *delete {
+                    lifecycle::check_deletable(reg, &e)?;
                 }
-            }
+                root = Some(reg.root.clone());
+                Ok(e)
+            })?;
+            let deleted = match (delete, root) {
+                (true, Some(root)) => lifecycle::delete_discarded(&root, &e)?,
+                _ => false,
+            };
             let mut value = entry_json(&e);
             value["ok"] = json!(true);
             value["action"] = json!("discard");
