@@ -694,6 +694,44 @@ fn merges_cleanly(sub: &str) {
 }
 
 #[test]
+fn the_merge_driver_refuses_a_side_that_does_not_verify_and_takes_large_registries() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    let base: Value = r.registry();
+    let write = |name: &str, v: &Value| {
+        let p = r.root.join(name);
+        std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+        p.display().to_string()
+    };
+    let entry = base["contracts"][0].clone();
+    // Their side: an active version the history never promoted, or a path leading out.
+    let mut forged = base.clone();
+    let mut extra = entry.clone();
+    extra["version"] = json!("9.0.0");
+    extra["path"] = json!("contracts/summarize/9.0.0.json");
+    forged["contracts"].as_array_mut().unwrap().push(extra);
+    let mut escaping = base.clone();
+    escaping["contracts"][0]["path"] = json!("../../etc/passwd");
+    for theirs in [forged, escaping] {
+        let (b, o, t) = (write("b.json", &base), write("o.json", &base), write("t.json", &theirs));
+        let before = std::fs::read(&o).unwrap();
+        let (code, v) = r.json(&["registry", "merge", &b, &o, &t]);
+        assert_eq!((code, v["code"].clone()), (1, json!("registry_merge_conflict")), "{v:#}");
+        assert!(v["message"].as_str().unwrap().contains("their side"), "{v:#}");
+        assert_eq!(std::fs::read(&o).unwrap(), before, "nothing was written");
+    }
+    // A registry.json over 16 MiB (the limit of other governed files) merges.
+    let mut large = base.clone();
+    large["x-notes"] = json!("n".repeat(17 * 1024 * 1024));
+    let (b, o, t) = (write("b.json", &base), write("o.json", &large), write("t.json", &base));
+    let (code, v) = r.json(&["registry", "merge", &b, &o, &t]);
+    assert_eq!(code, 0, "{v:#}");
+}
+
+#[test]
 fn two_branches_that_add_and_promote_contracts_merge_without_a_conflict() {
     merges_cleanly("");
 }

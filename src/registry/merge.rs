@@ -40,6 +40,33 @@ fn side(path: &Path, text: &str) -> Result<Registry> {
     Ok(registry)
 }
 
+/// A side must verify as far as a merge can tell without the files: every entry's path
+/// stays inside the project, and the history replays to the entries. A side that does not
+/// is refused (the merge would carry its hand edit into the result unnoticed).
+fn verified(name: &str, registry: &Registry) -> Result<()> {
+    for e in &registry.entries {
+        if let Err(reason) = crate::confine::check_relative(&e.path) {
+            return Err(conflict(
+                format!("{name}'s {}", e.key()),
+                format!(
+                    "its path `{}` is refused: {reason}; fix that side's registry.json (`pactum registry verify`) and merge again",
+                    e.path
+                ),
+            ));
+        }
+    }
+    if let Some(d) = replay::check(registry).into_iter().find(|d| d.is_error()) {
+        return Err(conflict(
+            name.to_string(),
+            format!(
+                "it does not verify ({}: {}); fix that side's registry.json (`pactum registry verify`) and merge again",
+                d.code, d.message
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn key(e: &Entry) -> Key {
     (e.kind, e.id.clone(), e.version.clone())
 }
@@ -53,6 +80,9 @@ pub fn merge(paths: [&Path; 3], texts: [&str; 3], stamp: &Stamp) -> Result<Merge
     let base = side(paths[0], texts[0])?;
     let ours = side(paths[1], texts[1])?;
     let theirs = side(paths[2], texts[2])?;
+    for (name, registry) in [("our side", &ours), ("their side", &theirs)] {
+        verified(name, registry)?;
+    }
     let history = merge_history(&base, &ours, &theirs, stamp)?;
     let entries = merge_entries(&base, &ours, &theirs)?;
 

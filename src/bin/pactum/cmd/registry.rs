@@ -443,7 +443,7 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
 /// nothing on a conflict.
 fn merge(base: &Path, ours: &Path, theirs: &Path) -> Result<(Value, String, u8)> {
     let read = |p: &Path| -> Result<String> {
-        let bytes = pactum::document::read_limited(p, pactum::document::MAX_FILE_BYTES)?;
+        let bytes = pactum::document::read_limited(p, pactum::document::MAX_REGISTRY_BYTES)?;
         pactum::document::utf8(bytes, p, Some(pactum::error::DocKind::Registry))
     };
     let texts = [read(base)?, read(ours)?, read(theirs)?];
