@@ -5,6 +5,7 @@
 //! Run: `cargo bench --bench exchange`. The bench uses mimalloc, like the `pactum` binary. The comparable Python pipeline (jsonschema compiled
 //! once, Jinja2 strict, fence/brace/direct extraction) is measured by the peer script
 //! described in BENCHMARKS.md.
+#![allow(clippy::disallowed_methods)] // tests, benches and examples build their trees directly
 
 use std::path::Path;
 

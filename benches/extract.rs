@@ -2,6 +2,7 @@
 //!
 //! Run with `cargo bench --bench extract`. Large prose should extract at 500 MB/s or
 //! more; hostile inputs must finish in milliseconds.
+#![allow(clippy::disallowed_methods)] // tests, benches and examples build their trees directly
 
 use divan::Bencher;
 use divan::counter::BytesCount;

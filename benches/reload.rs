@@ -4,6 +4,7 @@
 //!
 //! Run: `cargo bench --bench reload`. Prints the median, 90th percentile and maximum of
 //! 30 changes.
+#![allow(clippy::disallowed_methods)] // tests, benches and examples build their trees directly
 
 use std::path::Path;
 use std::sync::Arc;

@@ -12,6 +12,7 @@
 //! ```text
 //! cargo run --release --example generate_tree -- /tmp/tree 10000 [files|versions|findings]
 //! ```
+#![allow(clippy::disallowed_methods)] // tests, benches and examples build their trees directly
 
 use std::path::Path;
 

@@ -11,6 +11,7 @@
 //!
 //! Prints the number of files, their bytes and the wall time; `benches/validate_scale.sh`
 //! runs it side by side with `pactum validate`.
+#![allow(clippy::disallowed_methods)] // tests, benches and examples build their trees directly
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

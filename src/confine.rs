@@ -22,10 +22,17 @@
 //! The checks run on the tree as it is when pactum looks at it: they stop hostile files,
 //! not a concurrent local process racing pactum (that process could write anywhere
 //! itself).
+//!
+//! This is the one module allowed to call `std::fs` (clippy's `disallowed-methods`, in
+//! `clippy.toml`, refuses it everywhere else in the library): a new feature cannot reach a
+//! file without going through these functions.
+#![allow(clippy::disallowed_methods)]
 
 use std::ffi::OsString;
 use std::fs::{File, Metadata, OpenOptions};
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -162,6 +169,83 @@ pub fn open_for_update(path: &Path, append: bool) -> Result<File> {
 
 fn link_reason() -> String {
     "is a symlink; pactum does not read or write its own files through links (replace the link with a file)".to_string()
+}
+
+// --- Paths (resolution, not content) --------------------------------------------------
+
+/// The real path of `path`, every symlink resolved: where a root, a document or a folder
+/// lives. Never a read of what a file holds.
+pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+    path.canonicalize()
+}
+
+/// [`real_path`], or `path` as given when it cannot be resolved (it does not exist yet).
+pub fn real_or_given(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What is at `path`, without following a last symlink (`None`: nothing).
+pub fn entry_at(path: &Path) -> Option<Metadata> {
+    std::fs::symlink_metadata(path).ok()
+}
+
+/// [`target_of`] as a result naming `path` when there is nothing.
+pub fn metadata(path: &Path) -> Result<Metadata> {
+    std::fs::metadata(path).map_err(|e| Error::io(path, e))
+}
+
+/// What `path` leads to, following symlinks (`None`: nothing, or a dangling link).
+pub fn target_of(path: &Path) -> Option<Metadata> {
+    std::fs::metadata(path).ok()
+}
+
+/// Creates `dir` and its missing parents: for pactum's own folders the caller located
+/// (the ledger's folder given on the command line). Project folders go through
+/// [`Root::writable_folder`], which never passes a link.
+pub fn create_folders(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+}
+
+/// Creates `path` exclusively and writes `bytes` durably: never over an existing file or
+/// a dangling link (`create_new`); a failed write removes what it created. Callers check
+/// `path` first ([`Root::writable`]). An existing file is an `io_error` of kind
+/// `AlreadyExists`.
+pub fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
+}
+
+/// Removes a file this process created exclusively ([`create_new`]) when the operation it
+/// belonged to failed: nothing is orphaned, nothing another writer made is touched.
+pub fn remove_created(path: &Path) {
+    let _ = std::fs::remove_file(path);
+}
+
+/// A walk of `dir` that never follows a link below it (a link is reported as itself, for
+/// the caller to resolve through [`Root`]), in file-name order: the one way pactum walks a
+/// folder.
+pub fn walk(dir: &Path) -> walkdir::WalkDir {
+    walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name()
+}
+
+/// Whether `path` leads to a regular file (following symlinks).
+pub fn is_file(path: &Path) -> bool {
+    target_of(path).is_some_and(|m| m.is_file())
+}
+
+/// Whether `path` leads to a folder (following symlinks).
+pub fn is_dir(path: &Path) -> bool {
+    target_of(path).is_some_and(|m| m.is_dir())
 }
 
 /// Syntactic checks of a relative path written in a file: not empty, not absolute, no `..`.
@@ -486,6 +570,85 @@ impl Root {
     }
 }
 
+// --- Atomic replacement (registry.json, scaffolds, output files) ------------------------
+
+fn temp_prefix(target: &Path) -> String {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    format!(".{name}.tmp-")
+}
+
+/// Replaces `target` with `contents` atomically and durably. A `target` that is a symlink
+/// is refused (`path_escape`: the link would be replaced, or followed by a later reader);
+/// an existing file's permissions are kept.
+pub fn write_atomic(target: &Path, contents: &[u8]) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let existing = existing_file(target)?.map(|meta| meta.permissions());
+    let temp = dir.join(format!(
+        "{}{}-{}",
+        temp_prefix(target),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| Error::io(&temp, e))?;
+        file.write_all(contents).map_err(|e| Error::io(&temp, e))?;
+        if let Some(permissions) = existing {
+            file.set_permissions(permissions).map_err(|e| Error::io(&temp, e))?;
+        }
+        file.sync_all().map_err(|e| Error::io(&temp, e))?;
+        drop(file);
+        std::fs::rename(&temp, target).map_err(|e| Error::io(target, e))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// The metadata of `target` when it exists; a symlink there (dangling or not) is refused.
+pub fn existing_file(target: &Path) -> Result<Option<std::fs::Metadata>> {
+    match std::fs::symlink_metadata(target) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(Error::PathEscape {
+            path: target.display().to_string(),
+            reason: "is a symlink; pactum does not replace or write through links (replace the link with a file)".into(),
+        }),
+        Ok(meta) => Ok(Some(meta)),
+        Err(_) => Ok(None),
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Removes temporary files a killed writer left next to `target`. Call with the lock held.
+pub fn remove_stale_temps(target: &Path) -> usize {
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let prefix = temp_prefix(target);
+    let Ok(read) = std::fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for entry in read.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix)
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// The file pactum leaves in an output folder it created: a folder without it is not
 /// pactum's to fill (SPEC §18 "one door").
 pub const OUTPUT_MARKER: &str = ".pactum-output";
@@ -570,7 +733,7 @@ impl Root {
         if !existed {
             let marker = real.join(OUTPUT_MARKER);
             let text = "pactum made this folder for the files a model's reply carries (SPEC §8.5); it writes model-supplied files only into folders that hold this file.\n";
-            crate::registry::store::write_atomic(&marker, text.as_bytes())?;
+            write_atomic(&marker, text.as_bytes())?;
         }
         Ok(OutputArea { root: self.clone(), dir: real })
     }
@@ -623,7 +786,7 @@ impl OutputArea {
 
     fn write(&self, rel: &str, bytes: &[u8]) -> Result<()> {
         let target = self.root.writable(&self.dir.join(rel), true)?;
-        crate::registry::store::write_atomic(&target, bytes)
+        write_atomic(&target, bytes)
     }
 
     /// True when `rel` names a regular file inside the folder (a link is followed only
@@ -639,6 +802,7 @@ fn is_exchange_folder(name: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::Code;

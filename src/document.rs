@@ -173,6 +173,7 @@ pub fn load(path: &Path, doc: Option<DocKind>) -> Result<Document> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::Code;

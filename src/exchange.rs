@@ -186,6 +186,7 @@ pub fn run_example(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::Code;

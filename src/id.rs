@@ -205,6 +205,7 @@ pub fn suggest<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<St
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

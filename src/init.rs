@@ -124,8 +124,8 @@ pub struct Initialized {
 
 /// Initializes the project at `dir` (created when missing). See the module docs.
 pub fn init(dir: &Path, kernel: bool, stamp: &Stamp) -> Result<Initialized> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let root = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    crate::confine::create_folders(dir)?;
+    let root = crate::confine::real_path(dir).map_err(|e| Error::io(dir, e))?;
     let confined = Root::canonical(&root);
     let mut steps = Vec::new();
     steps.push(init_registry(&root)?);
@@ -157,7 +157,7 @@ pub fn init(dir: &Path, kernel: bool, stamp: &Stamp) -> Result<Initialized> {
 /// byte for byte as it is).
 fn init_registry(root: &Path) -> Result<Step> {
     let path = root.join(registry::FILE_NAME);
-    if path.exists() {
+    if crate::confine::entry_at(&path).is_some() {
         Registry::open(&path)?;
         return Ok(Step::Kept { path: registry::FILE_NAME.into(), note: String::new() });
     }
@@ -188,20 +188,20 @@ pub fn write_schemas(root: &Path, folder: &str, refresh: bool) -> Result<Vec<Ste
         let rel = Path::new(folder).join(name);
         let path = confined.writable(&rel, true)?;
         let path_name = rel.to_string_lossy().into_owned();
-        match std::fs::read(&path) {
-            Ok(existing) if existing == text.as_bytes() => {
+        match read_existing(&path)? {
+            Some(existing) if existing == text.as_bytes() => {
                 steps.push(Step::Kept { path: path_name, note: String::new() })
             }
-            Ok(_) if !refresh => steps.push(Step::Kept {
+            Some(_) if !refresh => steps.push(Step::Kept {
                 path: path_name,
                 note: "differs from this pactum's; refresh with `pactum schemas --write schemas`"
                     .into(),
             }),
-            Ok(_) => {
+            Some(_) => {
                 store::write_atomic(&path, text.as_bytes())?;
                 steps.push(Step::Appended { path: path_name, lines: vec!["(refreshed)".into()] });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            None => {
                 match create_new(&path, text.as_bytes()) {
                     Ok(()) => steps.push(Step::Created { path: path_name }),
                     // Another pactum (a concurrent `new contract`) wrote it meanwhile.
@@ -213,31 +213,30 @@ pub fn write_schemas(root: &Path, folder: &str, refresh: bool) -> Result<Vec<Ste
                     Err(e) => return Err(e),
                 }
             }
-            Err(e) => return Err(Error::io(&path, e)),
         }
     }
     Ok(steps)
 }
 
+/// The bytes of the regular file at `path`, `None` when there is none.
+fn read_existing(path: &Path) -> Result<Option<Vec<u8>>> {
+    match crate::document::read_limited(path, crate::document::MAX_FILE_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Creates `path`, failing if it exists (never replaces a file).
 pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    file.write_all(bytes).map_err(|e| Error::io(path, e))
+    crate::confine::create_new(path, bytes)
 }
 
 /// Makes sure the root's file `name` has each of `lines`, creating it or appending what is
 /// missing.
 fn ensure_lines(root: &Root, name: &str, lines: &[&str]) -> Result<Step> {
     let path = &root.writable(Path::new(name), false)?;
-    let existing = match std::fs::read_to_string(path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::io(path, e)),
-    };
+    let existing = read_existing(path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let Some(text) = existing else {
         let mut body = lines.join("\n");
         body.push('\n');
@@ -271,21 +270,20 @@ fn install_kernel(root: &Path, stamp: &Stamp) -> Result<Vec<Step>> {
     let mut to_register = Vec::new();
     for (rel, text) in KERNEL_FILES {
         let path = confined.writable(Path::new(rel), true)?;
-        match std::fs::read(&path) {
-            Ok(existing) if existing == text.as_bytes() => {
+        match read_existing(&path)? {
+            Some(existing) if existing == text.as_bytes() => {
                 steps.push(Step::Kept { path: (*rel).into(), note: String::new() });
                 to_register.push(path);
             }
-            Ok(_) => steps.push(Step::Kept {
+            Some(_) => steps.push(Step::Kept {
                 path: (*rel).into(),
                 note: "differs from the shipped kernel contract; not registered".into(),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            None => {
                 create_new(&path, text.as_bytes())?;
                 steps.push(Step::Created { path: (*rel).into() });
                 to_register.push(path);
             }
-            Err(e) => return Err(Error::io(&path, e)),
         }
     }
     // Packs before contracts: a contract is promoted only once its pack is active.

@@ -250,6 +250,7 @@ pub fn mask_secret(text: &str, secret: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use serde_json::json;

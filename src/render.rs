@@ -757,6 +757,7 @@ pub fn declared_inputs(input_schema: Option<&Value>) -> Option<BTreeSet<String>>
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::Code;

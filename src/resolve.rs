@@ -117,6 +117,7 @@ pub fn resolve<'r>(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use serde_json::{Value, json};

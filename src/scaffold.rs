@@ -103,22 +103,13 @@ struct PackSections {
 /// existing file or a dangling link (`create_new`). Returns the file's path.
 fn write_new(root: &Root, rel: &str, text: &str) -> Result<PathBuf> {
     let path = root.writable(Path::new(rel), true)?;
-    let mut file =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
-            let e = if e.kind() == std::io::ErrorKind::AlreadyExists {
-                std::io::Error::new(e.kind(), "already exists; pactum never writes over a file (pick another id or version, or move the file away)")
-            } else {
-                e
-            };
-            Error::io(rel, e)
-        })?;
-    let written = std::io::Write::write_all(&mut file, text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| Error::io(rel, e));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&path);
-        return Err(e);
-    }
+    crate::confine::create_new(&path, text.as_bytes()).map_err(|e| match e {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            Error::io(rel, std::io::Error::new(source.kind(), "already exists; pactum never writes over a file (pick another id or version, or move the file away)"))
+        }
+        Error::Io { source, .. } => Error::io(rel, source),
+        other => other,
+    })?;
     Ok(path)
 }
 
@@ -205,8 +196,12 @@ pub fn new_contract_in_form(
         // PRC-PLAN-002), `contracts/plan-002/`.
         let folders = [name.clone(), format!("{name}-{number}")];
         let free = |folder: &String| {
-            !root.join("contracts").join(folder).join("1.0.0.json").exists()
-                && !root.join("prompt_packs").join(folder).join("1.0.0.json").exists()
+            crate::confine::target_of(&root.join("contracts").join(folder).join("1.0.0.json"))
+                .is_none()
+                && crate::confine::target_of(
+                    &root.join("prompt_packs").join(folder).join("1.0.0.json"),
+                )
+                .is_none()
         };
         let name = folders.iter().find(|f| free(f)).unwrap_or(&folders[1]);
         let contract_rel = format!("contracts/{name}/1.0.0.json");
@@ -225,7 +220,7 @@ pub fn new_contract_in_form(
             // Only the files this call created (exclusively) are removed: nothing is
             // orphaned, nothing someone else wrote is touched.
             for path in created.borrow().iter() {
-                let _ = std::fs::remove_file(path);
+                crate::confine::remove_created(path);
             }
             return Err(e);
         }
@@ -348,7 +343,7 @@ pub fn new_version(root: &Path, pin: &str, with_pack: bool, stamp: &Stamp) -> Re
     })();
     if let Err(e) = result {
         for path in &written {
-            let _ = std::fs::remove_file(path);
+            crate::confine::remove_created(path);
         }
         return Err(e);
     }
@@ -496,6 +491,7 @@ fn pretty(value: &impl serde::Serialize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::validate::{NoProgress, ValidateOptions, validate};

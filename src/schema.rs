@@ -411,8 +411,8 @@ pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator
     if let Some(finding) = cost::check(schema, "", base_dir, root) {
         return Err(vec![finding]);
     }
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let base_dir = base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf());
+    let root = crate::confine::real_or_given(root);
+    let base_dir = crate::confine::real_or_given(base_dir);
     let base_uri = format!("file://{}/", encode_path(&base_dir));
     let mut options = jsonschema::options();
     if schema.get("$schema").is_none() {
@@ -452,7 +452,7 @@ pub struct RootRetriever {
 
 impl RootRetriever {
     pub fn new(root: &Path) -> Self {
-        RootRetriever { root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()) }
+        RootRetriever { root: crate::confine::real_or_given(root) }
     }
 }
 
@@ -482,9 +482,11 @@ impl Retrieve for RootRetriever {
 pub mod cost;
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // a test module: reads the schema files of the checkout
 mod agreement;
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use serde_json::json;

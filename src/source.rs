@@ -969,6 +969,7 @@ fn yaml_close(stack: &mut [YamlFrame], walk: &mut Walk, node: Option<usize>, spa
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use proptest::prelude::*;

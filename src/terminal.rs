@@ -126,6 +126,7 @@ fn escape_with(text: &str, one_line: bool) -> Cow<'_, str> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

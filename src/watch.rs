@@ -54,7 +54,7 @@ struct Stamp {
 }
 
 fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok()?;
+    let meta = crate::confine::target_of(path)?;
     #[cfg(unix)]
     let inode = std::os::unix::fs::MetadataExt::ino(&meta);
     #[cfg(not(unix))]
@@ -308,6 +308,7 @@ pub fn watch_tree(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     fn stamp() -> crate::registry::lifecycle::Stamp {
         crate::registry::lifecycle::Stamp::new(TS, "tester")

@@ -246,6 +246,7 @@ enum RawProvider {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::Code;

@@ -231,7 +231,11 @@ fn string_literals(source: &str) -> Vec<Literal> {
     while let Some(found) = code[from..].find("#[cfg(test)]") {
         let start = from + found;
         let rest = &code[start..];
-        let item = rest["#[cfg(test)]".len()..].trim_start();
+        let mut item = rest["#[cfg(test)]".len()..].trim_start();
+        // Attributes between `#[cfg(test)]` and the module (an `allow` with its comment).
+        while item.starts_with("#[") {
+            item = item.split_once('\n').map_or("", |(_, after)| after).trim_start();
+        }
         if item.starts_with("mod ")
             && let Some(open) = rest.find('{')
         {
@@ -686,4 +690,56 @@ fn every_source_file_starts_with_a_module_doc() {
         .map(|p| p.strip_prefix(repo()).unwrap().display().to_string())
         .collect();
     assert!(missing.is_empty(), "files without a `//!` module doc: {missing:?}");
+}
+
+// --- one door for the file system --------------------------------------------------------
+
+/// `clippy.toml` forbids `std::fs` (and the `Path` methods that touch the disk) in the
+/// library; the only module allowed to use them is `src/confine.rs`. Elsewhere in the
+/// library an `allow` may only open a test module, so a feature cannot opt out quietly.
+#[test]
+fn only_confine_may_touch_the_file_system() {
+    let clippy = std::fs::read_to_string(repo().join("clippy.toml")).unwrap();
+    for method in [
+        "std::fs::read",
+        "std::fs::write",
+        "std::fs::File::open",
+        "std::fs::OpenOptions::open",
+        "std::fs::remove_file",
+        "std::fs::rename",
+        "std::fs::create_dir_all",
+        "walkdir::WalkDir::new",
+        "std::path::Path::canonicalize",
+        "std::path::Path::exists",
+    ] {
+        assert!(
+            clippy.contains(&format!("path = \"{method}\"")),
+            "clippy.toml no longer forbids {method}"
+        );
+    }
+    let mut allowed = Vec::new();
+    for file in files_under("src", "rs") {
+        let rel = file.strip_prefix(repo()).unwrap().to_string_lossy().replace('\\', "/");
+        if rel.starts_with("src/bin/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !line.contains("clippy::disallowed_methods") {
+                continue;
+            }
+            if line.trim_start().starts_with("#![allow") {
+                allowed.push(rel.clone());
+                continue;
+            }
+            let next = lines.get(i + 1).copied().unwrap_or("").trim();
+            assert!(
+                next == "mod tests {" || next == "mod agreement;",
+                "{rel}:{}: `allow(clippy::disallowed_methods)` outside a test module; touch files through src/confine.rs",
+                i + 1
+            );
+        }
+    }
+    assert_eq!(allowed, ["src/confine.rs"], "only confine.rs may allow std::fs module-wide");
 }

@@ -1,6 +1,7 @@
 //! The integration suite, one test binary (each file below was a binary of its own;
 //! linking the crate once instead of 28 times is most of what a test build costs).
 //! `cargo test --test suite MODULE::` runs one file's tests.
+#![allow(clippy::disallowed_methods)] // tests, benches and examples build their trees directly
 
 #[path = "support/common.rs"]
 mod common;

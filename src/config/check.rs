@@ -265,6 +265,7 @@ pub(super) fn insecure(text: &str) -> Vec<Located> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -54,6 +54,7 @@ impl Budget {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -51,6 +51,7 @@ impl Memory {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use serde_json::json;

@@ -352,6 +352,7 @@ impl Tool for MemorySearch {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::Code;

@@ -90,6 +90,7 @@ fn region_end(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use proptest::prelude::*;

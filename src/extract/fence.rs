@@ -140,6 +140,7 @@ fn find_closer(bytes: &[u8], floor: usize, from: usize, min_len: usize) -> Optio
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

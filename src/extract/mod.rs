@@ -912,6 +912,7 @@ fn trimmed(text: &str, start: usize, end: usize) -> (usize, usize) {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -105,6 +105,7 @@ fn may_open(bytes: &[u8], at: usize, want_array: bool) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::extract::embedded::regions;

@@ -60,6 +60,7 @@ pub(super) fn rest_of_line_blank(bytes: &[u8], from: usize) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -199,6 +199,7 @@ fn number(obj: &Map<String, Value>, integer: bool) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

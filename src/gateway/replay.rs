@@ -112,7 +112,7 @@ impl ReplayProvider {
             ));
         }
         let mut entries = BTreeMap::new();
-        if path.exists() {
+        if crate::confine::target_of(path).is_some() {
             let doc = crate::document::load(path, None).map_err(|e| {
                 fail(ProviderFailure::NotConfigured, format!("cannot read cassette: {e}"))
             })?;
@@ -145,7 +145,7 @@ impl ReplayProvider {
         let lock = crate::confine::open_for_update(&lock_path, false)?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
         let mut entries = BTreeMap::new();
-        if self.path.exists() {
+        if crate::confine::target_of(&self.path).is_some() {
             let doc = crate::document::load(&self.path, None)?;
             if let Ok(cassette) = Cassette::deserialize(&doc.value) {
                 for r in cassette.entries {

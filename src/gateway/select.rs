@@ -485,6 +485,7 @@ impl Provider for WithoutSystemMessages {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -188,6 +188,7 @@ fn line_count(path: &Path) -> Result<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::Code;

@@ -451,8 +451,7 @@ impl Registry {
 
     /// The registry's folder with symlinks resolved.
     pub fn real_root(&self) -> &Path {
-        self.real_root
-            .get_or_init(|| self.root.canonicalize().unwrap_or_else(|_| self.root.clone()))
+        self.real_root.get_or_init(|| crate::confine::real_or_given(&self.root))
     }
 
     /// The absolute path of an entry's file, checked to stay inside the root (no `..`, no
@@ -665,7 +664,12 @@ impl Registry {
 /// says so, at the first marker, with the way out.
 fn conflict_markers(e: Error) -> Error {
     let Error::Parse { path, doc, .. } = &e else { return e };
-    let Ok(text) = std::fs::read_to_string(path) else { return e };
+    let Some(text) = crate::document::read_limited(path, crate::document::MAX_REGISTRY_BYTES)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+    else {
+        return e;
+    };
     let Some(line) = text.lines().position(|l| l.starts_with("<<<<<<< ")) else { return e };
     Error::Parse {
         path: path.clone(),
@@ -710,7 +714,7 @@ pub fn check_relative(path: &str) -> std::result::Result<(), String> {
 /// Joins a relative path to `root`, requiring that the real (symlink-resolved) path exists
 /// and stays inside the real root.
 pub fn resolve_inside(root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
-    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let real_root = crate::confine::real_or_given(root);
     resolve_under(&real_root, path)
 }
 
@@ -741,13 +745,14 @@ pub fn confined(path: &Path) -> Result<()> {
 
 /// Walks up from `start` (a file or folder) to the nearest folder holding registry.json.
 pub fn find_upwards(start: &Path) -> Option<PathBuf> {
-    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
-    let mut dir = if start.is_file() { start.parent()?.to_path_buf() } else { start };
+    let start = crate::confine::real_or_given(start);
+    let mut dir =
+        if crate::confine::is_file(&start) { start.parent()?.to_path_buf() } else { start };
     loop {
         let candidate = dir.join(FILE_NAME);
         // Anything named registry.json counts (a FIFO or a link is then refused by name
         // when it is loaded, rather than silently skipped for one further up).
-        if std::fs::symlink_metadata(&candidate).is_ok() {
+        if crate::confine::entry_at(&candidate).is_some() {
             return Some(candidate);
         }
         dir = dir.parent()?.to_path_buf();
@@ -988,6 +993,7 @@ impl RawEntry {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::digest::chain_hash;

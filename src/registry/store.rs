@@ -13,10 +13,8 @@
 //! Neither registry.json nor `.registry.lock` is ever followed or replaced when it is a
 //! symlink (`path_escape`), and a refused change writes nothing.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 use crate::registry::Registry;
@@ -51,82 +49,7 @@ impl Drop for Lock {
     }
 }
 
-fn temp_prefix(target: &Path) -> String {
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    format!(".{name}.tmp-")
-}
-
-/// Replaces `target` with `contents` atomically and durably. A `target` that is a symlink
-/// is refused (`path_escape`: the link would be replaced, or followed by a later reader);
-/// an existing file's permissions are kept.
-pub fn write_atomic(target: &Path, contents: &[u8]) -> Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let existing = existing_file(target)?.map(|meta| meta.permissions());
-    let temp = dir.join(format!(
-        "{}{}-{}",
-        temp_prefix(target),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| Error::io(&temp, e))?;
-        file.write_all(contents).map_err(|e| Error::io(&temp, e))?;
-        if let Some(permissions) = existing {
-            file.set_permissions(permissions).map_err(|e| Error::io(&temp, e))?;
-        }
-        file.sync_all().map_err(|e| Error::io(&temp, e))?;
-        drop(file);
-        std::fs::rename(&temp, target).map_err(|e| Error::io(target, e))?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
-/// The metadata of `target` when it exists; a symlink there (dangling or not) is refused.
-fn existing_file(target: &Path) -> Result<Option<std::fs::Metadata>> {
-    match std::fs::symlink_metadata(target) {
-        Ok(meta) if meta.file_type().is_symlink() => Err(Error::PathEscape {
-            path: target.display().to_string(),
-            reason: "is a symlink; pactum does not replace or write through links (replace the link with a file)".into(),
-        }),
-        Ok(meta) => Ok(Some(meta)),
-        Err(_) => Ok(None),
-    }
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
-}
-
-/// Removes temporary files a killed writer left next to `target`. Call with the lock held.
-pub fn remove_stale_temps(target: &Path) -> usize {
-    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let prefix = temp_prefix(target);
-    let Ok(read) = std::fs::read_dir(dir) else { return 0 };
-    let mut removed = 0;
-    for entry in read.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix)
-            && std::fs::remove_file(entry.path()).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    removed
-}
+pub use crate::confine::{remove_stale_temps, write_atomic};
 
 /// Read-modify-write of registry.json under the lock: loads the current file (or an empty
 /// registry when it does not exist yet), applies `change`, and writes the result only when
@@ -135,7 +58,7 @@ pub fn update<T>(path: &Path, change: impl FnOnce(&mut Registry) -> Result<T>) -
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _lock = Lock::acquire(dir)?;
     remove_stale_temps(path);
-    let exists = existing_file(path)?.is_some();
+    let exists = crate::confine::existing_file(path)?.is_some();
     let mut registry = if exists { Registry::open(path)? } else { Registry::empty(path) };
     let out = change(&mut registry)?;
     // The keys pactum does not own (`$schema`, `x-*`) were read into the registry and are
@@ -145,6 +68,7 @@ pub fn update<T>(path: &Path, change: impl FnOnce(&mut Registry) -> Result<T>) -
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -165,6 +165,7 @@ fn timestamp(s: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::schema::{RegistryPart, check_registry_part};

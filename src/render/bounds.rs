@@ -727,6 +727,7 @@ pub fn prepare(source: &str, name: &str) -> Result<String, Refused> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -98,6 +98,7 @@ fn document(report: &Report) -> Document<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use serde_json::{Value, json as value};
 

@@ -244,6 +244,7 @@ fn escape(s: &str, in_attribute: bool) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use quick_xml::Reader;
     use quick_xml::XmlVersion;

@@ -399,6 +399,7 @@ fn fnv1a(parts: &[&str]) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use serde_json::{Value, json};
 

@@ -165,6 +165,7 @@ fn expand(source: &str, column: usize) -> (String, usize) {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::error::Code;

@@ -248,6 +248,7 @@ pub fn check(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Option<F
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use serde_json::json;

@@ -15,8 +15,6 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use walkdir::WalkDir;
-
 use crate::registry::{self, Registry};
 use crate::validate::file::FileKind;
 
@@ -76,11 +74,9 @@ pub fn kind_from_folder(base: &Path, path: &Path) -> Option<FileKind> {
 /// (else it is worked out per file).
 fn walk(dir: &Path, base: &Path, root: &Path, kind: Option<FileKind>, out: &mut Vec<Candidate>) {
     let kind_of = |path: &Path| kind.or_else(|| kind_from_folder(base, path));
-    let walker =
-        WalkDir::new(dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
-            e.depth() == 0
-                || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
-        });
+    let walker = crate::confine::walk(dir).into_iter().filter_entry(|e| {
+        e.depth() == 0 || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
+    });
     // A start folder that is itself a symlink (inside the root: checked by the caller)
     // gives paths that are not the files' real paths.
     let mut through_link = false;
@@ -112,9 +108,9 @@ fn walk(dir: &Path, base: &Path, root: &Path, kind: Option<FileKind>, out: &mut 
             continue;
         }
         let escape = if entry.path_is_symlink() {
-            match path.canonicalize() {
+            match crate::confine::real_path(path) {
                 Ok(real) if real.starts_with(root) => {
-                    if !real.is_file() {
+                    if !crate::confine::is_file(&real) {
                         continue;
                     }
                     None
@@ -153,15 +149,17 @@ pub fn files(path: &Path, base: &Path, registry: Option<&Registry>) -> Vec<Candi
 /// Whether PATH is a project root with conventional folders (then only those are walked,
 /// and the registry's files are added by [`registry_files`]).
 fn at_project_root(path: &Path, base: &Path, has_registry: bool) -> bool {
-    let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
-    has_registry && path == root && FOLDERS.iter().any(|(n, _)| path.join(n).is_dir())
+    let root = crate::confine::real_or_given(base);
+    has_registry
+        && path == root
+        && FOLDERS.iter().any(|(n, _)| crate::confine::is_dir(&path.join(n)))
 }
 
 /// The walked part of [`files`]: runs before (or while) the registry loads.
 pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate> {
-    let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+    let root = crate::confine::real_or_given(base);
     let mut out = Vec::new();
-    if path.is_file() {
+    if crate::confine::is_file(path) {
         out.push(Candidate {
             path: path.to_path_buf(),
             dir_kind: kind_from_folder(base, path),
@@ -175,8 +173,10 @@ pub fn walk_path(path: &Path, base: &Path, has_registry: bool) -> Vec<Candidate>
     if at_project_root(path, base, has_registry) {
         let confined = crate::confine::Root::canonical(&root);
         let mut folders = Vec::new();
-        for (folder, kind) in
-            FOLDERS.iter().map(|(n, kind)| (path.join(n), *kind)).filter(|(p, _)| p.is_dir())
+        for (folder, kind) in FOLDERS
+            .iter()
+            .map(|(n, kind)| (path.join(n), *kind))
+            .filter(|(p, _)| crate::confine::is_dir(p))
         {
             // walkdir always follows the folder it starts at: a conventional folder that
             // is a symlink leading out of the project is reported, never walked.
@@ -227,7 +227,9 @@ pub fn registry_files(
     // Canonical paths only, so equal bytes are equal paths.
     let mut seen: HashSet<std::ffi::OsString, foldhash::fast::RandomState> = walked
         .iter()
-        .filter_map(|c| if c.canonical { Some(c.path.clone()) } else { c.path.canonicalize().ok() })
+        .filter_map(|c| {
+            if c.canonical { Some(c.path.clone()) } else { crate::confine::real_path(&c.path).ok() }
+        })
         .map(PathBuf::into_os_string)
         .collect();
     for i in unknown {
@@ -248,6 +250,7 @@ pub fn registry_files(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -174,7 +174,7 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
     let abs = if candidate.canonical {
         candidate.path.clone()
     } else {
-        candidate.path.canonicalize().unwrap_or_else(|_| candidate.path.clone())
+        crate::confine::real_or_given(&candidate.path)
     };
     let rel = relative_name(base, &candidate.path);
     let syntax = document::syntax_for(&candidate.path);

@@ -111,13 +111,13 @@ impl Context {
 /// Validates PATH (a project root, a folder, or one file). `Err` only when PATH itself
 /// cannot be read; every problem inside is a finding in the report.
 pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress) -> Result<Report> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    let path = path.canonicalize().map_err(|e| Error::io(path, e))?;
+    let meta = crate::confine::metadata(path)?;
+    let path = crate::confine::real_path(path).map_err(|e| Error::io(path, e))?;
     let mut report = Report::default();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
 
     let registry_path = match &options.registry {
-        Some(p) => Some(p.canonicalize().map_err(|e| Error::io(p, e))?),
+        Some(p) => Some(crate::confine::real_path(p).map_err(|e| Error::io(p, e))?),
         None => registry::find_upwards(&path),
     };
     let mut registry_text = None;
@@ -167,7 +167,8 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
             };
             // Name files relative to `names_from` (the binary passes the current folder)
             // when PATH is inside it, so paths match the repository (GitHub, SARIF).
-            let names_from = options.names_from.as_ref().and_then(|c| c.canonicalize().ok());
+            let names_from =
+                options.names_from.as_ref().and_then(|c| crate::confine::real_path(c).ok());
             let base = match names_from {
                 Some(from) if dir.starts_with(&from) => from,
                 _ => dir,
@@ -241,11 +242,15 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
 /// PATH (the nearest folder above it with a `.git` folder or file), else `names_from`,
 /// else `base` (the registry's folder).
 pub fn names_root(path: &Path, names_from: Option<&Path>, base: &Path) -> PathBuf {
-    let start = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
-    if let Some(top) = start.ancestors().find(|dir| dir.join(".git").exists()) {
+    let start = if crate::confine::is_dir(path) { path } else { path.parent().unwrap_or(path) };
+    if let Some(top) =
+        start.ancestors().find(|dir| crate::confine::target_of(&dir.join(".git")).is_some())
+    {
         return top.to_path_buf();
     }
-    names_from.and_then(|from| from.canonicalize().ok()).unwrap_or_else(|| base.to_path_buf())
+    names_from
+        .and_then(|from| crate::confine::real_path(from).ok())
+        .unwrap_or_else(|| base.to_path_buf())
 }
 
 /// Renames every file in `report` from relative-to-`base` to relative-to-`root` (absolute
@@ -584,6 +589,7 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -28,7 +28,7 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
             by_file.entry(path.as_os_str()).or_default().push(i);
         }
     }
-    let root = ctx.base.canonicalize().unwrap_or_else(|_| ctx.base.clone());
+    let root = crate::confine::real_or_given(&ctx.base);
     for f in &ctx.files {
         let Some(kind @ (FileKind::Contract | FileKind::Pack)) = f.kind else { continue };
         if !f.parsed || !f.abs.starts_with(&root) {

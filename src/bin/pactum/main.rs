@@ -154,6 +154,7 @@ fn usage_error_json(e: &clap::Error, command: Option<std::ffi::OsString>) -> ser
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use clap::CommandFactory;
 

@@ -52,7 +52,7 @@ impl Common {
         let project = match &self.root {
             Some(root) => {
                 let registry = root.join(pactum::registry::FILE_NAME);
-                if std::fs::symlink_metadata(&registry).is_err() {
+                if pactum::confine::entry_at(&registry).is_none() {
                     return Err(Error::Io {
                         path: registry,
                         source: std::io::Error::new(
@@ -293,7 +293,7 @@ pub fn relative(text: &str) -> String {
     static PREFIX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let prefix = PREFIX.get_or_init(|| {
         let cwd = std::env::current_dir().ok()?;
-        let real = cwd.canonicalize().unwrap_or(cwd);
+        let real = pactum::confine::real_or_given(&cwd);
         Some(format!("{}/", real.display()))
     });
     match prefix {

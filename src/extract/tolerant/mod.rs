@@ -815,6 +815,7 @@ impl<'a> Parser<'a> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use proptest::prelude::*;

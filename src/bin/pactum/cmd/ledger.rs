@@ -70,7 +70,7 @@ fn default_ledger(common: &Common) -> PathBuf {
 
 /// The 1-based line of the record whose `hash` is `head`, if any.
 fn line_of(path: &Path, head: &str) -> Result<Option<u64>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = pactum::confine::open_file(path)?;
     let needle = format!("\"hash\":\"{head}\"");
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| Error::io(path, e))?;

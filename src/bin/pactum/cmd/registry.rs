@@ -88,7 +88,7 @@ enum Action {
 fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
     if let Some(root) = &common.root {
         let path = root.join(registry::FILE_NAME);
-        if path.is_file() || create {
+        if pactum::confine::is_file(&path) || create {
             return Ok(path);
         }
     }
@@ -384,7 +384,7 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
     }
     let mut work_orders = Vec::new();
     let wo_dir = reg.root.join("work_orders");
-    if wo_dir.is_dir() {
+    if pactum::confine::is_dir(&wo_dir) {
         for c in pactum::validate::discover::walk_path(&wo_dir, &reg.root, false) {
             if c.escape.is_none()
                 && let Ok(wo) = pactum::work_order::WorkOrder::load(&c.path)

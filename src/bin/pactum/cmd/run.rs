@@ -348,6 +348,7 @@ fn batch(ok: bool, results: Vec<Value>) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

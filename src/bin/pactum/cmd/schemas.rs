@@ -28,9 +28,8 @@ pub struct Args {
 pub fn exec(args: Args) -> u8 {
     let json = args.json || args.format == Format::Json;
     if let Some(dir) = &args.write {
-        let written = std::fs::create_dir_all(dir)
-            .map_err(|e| pactum::Error::io(dir, e))
-            .and_then(|()| write_schemas(dir, "", true));
+        let written =
+            pactum::confine::create_folders(dir).and_then(|()| write_schemas(dir, "", true));
         return match written {
             Ok(steps) => {
                 if json {

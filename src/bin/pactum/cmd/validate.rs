@@ -128,8 +128,8 @@ pub fn write_report(report: &pactum::Report, format: Format) {
 
 /// A cheap guess at the number of files, to decide whether a bar is worth drawing.
 fn count_hint(path: &std::path::Path) -> usize {
-    if path.is_file() {
+    if pactum::confine::is_file(path) {
         return 1;
     }
-    walkdir::WalkDir::new(path).max_depth(6).into_iter().take(PROGRESS_THRESHOLD + 1).count()
+    pactum::confine::walk(path).max_depth(6).into_iter().take(PROGRESS_THRESHOLD + 1).count()
 }
