@@ -622,6 +622,57 @@ fn hand_edits_of_registry_json_fail_verify_and_validate() {
     }
 }
 
+/// The replay checks every field the history implies: removing its successor or its path
+/// check lets the hand edits below through (each has the right hash, id and version).
+#[test]
+fn verify_replays_successors_and_paths_not_only_states_and_hashes() {
+    let r = Repo::new("");
+    r.ok(&["init"]);
+    r.ok(&["new", "contract", "PRC-SUMMARIZE-001"]);
+    r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
+    r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    for v in ["1.1.0", "1.2.0"] {
+        r.ok(&["new", "version", &format!("PRC-SUMMARIZE-001@{v}")]);
+        r.ok(&["registry", "promote", &format!("PRC-SUMMARIZE-001@{v}")]);
+    }
+    r.ok(&["registry", "deprecate", "PRC-SUMMARIZE-001@1.0.0", "--successor", "1.1.0"]);
+    r.ok(&["registry", "verify"]);
+    let good: Value = r.registry();
+    let index = |v: &str| {
+        good["contracts"].as_array().unwrap().iter().position(|e| e["version"] == json!(v)).unwrap()
+    };
+    // Another existing, higher successor: `successor_missing` has nothing to say.
+    let mut edited = good.clone();
+    edited["contracts"][index("1.0.0")]["successor_version"] = json!("1.2.0");
+    // The same bytes at another path: hash, id and version all agree.
+    let mut moved = good.clone();
+    std::fs::copy(
+        r.root.join("contracts/summarize/1.2.0.json"),
+        r.root.join("contracts/summarize/copy.json"),
+    )
+    .unwrap();
+    moved["contracts"][index("1.2.0")]["path"] = json!("contracts/summarize/copy.json");
+    for (reg, pointer) in [
+        (edited, format!("/contracts/{}/successor_version", index("1.0.0"))),
+        (moved, format!("/contracts/{}/path", index("1.2.0"))),
+    ] {
+        std::fs::write(r.root.join("registry.json"), serde_json::to_string_pretty(&reg).unwrap())
+            .unwrap();
+        let (code, v) = r.json(&["registry", "verify"]);
+        assert_eq!(code, 1, "{pointer}: {v:#}");
+        let found: Vec<(&str, &str)> = v["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["code"].as_str().unwrap(), e["pointer"].as_str().unwrap_or("")))
+            .collect();
+        assert!(
+            found.contains(&("registry_history_mismatch", pointer.as_str())),
+            "{pointer}: {found:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // merges
 // ---------------------------------------------------------------------------------------
