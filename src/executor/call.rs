@@ -21,7 +21,7 @@ use crate::gateway::{
     PromptRequest, ProviderResponse, ResponseBody, ToolTurn, Usage, estimate_tokens, prompt_hash,
 };
 use crate::id::Pin;
-use crate::ledger::Ledger;
+use crate::ledger::{Kind, Ledger};
 use crate::project::{Project, Resolved, Validators};
 use crate::render::CompiledPack;
 use crate::resolve::{ResolveOptions, Warning};
@@ -384,7 +384,7 @@ impl<'a> Caller<'a> {
         let wo = self.work_order;
         let sources = crate::context::Sources {
             root: &self.project.root,
-            ledger: self.ledger.map(Ledger::path),
+            ledger: self.ledger.map(Ledger::location),
             now: jiff::Timestamp::now(),
         };
         let request = crate::context::Request::of(wo);
@@ -506,7 +506,7 @@ impl<'a> Caller<'a> {
             "disclosures".into(),
             Value::Array(answered.iter().map(Disclosed::to_json).collect()),
         );
-        ledger.append("exchange", fields).map(|_| ())
+        ledger.append(Kind::Exchange, fields).map(|_| ())
     }
 
     /// The ledger record of a call: its verdict (`ok`, or the failure's code with the
@@ -545,7 +545,7 @@ impl<'a> Caller<'a> {
         if !warnings.is_empty() {
             fields.insert("warnings".into(), json!(warnings));
         }
-        ledger.append("exchange", fields).map(|_| ())
+        ledger.append(Kind::Exchange, fields).map(|_| ())
     }
 }
 

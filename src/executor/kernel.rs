@@ -584,7 +584,7 @@ impl Kernel<'_> {
         f.insert("sha256".into(), json!(contract.2));
         f.insert("usage".into(), usage);
         f.insert("latency_ms".into(), json!(latency));
-        if let Err(e) = log.append("cycle", f) {
+        if let Err(e) = log.append(crate::ledger::Kind::Cycle, f) {
             st.errors.push(error_json(&e));
         }
     }
@@ -626,7 +626,7 @@ impl Kernel<'_> {
         );
         f.insert("usage".into(), json!(call.usage));
         f.insert("latency_ms".into(), json!(call.latency_ms));
-        if let Err(e) = log.append("cycle", f) {
+        if let Err(e) = log.append(crate::ledger::Kind::Cycle, f) {
             st.errors.push(error_json(&e));
         }
     }

@@ -439,7 +439,7 @@ fn record_event(
     );
     call::who(&mut fields, wo, None);
     fill(&mut fields);
-    ledger.append("work_order", fields).map(drop)
+    ledger.append(crate::ledger::Kind::WorkOrder, fields).map(drop)
 }
 
 /// Records a work order that could not run at all — its file did not load, or no provider
@@ -462,7 +462,7 @@ pub fn record_unrun(
     fields.insert("code".into(), json!(error.code()));
     fields.insert("message".into(), json!(error.to_string()));
     fields.insert("errors".into(), json!(error_entries(error)));
-    ledger.append("work_order", fields).map(drop)
+    ledger.append(crate::ledger::Kind::WorkOrder, fields).map(drop)
 }
 
 /// A copy of an output failure (output errors hold no I/O sources, so nothing is lost).

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use pactum::error::Error;
 use pactum::executor::{RunResult, Runner};
 use pactum::gateway::select::{Choice, ProviderSet};
-use pactum::ledger::Ledger;
+use pactum::ledger::{Ledger, Location};
 use pactum::project::Project;
 use pactum::synthesis::FinalAnswer;
 use pactum::terminal::{escape, escape_line};
@@ -67,18 +67,16 @@ pub fn exec(args: Args) -> u8 {
     };
     // The project's own ledger stays inside the project: a committed `.pactum` that is a
     // symlink is refused (a `--ledger FILE` is the caller's choice).
-    let ledger_path = match &args.ledger {
-        Some(path) => Ok(path.clone()),
-        None => pactum::confine::Root::new(&project.root)
-            .writable(Path::new(".pactum/ledger.jsonl"), true),
+    let location = match &args.ledger {
+        Some(path) => Location::chosen(path),
+        None => Location::project(&project.root),
     };
-    let opened = ledger_path.and_then(|p| Ledger::open(&p));
-    let ledger = match opened {
+    let ledger = match Ledger::open(&location) {
         Ok(l) => l.redacting(output::redactor().clone()),
         Err(e) => return output::fail(&e, json),
     };
     let log = match &args.log {
-        Some(p) => match Ledger::open(p) {
+        Some(p) => match Ledger::open(&Location::chosen(p)) {
             Ok(l) => Some(l.redacting(output::redactor().clone())),
             Err(e) => return output::fail(&e, json),
         },
