@@ -1,10 +1,12 @@
 //! The ledger's defences through the binary (issue 22; SPEC §10, §18): one line budget
-//! for the writer and every reader, and exactly one serialisation of a record. The confinement of ledger paths is tested with the
+//! for the writer and every reader, exactly one serialisation of a record, and every cycle
+//! recorded (or the run fails). The confinement of ledger paths is tested with the
 //! commands that assemble context (`tests/cli_context.rs`,
 //! `a_symlinked_pactum_folder_is_refused_by_every_command_that_opens_the_ledger`).
 //! SECURITY.md names these tests.
 
 use crate::exchange_harness as harness;
+use crate::kernel_harness;
 
 use std::io::Write;
 use std::path::Path;
@@ -173,4 +175,31 @@ fn a_last_line_that_is_json_but_no_record_is_never_chained_onto() {
         assert!(out.stdout.contains("not a ledger record") || last == "[]", "{out}");
         assert_eq!(std::fs::read(p.ledger()).unwrap(), before, "{last}");
     }
+}
+
+// --- Every call recorded --------------------------------------------------------------------
+
+#[test]
+fn a_cycle_log_that_cannot_be_written_fails_the_run() {
+    let p = kernel_harness::Project::scenario("thought_tool_thought");
+    // A torn last line: the log takes no record until it is repaired.
+    let torn = "{\"seq\":1,\"kind\":\"cyc";
+    p.write("cycles.jsonl", torn);
+    let run = p.run(&["--log", "cycles.jsonl"]);
+    assert_eq!(run.out.code, 1, "{}", run.out);
+    assert_eq!(run.json["ok"], false, "{:#}", run.json);
+    assert_eq!(run.json["code"], "ledger_corrupt", "{:#}", run.json);
+    assert_eq!(run.status(), "failed");
+    assert!(run.error_codes().contains(&"ledger_corrupt".to_string()));
+    // No model is called after the cycle that could not be logged, not even for Phase E.
+    let answer = run.answer();
+    assert_eq!(answer["metadata"]["degraded"], true, "{answer:#}");
+    assert!(answer["metadata"]["reason"].as_str().unwrap().starts_with("cycle_not_recorded"));
+    let ledger = p.ledger();
+    assert_eq!(ledger.model_calls().len(), 1, "one call, then the run stopped");
+    assert!(ledger.exchanges().iter().all(|r| r["role"] != "synthesis"), "no Phase E call");
+    assert_eq!(std::fs::read_to_string(p.path("cycles.jsonl")).unwrap(), torn);
+    // For people too: not a success.
+    let out = p.run_text(&["--log", "cycles.jsonl"]);
+    assert_eq!(out.code, 1, "{out}");
 }
