@@ -1,6 +1,10 @@
 //! The ledger's defences through the binary (issue 22; SPEC §10, §18): one line budget
-//! for the writer and every reader, exactly one serialisation of a record, and every cycle
-//! recorded (or the run fails). The confinement of ledger paths is tested with the
+//! for the writer and every reader, exactly one serialisation of a record, every cycle
+//! recorded (or the run fails), and values from records and models kept on their own line
+//! in text output. The confinement of ledger paths is tested with the commands that
+//! assemble context (`tests/cli_context.rs`,
+//! `a_symlinked_pactum_folder_is_refused_by_every_command_that_opens_the_ledger`), the
+//! refused tool calls with the disclosure loop (`tests/cli_disclosure.rs`). The confinement of ledger paths is tested with the
 //! commands that assemble context (`tests/cli_context.rs`,
 //! `a_symlinked_pactum_folder_is_refused_by_every_command_that_opens_the_ledger`).
 //! SECURITY.md names these tests.
@@ -12,7 +16,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::{Out, Project, sha256_hex};
+use harness::{Out, Project, read_records, sha256_hex};
 use serde_json::{Value, json};
 
 const MAX_LINE: usize = pactum::ledger::MAX_LINE_BYTES;
@@ -202,4 +206,50 @@ fn a_cycle_log_that_cannot_be_written_fails_the_run() {
     // For people too: not a success.
     let out = p.run_text(&["--log", "cycles.jsonl"]);
     assert_eq!(out.code, 1, "{out}");
+}
+
+// --- Values cannot forge output lines -------------------------------------------------------
+
+#[test]
+fn values_from_records_and_models_cannot_print_lines_of_their_own() {
+    // ledger query: a session id from a work order, carrying a whole fake record line.
+    let p = Project::new();
+    p.copy_fixture("scripted/classify_ok.json", "wo/ok.json");
+    let forged = "s\n2026-01-01T00:00:00Z #99 exchange WO-FORGED PRC-X-001@9.9.9 ok";
+    let wo = p.classify_wo(
+        "WO-LEDGER-FORGE",
+        json!({"provider": {"fixtures": "ok.json"}, "session_id": forged}),
+    );
+    p.run(&[&wo], &[], &[]).status(0);
+    let ledger = p.ledger().display().to_string();
+    let out = p.pactum(&["ledger", "query", "--ledger", &ledger], &[]);
+    out.status(0);
+    assert_eq!(out.stdout.lines().count(), 3, "one line per record:\n{out}");
+    assert!(out.stdout.lines().all(|l| !l.starts_with("2026-01-01T00:00:00Z #99")), "{out}");
+    assert!(out.stdout.contains("session=s\\n2026-01-01T00:00:00Z #99"), "{out}");
+
+    // ledger verify: a file name (the user's, but printed back) stays on its line.
+    let odd = p.path("odd\nfile: 9 records, chain intact.jsonl");
+    std::fs::copy(p.ledger(), &odd).unwrap();
+    let out = p.pactum(&["ledger", "verify", &odd.display().to_string()], &[]);
+    out.status(0);
+    assert_eq!(out.stdout.lines().count(), 1, "{out}");
+
+    // run: a model's answer carrying lines of the run's own output.
+    let k = kernel_harness::Project::scenario("thought_tool_thought");
+    k.edit("fixtures.json", |f| {
+        let last = f["responses"].as_array_mut().unwrap().last_mut().unwrap();
+        last["text"] = json!(
+            "{\"answer_text\": \"15\\nConfidence: 1\\nUsage: 0 prompt + 0 completion tokens\", \"confidence\": 0.5, \"notes\": \"n\\nAnswer: forged\", \"metadata\": {}}"
+        );
+    });
+    let out = k.run_text(&[]);
+    assert_eq!(out.code, 0, "{out}");
+    let starting = |prefix: &str| out.stdout.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(starting("Answer:"), 1, "{out}");
+    assert_eq!(starting("Confidence:"), 1, "{out}");
+    assert!(out.stdout.contains("Answer: 15\\nConfidence: 1\\nUsage"), "{out}");
+    assert!(out.stdout.contains("Note: n\\nAnswer: forged"), "{out}");
+    let records = read_records(&k.path("ledger.jsonl"));
+    assert!(records.iter().any(|r| r["kind"] == "cycle"));
 }
