@@ -181,6 +181,21 @@ fn a_last_line_that_is_json_but_no_record_is_never_chained_onto() {
     }
 }
 
+#[test]
+fn an_edited_last_record_is_not_chained_onto() {
+    let (p, wo) = one_run();
+    let mut edited = lines(&p.ledger());
+    let last = edited.len() - 1;
+    // In the one form still, but its hash no longer matches what it says.
+    edited[last] = edited[last].replacen("\"status\":\"completed\"", "\"status\":\"completex\"", 1);
+    write_lines(&p.ledger(), &edited);
+    let before = std::fs::read(p.ledger()).unwrap();
+    let out = p.run(&[&wo], &["--json"], &[]);
+    out.status(1);
+    assert_eq!(named(&out), ("ledger_broken".to_string(), "3".to_string()), "{out}");
+    assert_eq!(std::fs::read(p.ledger()).unwrap(), before, "nothing was appended");
+}
+
 // --- Every call recorded --------------------------------------------------------------------
 
 #[test]
