@@ -9,7 +9,7 @@
 //! Three rules, each in one place:
 //!
 //! - **One door** ([`Location`]): every open of a ledger file, by the writer and by every
-//!   reader, goes through [`Location::open`]; the project's own ledger stays inside the
+//!   reader, goes through `Location::open`; the project's own ledger stays inside the
 //!   project and never passes a symlink.
 //! - **One form** (`line`): a line is the canonical JSON of its record and at most
 //!   [`MAX_LINE_BYTES`] long with its newline. The writer makes every line with
@@ -499,13 +499,12 @@ mod tests {
         assert_eq!(check(&path).unwrap().records, 101);
     }
 
-    // --- Linear costs: N and 4N of the input, the median of a few runs each. --------------
+    // --- Linear costs: N and 4N of the input, the fastest of a few runs each. -------------
 
-    /// The median of `runs` times `measure` returns.
-    fn median(runs: usize, measure: impl Fn() -> Duration) -> Duration {
-        let mut times: Vec<Duration> = (0..runs).map(|_| measure()).collect();
-        times.sort();
-        times[runs / 2]
+    /// The shortest of `runs` times `measure` returns: a loaded machine only adds time, so
+    /// the fastest run is the one closest to the cost of the work itself.
+    fn fastest(runs: usize, measure: impl Fn() -> Duration) -> Duration {
+        (0..runs).map(|_| measure()).min().unwrap_or_default()
     }
 
     /// How long `f` takes.
@@ -543,8 +542,8 @@ mod tests {
             let ledger = Ledger::open(&at(&path)).unwrap();
             // An append reads the last line only, whatever the number before it.
             let append =
-                median(5, || timed(|| drop(ledger.append(Kind::Exchange, Map::new()).unwrap())));
-            let verify = median(3, || timed(|| assert!(check(&path).is_ok())));
+                fastest(5, || timed(|| drop(ledger.append(Kind::Exchange, Map::new()).unwrap())));
+            let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
             (append, verify)
         };
         let (append_n, verify_n) = time(n);
@@ -555,18 +554,18 @@ mod tests {
 
     #[test]
     fn append_and_verify_cost_linear_in_the_last_line() {
-        let n = 128 * 1024;
+        let n = 256 * 1024;
         let dir = tempfile::tempdir().unwrap();
         let time = |bytes: usize| {
             let path = dir.path().join(format!("{bytes}.jsonl"));
             let text = ledger_bytes(3, bytes);
             // Each append is the first after the long line (the file is written afresh).
-            let append = median(3, || {
+            let append = fastest(5, || {
                 std::fs::write(&path, &text).unwrap();
                 timed(|| drop(append_one(&path).unwrap()))
             });
             std::fs::write(&path, &text).unwrap();
-            let verify = median(3, || timed(|| assert!(check(&path).is_ok())));
+            let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
             (append, verify)
         };
         let (append_n, verify_n) = time(n);

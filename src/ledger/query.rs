@@ -78,7 +78,7 @@ pub fn parse_age(text: &str) -> Option<jiff::SignedDuration> {
 
 /// The records of the ledger at `location` that pass `filter`, newest first. A missing
 /// ledger has no records. Every line read must be a record in the one form
-/// ([`super::line`]): anything else is `ledger_corrupt`, named by its line.
+/// (`ledger::line`): anything else is `ledger_corrupt`, named by its line.
 pub fn query(location: &Location, filter: &Filter) -> Result<Found> {
     let mut found = Found::default();
     if filter.limit == Some(0) {
