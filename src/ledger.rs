@@ -19,8 +19,8 @@
 //!   budget. Such a line is `ledger_corrupt`; a well-formed record that does not fit the
 //!   chain (its hash, `prev` or `seq`) is `ledger_broken`.
 //! - **Bounded reads** (`backwards`): the writer finds the head of the chain by reading the
-//!   file backwards in blocks, at most [`MAX_LINE_BYTES`] of it, never the whole last line
-//!   when it is past the budget; [`query`] reads the same way.
+//!   file backwards in blocks, never more than about twice [`MAX_LINE_BYTES`] of it, and so
+//!   never the whole of a last line past the budget; [`query`] reads the same way.
 //!
 //! **Architecture invariant:** a record is serialized first and written with one
 //! `write_all` of the whole line under an exclusive file lock, after re-reading the last
@@ -162,8 +162,9 @@ impl Ledger {
 }
 
 /// The `seq` and `hash` of the last record (0 and zeros for an empty file). The last line is
-/// found reading backwards, at most [`MAX_LINE_BYTES`] of it, and must be a record in the one
-/// form whose hash matches its content: nothing is chained onto anything else.
+/// found reading backwards (a line past [`MAX_LINE_BYTES`] is refused, not read whole) and
+/// must be a record in the one form whose hash matches its content: nothing is chained onto
+/// anything else.
 fn last_link(file: &File, path: &Path) -> Result<(u64, String)> {
     let mut back = backwards::Backwards::new(file, path)?;
     let Some(last) = back.next_line()? else {
