@@ -13,6 +13,8 @@
 //! - [`Root::writable`] (write): no component below the root is a symlink (pactum never
 //!   writes through a link, even one that stays inside), missing folders are created one
 //!   at a time after the check of their parent, and an existing target is a regular file.
+//! - [`Root::own_file`] (pactum's own files read back, the ledger): the same rule as a
+//!   write, nothing created; opened with [`open_file_unlinked`].
 //!
 //! Paths may be relative to the root or absolute under it; `..` is resolved lexically and
 //! refused when it would climb above the root. Refusals are [`Error::PathEscape`]
@@ -167,6 +169,38 @@ pub fn open_for_update(path: &Path, append: bool) -> Result<File> {
     Ok(file)
 }
 
+/// Opens an existing file for reading, never through a symlink: on Unix the last component
+/// is opened with `O_NOFOLLOW` (a link planted there is refused), and anything but a
+/// regular file is refused on the handle. For pactum's own files read back (the ledger),
+/// after [`Root::own_file`] checked the folders on the way.
+pub fn open_file_unlinked(path: &Path) -> Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = options.open(path).map_err(|e| {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            Refusal::Escape(link_reason()).into_error(path)
+        } else {
+            Error::io(path, e)
+        }
+    })?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if let Some(what) = special_kind(&meta) {
+        return Err(special_error(path, what));
+    }
+    Ok(file)
+}
+
+/// Creates `dir` and the folders above it, for a file the user named on the command line
+/// (`--ledger FILE`, `--log FILE`): the user chose the place, so no root confines it.
+pub fn create_folders(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+}
+
 fn link_reason() -> String {
     "is a symlink; pactum does not read or write its own files through links (replace the link with a file)".to_string()
 }
@@ -197,13 +231,6 @@ pub fn metadata(path: &Path) -> Result<Metadata> {
 /// What `path` leads to, following symlinks (`None`: nothing, or a dangling link).
 pub fn target_of(path: &Path) -> Option<Metadata> {
     std::fs::metadata(path).ok()
-}
-
-/// Creates `dir` and its missing parents: for pactum's own folders the caller located
-/// (the ledger's folder given on the command line). Project folders go through
-/// [`Root::writable_folder`], which never passes a link.
-pub fn create_folders(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
 }
 
 /// Creates `path` exclusively and writes `bytes` durably: never over an existing file or
@@ -474,6 +501,15 @@ impl Root {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(current),
             Err(e) => Err(Error::io(&current, e)),
         }
+    }
+
+    /// For pactum's own files read back (the ledger): like [`Root::writable`] without
+    /// creating anything — no folder below the root on the way is a symlink (not even one
+    /// that stays inside), and the file, when it exists, is a regular file and no link.
+    /// A missing folder or file is `io_error` (not found). Open the path with
+    /// [`open_file_unlinked`].
+    pub fn own_file(&self, path: &Path) -> Result<PathBuf> {
+        self.writable(path, false)
     }
 
     /// For writing into: the folder `path`, every folder on the way (itself included) a

@@ -34,7 +34,7 @@ pub struct Sources<'a> {
     /// The project root: file refs and `frameworks/` are under it.
     pub root: &'a Path,
     /// The ledger the run writes to (`None`: no history, every query is empty).
-    pub ledger: Option<&'a Path>,
+    pub ledger: Option<&'a crate::ledger::Location>,
     /// The instant `recency` counts back from.
     pub now: jiff::Timestamp,
 }
@@ -510,13 +510,13 @@ mod tests {
         "2026-01-02T00:00:00Z".parse().unwrap()
     }
 
-    fn record(seq: u64, at: &str, session: &str, verdict: &str) -> String {
-        json!({"seq": seq, "at": at, "kind": "exchange", "event": "exchange", "tier": "ho1",
+    /// Record `seq` of a test ledger (its `seq` and chain fields are set when written).
+    fn record(seq: u64, at: &str, session: &str, verdict: &str) -> Value {
+        json!({"at": at, "kind": "exchange", "event": "exchange", "tier": "ho1",
                "session_id": session, "work_order_id": format!("WO-{seq}"),
                "contract_id": "PRC-A-001", "contract_version": "1.0.0", "verdict": verdict,
                "raw_response": format!("answer {seq}"),
                "errors": if verdict == "ok" { json!([]) } else { json!([{"code": verdict, "message": "bad"}]) }})
-        .to_string()
     }
 
     #[test]
@@ -529,7 +529,8 @@ mod tests {
             record(3, "2026-01-01T23:30:00Z", "s1", "input_schema_invalid"),
             record(4, "2026-01-01T23:45:00Z", "s1", "ok"),
         ];
-        std::fs::write(&ledger, lines.join("\n") + "\n").unwrap();
+        std::fs::write(&ledger, crate::ledger::test_chain(&lines)).unwrap();
+        let ledger = crate::ledger::Location::chosen(&ledger);
         let c = contract(json!({
             "file_refs": ["docs/policy.md"], "framework_refs": ["FMWK-STYLE"],
             "ledger_queries": [{"event_type": "exchange", "tier": "ho1", "max_entries": 2, "recency": "2h"}]
@@ -695,9 +696,10 @@ mod tests {
         let dir = tree();
         std::fs::write(dir.path().join("docs/big.md"), "x".repeat(4000)).unwrap();
         let ledger = dir.path().join("ledger.jsonl");
-        let lines: Vec<String> =
+        let lines: Vec<Value> =
             (1..=6).map(|i| record(i, &format!("2026-01-01T23:0{i}:00Z"), "s", "ok")).collect();
-        std::fs::write(&ledger, lines.join("\n") + "\n").unwrap();
+        std::fs::write(&ledger, crate::ledger::test_chain(&lines)).unwrap();
+        let ledger = crate::ledger::Location::chosen(&ledger);
         let c = contract(json!({
             "file_refs": ["docs/big.md"], "framework_refs": ["FMWK-STYLE"],
             "ledger_queries": [{"event_type": "exchange", "tier": "ho1", "max_entries": 6, "recency": "1d"}]

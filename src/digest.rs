@@ -17,6 +17,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// Lowercase hex SHA-256 of `parts` one after the other (without joining them first).
+pub fn sha256_hex_of(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
@@ -106,6 +115,7 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert!(is_sha256_hex(&sha256_hex(b"x")));
+        assert_eq!(sha256_hex_of(&[b"a", b"", b"bc"]), sha256_hex(b"abc"));
         assert!(!is_sha256_hex("ABC"));
     }
 

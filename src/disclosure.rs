@@ -7,7 +7,8 @@
 //! other summarized sections, whose full text is a markdown file under the exchange's
 //! context folder, `context/KEY.md`). [`Disclosure`] holds the state of one exchange: the
 //! sections opened so far, the current rendering, and the number of tool calls answered,
-//! bounded by `max_disclosures` (`disclosure_limit_exceeded` past it). A call naming an
+//! bounded by `max_disclosures` (`disclosure_limit_exceeded` past it; the calls past it are
+//! refused, and still listed in the exchange's ledger record). A call naming an
 //! unknown key, a file outside the context folder or a tool not offered is answered with a
 //! tool error the model sees; it never ends the exchange. Every tool call also counts
 //! toward the bound, so the loop is finite whatever the model does.
@@ -84,7 +85,7 @@ pub fn specs(offered: &[String], tools: &ToolRegistry) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// What one answered tool call did, for the ledger.
+/// What one tool call did, for the ledger: answered, or refused past `max_disclosures`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Disclosed {
     pub call: ToolCall,
@@ -92,12 +93,15 @@ pub struct Disclosed {
     pub opened: Vec<String>,
     pub reason: Option<String>,
     pub result: ToolResult,
+    /// The call came past `max_disclosures`: it was not run, and the exchange ends.
+    pub refused: bool,
 }
 
 impl Disclosed {
-    /// The record's JSON: tool, arguments, keys opened, reason, and whether it failed.
+    /// The record's JSON: tool, arguments, keys opened, reason, and whether it failed; a
+    /// refused call also says why (`"refused": "disclosure_limit_exceeded"`).
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "id": self.call.id,
             "tool": self.call.name,
             "arguments": self.call.arguments,
@@ -105,8 +109,23 @@ impl Disclosed {
             "reason": self.reason,
             "is_error": self.result.is_error,
             "result": self.result.content,
-        })
+        });
+        if self.refused {
+            v["refused"] = json!(crate::error::Code::DisclosureLimitExceeded.as_str());
+        }
+        v
     }
+}
+
+/// The tool calls of one reply as [`Disclosure::answer`] handled them.
+#[derive(Debug)]
+pub struct Answered {
+    /// Every call of the reply, in its order: answered, or refused past the bound.
+    pub calls: Vec<Disclosed>,
+    /// Set when the exchange ends here — `disclosure_limit_exceeded` when a call came past
+    /// `max_disclosures`, or the prompt failed to render with the sections opened — and
+    /// its ledger record lists every call of the reply, the refused ones too.
+    pub stop: Option<Error>,
 }
 
 /// The disclosure state of one exchange.
@@ -155,18 +174,32 @@ impl<'a> Disclosure<'a> {
         &self.open
     }
 
-    /// Answers the model's tool calls; renders again when sections were opened. Past
-    /// `max_disclosures` calls the exchange ends with `disclosure_limit_exceeded`.
-    pub fn answer(&mut self, calls: &[ToolCall]) -> Result<Vec<Disclosed>> {
+    /// Answers the model's tool calls; renders again when sections were opened. A call
+    /// past `max_disclosures` is refused, not run (and so is every call after it): the
+    /// exchange ends with `disclosure_limit_exceeded`, every call of the reply listed.
+    pub fn answer(&mut self, calls: &[ToolCall]) -> Answered {
         let mut out = Vec::with_capacity(calls.len());
         let mut reopen = false;
+        let mut limit = None;
         for call in calls {
             self.used = self.used.saturating_add(1);
-            if self.used > self.max {
-                return Err(Error::DisclosureLimitExceeded {
+            if self.used > self.max || limit.is_some() {
+                limit.get_or_insert(Error::DisclosureLimitExceeded {
                     max: self.max,
                     tool: call.name.clone(),
                 });
+                let content = format!(
+                    "refused: this exchange allows {} tool call(s) (max_disclosures); the call was not run",
+                    self.max
+                );
+                out.push(Disclosed {
+                    call: call.clone(),
+                    opened: vec![],
+                    reason: None,
+                    result: ToolResult { id: call.id.clone(), content, is_error: true },
+                    refused: true,
+                });
+                continue;
             }
             let offered = self.rendered.tools.contains(&call.name);
             let (content, is_error, opened, reason) = if !offered {
@@ -194,13 +227,16 @@ impl<'a> Disclosure<'a> {
                 opened,
                 reason,
                 result: ToolResult { id: call.id.clone(), content, is_error },
+                refused: false,
             });
         }
-        if reopen {
-            self.rendered =
-                self.pack.render_open(self.variables, self.system_messages, &self.open)?;
+        if reopen && limit.is_none() {
+            match self.pack.render_open(self.variables, self.system_messages, &self.open) {
+                Ok(rendered) => self.rendered = rendered,
+                Err(e) => limit = Some(e),
+            }
         }
-        Ok(out)
+        Answered { calls: out, stop: limit }
     }
 
     fn open_sections(&mut self, args: &Value) -> (String, bool, Vec<String>, Option<String>) {

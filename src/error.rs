@@ -7,7 +7,7 @@
 //! (both checked by a test).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How serious a finding is.
@@ -137,7 +137,7 @@ codes! {
     TtlExpired = "ttl_expired", Error, "the kernel spent its TTL before converging";
     // Ledger.
     LedgerBroken = "ledger_broken", Error, "a ledger record was edited, removed or reordered";
-    LedgerCorrupt = "ledger_corrupt", Error, "the ledger's last line was cut off by an interrupted write; nothing is appended until it is repaired";
+    LedgerCorrupt = "ledger_corrupt", Error, "a ledger line is not a record in the one form pactum writes (cut off by an interrupted write, over the line budget, not canonical JSON, not a record); nothing is appended after such a last line";
     // Internal.
     InternalError = "internal_error", Error, "pactum hit a bug (a panic); nothing it reported in this run can be trusted as a success";
 }
@@ -241,6 +241,19 @@ fn tool_hint(tool: &str, available: &[String]) -> String {
     let close: Vec<String> =
         available.iter().filter(|a| crate::id::levenshtein(tool, a) <= 2).cloned().collect();
     format!("{}; available tools: {}", did_you_mean(&close), available.join(", "))
+}
+
+fn corrupt_line(path: &Path, line: usize, reason: &str, torn: bool) -> String {
+    if torn {
+        format!(
+            "the last line was cut off by an interrupted write ({reason}); nothing is appended until it is repaired: run `pactum ledger verify {}` to check the records before it, then delete the incomplete line {line} (every record before it stays valid)",
+            path.display()
+        )
+    } else {
+        format!(
+            "this line is not a ledger record in the one form pactum writes ({reason}); the ledger does not verify, and nothing is appended after such a last line: restore the file from a backup, or keep it as evidence and write to a new one (--ledger)"
+        )
+    }
 }
 
 fn versions_list(available: &[String]) -> String {
@@ -451,10 +464,10 @@ pub enum Error {
     )]
     LedgerBroken { path: PathBuf, line: usize, reason: String },
 
-    #[error(
-        "{path}:{line}: the last line was cut off by an interrupted write ({reason}); nothing is appended until it is repaired: run `pactum ledger verify {path}` to check the records before it, then delete the incomplete line {line} (every record before it stays valid)"
-    )]
-    LedgerCorrupt { path: PathBuf, line: usize, reason: String },
+    /// A line that is not a record in the one form pactum writes (`torn`: the last line,
+    /// cut off by an interrupted write).
+    #[error("{path}:{line}: {}", corrupt_line(path, *line, reason, *torn))]
+    LedgerCorrupt { path: PathBuf, line: usize, reason: String, torn: bool },
 
     /// A bug: a panic caught at a thread or at the top of the binary.
     #[error("internal error: {message}; this is a bug in pactum, please report it")]

@@ -6,49 +6,91 @@
 //! `hash` — the same rule as the registry history. [`verify`] names the first line that was
 //! edited, removed or reordered.
 //!
+//! Three rules, each in one place:
+//!
+//! - **One door** ([`Location`]): every open of a ledger file, by the writer and by every
+//!   reader, goes through `Location::open`; the project's own ledger stays inside the
+//!   project and never passes a symlink.
+//! - **One form** (`line`): a line is the canonical JSON of its record and at most
+//!   [`MAX_LINE_BYTES`] long with its newline. The writer makes every line with
+//!   `line::encode` (cutting the largest fields of a record that would not fit, with a `cut`
+//!   marker) and every reader reads one back with `line::decode`, which refuses anything
+//!   else: another serialisation of a record, JSON that is no record, a line past the
+//!   budget. Such a line is `ledger_corrupt`; a well-formed record that does not fit the
+//!   chain (its hash, `prev` or `seq`) is `ledger_broken`.
+//! - **Bounded reads** (`backwards`): the writer finds the head of the chain by reading the
+//!   file backwards in blocks, never more than about twice [`MAX_LINE_BYTES`] of it, and so
+//!   never the whole of a last line past the budget; [`query`] reads the same way.
+//!
 //! **Architecture invariant:** a record is serialized first and written with one
 //! `write_all` of the whole line under an exclusive file lock, after re-reading the last
 //! line under that lock; so concurrent writers (threads or processes) extend one chain.
 //! An append is all or nothing (SPEC §18): a write that fails (a full disk) is cut back to
-//! the length the file had, and a last line left without its newline by a crash is found
-//! before the next append (`ledger_corrupt`, naming the line), so nothing is ever joined
-//! to it. [`verify`] also refuses a record with a duplicate key, whose content two JSON
-//! parsers would read differently.
+//! the length the file had, and a last line that is not a record of the chain — left
+//! without its newline by a crash, past the budget, not in the one form, or whose hash does
+//! not match its content — is found before the next append (`ledger_corrupt` or
+//! `ledger_broken`, naming the line), so nothing is ever chained onto it.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use crate::digest::{ZERO_HASH, chain_hash, is_sha256_hex};
+use crate::digest::ZERO_HASH;
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
 
+mod backwards;
+mod line;
+mod location;
 pub mod query;
+
+pub use line::{CUT, MAX_LINE_BYTES};
+pub use location::{Location, PROJECT_LEDGER};
+
+use location::Access;
+
+#[cfg(test)]
+pub(crate) use line::chain as test_chain;
+
+/// What a record is about (its `kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One call of a contract (SPEC §10).
+    Exchange,
+    /// One kernel cycle (SPEC §8.6).
+    Cycle,
+    /// A work order's start or end.
+    WorkOrder,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Exchange => "exchange",
+            Kind::Cycle => "cycle",
+            Kind::WorkOrder => "work_order",
+        }
+    }
+}
 
 /// An open ledger file.
 #[derive(Debug)]
 pub struct Ledger {
-    path: PathBuf,
+    location: Location,
     file: Mutex<File>,
     /// Masks secrets in every record before it is hashed and written.
     redactor: Arc<Redactor>,
 }
 
-/// The largest record line [`verify`] reads (a raw response is in it).
-pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
-
 impl Ledger {
     /// Opens (creating) a ledger for appending.
-    pub fn open(path: &Path) -> Result<Ledger> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::confine::create_folders(dir)?;
-        }
-        let file = crate::confine::open_for_update(path, true)?;
+    pub fn open(location: &Location) -> Result<Ledger> {
+        let file = location.open(Access::Append)?;
         Ok(Ledger {
-            path: path.to_path_buf(),
+            location: location.clone(),
             file: Mutex::new(file),
             redactor: Arc::new(Redactor::new()),
         })
@@ -61,8 +103,14 @@ impl Ledger {
         self
     }
 
+    /// The path, as messages name it.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.location.path()
+    }
+
+    /// Where the ledger is (for the readers of the same file).
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
     /// The redactor this ledger masks records with.
@@ -70,27 +118,25 @@ impl Ledger {
         &self.redactor
     }
 
-    /// Appends one record (an object; `seq`, `at`, `prev` and `hash` are set here) and
-    /// returns it as written (secrets masked).
-    pub fn append(&self, kind: &str, mut fields: Map<String, Value>) -> Result<Value> {
+    /// Appends one record (an object; `seq`, `at`, `kind`, `prev`, `hash` and, when fields
+    /// had to be cut to fit [`MAX_LINE_BYTES`], `cut` are set here) and returns it as written
+    /// (secrets masked, fields cut).
+    pub fn append(&self, kind: Kind, mut fields: Map<String, Value>) -> Result<Value> {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        file.lock().map_err(|e| Error::io(&self.path, e))?;
+        file.lock().map_err(|e| Error::io(self.path(), e))?;
         let result = (|| {
-            let (seq, prev) = last_link(&file, &self.path)?;
+            let (seq, prev) = last_link(&file, self.path())?;
             fields.insert("seq".into(), Value::from(seq + 1));
             fields.insert("at".into(), Value::String(crate::registry::lifecycle::now()));
-            fields.insert("kind".into(), Value::String(kind.to_string()));
+            fields.insert("kind".into(), Value::String(kind.as_str().to_string()));
             fields.insert("prev".into(), Value::String(prev));
-            fields.remove("hash");
-            // Secrets never reach the ledger: masked before the record is hashed.
-            let mut record = self.redactor.redact_value(Value::Object(fields));
-            let hash = chain_hash(&record);
-            if let Value::Object(map) = &mut record {
-                map.insert("hash".into(), Value::String(hash));
-            }
-            let mut line = crate::digest::canonical_json(&record);
-            line.push('\n');
-            let before = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+            // Secrets never reach the ledger: masked before the record is cut and hashed
+            // (a cut field's SHA-256 is of the masked text).
+            let Value::Object(masked) = self.redactor.redact_value(Value::Object(fields)) else {
+                return Err(Error::Internal { message: "a masked record is no object".into() });
+            };
+            let (record, line) = line::encode(masked);
+            let before = file.metadata().map_err(|e| Error::io(self.path(), e))?.len();
             let written = (&*file)
                 .write_all(line.as_bytes())
                 .and_then(|()| (&*file).flush())
@@ -100,160 +146,47 @@ impl Ledger {
                 // fails, the next append finds the torn line and refuses).
                 let _ = file.set_len(before);
                 let _ = file.sync_data();
-                return Err(Error::io(&self.path, e));
+                return Err(Error::io(self.path(), e));
             }
             Ok(record)
         })();
         let _ = file.unlock();
         result
     }
-}
 
-impl Ledger {
     /// The `seq` and `hash` of the last record (0 and zeros for an empty ledger).
     pub fn head(&self) -> Result<(u64, String)> {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        last_link(&file, &self.path)
+        last_link(&file, self.path())
     }
 }
 
-/// The `seq` and `hash` of the last complete record (0 and zeros for an empty file).
+/// The `seq` and `hash` of the last record (0 and zeros for an empty file). The last line is
+/// found reading backwards (a line past [`MAX_LINE_BYTES`] is refused, not read whole) and
+/// must be a record in the one form whose hash matches its content: nothing is chained onto
+/// anything else.
 fn last_link(file: &File, path: &Path) -> Result<(u64, String)> {
-    let mut f = file;
-    let len = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(path, e))?;
-    if len == 0 {
+    let mut back = backwards::Backwards::new(file, path)?;
+    let Some(last) = back.next_line()? else {
         return Ok((0, ZERO_HASH.to_string()));
-    }
-    // Read backwards in chunks until the start of the last line.
-    let mut tail = Vec::new();
-    let mut pos = len;
-    let chunk = 64 * 1024;
-    loop {
-        let start = pos.saturating_sub(chunk);
-        let mut buf = vec![0u8; (pos - start) as usize];
-        f.seek(SeekFrom::Start(start)).map_err(|e| Error::io(path, e))?;
-        f.read_exact(&mut buf).map_err(|e| Error::io(path, e))?;
-        buf.extend_from_slice(&tail);
-        tail = buf;
-        pos = start;
-        let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
-        if body.contains(&b'\n') || pos == 0 {
-            break;
-        }
-    }
-    let Some(body) = tail.strip_suffix(b"\n") else {
-        return Err(Error::LedgerCorrupt {
-            path: path.to_path_buf(),
-            line: count_lines(f, path)?,
-            reason: "it has no newline".into(),
-        });
     };
-    let last = body.rsplit(|b| *b == b'\n').next().unwrap_or(body);
-    let record: Value = serde_json::from_slice(last).map_err(|e| Error::LedgerCorrupt {
+    let record = line::decode(&last).map_err(|reason| Error::LedgerCorrupt {
         path: path.to_path_buf(),
-        line: count_lines(f, path).unwrap_or(0),
-        reason: format!("it is not a JSON record: {e}"),
+        line: back.line_handed_out().unwrap_or(0),
+        reason,
+        torn: false,
     })?;
-    let seq = record.get("seq").and_then(Value::as_u64).unwrap_or(0);
-    let hash = record.get("hash").and_then(Value::as_str).unwrap_or(ZERO_HASH).to_string();
-    let _ = f.seek(SeekFrom::End(0));
-    Ok((seq, hash))
-}
-
-/// The number of lines in the file, a last line without newline included (only on the
-/// error path: it reads the whole file).
-fn count_lines(mut f: &File, path: &Path) -> Result<usize> {
-    f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
-    let mut reader = BufReader::new(f);
-    let mut lines = 0usize;
-    let mut last = b'\n';
-    loop {
-        let buf = reader.fill_buf().map_err(|e| Error::io(path, e))?;
-        if buf.is_empty() {
-            break;
-        }
-        lines += memchr::memchr_iter(b'\n', buf).count();
-        last = buf[buf.len() - 1];
-        let n = buf.len();
-        reader.consume(n);
+    if record.content_hash(&last) != record.hash {
+        return Err(Error::LedgerBroken {
+            path: path.to_path_buf(),
+            line: back.line_handed_out()?,
+            reason: format!(
+                "record {} was edited: its hash does not match its content, and nothing is chained onto it",
+                record.seq
+            ),
+        });
     }
-    Ok(lines + usize::from(last != b'\n'))
-}
-
-/// Parses one record, refusing duplicate keys at any depth: with duplicates, the record a
-/// hash covers and the record another reader sees could differ.
-fn parse_strict(bytes: &[u8]) -> std::result::Result<Value, String> {
-    use serde::de::DeserializeSeed;
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = StrictValue.deserialize(&mut de).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
-    Ok(value)
-}
-
-/// A JSON value deserializer that fails on a duplicate object key.
-struct StrictValue;
-
-impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
-    type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        d: D,
-    ) -> std::result::Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for StrictValue {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(
-        self,
-        mut seq: A,
-    ) -> std::result::Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(StrictValue)? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(
-        self,
-        mut map: A,
-    ) -> std::result::Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(serde::de::Error::custom(format!("duplicate key `{key}`")));
-            }
-            let value = map.next_value_seed(StrictValue)?;
-            out.insert(key, value);
-        }
-        Ok(Value::Object(out))
-    }
+    Ok((record.seq, record.hash))
 }
 
 /// What [`verify`] found in a sound ledger.
@@ -261,60 +194,64 @@ impl<'de> serde::de::Visitor<'de> for StrictValue {
 pub struct Verified {
     pub records: u64,
     pub last_hash: String,
+    /// The line of the record whose hash was expected (`expect_head`).
+    pub head_line: Option<u64>,
 }
 
-/// Checks every line: valid JSON, `seq` counting up from 1, `prev` equal to the previous
-/// record's hash, and `hash` matching the record. The first break is named by its line
-/// number (1-based): an edited record fails its own hash; a removed or reordered one
-/// breaks the `prev` or `seq` of the line after it.
-pub fn verify(path: &Path) -> Result<Verified> {
-    let file = crate::confine::open_file(path)?;
-    let mut reader = BufReader::new(file);
+/// Checks every line: a record in the one form (`ledger_corrupt` otherwise), `seq` counting
+/// up from 1, `prev` equal to the previous record's hash, and `hash` matching the record
+/// (`ledger_broken` otherwise). The first bad line is named by its number (1-based): an
+/// edited record fails its own hash; a removed or reordered one breaks the `prev` or `seq`
+/// of the line after it. With `expect_head`, the record with that hash must be in the
+/// ledger (a cut tail would remove it): `ledger_broken` naming the last line otherwise.
+/// Reads one line at a time, none past [`MAX_LINE_BYTES`].
+pub fn verify(location: &Location, expect_head: Option<&str>) -> Result<Verified> {
+    let path = location.path();
+    let file = location.open(Access::Read)?;
+    let mut reader = BufReader::with_capacity(backwards::BLOCK, file);
     let mut prev = ZERO_HASH.to_string();
     let mut expected_seq = 1u64;
     let mut line_no = 0usize;
+    let mut head_line = None;
     let mut buf = Vec::new();
     let broken = |line: usize, reason: String| Error::LedgerBroken {
         path: path.to_path_buf(),
         line,
         reason,
     };
+    let corrupt = |line: usize, reason: String, torn: bool| Error::LedgerCorrupt {
+        path: path.to_path_buf(),
+        line,
+        reason,
+        torn,
+    };
     loop {
         buf.clear();
         let n = reader
             .by_ref()
-            .take(MAX_LINE_BYTES as u64 + 1)
+            .take(MAX_LINE_BYTES as u64)
             .read_until(b'\n', &mut buf)
             .map_err(|e| Error::io(path, e))?;
         if n == 0 {
             break;
         }
         line_no += 1;
-        if buf.len() > MAX_LINE_BYTES {
-            return Err(broken(line_no, format!("line is longer than {MAX_LINE_BYTES} bytes")));
-        }
-        if buf.last() != Some(&b'\n') {
-            return Err(Error::LedgerCorrupt {
-                path: path.to_path_buf(),
-                line: line_no,
-                reason: "it has no newline".into(),
+        if buf.pop() != Some(b'\n') {
+            return Err(if buf.len() + 1 >= MAX_LINE_BYTES {
+                corrupt(line_no, line::too_long(), false)
+            } else {
+                corrupt(line_no, "it has no newline".into(), true)
             });
         }
-        let record: Value = parse_strict(&buf).map_err(|e| {
-            broken(line_no, format!("not a JSON record ({e}); the line was edited or corrupted"))
-        })?;
-        let seq = record.get("seq").and_then(Value::as_u64);
-        let hash = record.get("hash").and_then(Value::as_str).filter(|h| is_sha256_hex(h));
-        let (Some(seq), Some(hash)) = (seq, hash) else {
-            return Err(broken(line_no, "record lacks `seq` or a valid `hash`".into()));
-        };
-        if chain_hash(&record) != hash {
+        let record = line::decode(&buf).map_err(|reason| corrupt(line_no, reason, false))?;
+        let seq = record.seq;
+        if record.content_hash(&buf) != record.hash {
             return Err(broken(
                 line_no,
                 format!("record {seq} was edited: its hash does not match its content"),
             ));
         }
-        if record.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
+        if record.prev != prev {
             return Err(broken(
                 line_no,
                 format!(
@@ -330,10 +267,22 @@ pub fn verify(path: &Path) -> Result<Verified> {
                 ),
             ));
         }
-        prev = hash.to_string();
+        if expect_head == Some(record.hash.as_str()) {
+            head_line = Some(line_no as u64);
+        }
+        prev = record.hash;
         expected_seq += 1;
     }
-    Ok(Verified { records: expected_seq - 1, last_hash: prev })
+    let records = expected_seq - 1;
+    if let (Some(head), None) = (expect_head, head_line) {
+        return Err(broken(
+            line_no,
+            format!(
+                "the expected head {head} is not in the ledger (it ends at record {records} with hash {prev}): records were cut from the end, or this is another ledger"
+            ),
+        ));
+    }
+    Ok(Verified { records, last_hash: prev, head_line })
 }
 
 #[cfg(test)]
@@ -342,17 +291,23 @@ mod tests {
     use super::*;
     use crate::Code;
     use serde_json::json;
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
 
     fn fields(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
     }
 
+    fn at(path: &Path) -> Location {
+        Location::chosen(path)
+    }
+
     fn ledger_with(n: usize) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.jsonl");
-        let ledger = Ledger::open(&path).unwrap();
+        let ledger = Ledger::open(&at(&path)).unwrap();
         for i in 0..n {
-            ledger.append("exchange", fields(json!({"i": i, "text": "multi\nline"}))).unwrap();
+            ledger.append(Kind::Exchange, fields(json!({"i": i, "text": "multi\nline"}))).unwrap();
         }
         (dir, path)
     }
@@ -365,21 +320,36 @@ mod tests {
         std::fs::write(path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     }
 
-    fn broken_line(path: &Path) -> usize {
-        match verify(path).unwrap_err() {
-            Error::LedgerBroken { line, .. } => line,
+    fn check(path: &Path) -> Result<Verified> {
+        verify(&at(path), None)
+    }
+
+    fn failing_line(path: &Path, code: Code) -> usize {
+        match check(path).unwrap_err() {
+            Error::LedgerBroken { line, .. } if code == Code::LedgerBroken => line,
+            Error::LedgerCorrupt { line, .. } if code == Code::LedgerCorrupt => line,
             other => panic!("{other:?}"),
         }
+    }
+
+    fn append_one(path: &Path) -> Result<Value> {
+        Ledger::open(&at(path))?.append(Kind::Exchange, Map::new())
     }
 
     #[test]
     fn appends_chain_and_verify() {
         let (_dir, path) = ledger_with(5);
-        let v = verify(&path).unwrap();
+        let v = check(&path).unwrap();
         assert_eq!(v.records, 5);
         // Reopening continues the chain.
-        Ledger::open(&path).unwrap().append("cycle", Map::new()).unwrap();
-        assert_eq!(verify(&path).unwrap().records, 6);
+        Ledger::open(&at(&path)).unwrap().append(Kind::Cycle, Map::new()).unwrap();
+        assert_eq!(check(&path).unwrap().records, 6);
+        let third = lines(&path)[2].clone();
+        let hash = serde_json::from_str::<Value>(&third).unwrap()["hash"].clone();
+        let v = verify(&at(&path), hash.as_str()).unwrap();
+        assert_eq!(v.head_line, Some(3));
+        let e = verify(&at(&path), Some(ZERO_HASH)).unwrap_err();
+        assert!(e.to_string().contains("records were cut from the end"), "{e}");
     }
 
     #[test]
@@ -389,26 +359,21 @@ mod tests {
         let mut edited = original.clone();
         edited[2] = edited[2].replace("\"i\":2", "\"i\":9");
         write(&path, &edited);
-        assert_eq!(broken_line(&path), 3);
+        assert_eq!(failing_line(&path, Code::LedgerBroken), 3);
         let mut removed = original.clone();
         removed.remove(1);
         write(&path, &removed);
-        assert_eq!(broken_line(&path), 2);
+        assert_eq!(failing_line(&path, Code::LedgerBroken), 2);
         let mut reordered = original.clone();
         reordered.swap(3, 4);
         write(&path, &reordered);
-        assert_eq!(broken_line(&path), 4);
+        assert_eq!(failing_line(&path, Code::LedgerBroken), 4);
         let mut truncated = original.clone();
         truncated.truncate(3);
         write(&path, &truncated);
-        assert!(verify(&path).is_ok(), "dropping the tail keeps a valid prefix");
+        assert!(check(&path).is_ok(), "dropping the tail keeps a valid prefix");
         std::fs::write(&path, format!("{}\n{}", original[0], &original[1][..10])).unwrap();
-        match verify(&path).unwrap_err() {
-            Error::LedgerCorrupt { line, .. } => assert_eq!(line, 2),
-            other => panic!("{other:?}"),
-        }
-        write(&path, &edited);
-        assert_eq!(verify(&path).unwrap_err().code(), Code::LedgerBroken);
+        assert_eq!(failing_line(&path, Code::LedgerCorrupt), 2);
     }
 
     #[test]
@@ -417,45 +382,197 @@ mod tests {
         let original = std::fs::read(&path).unwrap();
         let torn = [original.as_slice(), b"{\"seq\":4,\"ki"].concat();
         std::fs::write(&path, &torn).unwrap();
-        let e = Ledger::open(&path).unwrap().append("exchange", Map::new()).unwrap_err();
+        let e = append_one(&path).unwrap_err();
         assert_eq!(e.code(), Code::LedgerCorrupt);
-        assert!(e.to_string().contains(":4:"), "{e}");
+        assert!(e.to_string().contains(":4:") && e.to_string().contains("cut off"), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), torn, "nothing was appended");
         // Deleting the torn line repairs it; the chain goes on.
         std::fs::write(&path, &original).unwrap();
-        Ledger::open(&path).unwrap().append("exchange", Map::new()).unwrap();
-        assert_eq!(verify(&path).unwrap().records, 4);
+        append_one(&path).unwrap();
+        assert_eq!(check(&path).unwrap().records, 4);
     }
 
     #[test]
-    fn duplicate_keys_do_not_verify() {
+    fn another_serialisation_of_a_record_neither_verifies_nor_takes_an_append() {
         let (_dir, path) = ledger_with(2);
-        let lines = lines(&path);
-        // The hash covers the record with the last `i`; a reader keeping the first sees 7.
-        let forged = lines[1].replacen("{", "{\"i\":7,", 1);
-        assert!(serde_json::from_str::<Value>(&forged).is_ok());
-        write(&path, &[lines[0].clone(), forged]);
-        let e = verify(&path).unwrap_err();
-        assert_eq!(e.code(), Code::LedgerBroken);
-        assert!(e.to_string().contains("duplicate key"), "{e}");
+        let original = lines(&path);
+        let last = &original[1];
+        let record: Value = serde_json::from_str(last).unwrap();
+        let reordered = {
+            // `seq` moved to the front: the same content, keys out of order.
+            let seq = format!(",\"seq\":{}", record["seq"]);
+            last.replacen(&seq, "", 1).replacen("{", &format!("{{{},", &seq[1..]), 1)
+        };
+        let spaced = last.replacen(",", ", ", 1);
+        let escaped = last.replacen("\"kind\":\"exchange\"", "\"kind\":\"e\\u0078change\"", 1);
+        let duplicated = last.replacen("{", "{\"i\":7,", 1);
+        for forged in [reordered, spaced, escaped, duplicated] {
+            let same: Value = serde_json::from_str(&forged).unwrap();
+            // The same content under the same hash (a duplicate key: the last one counts).
+            assert_eq!(crate::digest::chain_hash(&same), record["hash"], "{forged}");
+            write(&path, &[original[0].clone(), forged.clone()]);
+            assert_eq!(failing_line(&path, Code::LedgerCorrupt), 2, "{forged}");
+            let e = check(&path).unwrap_err();
+            assert!(e.to_string().contains("not the canonical JSON"), "{e}");
+            let before = std::fs::read(&path).unwrap();
+            let e = append_one(&path).unwrap_err();
+            assert_eq!((e.code(), std::fs::read(&path).unwrap()), (Code::LedgerCorrupt, before));
+        }
+    }
+
+    #[test]
+    fn a_last_line_that_is_no_record_of_the_chain_is_not_chained_onto() {
+        let (_dir, path) = ledger_with(1);
+        let first = lines(&path)[0].clone();
+        for last in [
+            r#"{"a":1}"#.to_string(),
+            r#"{"at":"2026-01-01T00:00:00Z","hash":5,"kind":"exchange","prev":"x","seq":2}"#.into(),
+            "[]".into(),
+            String::new(),
+        ] {
+            write(&path, &[first.clone(), last.clone()]);
+            let e = append_one(&path).unwrap_err();
+            assert_eq!(e.code(), Code::LedgerCorrupt, "{last}: {e}");
+            assert!(e.to_string().contains(":2:"), "{e}");
+        }
+        // A record in the one form whose hash does not match its content: an edit.
+        let edited = first.replace("\"i\":0", "\"i\":1");
+        write(&path, &[edited]);
+        let e = append_one(&path).unwrap_err();
+        assert_eq!(e.code(), Code::LedgerBroken, "{e}");
+        assert!(e.to_string().contains(":1: record 1 was edited"), "{e}");
+    }
+
+    #[test]
+    fn a_record_over_the_budget_is_cut_and_the_chain_goes_on() {
+        let (_dir, path) = ledger_with(1);
+        let ledger = Ledger::open(&at(&path)).unwrap();
+        let reply = "r".repeat(MAX_LINE_BYTES + 4096);
+        let content = fields(json!({"raw_response": reply, "verdict": "ok"}));
+        let written = ledger.append(Kind::Exchange, content).unwrap();
+        let cut = &written["cut"]["raw_response"];
+        assert_eq!(cut["bytes"], reply.len());
+        assert_eq!(cut["sha256"], crate::digest::sha256_hex(reply.as_bytes()));
+        assert_eq!(cut["type"], "string");
+        let kept = written["raw_response"].as_str().unwrap();
+        assert!(reply.starts_with(kept), "a prefix is kept");
+        assert_eq!(cut["kept_bytes"], kept.len());
+        assert_eq!(written["verdict"], "ok");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let longest = text.lines().map(str::len).max().unwrap() + 1;
+        assert!(longest <= MAX_LINE_BYTES, "{longest}");
+        assert!(longest > MAX_LINE_BYTES - 40, "the budget is used, not wasted");
+        // The next append chains onto the cut record (it reads it back whole).
+        let next = ledger.append(Kind::Exchange, Map::new()).unwrap();
+        assert_eq!(next["prev"], written["hash"]);
+        assert_eq!(check(&path).unwrap().records, 3);
+    }
+
+    #[test]
+    fn a_line_past_the_budget_is_refused_by_the_writer_and_verify() {
+        let (_dir, path) = ledger_with(2);
+        let before = std::fs::read(&path).unwrap();
+        // A sparse line of zeros four times the budget, then a newline.
+        let file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        file.set_len(before.len() as u64 + 4 * MAX_LINE_BYTES as u64).unwrap();
+        (&file).write_all(b"\n").unwrap();
+        let e = append_one(&path).unwrap_err();
+        assert_eq!(e.code(), Code::LedgerCorrupt);
+        assert!(e.to_string().contains(":3:") && e.to_string().contains("longer than"), "{e}");
+        assert_eq!(failing_line(&path, Code::LedgerCorrupt), 3);
     }
 
     #[test]
     fn concurrent_appends_keep_one_chain() {
         let (_dir, path) = ledger_with(0);
-        let ledger = Ledger::open(&path).unwrap();
+        let ledger = Ledger::open(&at(&path)).unwrap();
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
                     for i in 0..25 {
-                        ledger.append("exchange", fields(json!({"i": i}))).unwrap();
+                        ledger.append(Kind::Exchange, fields(json!({"i": i}))).unwrap();
                     }
                 });
             }
         });
-        assert_eq!(verify(&path).unwrap().records, 100);
+        assert_eq!(check(&path).unwrap().records, 100);
         // A second handle (another writer) continues the same chain.
-        Ledger::open(&path).unwrap().append("exchange", Map::new()).unwrap();
-        assert_eq!(verify(&path).unwrap().records, 101);
+        append_one(&path).unwrap();
+        assert_eq!(check(&path).unwrap().records, 101);
+    }
+
+    // --- Linear costs: N and 4N of the input, the fastest of a few runs each. -------------
+
+    /// The shortest of `runs` times `measure` returns: a loaded machine only adds time, so
+    /// the fastest run is the one closest to the cost of the work itself.
+    fn fastest(runs: usize, measure: impl Fn() -> Duration) -> Duration {
+        (0..runs).map(|_| measure()).min().unwrap_or_default()
+    }
+
+    /// How long `f` takes.
+    fn timed(f: impl FnOnce()) -> Duration {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    }
+
+    /// 4N of the input may cost at most 8 times N (linear is 4; quadratic would be 16).
+    fn assert_linear(what: &str, n: Duration, four_n: Duration) {
+        let floor = Duration::from_millis(2);
+        let ratio = four_n.max(floor).as_secs_f64() / n.max(floor).as_secs_f64();
+        assert!(ratio < 8.0, "{what}: N took {n:?}, 4N took {four_n:?} ({ratio:.1}x)");
+    }
+
+    /// The bytes of a ledger of `records` records, the last holding a text of `last_bytes`.
+    fn ledger_bytes(records: usize, last_bytes: usize) -> String {
+        let mut all: Vec<Value> = (0..records)
+            .map(|i| json!({"at": "2026-01-01T00:00:00Z", "i": i, "text": "some text"}))
+            .collect();
+        if let Some(last) = all.last_mut() {
+            last["text"] = json!("t".repeat(last_bytes));
+        }
+        line::chain(&all)
+    }
+
+    #[test]
+    fn append_and_verify_cost_linear_in_the_number_of_records() {
+        let n = 400;
+        let dir = tempfile::tempdir().unwrap();
+        let time = |records: usize| {
+            let path = dir.path().join(format!("{records}.jsonl"));
+            std::fs::write(&path, ledger_bytes(records, 10)).unwrap();
+            let ledger = Ledger::open(&at(&path)).unwrap();
+            // An append reads the last line only, whatever the number before it.
+            let append =
+                fastest(5, || timed(|| drop(ledger.append(Kind::Exchange, Map::new()).unwrap())));
+            let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
+            (append, verify)
+        };
+        let (append_n, verify_n) = time(n);
+        let (append_4n, verify_4n) = time(4 * n);
+        assert_linear("append after N records", append_n, append_4n);
+        assert_linear("verify of N records", verify_n, verify_4n);
+    }
+
+    #[test]
+    fn append_and_verify_cost_linear_in_the_last_line() {
+        let n = 256 * 1024;
+        let dir = tempfile::tempdir().unwrap();
+        let time = |bytes: usize| {
+            let path = dir.path().join(format!("{bytes}.jsonl"));
+            let text = ledger_bytes(3, bytes);
+            // Each append is the first after the long line (the file is written afresh).
+            let append = fastest(5, || {
+                std::fs::write(&path, &text).unwrap();
+                timed(|| drop(append_one(&path).unwrap()))
+            });
+            std::fs::write(&path, &text).unwrap();
+            let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
+            (append, verify)
+        };
+        let (append_n, verify_n) = time(n);
+        let (append_4n, verify_4n) = time(4 * n);
+        assert_linear("append after a last line of N bytes", append_n, append_4n);
+        assert_linear("verify of a last line of N bytes", verify_n, verify_4n);
     }
 }

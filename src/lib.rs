@@ -15,6 +15,7 @@
 //! | `prompt_packs/**/*.{json,yaml}` | [`project::Project::load_pack`] | [`pack::PromptPack`] |
 //! | `work_orders/*.{json,yaml}` | [`work_order::WorkOrder::load`] | [`work_order::WorkOrder`] |
 //! | `pactum.toml` | [`config::Config::load`] | [`config::Config`] |
+//! | `.pactum/ledger.jsonl` | [`ledger::Ledger::open`], [`ledger::verify`], [`ledger::query::query`] (all through [`ledger::Location`]) | one record per line (`schemas/ledger_entry.schema.json`) |
 //! | `schemas/*.schema.json` | embedded at build time ([`schema::EMBEDDED`]) | — |
 //!
 //! # Example

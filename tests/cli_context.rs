@@ -158,6 +158,50 @@ fn run_assembles_files_frameworks_and_session_history_into_the_prompt() {
     assert!(out.stdout.contains("--- user ---"), "{}", out.stdout);
 }
 
+/// The project's own ledger is opened by one function (`ledger::Location`): a committed
+/// `.pactum` that links outside the project is refused by every command, for reading as
+/// for writing (issue 22); a ledger the user names on the command line may be anywhere.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_pactum_folder_is_refused_by_every_command_that_opens_the_ledger() {
+    let dir = project(full());
+    let root = dir.path();
+    let wo = work_order(root, "ask-1", json!({}));
+    assert_eq!(run(root, &wo, 1).1, 0);
+    // The ledger moves out; a committed `.pactum` link points at it.
+    let outside = tempfile::tempdir().unwrap();
+    let elsewhere = outside.path().join("pactum");
+    fs::rename(root.join(".pactum"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, root.join(".pactum")).unwrap();
+    let before = fs::read(elsewhere.join("ledger.jsonl")).unwrap();
+    let wo = wo.to_str().unwrap();
+    let escapes = |out: &Out, what: &str| {
+        assert_eq!(out.code, 1, "{what}: {out:?}");
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(doc["code"], "path_escape", "{what}: {doc:#}");
+    };
+    let run_out = pactum(root, &["run", wo, "--json"]);
+    escapes(&run_out, "run");
+    escapes(&pactum(root, &["render", "--work-order", wo, "--json"]), "render --work-order");
+    escapes(&pactum(root, &["ledger", "query", "--json"]), "ledger query");
+    escapes(&pactum(root, &["ledger", "verify", "--json"]), "ledger verify");
+    assert_eq!(fs::read(elsewhere.join("ledger.jsonl")).unwrap(), before, "nothing written");
+    // A link to a file inside the project is refused too: the ledger is read where it is.
+    fs::remove_file(root.join(".pactum")).unwrap();
+    fs::create_dir(root.join(".pactum")).unwrap();
+    fs::copy(elsewhere.join("ledger.jsonl"), root.join("copy.jsonl")).unwrap();
+    std::os::unix::fs::symlink(root.join("copy.jsonl"), root.join(".pactum/ledger.jsonl")).unwrap();
+    escapes(&pactum(root, &["ledger", "verify", "--json"]), "ledger verify of a linked file");
+    escapes(&pactum(root, &["ledger", "query", "--json"]), "ledger query of a linked file");
+    // The user may name any ledger on the command line.
+    let chosen = elsewhere.join("ledger.jsonl");
+    let chosen = chosen.to_str().unwrap();
+    assert_eq!(pactum(root, &["ledger", "verify", chosen]).code, 0);
+    assert_eq!(pactum(root, &["ledger", "query", "--ledger", chosen]).code, 0);
+    let out = pactum(root, &["render", "--work-order", wo, "--ledger", chosen, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
 #[test]
 fn the_work_order_wins_entry_by_entry() {
     let dir = project(full());
@@ -361,7 +405,7 @@ fn ledger_query_reads_newest_first_and_failures_before_resolution_are_recorded()
     let out = pactum(root, &["ledger", "query", "--event", "work_order_started"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
-        out.stderr.contains("ledger_broken") && out.stderr.contains("ledger.jsonl:2:"),
+        out.stderr.contains("ledger_corrupt") && out.stderr.contains("ledger.jsonl:2:"),
         "{}",
         out.stderr
     );

@@ -236,9 +236,35 @@ fn a_model_that_keeps_asking_stops_at_max_disclosures() {
     assert_eq!(result["errors"][0]["code"], "disclosure_limit_exceeded", "{result:#}");
     let verdicts: Vec<&str> = records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
     assert_eq!(verdicts, ["tool_calls", "tool_calls", "disclosure_limit_exceeded"]);
-    // A limit of zero: the first call already ends the exchange.
-    let (result, _) = run_with(json!([read]), 0);
+    // The call that was refused is in the record that ended the exchange (issue 22).
+    let refused = records[2]["disclosures"].as_array().unwrap();
+    assert_eq!(refused.len(), 1, "{:#}", records[2]);
+    assert_eq!(refused[0]["tool"], "read_file");
+    assert_eq!(refused[0]["refused"], "disclosure_limit_exceeded");
+    assert_eq!(refused[0]["is_error"], true);
+    assert!(refused[0]["result"].as_str().unwrap().contains("not run"));
+    // A limit of zero: the first call already ends the exchange, and is recorded.
+    let (result, records) = run_with(json!([read]), 0);
     assert_eq!(result["errors"][0]["code"], "disclosure_limit_exceeded", "{result:#}");
+    assert_eq!(records[0]["disclosures"][0]["refused"], "disclosure_limit_exceeded");
+    // One reply with more calls than remain: the first are answered, the rest refused, and
+    // every one of them is in the exchange's record.
+    let three = json!({"tool_calls": [
+        {"name": "read_file", "arguments": {"path": "/context/runbook.md"}},
+        {"name": "open_sections", "arguments": {"section_keys": ["capacity"], "reason": "r"}},
+        {"name": "read_file", "arguments": {"path": "/context/runbook.md"}}
+    ]});
+    let (result, records) = run_with(json!([three]), 2);
+    assert_eq!(result["errors"][0]["code"], "disclosure_limit_exceeded", "{result:#}");
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let calls = records[0]["disclosures"].as_array().unwrap();
+    let refused: Vec<&Value> = calls.iter().map(|c| &c["refused"]).collect();
+    assert_eq!(refused, [&Value::Null, &Value::Null, &json!("disclosure_limit_exceeded")]);
+    assert_eq!(calls[1]["opened"], json!(["capacity"]), "{calls:#?}");
+    for r in &records {
+        let findings = pactum::schema::check_ledger_entry(r);
+        assert!(findings.is_empty(), "{findings:?}");
+    }
 }
 
 // --- Native tool calls over HTTP, against a mock server on 127.0.0.1 ----------------------

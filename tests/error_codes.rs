@@ -1494,17 +1494,17 @@ fn reproduces_ttl_expired() {
 fn reproduces_ledger_broken() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.jsonl");
-    let ledger = pactum::ledger::Ledger::open(&path).unwrap();
+    let ledger = pactum::ledger::Ledger::open(&pactum::ledger::Location::chosen(&path)).unwrap();
     for verdict in ["ok", "ok"] {
         let mut fields = serde_json::Map::new();
         fields.insert("verdict".into(), json!(verdict));
-        ledger.append("exchange", fields).unwrap();
+        ledger.append(pactum::ledger::Kind::Exchange, fields).unwrap();
     }
     drop(ledger);
     let text = fs::read_to_string(&path).unwrap();
     fs::write(&path, text.replacen("\"ok\"", "\"failed\"", 1)).unwrap();
 
-    let e = err(pactum::ledger::verify(&path));
+    let e = err(pactum::ledger::verify(&pactum::ledger::Location::chosen(&path), None));
 
     let message = assert_code(&e, Code::LedgerBroken);
     assert!(message.contains(":1: record 1 was edited"), "{message}");
@@ -1515,14 +1515,14 @@ fn reproduces_ledger_broken() {
 fn reproduces_ledger_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.jsonl");
-    let ledger = pactum::ledger::Ledger::open(&path).unwrap();
-    ledger.append("exchange", serde_json::Map::new()).unwrap();
+    let ledger = pactum::ledger::Ledger::open(&pactum::ledger::Location::chosen(&path)).unwrap();
+    ledger.append(pactum::ledger::Kind::Exchange, serde_json::Map::new()).unwrap();
     // A crash cut the second record off before its newline.
     let mut torn = fs::read(&path).unwrap();
     torn.extend_from_slice(b"{\"seq\":2,\"kind\":\"exch");
     fs::write(&path, &torn).unwrap();
 
-    let e = err(ledger.append("exchange", serde_json::Map::new()));
+    let e = err(ledger.append(pactum::ledger::Kind::Exchange, serde_json::Map::new()));
 
     let message = assert_code(&e, Code::LedgerCorrupt);
     assert!(

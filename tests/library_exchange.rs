@@ -261,7 +261,7 @@ fn a_ledger_that_refuses_the_start_record_stops_the_run_before_any_model_call() 
     let path = dir.path().join("ledger.jsonl");
     // A torn last line: nothing is appended until it is repaired (SPEC §18).
     std::fs::write(&path, "{\"seq\":1,\"kind\":\"exch").unwrap();
-    let ledger = pactum::ledger::Ledger::open(&path).unwrap();
+    let ledger = pactum::ledger::Ledger::open(&pactum::ledger::Location::chosen(&path)).unwrap();
     let project = Project::open(&common::repo().join("registry.json")).unwrap();
     let recorder = Arc::new(KernelRecorder { requests: Mutex::default() });
     let runner = Runner {

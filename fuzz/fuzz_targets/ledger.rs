@@ -1,10 +1,12 @@
-//! Fuzzes ledger reading: `verify` over arbitrary bytes (torn lines, duplicate keys, deep
-//! nesting, huge numbers), then an append after whatever it found. None may panic; an
-//! append to a ledger that does not end in a newline must fail without writing.
+//! Fuzzes ledger reading: `verify` and `query` over arbitrary bytes (torn lines, duplicate
+//! keys, other serialisations, deep nesting, huge numbers), then an append after whatever
+//! they found. None may panic; an append to a ledger whose last line is not a record of the
+//! chain must fail without writing, and one that succeeds leaves a ledger that verifies
+//! whenever the ledger verified before it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pactum::ledger::{Ledger, verify};
+use pactum::ledger::{Kind, Ledger, Location, query, verify};
 
 fuzz_target!(|data: &[u8]| {
     // One scratch file per fuzzing process, rewritten for every input.
@@ -14,16 +16,22 @@ fuzz_target!(|data: &[u8]| {
     if std::fs::write(&path, data).is_err() {
         return;
     }
-    let _ = verify(&path);
-    let Ok(ledger) = Ledger::open(&path) else { return };
-    let appended = ledger.append("exchange", serde_json::Map::new());
+    let location = Location::chosen(&path);
+    let verified = verify(&location, None).is_ok();
+    let _ = query::query(&location, &query::Filter::default());
+    let Ok(ledger) = Ledger::open(&location) else { return };
+    let appended = ledger.append(Kind::Exchange, serde_json::Map::new());
     let after = std::fs::read(&path).unwrap_or_default();
     let torn = !data.is_empty() && !data.ends_with(b"\n");
     if torn {
         assert!(appended.is_err(), "an append joined a torn line");
-        assert_eq!(after, data, "a refused append changed the ledger");
     }
-    if appended.is_ok() {
+    if appended.is_err() {
+        assert_eq!(after, data, "a refused append changed the ledger");
+    } else {
         assert!(after.starts_with(data) && after.ends_with(b"\n"));
+        if verified {
+            assert!(verify(&location, None).is_ok(), "an append broke a sound ledger");
+        }
     }
 });

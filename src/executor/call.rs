@@ -21,7 +21,7 @@ use crate::gateway::{
     PromptRequest, ProviderResponse, ResponseBody, ToolTurn, Usage, estimate_tokens, prompt_hash,
 };
 use crate::id::Pin;
-use crate::ledger::Ledger;
+use crate::ledger::{Kind, Ledger};
 use crate::project::{Project, Resolved, Validators};
 use crate::render::CompiledPack;
 use crate::resolve::{ResolveOptions, Warning};
@@ -188,14 +188,15 @@ impl<'a> Caller<'a> {
         let truncation: std::cell::RefCell<Option<Warning>> = Default::default();
         let record = |hash: Option<&str>,
                       response: Option<&ProviderResponse>,
-                      verdict: std::result::Result<&Output, &Error>| {
+                      verdict: std::result::Result<&Output, &Error>,
+                      calls: &[Disclosed]| {
             let warnings: Vec<Warning> = truncation.borrow().iter().cloned().collect();
             self.record(
                 &resolved,
                 provider.name(),
                 hash,
                 response,
-                verdict,
+                (verdict, calls),
                 repair_attempt,
                 role,
                 &warnings,
@@ -218,7 +219,7 @@ impl<'a> Caller<'a> {
         let (compiled, variables) = match prepared {
             Ok(x) => x,
             Err(e) => {
-                record(None, None, Err(&e))?;
+                record(None, None, Err(&e), &[])?;
                 return Err(e);
             }
         };
@@ -256,7 +257,7 @@ impl<'a> Caller<'a> {
         let mut disclosure = match opened {
             Ok(d) => d,
             Err(e) => {
-                record(None, None, Err(&e))?;
+                record(None, None, Err(&e), &[])?;
                 return Err(e);
             }
         };
@@ -269,7 +270,7 @@ impl<'a> Caller<'a> {
             let response = match provider.complete(&request) {
                 Ok(r) => r,
                 Err(e) => {
-                    record(Some(&hash), None, Err(&e))?;
+                    record(Some(&hash), None, Err(&e), &[])?;
                     return Err(e);
                 }
             };
@@ -288,10 +289,12 @@ impl<'a> Caller<'a> {
             if response.tool_calls.is_empty() {
                 break (hash, response, None);
             }
-            let answered = match disclosure.answer(&response.tool_calls) {
-                Ok(answered) => answered,
-                Err(e) => break (hash, response, Some(e)),
-            };
+            let answered = disclosure.answer(&response.tool_calls);
+            if let Some(e) = answered.stop {
+                // The calls that ended the exchange go in its last record, refused ones too.
+                break (hash, response, Some((e, answered.calls)));
+            }
+            let answered = answered.calls;
             self.record_tool_calls(
                 &resolved,
                 provider.name(),
@@ -320,7 +323,7 @@ impl<'a> Caller<'a> {
                 &resolved.contract.key(),
                 disclosure.files(),
             ) {
-                record(Some(&hash), Some(&response), Err(&e))?;
+                record(Some(&hash), Some(&response), Err(&e), &[])?;
                 return Err(e);
             }
             let estimate = estimate_tokens(&request.messages)
@@ -334,7 +337,7 @@ impl<'a> Caller<'a> {
             if let Err(e) =
                 self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))
             {
-                record(Some(&hash), Some(&response), Err(&e))?;
+                record(Some(&hash), Some(&response), Err(&e), &[])?;
                 return Err(e);
             }
         };
@@ -347,8 +350,8 @@ impl<'a> Caller<'a> {
             .then(|| super::files::file_result(&resolved.pack, &response.body))
             .flatten();
         let target = target.cloned().unwrap_or(own);
-        if let Some(e) = stopped {
-            record(Some(&hash), Some(&response), Err(&e))?;
+        if let Some((e, calls)) = stopped {
+            record(Some(&hash), Some(&response), Err(&e), &calls)?;
             return Ok(Exchanged {
                 resolved,
                 provider: provider.name().to_string(),
@@ -371,7 +374,7 @@ impl<'a> Caller<'a> {
         {
             ledger.redactor().add_marked(target.contract.output_schema.as_ref(), value);
         }
-        record(Some(&hash), Some(&response), output.as_ref())?;
+        record(Some(&hash), Some(&response), output.as_ref(), &[])?;
         if let Some(warning) = output
             .as_ref()
             .ok()
@@ -401,7 +404,7 @@ impl<'a> Caller<'a> {
         let wo = self.work_order;
         let sources = crate::context::Sources {
             root: &self.project.root,
-            ledger: self.ledger.map(Ledger::path),
+            ledger: self.ledger.map(Ledger::location),
             now: jiff::Timestamp::now(),
         };
         let request = crate::context::Request::of(wo);
@@ -523,11 +526,12 @@ impl<'a> Caller<'a> {
             "disclosures".into(),
             Value::Array(answered.iter().map(Disclosed::to_json).collect()),
         );
-        ledger.append("exchange", fields).map(|_| ())
+        ledger.append(Kind::Exchange, fields).map(|_| ())
     }
 
     /// The ledger record of a call: its verdict (`ok`, or the failure's code with the
-    /// error), the extraction method, and the call's warnings.
+    /// error), the extraction method, the call's warnings, and the tool calls of a reply
+    /// that ended the exchange (`disclosures`: past `max_disclosures`, refused ones too).
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
@@ -535,7 +539,7 @@ impl<'a> Caller<'a> {
         provider: &str,
         prompt_hash: Option<&str>,
         response: Option<&ProviderResponse>,
-        verdict: std::result::Result<&Output, &Error>,
+        (verdict, calls): (std::result::Result<&Output, &Error>, &[Disclosed]),
         repair_attempt: u32,
         role: Option<&str>,
         warnings: &[Warning],
@@ -552,6 +556,12 @@ impl<'a> Caller<'a> {
         fields.insert("extraction_method".into(), json!(method));
         fields.insert("verdict".into(), json!(verdict_text));
         fields.insert("errors".into(), Value::Array(errors));
+        if !calls.is_empty() {
+            fields.insert(
+                "disclosures".into(),
+                Value::Array(calls.iter().map(Disclosed::to_json).collect()),
+            );
+        }
         // A failed call has no response; a provider error still says what it cost.
         if let (None, Err(Error::Provider { elapsed, attempts, .. })) = (response, verdict) {
             fields.insert("latency_ms".into(), json!(elapsed.as_millis() as u64));
@@ -562,7 +572,7 @@ impl<'a> Caller<'a> {
         if !warnings.is_empty() {
             fields.insert("warnings".into(), json!(warnings));
         }
-        ledger.append("exchange", fields).map(|_| ())
+        ledger.append(Kind::Exchange, fields).map(|_| ())
     }
 }
 

@@ -73,6 +73,9 @@ pub struct State {
     pub pending_tool_calls: Vec<Value>,
     /// Cycle records written (numbers them).
     pub records: u32,
+    /// Set when a cycle record could not be written: the loop stopped there, and nothing
+    /// more is called (no cycle goes unrecorded).
+    pub log_broken: bool,
     /// Files provider results wrote under the output folder (SPEC §8.5).
     pub files: Vec<String>,
     /// `expected_output_missing` warnings of those results.
@@ -233,7 +236,14 @@ impl Kernel<'_> {
             st.ttl -= 1;
             st.cycles += 1;
         }
-        self.log_cycle(st, phase, role, &result, repair);
+        if let Err(e) = self.log_cycle(st, phase, role, &result, repair) {
+            // A cycle the log cannot take stops the run (SPEC §8.6: every cycle is logged).
+            if let Err(call) = &result {
+                st.errors.push(error_json(call));
+            }
+            st.log_broken = true;
+            return Err(Stop::Halted(e));
+        }
         // Files a provider result carries are written as in an exchange (SPEC §8.5).
         if let Ok(x) = &result {
             let c = self.caller;
@@ -522,6 +532,7 @@ impl Kernel<'_> {
         self.caller.target(&resolved).map_err(Stop::Halted)
     }
 
+    /// Writes the cycle record of one call; `Err` when the log cannot take it.
     fn log_cycle(
         &self,
         st: &mut State,
@@ -529,10 +540,10 @@ impl Kernel<'_> {
         role: Role,
         result: &Result<Exchanged, Error>,
         repair: u32,
-    ) {
+    ) -> Result<(), Error> {
         let Some(log) = self.log else {
             st.pending_tool_calls.clear();
-            return;
+            return Ok(());
         };
         let mut f = Map::new();
         st.records += 1;
@@ -584,14 +595,13 @@ impl Kernel<'_> {
         f.insert("sha256".into(), json!(contract.2));
         f.insert("usage".into(), usage);
         f.insert("latency_ms".into(), json!(latency));
-        if let Err(e) = log.append("cycle", f) {
-            st.errors.push(error_json(&e));
-        }
+        log.append(crate::ledger::Kind::Cycle, f).map(drop)
     }
 
-    /// Logs the Phase E call as the last cycle record (it flushes pending tool calls).
-    pub fn log_phase_e(&self, st: &mut State, call: PhaseECall) {
-        let Some(log) = self.log else { return };
+    /// Logs the Phase E call as the last cycle record (it flushes pending tool calls);
+    /// `Err` when the log cannot take it.
+    pub fn log_phase_e(&self, st: &mut State, call: PhaseECall) -> Result<(), Error> {
+        let Some(log) = self.log else { return Ok(()) };
         let pin = self.pins.pin(Role::Synthesis);
         let c = self.caller.resolve(&pin).ok();
         let mut f = Map::new();
@@ -626,9 +636,7 @@ impl Kernel<'_> {
         );
         f.insert("usage".into(), json!(call.usage));
         f.insert("latency_ms".into(), json!(call.latency_ms));
-        if let Err(e) = log.append("cycle", f) {
-            st.errors.push(error_json(&e));
-        }
+        log.append(crate::ledger::Kind::Cycle, f).map(drop)
     }
 }
 

@@ -362,6 +362,14 @@ impl Runner<'_> {
                 (st, stop)
             }
         };
+        // A cycle log that could not take a record stops the run, and no model is called
+        // after it, not even for Phase E.
+        let refused = refused.or_else(|| {
+            st.log_broken.then(|| match &stop {
+                kernel::Stop::Halted(e) => format!("cycle_not_recorded: {} ({e})", e.code()),
+                _ => "cycle_not_recorded".to_string(),
+            })
+        });
         let status = stop.status();
         let ttl_exhausted =
             matches!(stop, kernel::Stop::TtlExpired) || (st.ttl == 0 && status != "converged");
@@ -407,10 +415,15 @@ impl Runner<'_> {
         if answer.is_degraded() {
             phase_e.degraded_reason = answer.metadata.get("reason").cloned();
         }
-        k.log_phase_e(&mut st, phase_e);
+        // The Phase E record goes to a log that took every cycle before it; a log that
+        // cannot take it fails the run (never a silent loss).
+        let unlogged = if st.log_broken { None } else { k.log_phase_e(&mut st, phase_e).err() };
+        if let Some(e) = &unlogged {
+            st.errors.push(error_json(e));
+        }
         result.errors.append(&mut st.errors);
-        result.status = status.to_string();
-        result.ok = status == "converged";
+        result.status = if unlogged.is_some() { "failed" } else { status }.to_string();
+        result.ok = status == "converged" && unlogged.is_none();
         result.cycles = Some(st.cycles);
         result.ttl_remaining = Some(st.ttl);
         result.supervisor_actions = std::mem::take(&mut st.supervisor_actions);
@@ -439,7 +452,7 @@ fn record_event(
     );
     call::who(&mut fields, wo, None);
     fill(&mut fields);
-    ledger.append("work_order", fields).map(drop)
+    ledger.append(crate::ledger::Kind::WorkOrder, fields).map(drop)
 }
 
 /// Records a work order that could not run at all — its file did not load, or no provider
@@ -462,7 +475,7 @@ pub fn record_unrun(
     fields.insert("code".into(), json!(error.code()));
     fields.insert("message".into(), json!(error.to_string()));
     fields.insert("errors".into(), json!(error_entries(error)));
-    ledger.append("work_order", fields).map(drop)
+    ledger.append(crate::ledger::Kind::WorkOrder, fields).map(drop)
 }
 
 /// A copy of an output failure (output errors hold no I/O sources, so nothing is lost).

@@ -1,23 +1,21 @@
 //! Reading the ledger newest first (SPEC §10, §16): the one reader behind
 //! `required_context.ledger_queries` ([`crate::context`]) and `pactum ledger query`.
 //!
-//! The file is read backwards in fixed blocks from its end, one line at a time, so a query
-//! for the last 20 records of a ledger with a million costs a few blocks, not the file:
-//! memory is bounded by one block plus the longest line ([`super::MAX_LINE_BYTES`]), and
-//! the read stops as soon as `limit` records matched or a record is older than `since`
-//! (records are appended in time order). A line that is not a JSON record is
-//! `ledger_broken` (or `ledger_corrupt` for a last line cut off by a crash), named by its
-//! line number.
-
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+//! The file is read backwards in blocks from its end, one line at a time (`backwards`), so
+//! a query for the last 20 records of a ledger with a million costs a few blocks, not the
+//! file: memory is bounded by twice the longest line a ledger may hold
+//! ([`super::MAX_LINE_BYTES`]), and the read stops as soon as `limit` records matched or a
+//! record is older than `since` (records are appended in time order). A line that is not a
+//! record in the one form (a last line cut off by a crash, a line past the budget, JSON
+//! that is no record or not canonical) is `ledger_corrupt`, named by its line number. The
+//! chain itself (hashes, `prev`, `seq`) is `pactum ledger verify`'s to check.
 
 use serde_json::Value;
 
+use super::backwards::Backwards;
+use super::line;
+use super::location::{Access, Location};
 use crate::error::{Error, Result};
-
-/// The bytes read per step backwards.
-const BLOCK: usize = 64 * 1024;
 
 /// Which records a query wants. Every field set must match.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -78,113 +76,56 @@ pub fn parse_age(text: &str) -> Option<jiff::SignedDuration> {
     Some(jiff::SignedDuration::from_secs(seconds))
 }
 
-/// The records of the ledger at `path` that pass `filter`, newest first. A missing ledger
-/// has no records.
-pub fn query(path: &Path, filter: &Filter) -> Result<Found> {
+/// The records of the ledger at `location` that pass `filter`, newest first. A missing
+/// ledger has no records. Every line read must be a record in the one form
+/// (`ledger::line`): anything else is `ledger_corrupt`, named by its line.
+pub fn query(location: &Location, filter: &Filter) -> Result<Found> {
     let mut found = Found::default();
     if filter.limit == Some(0) {
         return Ok(found);
     }
-    let mut file = match crate::confine::open_file(path) {
+    let path = location.path();
+    let file = match location.open(Access::Read) {
         Ok(f) => f,
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Ok(found);
         }
         Err(e) => return Err(e),
     };
-    let len = file.seek(SeekFrom::End(0)).map_err(|e| Error::io(path, e))?;
-    let mut pos = len;
-    // The bytes after `pos` not yet split into lines (the start of the oldest line seen).
-    let mut carry: Vec<u8> = Vec::new();
-    let mut first = true;
-    let mut block = vec![0u8; BLOCK];
-    loop {
-        let start = pos.saturating_sub(BLOCK as u64);
-        let n = (pos - start) as usize;
-        file.seek(SeekFrom::Start(start)).map_err(|e| Error::io(path, e))?;
-        file.read_exact(&mut block[..n]).map_err(|e| Error::io(path, e))?;
-        found.bytes_read += n as u64;
-        pos = start;
-        let mut chunk = Vec::with_capacity(n + carry.len());
-        chunk.extend_from_slice(&block[..n]);
-        chunk.append(&mut carry);
-        if first {
-            first = false;
-            match chunk.last() {
-                None => return Ok(found),
-                Some(b'\n') => {
-                    chunk.pop();
-                }
-                Some(_) => {
-                    return Err(Error::LedgerCorrupt {
-                        path: path.to_path_buf(),
-                        line: line_count(path)?,
-                        reason: "it has no newline".into(),
-                    });
-                }
-            }
+    let mut back = Backwards::new(&file, path)?;
+    let done = loop {
+        let Some(line) = back.next_line()? else { break Ok(()) };
+        found.lines_read += 1;
+        let record = line::decode(&line).map_err(|reason| Error::LedgerCorrupt {
+            path: path.to_path_buf(),
+            line: back.line_handed_out().unwrap_or(0),
+            reason,
+            torn: false,
+        })?;
+        if visit(record.value, filter, &mut found) {
+            break Ok(());
         }
-        // Every complete line in `chunk` (the first may continue in the block before).
-        let mut end = chunk.len();
-        while let Some(nl) = memchr::memrchr(b'\n', &chunk[..end]) {
-            if visit(path, &chunk[nl + 1..end], filter, &mut found)? {
-                return Ok(found);
-            }
-            end = nl;
-        }
-        chunk.truncate(end);
-        if pos == 0 {
-            if !chunk.is_empty() {
-                visit(path, &chunk, filter, &mut found)?;
-            }
-            return Ok(found);
-        }
-        if chunk.len() > super::MAX_LINE_BYTES {
-            return Err(broken(path, &found, "a line is longer than pactum reads".into()));
-        }
-        carry = chunk;
-    }
+    };
+    found.bytes_read = back.bytes_read;
+    done.map(|()| found)
 }
 
-/// Looks at one line; `true` when the query is done.
-fn visit(path: &Path, line: &[u8], filter: &Filter, found: &mut Found) -> Result<bool> {
-    found.lines_read += 1;
-    let record: Value = serde_json::from_slice(line)
-        .map_err(|e| broken(path, found, format!("the record is not JSON: {e}")))?;
-    if !record.is_object() {
-        return Err(broken(path, found, "the record is not a JSON object".into()));
-    }
+/// Looks at one record; `true` when the query is done.
+fn visit(record: Value, filter: &Filter, found: &mut Found) -> bool {
     if let Some(since) = filter.since {
-        let at = record
-            .get("at")
-            .and_then(Value::as_str)
-            .and_then(|a| a.parse::<jiff::Timestamp>().ok());
-        match at {
-            Some(at) if at < since => return Ok(true),
-            Some(_) => {}
-            None => return Err(broken(path, found, "the record has no RFC 3339 `at`".into())),
+        // `at` is an RFC 3339 instant in every record that decodes.
+        let at = record.get("at").and_then(Value::as_str).and_then(|a| a.parse().ok());
+        if at.is_none_or(|at: jiff::Timestamp| at < since) {
+            return true;
         }
     }
     if filter.matches(&record) {
         found.records.push(record);
         if filter.limit.is_some_and(|l| found.records.len() >= l) {
-            return Ok(true);
+            return true;
         }
     }
-    Ok(false)
-}
-
-/// `ledger_broken` at the line being looked at (counted from the end; the file is counted
-/// only on this error path).
-fn broken(path: &Path, found: &Found, reason: String) -> Error {
-    let total = line_count(path).unwrap_or(0);
-    let line = (total + 1).saturating_sub(found.lines_read as usize);
-    Error::LedgerBroken { path: path.to_path_buf(), line, reason }
-}
-
-fn line_count(path: &Path) -> Result<usize> {
-    let file = crate::confine::open_file(path)?;
-    super::count_lines(&file, path)
+    false
 }
 
 #[cfg(test)]
@@ -192,33 +133,43 @@ fn line_count(path: &Path) -> Result<usize> {
 mod tests {
     use super::*;
     use crate::Code;
+    use serde_json::json;
+    use std::path::{Path, PathBuf};
 
-    fn ledger(lines: &[String]) -> (tempfile::TempDir, std::path::PathBuf) {
+    fn ledger(records: &[Value]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.jsonl");
-        let mut text = lines.join("\n");
-        text.push('\n');
-        std::fs::write(&path, text).unwrap();
+        std::fs::write(&path, line::chain(records)).unwrap();
         (dir, path)
     }
 
-    fn record(seq: usize, event: &str, at: &str, extra: &str) -> String {
-        format!(r#"{{"seq":{seq},"at":"{at}","kind":"exchange","event":"{event}"{extra}}}"#)
+    fn run(path: &Path, filter: &Filter) -> Result<Found> {
+        query(&Location::chosen(path), filter)
+    }
+
+    fn record(event: &str, at: &str, extra: Value) -> Value {
+        let mut r = json!({"at": at, "kind": "exchange", "event": event});
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
     }
 
     #[test]
     fn newest_first_with_limit_event_tier_and_session() {
-        let lines: Vec<String> = (1..=10)
+        let records: Vec<Value> = (1..=10)
             .map(|i| {
                 let event = if i % 2 == 0 { "exchange" } else { "work_order_started" };
-                let tier = if i == 8 { r#","tier":"hot""# } else { r#","tier":"ho1""# };
-                let session = if i >= 6 { r#","session_id":"s1""# } else { "" };
-                record(i, event, &format!("2026-01-01T00:00:{i:02}Z"), &format!("{tier}{session}"))
+                let mut extra = json!({"tier": if i == 8 { "hot" } else { "ho1" }});
+                if i >= 6 {
+                    extra["session_id"] = json!("s1");
+                }
+                record(event, &format!("2026-01-01T00:00:{i:02}Z"), extra)
             })
             .collect();
-        let (_d, path) = ledger(&lines);
+        let (_d, path) = ledger(&records);
         let seqs = |f: &Filter| -> Vec<u64> {
-            query(&path, f).unwrap().records.iter().map(|r| r["seq"].as_u64().unwrap()).collect()
+            run(&path, f).unwrap().records.iter().map(|r| r["seq"].as_u64().unwrap()).collect()
         };
         let mut f = Filter { event: Some("exchange".into()), limit: Some(3), ..Default::default() };
         assert_eq!(seqs(&f), vec![10, 8, 6]);
@@ -229,46 +180,59 @@ mod tests {
         let since =
             Filter { since: Some("2026-01-01T00:00:08Z".parse().unwrap()), ..Default::default() };
         assert_eq!(seqs(&since), vec![10, 9, 8]);
-        let old = r#"{"seq":1,"at":"2026-01-01T00:00:00Z","kind":"cycle"}"#.to_string();
+        let old = json!({"at": "2026-01-01T00:00:00Z", "kind": "cycle"});
         let (_d2, p2) = ledger(&[old]);
         let f = Filter { event: Some("cycle".into()), ..Default::default() };
-        assert_eq!(query(&p2, &f).unwrap().records.len(), 1, "kind stands in for event");
+        assert_eq!(run(&p2, &f).unwrap().records.len(), 1, "kind stands in for event");
     }
 
     #[test]
     fn reads_only_the_tail_of_a_long_ledger() {
-        let lines: Vec<String> =
-            (1..=20_000).map(|i| record(i, "exchange", "2026-01-01T00:00:00Z", "")).collect();
-        let (_d, path) = ledger(&lines);
+        let records: Vec<Value> =
+            (1..=4_000).map(|_| record("exchange", "2026-01-01T00:00:00Z", json!({}))).collect();
+        let (_d, path) = ledger(&records);
         let size = std::fs::metadata(&path).unwrap().len();
-        let found = query(&path, &Filter { limit: Some(20), ..Default::default() }).unwrap();
+        let found = run(&path, &Filter { limit: Some(20), ..Default::default() }).unwrap();
         assert_eq!(found.records.len(), 20);
-        assert_eq!(found.records[0]["seq"], 20_000);
-        assert!(found.bytes_read <= BLOCK as u64 && found.bytes_read < size / 10, "{found:?}");
+        assert_eq!(found.records[0]["seq"], 4_000);
+        let block = super::super::backwards::BLOCK as u64;
+        assert!(found.bytes_read <= block && found.bytes_read < size / 10, "{found:?}");
         assert_eq!(found.lines_read, 20);
         // Lines that straddle block boundaries are put together again.
-        let all = query(&path, &Filter::default()).unwrap();
-        assert_eq!(all.records.len(), 20_000);
+        let all = run(&path, &Filter::default()).unwrap();
+        assert_eq!(all.records.len(), 4_000);
         assert!(all.records.iter().rev().enumerate().all(|(i, r)| r["seq"] == i as u64 + 1));
     }
 
     #[test]
     fn bad_ledgers_are_named_by_line() {
-        let good = record(1, "exchange", "2026-01-01T00:00:00Z", "");
-        let (_d, path) = ledger(&[good.clone(), "{not json".into(), good.clone()]);
-        let e = query(&path, &Filter::default()).unwrap_err();
-        assert_eq!(e.code(), Code::LedgerBroken);
-        assert!(e.to_string().contains(":2:"), "{e}");
+        let good = record("exchange", "2026-01-01T00:00:00Z", json!({}));
+        let text = line::chain(&[good.clone(), good.clone(), good.clone()]);
+        let lines: Vec<&str> = text.lines().collect();
         let dir = tempfile::tempdir().unwrap();
-        let torn = dir.path().join("l.jsonl");
-        std::fs::write(&torn, format!("{good}\n{{\"seq\":2")).unwrap();
-        let e = query(&torn, &Filter::default()).unwrap_err();
+        let path = dir.path().join("l.jsonl");
+        let reordered = lines[1].replacen("{", "{\"seq\":2,", 1).replacen(",\"seq\":2", "", 1);
+        for bad in ["{not json", r#"{"seq":2}"#, reordered.as_str(), ""] {
+            std::fs::write(&path, format!("{}\n{bad}\n{}\n", lines[0], lines[2])).unwrap();
+            let e = run(&path, &Filter::default()).unwrap_err();
+            assert_eq!(e.code(), Code::LedgerCorrupt, "{bad}");
+            assert!(e.to_string().contains(":2:"), "{e}");
+        }
+        std::fs::write(&path, format!("{}\n{{\"seq\":2", lines[0])).unwrap();
+        let e = run(&path, &Filter::default()).unwrap_err();
         assert_eq!(e.code(), Code::LedgerCorrupt);
-        assert!(e.to_string().contains(":2:"), "{e}");
+        assert!(e.to_string().contains(":2:") && e.to_string().contains("cut off"), "{e}");
+        // A line past the budget, read no further than the budget.
+        let mut big = format!("{}\n", lines[0]).into_bytes();
+        big.resize(big.len() + 3 * super::super::MAX_LINE_BYTES, b'x');
+        big.extend_from_slice(format!("\n{}\n", lines[2]).as_bytes());
+        std::fs::write(&path, big).unwrap();
+        let e = run(&path, &Filter::default()).unwrap_err();
+        assert!(e.to_string().contains(":2:") && e.to_string().contains("longer than"), "{e}");
         let missing = dir.path().join("none.jsonl");
-        assert!(query(&missing, &Filter::default()).unwrap().records.is_empty());
-        std::fs::write(&torn, "").unwrap();
-        assert!(query(&torn, &Filter::default()).unwrap().records.is_empty());
+        assert!(run(&missing, &Filter::default()).unwrap().records.is_empty());
+        std::fs::write(&path, "").unwrap();
+        assert!(run(&path, &Filter::default()).unwrap().records.is_empty());
     }
 
     #[test]

@@ -286,6 +286,12 @@ pub fn shown_text(text: &str) -> String {
     escape(&redacted(&relative(text))).into_owned()
 }
 
+/// Like [`shown_text`], on one line: a line feed in `text` is shown as `\n`, so a value
+/// from a file or a model cannot print a line of its own.
+pub fn shown_line(text: &str) -> String {
+    pactum::terminal::escape_line(&redacted(&relative(text))).into_owned()
+}
+
 /// `text` with the current folder's absolute path taken off every path in it: messages
 /// name files as the user typed them, relative to where the command runs (the library's
 /// errors carry absolute paths, which library users need).

@@ -5,11 +5,11 @@
 //! the matching records newest first, read backwards through the one reader
 //! `required_context.ledger_queries` use ([`pactum::ledger::query`]).
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use pactum::error::{Error, Result};
-use serde_json::json;
+use pactum::ledger::Location;
+use pactum::terminal::escape_line;
+use serde_json::{Value, json};
 
 use crate::output::{self, Common, FAILED, OK};
 
@@ -61,24 +61,14 @@ fn parse_since(text: &str) -> std::result::Result<jiff::SignedDuration, String> 
         .ok_or_else(|| format!("`{text}` is not a number and one of s, m, h, d (30m, 24h, 7d)"))
 }
 
-/// The project's ledger: `.pactum/ledger.jsonl` under --root or the registry's folder.
-fn default_ledger(common: &Common) -> PathBuf {
-    let root = output::root_or_here(common.root.as_deref());
-    let ledger = Path::new(".pactum").join("ledger.jsonl");
-    if root == Path::new(".") { ledger } else { root.join(ledger) }
-}
-
-/// The 1-based line of the record whose `hash` is `head`, if any.
-fn line_of(path: &Path, head: &str) -> Result<Option<u64>> {
-    let file = pactum::confine::open_file(path)?;
-    let needle = format!("\"hash\":\"{head}\"");
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(path, e))?;
-        if line.contains(&needle) {
-            return Ok(Some(i as u64 + 1));
-        }
+/// The ledger a command reads: the file given on the command line (the user's choice,
+/// wherever it is), else the project's `.pactum/ledger.jsonl` under --root or the
+/// registry's folder (inside the project, through no symlink).
+fn location(file: Option<&Path>, common: &Common) -> Location {
+    match file {
+        Some(file) => Location::chosen(file),
+        None => Location::project(&output::root_or_here(common.root.as_deref())),
     }
-    Ok(None)
 }
 
 pub fn exec(args: Args) -> u8 {
@@ -95,39 +85,26 @@ pub fn exec(args: Args) -> u8 {
                 }),
                 limit: Some(*limit),
             };
-            let file = ledger.clone().unwrap_or_else(|| default_ledger(&args.common));
-            return query(&file, &filter, json);
+            return query(&location(ledger.as_deref(), &args.common), &filter, json);
         }
     };
-    let file = file.clone().unwrap_or_else(|| default_ledger(&args.common));
-    let shown = output::shown(&std::env::current_dir().unwrap_or_default(), &file);
-    let result = pactum::ledger::verify(&file).and_then(|v| {
-        let Some(head) = expect_head else { return Ok((v, None)) };
-        match line_of(&file, head)? {
-            Some(line) => Ok((v, Some(line))),
-            None => Err(Error::LedgerBroken {
-                path: file.clone(),
-                line: v.records as usize,
-                reason: format!(
-                    "the expected head {head} is not in the ledger (it ends at record {} with hash {}): records were cut from the end, or this is another ledger",
-                    v.records, v.last_hash
-                ),
-            }),
-        }
-    });
-    match result {
-        Ok((v, head_line)) => {
+    let location = location(file.as_deref(), &args.common);
+    let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
+    match pactum::ledger::verify(&location, expect_head.as_deref()) {
+        Ok(v) => {
             if json {
                 output::print_json(&json!({
                     "ok": true, "file": shown, "records": v.records, "last_hash": v.last_hash,
-                    "expected_head_line": head_line,
+                    "expected_head_line": v.head_line,
                 }));
             } else {
                 let mut text = format!(
-                    "{shown}: {} records, chain intact (last hash {})\n",
-                    v.records, v.last_hash
+                    "{}: {} records, chain intact (last hash {})\n",
+                    escape_line(&shown),
+                    v.records,
+                    v.last_hash
                 );
-                if let Some(line) = head_line {
+                if let Some(line) = v.head_line {
                     text.push_str(&format!(
                         "the expected head is record {line}; {} records were appended since\n",
                         v.records - line
@@ -145,9 +122,11 @@ pub fn exec(args: Args) -> u8 {
 }
 
 /// `pactum ledger query`: the records newest first, one line each (or the records as JSON).
-fn query(file: &Path, filter: &pactum::ledger::query::Filter, json: bool) -> u8 {
-    let shown = output::shown(&std::env::current_dir().unwrap_or_default(), file);
-    let found = match pactum::ledger::query::query(file, filter) {
+/// Every value taken from a record is escaped onto its one line (`terminal::escape_line`):
+/// a record cannot print a line of its own.
+fn query(location: &Location, filter: &pactum::ledger::query::Filter, json: bool) -> u8 {
+    let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
+    let found = match pactum::ledger::query::query(location, filter) {
         Ok(found) => found,
         Err(e) => {
             let status = output::fail(&e, json);
@@ -160,10 +139,10 @@ fn query(file: &Path, filter: &pactum::ledger::query::Filter, json: bool) -> u8 
     }
     let mut text = String::new();
     for r in &found.records {
-        let field = |k: &str| r.get(k).and_then(serde_json::Value::as_str).unwrap_or("-");
+        let field = |k: &str| escape_line(r.get(k).and_then(Value::as_str).unwrap_or("-"));
         let contract = match (r.get("contract_id"), r.get("contract_version")) {
-            (Some(id), Some(v)) => {
-                format!(" {}@{}", id.as_str().unwrap_or("-"), v.as_str().unwrap_or("-"))
+            (Some(_), Some(_)) => {
+                format!(" {}@{}", field("contract_id"), field("contract_version"))
             }
             _ => String::new(),
         };
@@ -171,24 +150,24 @@ fn query(file: &Path, filter: &pactum::ledger::query::Filter, json: bool) -> u8 
             .get("verdict")
             .or_else(|| r.get("code"))
             .or_else(|| r.get("status"))
-            .and_then(serde_json::Value::as_str)
-            .map(|v| format!(" {v}"))
+            .and_then(Value::as_str)
+            .map(|v| format!(" {}", escape_line(v)))
             .unwrap_or_default();
         let session = r
             .get("session_id")
-            .and_then(serde_json::Value::as_str)
-            .map(|s| format!(" session={s}"))
+            .and_then(Value::as_str)
+            .map(|s| format!(" session={}", escape_line(s)))
             .unwrap_or_default();
         text.push_str(&format!(
             "{} #{} {} {}{contract}{outcome}{session}\n",
             field("at"),
-            r.get("seq").and_then(serde_json::Value::as_u64).unwrap_or(0),
-            pactum::ledger::query::event_of(r).unwrap_or("-"),
+            r.get("seq").and_then(Value::as_u64).unwrap_or(0),
+            escape_line(pactum::ledger::query::event_of(r).unwrap_or("-")),
             field("work_order_id"),
         ));
     }
     if found.records.is_empty() {
-        text.push_str(&format!("{shown}: no matching records\n"));
+        text.push_str(&format!("{}: no matching records\n", escape_line(&shown)));
     }
     output::print_text(&text);
     OK

@@ -115,9 +115,11 @@ pub fn exec(args: Args) -> u8 {
         let mut variables = input;
         let mut assembled = None;
         if let Some(FromWorkOrder { wo, .. }) = &from_wo {
+            // The project's own ledger stays inside the project and passes no symlink
+            // (a `--ledger FILE` is the caller's choice).
             let ledger = match &args.ledger {
-                Some(l) => l.clone(),
-                None => project.root.join(".pactum").join("ledger.jsonl"),
+                Some(l) => pactum::ledger::Location::chosen(l),
+                None => pactum::ledger::Location::project(&project.root),
             };
             let sources = pactum::context::Sources {
                 root: &project.root,

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use pactum::error::Error;
 use pactum::executor::{RunResult, Runner};
 use pactum::gateway::select::{Choice, ProviderSet};
-use pactum::ledger::Ledger;
+use pactum::ledger::{Ledger, Location};
 use pactum::project::Project;
 use pactum::synthesis::FinalAnswer;
-use pactum::terminal::{escape, escape_line};
+use pactum::terminal::escape_line;
 use pactum::work_order::WorkOrder;
 use serde_json::{Value, json};
 
@@ -67,18 +67,16 @@ pub fn exec(args: Args) -> u8 {
     };
     // The project's own ledger stays inside the project: a committed `.pactum` that is a
     // symlink is refused (a `--ledger FILE` is the caller's choice).
-    let ledger_path = match &args.ledger {
-        Some(path) => Ok(path.clone()),
-        None => pactum::confine::Root::new(&project.root)
-            .writable(Path::new(".pactum/ledger.jsonl"), true),
+    let location = match &args.ledger {
+        Some(path) => Location::chosen(path),
+        None => Location::project(&project.root),
     };
-    let opened = ledger_path.and_then(|p| Ledger::open(&p));
-    let ledger = match opened {
+    let ledger = match Ledger::open(&location) {
         Ok(l) => l.redacting(output::redactor().clone()),
         Err(e) => return output::fail(&e, json),
     };
     let log = match &args.log {
-        Some(p) => match Ledger::open(p) {
+        Some(p) => match Ledger::open(&Location::chosen(p)) {
             Ok(l) => Some(l.redacting(output::redactor().clone())),
             Err(e) => return output::fail(&e, json),
         },
@@ -171,7 +169,7 @@ fn run_one(
         let _ = writeln!(
             err,
             "{style}note{style:#}: {}",
-            output::shown_text(&format!("{}: {note}", wo.id))
+            output::shown_line(&format!("{}: {note}", wo.id))
         );
     }
     let runner = Runner {
@@ -214,11 +212,12 @@ fn print_result(mut out: &mut Vec<u8>, r: &RunResult) {
     if r.kind == "kernel" {
         print_final_answer(&mut out, r.final_answer.as_ref());
     } else if let Some(o) = &r.output {
+        // One line: a value from a model cannot print a line of its own.
         let text = match o {
             Value::String(s) => s.clone(),
-            other => serde_json::to_string_pretty(other).unwrap_or_default(),
+            other => serde_json::to_string(other).unwrap_or_default(),
         };
-        let _ = writeln!(out, "Output: {}", escape(&text));
+        let _ = writeln!(out, "Output: {}", escape_line(&text));
         if let Some(x) = &r.extraction {
             let _ = writeln!(
                 out,
@@ -241,7 +240,7 @@ fn print_result(mut out: &mut Vec<u8>, r: &RunResult) {
 
 fn print_problems(r: &RunResult, path: &Path) {
     for w in &r.warnings {
-        output::eprint_warning(w.code, &w.message);
+        output::eprint_warning(w.code, &escape_line(&w.message));
     }
     // An exchange's input is the work order's `/input`: its findings point there.
     let input_origin =
@@ -272,7 +271,7 @@ fn print_problems(r: &RunResult, path: &Path) {
             err,
             "{style}error[{}]{style:#}: {}",
             escape_line(code),
-            output::shown_text(&format!("{at}{message}"))
+            output::shown_line(&format!("{at}{message}"))
         );
     }
     if let Some(o) = &origin {
@@ -290,7 +289,7 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
         let _ = writeln!(out, "No final answer available");
         return;
     };
-    let _ = writeln!(out, "Answer: {}", escape(&a.answer_text));
+    let _ = writeln!(out, "Answer: {}", escape_line(&a.answer_text));
     if let Some(c) = a.confidence {
         let _ = writeln!(out, "Confidence: {c}");
     }
@@ -298,7 +297,7 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
         let _ = writeln!(out, "⚠ Time limit reached: the run used its whole TTL before converging");
     }
     if let Some(n) = a.notes.as_deref().filter(|n| !n.is_empty()) {
-        let _ = writeln!(out, "Note: {}", escape(n));
+        let _ = writeln!(out, "Note: {}", escape_line(n));
     }
     if !a.metadata.is_empty() {
         let summary: Vec<String> = a
@@ -397,7 +396,7 @@ mod tests {
         let text = shown(Some(&answer));
         assert_eq!(
             text,
-            "Answer: fine\n\\u{3a}:error file=x::forged\n\\u{1b}[2J\nNote: ##\\u{5b}add-mask]x\n\
+            "Answer: fine\\n::error file=x::forged\\n\\u{1b}[2J\nNote: ##\\u{5b}add-mask]x\n\
              Metadata: k\\n::warning::=v\n"
         );
     }
