@@ -729,10 +729,8 @@ fn secrets_behind_refs_and_combinators_are_masked_in_every_encoding() {
         &json!({"$defs": {"pin": {"type": "string", "x-secret": true}}}),
     );
     register(&p, "safe", &contract, &pack);
-    let mut forms = Vec::new();
-    let mut echo = String::new();
-    for secret in [token, password, pin, receipt] {
-        let encoded = [
+    let forms_of = |secret: &str| {
+        [
             secret.to_string(),
             hex(secret),
             hex(secret).to_uppercase(),
@@ -740,8 +738,12 @@ fn secrets_behind_refs_and_combinators_are_masked_in_every_encoding() {
             base64(secret.as_bytes()).trim_end_matches('=').to_string(),
             url_encoded(secret, false),
             url_encoded(secret, true),
-        ];
-        for form in encoded {
+        ]
+    };
+    let mut forms = Vec::new();
+    let mut echo = String::new();
+    for secret in [token, password, pin, receipt] {
+        for form in forms_of(secret) {
             echo.push_str(&format!(" [{form}]"));
             if !forms.contains(&form) {
                 forms.push(form);
@@ -771,6 +773,17 @@ fn secrets_behind_refs_and_combinators_are_masked_in_every_encoding() {
     assert_eq!(signed, format!("echo:{}", " [[redacted]]".repeat(28)), "{r:#}");
     assert_eq!(r["output"]["receipt"], "[redacted]", "{r:#}");
     assert!(ledger.contains("[redacted]"), "{ledger}");
+    // `extract` learns what the output schema marks before it prints.
+    let extract = p.pactum_stdin(
+        &["extract", "--contract", "PRC-SAFE-001", "--json"],
+        &[],
+        Some(&reply.to_string()),
+    );
+    extract.status(0);
+    for form in forms_of(receipt) {
+        assert!(!extract.stdout.contains(form.as_str()), "`{form}` leaked:\n{extract}");
+    }
+    assert_eq!(extract.json()["value"]["receipt"], "[redacted]", "{extract}");
 }
 
 #[test]
