@@ -333,7 +333,7 @@ impl<'s> Index<'s> {
 
     /// The subschema `reference` (from a subschema whose base is `base`) leads to.
     fn target(&self, base: usize, reference: &str) -> Option<&'s Value> {
-        let (doc, fragment) = resolve(&self.bases[base], reference)?;
+        let (doc, fragment) = resolve(self.bases.get(base)?, reference)?;
         let resource = *self.resources.get(&doc)?;
         if fragment.is_empty() {
             Some(resource)
