@@ -119,6 +119,7 @@ codes! {
     ExpectedOutputMissing = "expected_output_missing", Warning, "a file listed in the pack's expected_outputs was not produced";
     BudgetExceeded = "budget_exceeded", Error, "the work order's token budget cannot pay for the next call";
     DisclosureLimitExceeded = "disclosure_limit_exceeded", Error, "the model kept calling tools (open_sections, read_file, section tools) past max_disclosures";
+    SecretLimitExceeded = "secret_limit_exceeded", Error, "a run met more values marked x-secret than pactum masks, or finding them cost too much; no exchange starts after it";
     // Providers.
     ProviderError = "provider_error", Error, "the provider answered with an error status";
     ProviderTimeout = "provider_timeout", Error, "the provider did not answer in time";
@@ -429,6 +430,11 @@ pub enum Error {
     )]
     DisclosureLimitExceeded { max: u32, tool: String },
 
+    /// The redactor cannot learn every value marked `x-secret` (SPEC §18); it refuses every
+    /// later exchange of the process, so none of them is sent or recorded.
+    #[error("{message}")]
+    SecretLimit { message: String },
+
     #[error("pack {pack} has no section `{key}`; sections: {}", available.join(", "))]
     SectionNotFound { pack: String, key: String, available: Vec<String> },
 
@@ -567,6 +573,7 @@ impl Error {
             Error::OutputSchemaInvalid { .. } => Code::OutputSchemaInvalid,
             Error::BudgetExceeded { .. } => Code::BudgetExceeded,
             Error::DisclosureLimitExceeded { .. } => Code::DisclosureLimitExceeded,
+            Error::SecretLimit { .. } => Code::SecretLimitExceeded,
             Error::SectionNotFound { .. } => Code::SectionNotFound,
             Error::Provider { failure, .. } => match failure {
                 ProviderFailure::Status => Code::ProviderError,

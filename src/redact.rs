@@ -4,100 +4,60 @@
 //! What is masked:
 //! - **known secrets**: API keys (added by the binary from the environment) and values a
 //!   contract marks `"x-secret": true` in its `input_schema` or `output_schema` (added by
-//!   the executor as soon as an exchange sees them), each in every encoding pactum can
-//!   anticipate: as is, URL-encoded, and base64 (standard and URL-safe, at any of the
-//!   three byte alignments a secret can have inside a longer encoded text);
+//!   the executor as soon as an exchange sees them, wherever the schema applies the mark:
+//!   behind `$ref`s and anchors, inside `allOf`/`anyOf`/`oneOf`, conditionals, items and
+//!   pattern properties — see `marked`), each in every encoding pactum can anticipate:
+//!   as is, JSON-escaped, URL-encoded (percent and form encoding), hex, and base64
+//!   (standard and URL-safe, at any of the three byte alignments a secret can have inside
+//!   a longer encoded text) — see `encode`;
 //! - **URL credentials** anywhere in a text: `scheme://user:password@host` becomes
 //!   `scheme://[redacted]@host`, whether or not pactum knew the URL.
+//!
+//! **One pass:** every encoding of every secret is a needle of an Aho-Corasick automaton
+//! (leftmost-longest), so masking a text costs its length whatever the number of secrets.
+//! Automata are built when a text is masked after the secrets changed, never per text;
+//! needles learned since the last build get an automaton of their own, merged with the
+//! smaller existing ones until each is at least twice the size of the next, so learning
+//! secrets one exchange at a time costs O(n log n) in builds and a text meets at most
+//! log2(n) automata (one while secrets are few). The first time a text holds a needle, an
+//! automaton of the reversed needles is built too and run over the reversed text: when two
+//! needles overlap (the end of one secret is the start of another), both are masked whole.
+//!
+//! **Bounded:** one process masks at most [`MAX_MARKED`] distinct marked values, whose
+//! needles take at most [`MAX_MARKED_BYTES`]. Past either cap, or when finding the marked
+//! values of one instance would take more than [`MAX_WALK`] steps or [`MAX_FILES`] schema
+//! files, the redactor refuses: [`Redactor::add_marked`] returns `secret_limit_exceeded`
+//! then and for every later call in the process, and the executor starts no exchange
+//! after it, so a value the redactor could not learn is never sent or recorded. API keys
+//! from the environment (trusted, and bounded by the environment) are not counted.
 //!
 //! Values shorter than [`MIN_SECRET_LEN`] are not masked (masking `"a"` would garble every
 //! text and protect nothing). Masking is idempotent and never reveals a secret's length.
 
-use std::sync::RwLock;
+mod encode;
+mod marked;
 
+pub use marked::{MAX_FILES, MAX_WALK, SchemaFiles};
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
+
+use crate::error::{Error, Result};
 
 /// What a masked secret becomes.
 pub const MASK: &str = "[redacted]";
 /// Shorter values are not treated as secrets.
 pub const MIN_SECRET_LEN: usize = 6;
-
-/// The texts one secret may appear as.
-fn needles(secret: &str) -> Vec<String> {
-    let mut out = vec![secret.to_string()];
-    // URL-encoded as RFC 3986 does, and as encoders that escape every non-alphanumeric
-    // byte do, with upper- or lowercase hex.
-    for encoded in [percent_encode(secret, b"-_.~"), percent_encode(secret, b"")] {
-        for variant in [encoded.clone(), lower_hex(&encoded)] {
-            if variant != secret && !out.contains(&variant) {
-                out.push(variant);
-            }
-        }
-    }
-    let bytes = secret.as_bytes();
-    for offset in 0..3 {
-        let mut padded = vec![0u8; offset];
-        padded.extend_from_slice(bytes);
-        let full = base64(&padded);
-        // The characters that depend on the secret's bytes only.
-        let start = (8 * offset).div_ceil(6);
-        let end = (8 * (offset + bytes.len())) / 6;
-        if end > start && end - start >= MIN_SECRET_LEN {
-            let core = &full[start..end];
-            out.push(core.to_string());
-            let url_safe = core.replace('+', "-").replace('/', "_");
-            if url_safe != core {
-                out.push(url_safe);
-            }
-        }
-    }
-    out
-}
-
-/// `%XX` escapes in lowercase hex.
-fn lower_hex(encoded: &str) -> String {
-    let mut out = String::with_capacity(encoded.len());
-    let mut rest = encoded;
-    while let Some(i) = rest.find('%') {
-        out.push_str(&rest[..i]);
-        let escape = rest.get(i..i + 3).unwrap_or(&rest[i..]);
-        out.push_str(&escape.to_ascii_lowercase());
-        rest = &rest[i + escape.len()..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn percent_encode(s: &str, unreserved: &[u8]) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || unreserved.contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        let chars = chunk.len() + 1;
-        for i in 0..4 {
-            if i < chars {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
+/// The most distinct values marked `x-secret` one process (one `pactum` command) masks.
+pub const MAX_MARKED: usize = 10_000;
+/// The most bytes those values may take in all their encodings together (what the
+/// automata are built from): about 13 times its length for a value of letters and digits,
+/// up to some 50 times for one full of punctuation.
+pub const MAX_MARKED_BYTES: usize = 4 << 20;
 
 /// Replaces the user-info part of every `scheme://user[:password]@host` in `text`.
 pub fn mask_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
@@ -130,10 +90,94 @@ pub fn mask_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Masks secrets in text and JSON values. Shared (behind an `Arc`) by everything that
 /// writes for one process, so a secret learned anywhere is masked everywhere afterwards.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Redactor {
-    /// Every text to mask, longest first (so a secret is masked before any part of it).
-    needles: RwLock<Vec<String>>,
+    state: RwLock<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Every secret, as given.
+    secrets: HashSet<String>,
+    /// Every text to mask: each secret in each of its encodings.
+    needles: HashSet<String>,
+    /// Needles no automaton holds yet.
+    pending: Vec<String>,
+    /// The automata over every other needle, each at least twice as large as the next.
+    levels: Vec<Arc<Level>>,
+    /// `levels`, as the texts being masked share them.
+    matcher: Arc<Vec<Arc<Level>>>,
+    /// Marked values among the secrets, and the bytes of their needles (API keys are not
+    /// counted).
+    marked: usize,
+    marked_bytes: usize,
+    /// Why the redactor refuses every further marked value, once it does.
+    refused: Option<String>,
+    /// How many automata were built, and from how many needles in all (tests check it is
+    /// neither per text nor quadratic).
+    builds: usize,
+    built: usize,
+}
+
+impl State {
+    fn insert(&mut self, secret: &str, needles: Vec<String>) {
+        self.secrets.insert(secret.to_string());
+        for needle in needles {
+            if self.needles.insert(needle.clone()) {
+                self.pending.push(needle);
+            }
+        }
+    }
+
+    /// Adds one marked value, unless a cap is reached.
+    fn insert_marked(&mut self, secret: &str) -> std::result::Result<(), String> {
+        if secret.chars().count() < MIN_SECRET_LEN || self.secrets.contains(secret) {
+            return Ok(());
+        }
+        if self.marked >= MAX_MARKED {
+            return Err(refusal(
+                &format!(
+                    "more than {MAX_MARKED} distinct values are marked `x-secret` in this run, the most pactum masks in one run"
+                ),
+                "split the work orders over several runs, or mark fewer values secret",
+            ));
+        }
+        let needles = encode::needles(secret);
+        let bytes: usize = needles.iter().map(String::len).sum();
+        if self.marked_bytes.saturating_add(bytes) > MAX_MARKED_BYTES {
+            return Err(refusal(
+                &format!(
+                    "the values marked `x-secret` in this run take more than {MAX_MARKED_BYTES} bytes in all the encodings pactum looks for, the most it masks in one run"
+                ),
+                "split the work orders over several runs, or mark fewer or shorter values secret",
+            ));
+        }
+        self.marked += 1;
+        self.marked_bytes += bytes;
+        self.insert(secret, needles);
+        Ok(())
+    }
+
+    fn refuse(&mut self, message: String) -> Error {
+        let message = self.refused.get_or_insert(message).clone();
+        Error::SecretLimit { message }
+    }
+}
+
+/// The message of a refusal: what happened, what it means, the fix.
+fn refusal(what: &str, fix: &str) -> String {
+    format!("{what}; no exchange starts after this in this run, so none of them can leak: {fix}")
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secrets themselves.
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        f.debug_struct("Redactor")
+            .field("secrets", &state.secrets.len())
+            .field("refused", &state.refused.is_some())
+            .finish()
+    }
 }
 
 impl Redactor {
@@ -141,92 +185,127 @@ impl Redactor {
         Redactor::default()
     }
 
-    /// Masks `secret` (in every encoding) from now on.
+    /// Masks `secret` (in every encoding) from now on. For secrets pactum is given (API
+    /// keys): they do not count against [`MAX_MARKED`].
     pub fn add(&self, secret: &str) {
         if secret.chars().count() < MIN_SECRET_LEN {
             return;
         }
-        let mut all = self.needles.write().unwrap_or_else(|p| p.into_inner());
-        for needle in needles(secret) {
-            if !all.contains(&needle) {
-                all.push(needle);
-            }
-        }
-        all.sort_by_key(|n| std::cmp::Reverse(n.len()));
-    }
-
-    /// Adds every value of `instance` that `schema` marks `"x-secret": true` (through
-    /// `properties`, `items`, `additionalProperties` and `prefixItems`).
-    pub fn add_marked(&self, schema: Option<&Value>, instance: &Value) {
-        if let Some(schema) = schema {
-            self.walk_marked(schema, instance, 0);
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if !state.secrets.contains(secret) {
+            state.insert(secret, encode::needles(secret));
         }
     }
 
-    fn walk_marked(&self, schema: &Value, instance: &Value, depth: usize) {
-        let Some(map) = schema.as_object() else { return };
-        if depth > 64 {
-            return;
+    /// Adds every value of `instance` that `schema` marks `"x-secret": true`, following
+    /// references inside the schema document only (see [`Redactor::add_marked_in`]).
+    ///
+    /// ```
+    /// use pactum::redact::Redactor;
+    /// use serde_json::json;
+    ///
+    /// let r = Redactor::new();
+    /// let schema = json!({"properties": {"auth": {"$ref": "#/$defs/token"}},
+    ///                     "$defs": {"token": {"type": "string", "x-secret": true}}});
+    /// r.add_marked(Some(&schema), &json!({"auth": "tok-123456"})).unwrap();
+    /// assert_eq!(r.redact("sent tok-123456"), "sent [redacted]");
+    /// ```
+    pub fn add_marked(&self, schema: Option<&Value>, instance: &Value) -> Result<()> {
+        self.add_marked_in(schema, instance, None)
+    }
+
+    /// Adds every value of `instance` that `schema` marks `"x-secret": true`, wherever the
+    /// schema applies the mark (the way a validator applies it, erring on the side of
+    /// masking); `files` serves the schema files its `$ref`s name. Refused with `secret_limit_exceeded` past [`MAX_MARKED`] values,
+    /// [`MAX_MARKED_BYTES`] or [`MAX_WALK`] steps, and for every call after that: the
+    /// caller must then not send or record anything of `instance`.
+    pub fn add_marked_in(
+        &self,
+        schema: Option<&Value>,
+        instance: &Value,
+        files: Option<&SchemaFiles<'_>>,
+    ) -> Result<()> {
+        if let Some(message) = &self.state.read().unwrap_or_else(|p| p.into_inner()).refused {
+            return Err(Error::SecretLimit { message: message.clone() });
         }
-        if map.get("x-secret").and_then(Value::as_bool) == Some(true) {
-            self.add_value(instance);
+        let Some(schema) = schema else { return Ok(()) };
+        let found = marked::marked(schema, instance, files);
+        let mut texts: Vec<Cow<'_, str>> = found.names.iter().map(|n| Cow::Borrowed(*n)).collect();
+        let mut stack = found.values;
+        // A marked value: a string as it is, anything else as its JSON text and every
+        // string inside it.
+        while let Some(value) = stack.pop() {
+            match value {
+                Value::String(s) => texts.push(Cow::Borrowed(s)),
+                Value::Null | Value::Bool(_) => {}
+                Value::Number(n) => texts.push(Cow::Owned(n.to_string())),
+                Value::Array(items) => stack.extend(items),
+                Value::Object(map) => stack.extend(map.values()),
+            }
         }
-        match instance {
-            Value::Object(fields) => {
-                let properties = map.get("properties").and_then(Value::as_object);
-                for (name, value) in fields {
-                    match properties.and_then(|p| p.get(name)) {
-                        Some(sub) => self.walk_marked(sub, value, depth + 1),
-                        None => {
-                            if let Some(extra) = map.get("additionalProperties") {
-                                self.walk_marked(extra, value, depth + 1);
-                            }
-                        }
-                    }
-                }
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        for text in &texts {
+            if let Err(message) = state.insert_marked(text) {
+                return Err(state.refuse(message));
             }
-            Value::Array(items) => {
-                let prefix = map.get("prefixItems").and_then(Value::as_array);
-                for (i, value) in items.iter().enumerate() {
-                    if let Some(sub) = prefix.and_then(|p| p.get(i)).or_else(|| map.get("items")) {
-                        self.walk_marked(sub, value, depth + 1);
-                    }
-                }
-            }
-            _ => {}
+        }
+        match found.incomplete {
+            None => Ok(()),
+            Some(marked::Incomplete::Steps) => Err(state.refuse(refusal(
+                &format!("finding the values a schema marks `x-secret` in this input took more than {MAX_WALK} steps"),
+                "simplify the schema around its `x-secret` marks, or send a smaller input",
+            ))),
+            Some(marked::Incomplete::Files) => Err(state.refuse(refusal(
+                &format!("the schema's `$ref`s reach more than {MAX_FILES} files, too many to find every value it marks `x-secret`"),
+                "merge its definitions into fewer files",
+            ))),
         }
     }
 
-    /// Adds a marked value: a string as it is, anything else as its JSON text and every
-    /// string inside it.
-    fn add_value(&self, value: &Value) {
-        match value {
-            Value::String(s) => self.add(s),
-            Value::Null | Value::Bool(_) => {}
-            Value::Number(n) => self.add(&n.to_string()),
-            Value::Array(items) => items.iter().for_each(|v| self.add_value(v)),
-            Value::Object(map) => map.values().for_each(|v| self.add_value(v)),
+    /// The automata over every needle. Needles added since the last text get one of their
+    /// own, merged with the smallest existing ones until each automaton is at least twice
+    /// the size of the next: a needle is built again only when its automaton at least
+    /// doubles, so learning secrets one exchange at a time costs O(n log n) builds in all,
+    /// and a text is scanned by at most log2(n) automata (one, while secrets are few).
+    fn matcher(&self) -> Arc<Vec<Arc<Level>>> {
+        {
+            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            if state.pending.is_empty() {
+                return state.matcher.clone();
+            }
         }
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if !state.pending.is_empty() {
+            let mut needles = std::mem::take(&mut state.pending);
+            while let Some(last) = state.levels.last()
+                && last.needles.len() < 2 * needles.len()
+            {
+                needles.extend(last.needles.iter().cloned());
+                state.levels.pop();
+            }
+            state.builds += 1;
+            state.built += needles.len();
+            state.levels.push(Arc::new(Level::build(needles)));
+            state.matcher = Arc::new(state.levels.clone());
+        }
+        state.matcher.clone()
     }
 
     /// `text` with every known secret and URL credential masked.
-    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        let mut out = mask_url_credentials(text);
-        let needles = self.needles.read().unwrap_or_else(|p| p.into_inner());
-        for needle in needles.iter() {
-            if out.contains(needle.as_str()) {
-                out = std::borrow::Cow::Owned(out.replace(needle.as_str(), MASK));
-            }
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let text = mask_url_credentials(text);
+        match mask(&self.matcher(), &text) {
+            Some(masked) => Cow::Owned(masked),
+            None => text,
         }
-        out
     }
 
     /// A JSON value with every string (and object key) masked.
     pub fn redact_value(&self, value: Value) -> Value {
         match value {
             Value::String(s) => match self.redact(&s) {
-                std::borrow::Cow::Borrowed(_) => Value::String(s),
-                std::borrow::Cow::Owned(masked) => Value::String(masked),
+                Cow::Borrowed(_) => Value::String(s),
+                Cow::Owned(masked) => Value::String(masked),
             },
             Value::Array(items) => {
                 Value::Array(items.into_iter().map(|v| self.redact_value(v)).collect())
@@ -239,6 +318,90 @@ impl Redactor {
             other => other,
         }
     }
+}
+
+/// Finds a set of needles in a text in one pass.
+struct Level {
+    needles: Vec<String>,
+    /// The needles, leftmost-longest; `None` when the automaton could not be built (more
+    /// states than it can number): every text is then masked whole rather than any secret
+    /// shown.
+    forward: Option<AhoCorasick>,
+    /// The needles reversed, run over the reversed text: what `forward` skipped because it
+    /// began inside an earlier match. Built the first time a text holds a needle.
+    backward: OnceLock<Option<AhoCorasick>>,
+}
+
+fn automaton(patterns: impl Iterator<Item = Vec<u8>>) -> Option<AhoCorasick> {
+    AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(patterns).ok()
+}
+
+impl Level {
+    fn build(needles: Vec<String>) -> Level {
+        let forward = automaton(needles.iter().map(|n| n.as_bytes().to_vec()));
+        Level { needles, forward, backward: OnceLock::new() }
+    }
+
+    /// Adds the spans of `bytes` this level's needles cover to `spans`; `reversed` is
+    /// `bytes` reversed, made the first time a level needs it.
+    fn spans(&self, bytes: &[u8], reversed: &mut Option<Vec<u8>>, spans: &mut Vec<(usize, usize)>) {
+        let Some(forward) = &self.forward else { return spans.push((0, bytes.len())) };
+        let before = spans.len();
+        spans.extend(forward.find_iter(bytes).map(|m| (m.start(), m.end())));
+        if spans.len() == before {
+            return;
+        }
+        let backward = self.backward.get_or_init(|| {
+            automaton(self.needles.iter().map(|n| n.bytes().rev().collect::<Vec<u8>>()))
+        });
+        let Some(backward) = backward else { return spans.push((0, bytes.len())) };
+        let reversed = reversed.get_or_insert_with(|| bytes.iter().rev().copied().collect());
+        let n = bytes.len();
+        spans.extend(backward.find_iter(&reversed[..]).map(|m| (n - m.end(), n - m.start())));
+    }
+}
+
+/// `text` with every span some level's needles cover masked (one mask per run of
+/// overlapping or touching spans), or `None` when no needle is in it.
+fn mask(levels: &[Arc<Level>], text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut reversed = None;
+    for level in levels {
+        level.spans(bytes, &mut reversed, &mut spans);
+    }
+    if spans.is_empty() || text.is_empty() {
+        return None;
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    let mut spans = spans.into_iter().peekable();
+    while let Some((mut start, mut end)) = spans.next() {
+        while let Some(&(next_start, next_end)) = spans.peek() {
+            if next_start > end {
+                break;
+            }
+            end = end.max(next_end);
+            spans.next();
+        }
+        // Needles are whole UTF-8 texts, so spans fall on character boundaries; this only
+        // keeps slicing panic-free.
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        let start = start.max(at);
+        out.push_str(&text[at..start]);
+        if end > start {
+            out.push_str(MASK);
+        }
+        at = at.max(end);
+    }
+    out.push_str(&text[at..]);
+    Some(out)
 }
 
 /// `text` with one secret masked in every encoding (for a key that is not shared through
@@ -254,8 +417,21 @@ pub fn mask_secret(text: &str, secret: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::{Duration, Instant};
 
     const KEY: &str = "sk-test-0123456789abcdef";
+
+    fn hex(s: &str) -> String {
+        s.bytes().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// `text` masked by a redactor that knows `secrets`.
+    fn check(secrets: &[&str], text: &str, expect: &str) {
+        let r = Redactor::new();
+        secrets.iter().for_each(|s| r.add(s));
+        assert_eq!(r.redact(text), expect, "secrets {secrets:?}");
+        assert_eq!(r.redact(expect), expect, "idempotent");
+    }
 
     #[test]
     fn keys_are_masked_plain_url_encoded_and_base64_at_every_alignment() {
@@ -264,19 +440,47 @@ mod tests {
         assert_eq!(r.redact(&format!("key {KEY}!")), "key [redacted]!");
         let header = format!("Authorization: Bearer {KEY}");
         for prefix in ["", "x", "xy", "xyz"] {
-            let encoded = base64(format!("{prefix}{header}").as_bytes());
-            let masked = r.redact(&encoded);
-            assert!(masked.contains(MASK), "{prefix:?}: {encoded}");
-            let url_safe = encoded.replace('+', "-").replace('/', "_");
-            assert!(r.redact(&url_safe).contains(MASK));
+            let encoded = encode::base64(format!("{prefix}{header}").as_bytes());
+            for text in [
+                encoded.clone(),
+                encoded.trim_end_matches('=').to_string(),
+                encoded.replace('+', "-").replace('/', "_"),
+            ] {
+                let masked = r.redact(&text);
+                assert!(masked.contains(MASK), "{prefix:?}: {text}");
+                assert!(!masked.contains(&encode::base64(KEY.as_bytes())[4..20]), "{masked}");
+            }
         }
-        let r = Redactor::new();
-        r.add("p@ss w/rd:secret");
-        assert_eq!(r.redact("q=p%40ss%20w%2Frd%3Asecret&x=1"), "q=[redacted]&x=1");
-        let r = Redactor::new();
-        r.add(KEY);
-        assert_eq!(r.redact("k=sk%2Dtest%2D0123456789abcdef"), "k=[redacted]");
-        assert_eq!(r.redact("k=sk%2dtest%2d0123456789abcdef"), "k=[redacted]");
+        check(&["p@ss w/rd:secret"], "q=p%40ss%20w%2Frd%3Asecret&x=1", "q=[redacted]&x=1");
+        check(&[KEY], "k=sk%2Dtest%2D0123456789abcdef", "k=[redacted]");
+        check(&[KEY], "k=sk%2dtest%2d0123456789abcdef", "k=[redacted]");
+    }
+
+    #[test]
+    fn keys_are_masked_hex_encoded_form_encoded_and_json_escaped() {
+        check(&[KEY], &format!("id={}.", hex(KEY)), "id=[redacted].");
+        check(&[KEY], &format!("ID={}.", hex(KEY).to_uppercase()), "ID=[redacted].");
+        // A query string as an HTML form (or Python's quote_plus) writes it.
+        check(&["p@ss w/rd secret"], "q=p%40ss+w%2Frd+secret&x=1", "q=[redacted]&x=1");
+        check(&["p@ss w/rd secret"], "q=p%40ss+w%2frd+secret&x=1", "q=[redacted]&x=1");
+        // A reply that quotes the secret inside a JSON text.
+        check(&["pa\"ss\\wörd"], r#"{"x": "pa\"ss\\wörd"}"#, r#"{"x": "[redacted]"}"#);
+        check(&["pa\"ss\\wörd"], r#"{"x": "pa\"ss\\w\u00f6rd"}"#, r#"{"x": "[redacted]"}"#);
+    }
+
+    #[test]
+    fn overlapping_secrets_are_masked_whole() {
+        // One secret starts the other, ends it, sits inside it, or overlaps its end.
+        check(&["abcdef", "abcdefgh"], "x abcdefgh y", "x [redacted] y");
+        check(&["abcdefgh", "cdefgh"], "x abcdefgh y", "x [redacted] y");
+        check(&["zzabcdefzz", "abcdef"], "-zzabcdefzz-abcdef-", "-[redacted]-[redacted]-");
+        check(&["tokA-123456", "123456-suffix"], "<tokA-123456-suffix>", "<[redacted]>");
+        check(&["123456-suffix", "tokA-123456"], "<tokA-123456-suffix>", "<[redacted]>");
+        // Adjacent occurrences become one mask: lengths are never shown.
+        check(&["abcdef"], "abcdefabcdef", "[redacted]");
+        // A secret that is part of the mask does not garble it.
+        check(&["redacted"], "[redacted] redacted", "[redacted] redacted");
+        check(&["ümlaut-ö"], "é ümlaut-ö é", "é [redacted] é");
     }
 
     #[test]
@@ -300,16 +504,19 @@ mod tests {
             "token": {"type": "string", "x-secret": true},
             "nested": {"type": "object", "properties": {"pin": {"x-secret": true}}},
             "list": {"type": "array", "items": {"type": "string", "x-secret": true}},
-            "text": {"type": "string"}}});
+            "refd": {"$ref": "#/$defs/secret"},
+            "text": {"type": "string"}},
+            "$defs": {"secret": {"allOf": [{"x-secret": true}]}}});
         let input = json!({"token": "tok-abcdef123", "nested": {"pin": 98765432},
-                           "list": ["first-secret"], "text": "short"});
-        r.add_marked(Some(&schema), &input);
+                           "list": ["first-secret"], "refd": "behind-a-ref", "text": "short"});
+        r.add_marked(Some(&schema), &input).unwrap();
         let out = r.redact_value(json!({"echo": "tok-abcdef123 and 98765432 and first-secret",
-                                        "tok-abcdef123": 1, "text": "short"}));
+                                        "tok-abcdef123": 1, "text": "short",
+                                        "hex": hex("behind-a-ref")}));
         assert_eq!(
             out,
             json!({"echo": "[redacted] and [redacted] and [redacted]",
-                               "[redacted]": 1, "text": "short"})
+                               "[redacted]": 1, "text": "short", "hex": "[redacted]"})
         );
     }
 
@@ -319,5 +526,134 @@ mod tests {
         r.add("abc");
         assert_eq!(r.redact("abc"), "abc");
         assert_eq!(mask_secret(&format!("x{KEY}x"), KEY), "x[redacted]x");
+    }
+
+    #[test]
+    fn the_automaton_is_built_once_per_change_not_per_text() {
+        let r = Redactor::new();
+        let builds = || r.state.read().unwrap().builds;
+        assert_eq!(r.redact(KEY), KEY);
+        assert_eq!(builds(), 0, "no secrets, no automaton");
+        r.add(KEY);
+        for _ in 0..100 {
+            assert_eq!(r.redact(KEY), MASK);
+        }
+        assert_eq!(builds(), 1);
+        r.add(KEY);
+        r.add_marked(Some(&json!({"x-secret": true})), &json!(KEY)).unwrap();
+        assert_eq!(r.redact(KEY), MASK);
+        assert_eq!(builds(), 1, "nothing new, nothing rebuilt");
+        r.add("another-secret");
+        assert_eq!(r.redact("another-secret"), MASK);
+        assert_eq!(builds(), 2);
+    }
+
+    #[test]
+    fn learning_secrets_one_exchange_at_a_time_is_not_quadratic() {
+        // Each exchange teaches two secrets, then its record is masked: the automata are
+        // not rebuilt whole each time. Counted in needles built, which does not depend on
+        // the machine's load.
+        let built = |n: usize| {
+            let r = Redactor::new();
+            for i in 0..n {
+                r.add(&format!("secret-{i:08}-a"));
+                r.add(&format!("secret-{i:08}-b"));
+                assert_eq!(r.redact(&format!("x secret-{i:08}-b")), "x [redacted]");
+            }
+            let state = r.state.read().unwrap();
+            assert!(state.levels.len() <= 1 + state.needles.len().ilog2() as usize);
+            state.built
+        };
+        let (small, large) = (built(100), built(400));
+        let ratio = large as f64 / small as f64;
+        assert!(
+            ratio < 6.0,
+            "100 exchanges built {small} needles, 400 built {large} ({ratio:.1}x)"
+        );
+    }
+
+    #[test]
+    fn past_the_cap_every_later_exchange_is_refused_and_nothing_known_is_lost() {
+        let r = Redactor::new();
+        let schema = json!({"items": {"x-secret": true}});
+        let values: Vec<String> = (0..=MAX_MARKED).map(|i| format!("value-{i:06}")).collect();
+        let e = r.add_marked(Some(&schema), &json!(values)).unwrap_err();
+        assert_eq!(e.code(), crate::Code::SecretLimitExceeded);
+        assert!(e.to_string().contains("more than 10000 distinct values"), "{e}");
+        assert!(!e.to_string().contains("value-0"), "the message names no value: {e}");
+        // Refused from now on, whatever the schema: no later exchange may start.
+        for schema in [None, Some(&json!({}))] {
+            let again = r.add_marked(schema, &json!("nothing-marked")).unwrap_err();
+            assert_eq!(again.code(), crate::Code::SecretLimitExceeded);
+        }
+        // What it learned before the cap is still masked, and keys are still added.
+        assert_eq!(r.redact("value-000000 value-009999"), "[redacted] [redacted]");
+        r.add(KEY);
+        assert_eq!(r.redact(KEY), MASK);
+        // The bytes cap holds the same way.
+        let r = Redactor::new();
+        let big = "x".repeat(MAX_MARKED_BYTES / 4);
+        let e = r.add_marked(Some(&json!({"x-secret": true})), &json!(big)).unwrap_err();
+        assert_eq!(e.code(), crate::Code::SecretLimitExceeded);
+        assert!(r.add_marked(None, &json!(null)).is_err());
+    }
+
+    #[test]
+    fn the_debug_form_shows_no_secret() {
+        let r = Redactor::new();
+        r.add(KEY);
+        assert!(!format!("{r:?}").contains(KEY));
+    }
+
+    /// The median time of three runs of `f(n)`.
+    fn median(f: &impl Fn(usize), n: usize) -> Duration {
+        let mut times: Vec<Duration> = (0..3)
+            .map(|_| {
+                let started = Instant::now();
+                f(n);
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[1]
+    }
+
+    /// `f(4n)` costs about four times `f(n)`, never sixteen.
+    fn assert_linear(what: &str, n: usize, f: impl Fn(usize)) {
+        let (small, large) = (median(&f, n), median(&f, 4 * n));
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(ratio < 8.0, "{what}: {n} took {small:?}, {} took {large:?} ({ratio:.1}x)", 4 * n);
+    }
+
+    #[test]
+    fn masking_is_linear_in_the_number_of_secrets() {
+        // Every secret learned, then a text that holds each of them once, masked.
+        assert_linear("secrets", 500, |n| {
+            let r = Redactor::new();
+            let secrets: Vec<String> = (0..n).map(|i| format!("secret-{i:08}-value")).collect();
+            let schema = json!({"items": {"x-secret": true}});
+            r.add_marked(Some(&schema), &json!(secrets)).unwrap();
+            let text = secrets.join(" and ");
+            let masked = r.redact(&text);
+            assert_eq!(masked.matches(MASK).count(), n);
+        });
+    }
+
+    #[test]
+    fn masking_is_linear_in_the_length_of_the_text() {
+        let r = Redactor::new();
+        for i in 0..1_000 {
+            r.add(&format!("secret-{i:08}-value"));
+        }
+        let _ = r.redact("");
+        assert_linear("text", 200_000, |n| {
+            let mut text = String::with_capacity(n + 64);
+            let mut i = 0;
+            while text.len() < n {
+                text.push_str(&format!("plain words here secret-{:08}-value ", i % 1_000));
+                i += 1;
+            }
+            assert!(r.redact(&text).contains(MASK));
+        });
     }
 }

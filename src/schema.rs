@@ -412,8 +412,7 @@ pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator
         return Err(vec![finding]);
     }
     let root = crate::confine::real_or_given(root);
-    let base_dir = crate::confine::real_or_given(base_dir);
-    let base_uri = format!("file://{}/", encode_path(&base_dir));
+    let base_uri = base_uri(base_dir);
     let mut options = jsonschema::options();
     if schema.get("$schema").is_none() {
         options = options.with_draft(jsonschema::Draft::Draft202012);
@@ -430,6 +429,14 @@ pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator
                 format!("schema does not compile: {}", shorten(&e.to_string())),
             )]
         })
+}
+
+/// The URI a schema in `base_dir` resolves its relative `$ref`s against (`file://`, the
+/// folder's real path): what [`compile`] uses, and the secret masker's walk
+/// (`redact::SchemaFiles`) with it.
+pub fn base_uri(base_dir: &Path) -> String {
+    let base_dir = crate::confine::real_or_given(base_dir);
+    format!("file://{}/", encode_path(&base_dir))
 }
 
 fn encode_path(path: &Path) -> String {

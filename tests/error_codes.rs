@@ -1258,6 +1258,28 @@ fn reproduces_budget_exceeded() {
     doc_example(dir.path(), Code::BudgetExceeded, 1);
 }
 
+#[test]
+fn reproduces_secret_limit_exceeded() {
+    let mut marking = contract();
+    marking["input_schema"]["properties"]["tokens"] =
+        json!({"type": "array", "items": {"$ref": "#/$defs/token"}});
+    marking["input_schema"]["$defs"] = json!({"token": {"type": "string", "x-secret": true}});
+    let dir = project_with(marking, pack());
+    let tokens: Vec<String> =
+        (0..=pactum::redact::MAX_MARKED).map(|i| format!("token-{i:06}")).collect();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello", "tokens": tokens}});
+
+    let (out, status) = run_json(dir.path(), wo, json!([{"text": "{\"label\": \"greeting\"}"}]));
+
+    assert_eq!(error_codes(&out), ["secret_limit_exceeded"], "{out:#}");
+    assert_eq!(status, 1);
+    let ledger = fs::read_to_string(dir.path().join(".pactum/ledger.jsonl")).unwrap();
+    assert!(ledger.contains("\"verdict\":\"secret_limit_exceeded\""), "{ledger}");
+    assert!(!ledger.contains("token-0") && !out.to_string().contains("token-0"), "{ledger}");
+    doc_example(dir.path(), Code::SecretLimitExceeded, 1);
+}
+
 // --- Providers ----------------------------------------------------------------------------
 
 #[test]

@@ -769,6 +769,107 @@ fn values_a_contract_marks_secret_are_masked_everywhere() {
     assert!(render.stdout.contains("Use [redacted] to sign hello."), "{render}");
 }
 
+/// `s` as a URL query encodes it: `%XX` for every byte but letters, digits and `-_.~`,
+/// a space as `+` when `form`.
+fn url_encoded(s: &str, form: bool) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b' ' if form => "+".to_string(),
+            b if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) => (b as char).to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn secrets_behind_refs_and_combinators_are_masked_in_every_encoding() {
+    let p = Project::new();
+    let (token, password, pin, receipt) =
+        ("tok-PERSONAL-987654321", "p@ss w0rd/Secret!", "pin-4242-4242", "rcpt-SECRET-55555");
+    let pack = json!({"prompt_pack_id": "PRM-SAFE-001", "version": "1.0.0",
+                      "template": "Use {{ auth }}, {{ login.password }} and {{ pin }} to sign {{ text }}."});
+    // Marked behind a local `$ref`, inside an `allOf`, behind a `$ref` to a schema file
+    // beside the contract; in the output, behind an anchor inside an `anyOf`.
+    let contract = json!({
+        "contract_id": "PRC-SAFE-001", "version": "1.0.0", "prompt_pack_id": "PRM-SAFE-001",
+        "prompt_pack_version": "1.0.0", "boundary": {"max_tokens": 16, "temperature": 0},
+        "input_schema": {"type": "object", "required": ["auth", "login", "pin", "text"], "properties": {
+            "auth": {"$ref": "#/$defs/token"},
+            "login": {"allOf": [{"type": "object"},
+                                {"properties": {"password": {"type": "string", "x-secret": true}}}]},
+            "pin": {"$ref": "shared.json#/$defs/pin"},
+            "text": {"type": "string"}},
+            "$defs": {"token": {"type": "string", "x-secret": true}}},
+        "output_schema": {"type": "object", "required": ["signed"], "properties": {
+            "signed": {"type": "string"},
+            "receipt": {"anyOf": [{"$ref": "#receipt"}, {"type": "null"}]}},
+            "$defs": {"r": {"$anchor": "receipt", "type": "string", "x-secret": true}}}});
+    p.write_json(
+        "contracts/safe/shared.json",
+        &json!({"$defs": {"pin": {"type": "string", "x-secret": true}}}),
+    );
+    register(&p, "safe", &contract, &pack);
+    let forms_of = |secret: &str| {
+        [
+            secret.to_string(),
+            hex(secret),
+            hex(secret).to_uppercase(),
+            base64(secret.as_bytes()),
+            base64(secret.as_bytes()).trim_end_matches('=').to_string(),
+            url_encoded(secret, false),
+            url_encoded(secret, true),
+        ]
+    };
+    let mut forms = Vec::new();
+    let mut echo = String::new();
+    for secret in [token, password, pin, receipt] {
+        for form in forms_of(secret) {
+            echo.push_str(&format!(" [{form}]"));
+            if !forms.contains(&form) {
+                forms.push(form);
+            }
+        }
+    }
+    let reply = json!({"signed": format!("echo:{echo}"), "receipt": receipt});
+    p.fixtures("safe.fx.json", json!([{"contract_id": "PRC-SAFE-001", "text": reply.to_string()}]));
+    let wo = p.write_json(
+        "wo/safe.json",
+        &json!({"work_order_id": "WO-SAFE", "kind": "exchange", "contract": "PRC-SAFE-001",
+        "input": {"auth": token, "login": {"password": password}, "pin": pin, "text": "hello"},
+        "provider": {"fixtures": "safe.fx.json"}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(0);
+    let human = p.run(&[wo.as_path()], &[], &[]);
+    human.status(0);
+    let ledger = std::fs::read_to_string(p.ledger()).unwrap();
+    for text in [out.stdout.as_str(), out.stderr.as_str(), human.stdout.as_str(), ledger.as_str()] {
+        for form in &forms {
+            assert!(!text.contains(form.as_str()), "`{form}` leaked:\n{text}");
+        }
+    }
+    // Every echo is masked (the separators survive), and so is the marked output field.
+    let signed = r["output"]["signed"].as_str().unwrap();
+    assert_eq!(signed, format!("echo:{}", " [[redacted]]".repeat(28)), "{r:#}");
+    assert_eq!(r["output"]["receipt"], "[redacted]", "{r:#}");
+    assert!(ledger.contains("[redacted]"), "{ledger}");
+    // `extract` learns what the output schema marks before it prints.
+    let extract = p.pactum_stdin(
+        &["extract", "--contract", "PRC-SAFE-001", "--json"],
+        &[],
+        Some(&reply.to_string()),
+    );
+    extract.status(0);
+    for form in forms_of(receipt) {
+        assert!(!extract.stdout.contains(form.as_str()), "`{form}` leaked:\n{extract}");
+    }
+    assert_eq!(extract.json()["value"]["receipt"], "[redacted]", "{extract}");
+}
+
 #[test]
 fn keys_go_only_over_https_or_to_this_machine() {
     let p = Project::new();

@@ -23,6 +23,7 @@ use crate::gateway::{
 use crate::id::Pin;
 use crate::ledger::{Kind, Ledger};
 use crate::project::{Project, Resolved, Validators};
+use crate::redact::SchemaFiles;
 use crate::render::CompiledPack;
 use crate::resolve::{ResolveOptions, Warning};
 use crate::work_order::WorkOrder;
@@ -35,6 +36,13 @@ use super::budget::Budget;
 pub struct Target {
     pub contract: Arc<crate::contract::Contract>,
     pub validators: Arc<Validators>,
+}
+
+/// Which of a contract's schemas.
+#[derive(Clone, Copy)]
+enum Schema {
+    Input,
+    Output,
 }
 
 /// A call that reached the provider.
@@ -153,6 +161,25 @@ impl<'a> Caller<'a> {
         })
     }
 
+    /// Teaches the ledger's masker every value `contract`'s input or output schema marks
+    /// `x-secret` in `instance` ([`crate::redact`]), following `$ref`s into the schema files
+    /// beside the contract.
+    fn mark_secrets(
+        &self,
+        contract: &crate::contract::Contract,
+        which: Schema,
+        instance: &Value,
+    ) -> Result<()> {
+        let Some(ledger) = self.ledger else { return Ok(()) };
+        let schema = match which {
+            Schema::Input => contract.input_schema.as_ref(),
+            Schema::Output => contract.output_schema.as_ref(),
+        };
+        let retriever = crate::schema::RootRetriever::new(&self.project.root);
+        let files = SchemaFiles::new(crate::schema::base_uri(contract.dir()), &retriever);
+        ledger.redactor().add_marked_in(schema, instance, Some(&files))
+    }
+
     fn compiled(&self, resolved: &Resolved) -> Result<Arc<CompiledPack>> {
         let key = resolved.pack.sha256.clone();
         if let Some(p) = self.packs.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -176,11 +203,6 @@ impl<'a> Caller<'a> {
         role: Option<&str>,
     ) -> Result<Exchanged> {
         let resolved = self.resolve(pin)?;
-        // Values the contract marks `x-secret` are masked in every record and message
-        // from here on (SPEC §18).
-        if let Some(ledger) = self.ledger {
-            ledger.redactor().add_marked(resolved.contract.input_schema.as_ref(), input);
-        }
         let provider =
             self.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
         let provider = provider.as_ref();
@@ -202,6 +224,12 @@ impl<'a> Caller<'a> {
                 &warnings,
             )
         };
+        // Values the contract marks `x-secret` are masked in every record and message
+        // from here on (SPEC §18); when they cannot all be, nothing of the input goes on.
+        if let Err(e) = self.mark_secrets(&resolved.contract, Schema::Input, input) {
+            record(None, None, Err(&e), &[])?;
+            return Err(e);
+        }
         let own = self.target(&resolved)?;
         let prepared = (|| {
             exchange::check_input(&resolved.contract, &own.validators, input)?;
@@ -369,10 +397,18 @@ impl<'a> Caller<'a> {
                 response.finish_reason.as_ref(),
             ),
         };
-        if let (Some(ledger), Ok(out)) = (self.ledger, &output)
-            && let Some(value) = out.value()
+        // The output's marked values, valid or not; when they cannot all be masked, the
+        // reply is neither recorded nor returned.
+        let value = match &output {
+            Ok(out) => out.value(),
+            Err(Error::OutputSchemaInvalid { value, .. }) => Some(value),
+            Err(_) => None,
+        };
+        if let Some(value) = value
+            && let Err(e) = self.mark_secrets(&target.contract, Schema::Output, value)
         {
-            ledger.redactor().add_marked(target.contract.output_schema.as_ref(), value);
+            record(Some(&hash), None, Err(&e), &[])?;
+            return Err(e);
         }
         record(Some(&hash), Some(&response), output.as_ref(), &[])?;
         if let Some(warning) = output

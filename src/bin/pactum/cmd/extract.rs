@@ -11,6 +11,7 @@ use pactum::error::{Error, Result};
 use pactum::extract::{ExtractOptions, Extracted, Guide, extract_envelope_guided, extract_guided};
 use pactum::id::Pin;
 use pactum::project::Validators;
+use pactum::redact::SchemaFiles;
 use pactum::resolve::ResolveOptions;
 use serde_json::{Value, json};
 
@@ -72,7 +73,9 @@ pub fn exec(args: Args) -> u8 {
     if let Err(e) = std::io::stdin().read_to_string(&mut raw) {
         return output::fail(&Error::io("<stdin>", e), json);
     }
-    let setup = (|| -> Result<(ExtractOptions, Against, String, Option<Value>)> {
+    // The schema's folder and the root its `$ref`s stay in, for finding `x-secret` values.
+    type Setup = (ExtractOptions, Against, String, Option<Value>, Option<(PathBuf, PathBuf)>);
+    let setup = (|| -> Result<Setup> {
         let mut options =
             ExtractOptions { want_array: false, repair: args.repair, coerce: args.coerce };
         if let Some(pin) = &args.contract {
@@ -84,7 +87,14 @@ pub fn exec(args: Args) -> u8 {
             options.coerce |= args.coerce;
             let validators = project.validators(&resolved.contract)?;
             let schema = resolved.contract.output_schema.clone();
-            return Ok((options, Against::Contract(validators), resolved.contract.key(), schema));
+            let dirs = Some((resolved.contract.dir().to_path_buf(), project.root.clone()));
+            return Ok((
+                options,
+                Against::Contract(validators),
+                resolved.contract.key(),
+                schema,
+                dirs,
+            ));
         }
         if let Some(path) = &args.schema {
             let doc = pactum::document::load(path, None)?;
@@ -96,11 +106,12 @@ pub fn exec(args: Args) -> u8 {
             let validator = pactum::schema::compile(&doc.value, dir, dir)
                 .map_err(|findings| Error::SchemaFileInvalid { path: path.clone(), findings })?;
             let against = path.display().to_string();
-            return Ok((options, Against::Schema(validator), against, Some(doc.value)));
+            let dirs = Some((dir.to_path_buf(), dir.to_path_buf()));
+            return Ok((options, Against::Schema(validator), against, Some(doc.value), dirs));
         }
-        Ok((options, Against::Nothing, String::new(), None))
+        Ok((options, Against::Nothing, String::new(), None, None))
     })();
-    let (options, against_validator, against, against_schema) = match setup {
+    let (options, against_validator, against, against_schema, dirs) = match setup {
         Ok(x) => x,
         Err(e) => return output::fail(&e, json),
     };
@@ -136,6 +147,16 @@ pub fn exec(args: Args) -> u8 {
             return FAILED;
         }
     };
+    // Values the schema marks `x-secret` are masked in what is printed (SPEC §18).
+    if let (Some(schema), Some((dir, root))) = (&schema_doc, &dirs) {
+        let retriever = pactum::schema::RootRetriever::new(root);
+        let files = SchemaFiles::new(pactum::schema::base_uri(dir), &retriever);
+        if let Err(e) =
+            output::redactor().add_marked_in(Some(schema), &extracted.value, Some(&files))
+        {
+            return output::fail(&e, json);
+        }
+    }
     if let Some(validator) = against_validator.validator() {
         let findings = pactum::schema::findings(validator, &extracted.value);
         if !findings.is_empty() {

@@ -109,7 +109,16 @@ pub fn exec(args: Args) -> u8 {
         let project = args.common.project()?;
         let resolved = project.resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })?;
         // Values the contract marks `x-secret` are masked in what is printed (SPEC §18).
-        output::redactor().add_marked(resolved.contract.input_schema.as_ref(), &input);
+        let retriever = pactum::schema::RootRetriever::new(&project.root);
+        let files = pactum::redact::SchemaFiles::new(
+            pactum::schema::base_uri(resolved.contract.dir()),
+            &retriever,
+        );
+        output::redactor().add_marked_in(
+            resolved.contract.input_schema.as_ref(),
+            &input,
+            Some(&files),
+        )?;
         let validators = project.validators(&resolved.contract)?;
         pactum::exchange::check_input(&resolved.contract, &validators, &input)?;
         let mut variables = input;
