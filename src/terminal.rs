@@ -29,6 +29,7 @@
 //! assert_eq!(escape("ok\n  ::error::forged"), "ok\n  \\u{3a}:error::forged");
 //! assert_eq!(escape("x ##[error]y"), "x ##\\u{5b}error]y");
 //! assert_eq!(escape_line("two\nlines"), "two\\nlines");
+//! assert_eq!(pactum::terminal::escape_block("a\nWO-X ok", "  "), "a\n  WO-X ok");
 //! ```
 
 use std::borrow::Cow;
@@ -37,6 +38,22 @@ use std::borrow::Cow;
 /// tabs are kept (a CRLF becomes a line feed). Text that needs no change is borrowed.
 pub fn escape(text: &str) -> Cow<'_, str> {
     escape_with(text, false)
+}
+
+/// Like [`escape`], for a block of text printed under a label (a model's answer): every
+/// line after the first is indented by `indent`, so no line of it can pass for a line of
+/// pactum's own output, whatever it says.
+pub fn escape_block(text: &str, indent: &str) -> String {
+    let escaped = escape(text);
+    let mut out = String::with_capacity(escaped.len() + 16);
+    for (i, line) in escaped.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+            out.push_str(indent);
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// Like [`escape`], for text that must stay on one line: a line feed is shown as `\n`.

@@ -10,7 +10,7 @@ use pactum::gateway::select::{Choice, ProviderSet};
 use pactum::ledger::{Ledger, Location};
 use pactum::project::Project;
 use pactum::synthesis::FinalAnswer;
-use pactum::terminal::escape_line;
+use pactum::terminal::{escape_block, escape_line};
 use pactum::work_order::WorkOrder;
 use serde_json::{Value, json};
 
@@ -217,7 +217,7 @@ fn print_result(mut out: &mut Vec<u8>, r: &RunResult) {
             Value::String(s) => s.clone(),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
-        let _ = writeln!(out, "Output: {}", escape_line(&text));
+        let _ = writeln!(out, "Output: {}", escape_block(&text, "  "));
         if let Some(x) = &r.extraction {
             let _ = writeln!(
                 out,
@@ -289,7 +289,7 @@ pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
         let _ = writeln!(out, "No final answer available");
         return;
     };
-    let _ = writeln!(out, "Answer: {}", escape_line(&a.answer_text));
+    let _ = writeln!(out, "Answer: {}", escape_block(&a.answer_text, "  "));
     if let Some(c) = a.confidence {
         let _ = writeln!(out, "Confidence: {c}");
     }
