@@ -227,6 +227,16 @@ fn list_findings(findings: &[Finding]) -> String {
     s
 }
 
+/// How to give a template variable its value: an input, except for the context pactum
+/// assembles itself (it never comes from the input, whose schema would refuse it).
+fn missing_fix(name: &str) -> &'static str {
+    if name == "assembled_context" || name.starts_with("assembled_context.") {
+        "it is the context the contract's required_context assembles: render a work order (`pactum render --work-order WO`) so pactum assembles it, or give it in the work order's assembled_context"
+    } else {
+        "pass it in the input"
+    }
+}
+
 fn did_you_mean(suggestions: &[String]) -> String {
     match suggestions {
         [] => String::new(),
@@ -252,7 +262,7 @@ fn corrupt_line(path: &Path, line: usize, reason: &str, torn: bool) -> String {
         )
     } else {
         format!(
-            "this line is not a ledger record in the one form pactum writes ({reason}); the ledger does not verify, and nothing is appended after such a last line: restore the file from a backup, or keep it as evidence and write to a new one (--ledger)"
+            "this line is not a ledger record in the one form pactum writes ({reason}); the ledger does not verify, and nothing is appended after such a last line: restore the file from a backup, or keep it as evidence and write to a new one (`pactum run WO --ledger NEW.jsonl`)"
         )
     }
 }
@@ -335,8 +345,10 @@ pub enum Error {
     #[error("{} {id} has no usable version matching `{requirement}`; available versions: {}", kind.noun(), versions_list(available))]
     VersionNotFound { kind: DocKind, id: String, requirement: String, available: Vec<String> },
 
-    #[error("{} {id}@{version} is a draft; promote it (`pactum registry promote {id}@{version}`) or allow drafts (--allow-draft)", kind.noun())]
-    NotActive { kind: DocKind, id: String, version: String },
+    /// `drafts_flag`: the command printing it has `--allow-draft` (see
+    /// [`Error::with_allow_draft_hint`]); hints name only flags that exist where printed.
+    #[error("{} {id}@{version} is a draft; promote it (`pactum registry promote {id}@{version}`){}", kind.noun(), if *drafts_flag { " or allow drafts (--allow-draft)" } else { "" })]
+    NotActive { kind: DocKind, id: String, version: String, drafts_flag: bool },
 
     #[error(
         "{path}: SHA-256 is {actual} but registry.json says {expected} for {id}@{version}; a promoted version's file never changes: restore it, and put the change in a new version"
@@ -391,7 +403,7 @@ pub enum Error {
         changes: Vec<String>,
     },
 
-    #[error("template `{template}` uses `{name}`, which has no value{}; pass it in the input", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    #[error("template `{template}` uses `{name}`, which has no value{}; {}", line.map(|l| format!(" (line {l})")).unwrap_or_default(), missing_fix(name))]
     TemplateVariableMissing { template: String, name: String, line: Option<usize> },
 
     #[error("template `{template}` failed: {message}")]
@@ -466,7 +478,7 @@ pub enum Error {
     TtlExpired { cycles: u32 },
 
     #[error(
-        "{path}:{line}: {reason}; a ledger is append-only: restore the file from a backup, or keep it as evidence and write to a new one (--ledger)"
+        "{path}:{line}: {reason}; a ledger is append-only: restore the file from a backup, or keep it as evidence and write to a new one (`pactum run WO --ledger NEW.jsonl`)"
     )]
     LedgerBroken { path: PathBuf, line: usize, reason: String },
 
@@ -505,6 +517,16 @@ impl Error {
         if let Error::Provider { attempts, elapsed, .. } = &mut self {
             *attempts = sent;
             *elapsed = spent;
+        }
+        self
+    }
+
+    /// For a command that has `--allow-draft`: a draft that does not resolve says the flag
+    /// would let it. Other errors are returned as they are.
+    #[must_use]
+    pub fn with_allow_draft_hint(mut self) -> Error {
+        if let Error::NotActive { drafts_flag, .. } = &mut self {
+            *drafts_flag = true;
         }
         self
     }

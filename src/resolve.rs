@@ -98,6 +98,7 @@ pub fn resolve<'r>(
         kind: kind.doc_kind(),
         id: id.to_string(),
         version: e.version.to_string(),
+        drafts_flag: false,
     };
     let matching: Vec<&Entry> =
         live.iter().copied().filter(|e| requirement.matches(&e.version)).collect();

@@ -11,7 +11,7 @@ use common::{pactum_in, repo};
 
 /// One command's subcommands and flags, read from its `--help`.
 #[derive(Default, Debug)]
-struct Help {
+pub(crate) struct Help {
     subcommands: BTreeSet<String>,
     flags: BTreeSet<String>,
 }
@@ -46,6 +46,50 @@ fn help_of(path: &[String]) -> Help {
         }
     }
     help
+}
+
+/// The command tree, read once for every test that needs it.
+pub(crate) fn shared_tree() -> &'static BTreeMap<Vec<String>, Help> {
+    static TREE: std::sync::OnceLock<BTreeMap<Vec<String>, Help>> = std::sync::OnceLock::new();
+    TREE.get_or_init(tree)
+}
+
+/// The hints in what `pactum ARGS` printed that name nothing real on the command that
+/// printed them: a bare `--flag` that command does not have, or a `` `pactum ...` `` line
+/// naming a command or flag that does not exist.
+pub(crate) fn hint_problems(args: &[&str], printed: &str) -> Vec<String> {
+    let tree = shared_tree();
+    let mut path: Vec<String> = Vec::new();
+    for arg in args {
+        let mut next = path.clone();
+        next.push((*arg).to_string());
+        if tree.contains_key(&next) {
+            path = next;
+        } else {
+            break;
+        }
+    }
+    let own = &tree[&path].flags;
+    let mut problems = Vec::new();
+    for line in command_lines(printed) {
+        problems.extend(check_line(tree, &line).into_iter().map(|p| format!("`{line}`: {p}")));
+    }
+    // Bare flags outside the `pactum ...` lines: meant for the command that printed them.
+    let mut rest = printed.to_string();
+    for line in command_lines(printed) {
+        rest = rest.replace(&line, "");
+    }
+    for token in rest.split(|c: char| c.is_whitespace() || "`(),;\"'".contains(c)) {
+        if let Some(flag) = flag_of(token)
+            && !own.contains(&flag)
+        {
+            problems.push(format!(
+                "`pactum {}` prints --{flag}, which it does not have",
+                path.join(" ")
+            ));
+        }
+    }
+    problems
 }
 
 /// Every command path's help, from `pactum` down.
@@ -247,4 +291,50 @@ fn the_checker_catches_a_made_up_command_and_flag() {
     assert!(check_line(&tree, "pactum validate --fast").iter().any(|p| p.contains("no --fast")));
     assert!(check_line(&tree, "pactum registry add FILE").is_empty());
     assert!(check_line(&tree, "pactum ledger verify --expect-head HASH").is_empty());
+}
+
+/// The hints a user follows in the tour: each command it suggests runs, and no flag it
+/// names is missing from the command that printed it.
+#[test]
+fn the_hints_of_promote_new_version_and_render_work_where_they_are_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let run =
+        |args: &[&str]| -> common::Out { pactum_in(root).args(args).output().unwrap().into() };
+    assert_eq!(run(&["init"]).code, 0);
+    assert_eq!(run(&["new", "contract", "PRC-HINT-001"]).code, 0);
+    // promote with its pack still a draft: the hint names promote, not --allow-draft.
+    let out = run(&["registry", "promote", "PRC-HINT-001@1.0.0"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(!out.stderr.contains("--allow-draft"), "{out}");
+    assert!(hint_problems(&["registry", "promote"], &out.stderr).is_empty(), "{out}");
+    assert!(out.stderr.contains("pactum registry promote PRM-HINT-001@1.0.0"), "{out}");
+    assert_eq!(run(&["registry", "promote", "PRM-HINT-001@1.0.0"]).code, 0);
+    assert_eq!(run(&["registry", "promote", "PRC-HINT-001@1.0.0"]).code, 0);
+    // new version of a pack: no `pactum diff PRM-...` (diff compares contracts).
+    let out = run(&["new", "version", "PRM-HINT-001@1.1.0"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(!out.stdout.contains("pactum diff PRM"), "{out}");
+    // new version of a contract: the suggested diff runs.
+    let out = run(&["new", "version", "PRC-HINT-001@1.1.0"]);
+    let diff = out.stdout.split('`').find(|s| s.starts_with("pactum diff ")).expect("a diff hint");
+    let args: Vec<&str> = diff.split_whitespace().skip(1).collect();
+    assert_eq!(run(&args).code, 0, "`{diff}` fails");
+    // render --input of a pack that reads the assembled context: the hint does not ask for
+    // `assembled_context` in an input its schema would refuse.
+    let pack = root.join("prompt_packs/hint/1.1.0.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pack).unwrap()).unwrap();
+    v["sections"]["context"] = serde_json::json!("{{ assembled_context.files['docs/a.md'] }}");
+    std::fs::write(&pack, v.to_string()).unwrap();
+    let contract = root.join("contracts/hint/1.1.0.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&contract).unwrap()).unwrap();
+    c["prompt_pack_version"] = serde_json::json!("1.1.0");
+    std::fs::write(&contract, c.to_string()).unwrap();
+    std::fs::write(root.join("input.json"), "{\"input\": \"x\"}").unwrap();
+    let out = run(&["render", "PRC-HINT-001@1.1.0", "--allow-draft", "--input", "input.json"]);
+    assert!(out.stderr.contains("pactum render --work-order"), "{out}");
+    assert!(!out.stderr.contains("pass it in the input"), "{out}");
+    assert!(hint_problems(&["render"], &out.stderr).is_empty(), "{out}");
 }

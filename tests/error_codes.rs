@@ -429,6 +429,16 @@ fn doc_example(root: &Path, code: Code, status: i32) {
     let args: Vec<&str> = args.split_whitespace().collect();
     let (exit, printed) = printed_by(root, &args, stdin);
     assert_eq!(exit, status, "`{command}` for {code} printed:\n{printed}");
+    // Every hint it prints names a command and flags that exist on the command printing it
+    // (the usage_error example names a wrong flag on purpose).
+    if code != Code::UsageError {
+        let problems = crate::cli_hints::hint_problems(&args, &printed);
+        assert!(
+            problems.is_empty(),
+            "`{command}` for {code} prints hints that name nothing real:\n{}\n--- printed\n{printed}",
+            problems.join("\n")
+        );
+    }
     assert!(
         is_excerpt(&example, &printed),
         "docs/error-codes.md, ## {code}: the example is not what `{command}` prints.\n\

@@ -81,7 +81,8 @@ pub fn exec(args: Args) -> u8 {
         if let Some(pin) = &args.contract {
             let project = args.common.project()?;
             let resolved = project
-                .resolve(&Pin::parse(pin)?, ResolveOptions { allow_draft: args.allow_draft })?;
+                .resolve(&Pin::parse(pin)?, ResolveOptions { allow_draft: args.allow_draft })
+                .map_err(pactum::Error::with_allow_draft_hint)?;
             options = pactum::exchange::extract_options(&resolved.contract);
             options.repair |= args.repair;
             options.coerce |= args.coerce;

@@ -85,9 +85,19 @@ pub fn exec(args: Args) -> u8 {
                         ));
                         promote = format!("`pactum registry promote {id}@{version}`, then ");
                     }
+                    // `diff` compares contracts; a pack's changes show in the contracts
+                    // that bind it, which `validate` checks.
+                    let check = if v.id.starts_with("PRM-") {
+                        "`pactum validate` to check it and the contracts that bind it".to_string()
+                    } else {
+                        format!(
+                            "`pactum diff {}@{} {}@{}` to see the bump it needs",
+                            v.id, v.from, v.id, v.version
+                        )
+                    };
                     text.push_str(&format!(
-                        "next: edit it, `pactum diff {}@{} {}@{}` to see the bump it needs, then {promote}`pactum registry promote {}@{}`\n",
-                        v.id, v.from, v.id, v.version, v.id, v.version
+                        "next: edit it, {check}, then {promote}`pactum registry promote {}@{}`\n",
+                        v.id, v.version
                     ));
                     output::print_text(&text);
                 }

@@ -107,7 +107,9 @@ pub fn exec(args: Args) -> u8 {
             }
         };
         let project = args.common.project()?;
-        let resolved = project.resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })?;
+        let resolved = project
+            .resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })
+            .map_err(pactum::Error::with_allow_draft_hint)?;
         // Values the contract marks `x-secret` are masked in what is printed (SPEC §18).
         let retriever = pactum::schema::RootRetriever::new(&project.root);
         let files = pactum::redact::SchemaFiles::new(

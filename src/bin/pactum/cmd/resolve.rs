@@ -21,7 +21,9 @@ pub fn exec(args: Args) -> u8 {
     let json = args.common.json();
     let result = Pin::parse(&args.pin).and_then(|pin| {
         let project = args.common.project()?;
-        let resolved = project.resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })?;
+        let resolved = project
+            .resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })
+            .map_err(pactum::Error::with_allow_draft_hint)?;
         Ok((project, resolved))
     });
     let (project, r) = match result {

@@ -179,7 +179,17 @@ fn run_one(
         cycle_log: Some(log.unwrap_or(ledger)),
         allow_draft: args.allow_draft,
     };
-    Ok(runner.run(&wo))
+    let mut result = runner.run(&wo);
+    // `run` has --allow-draft: a draft that did not resolve says so.
+    for e in &mut result.errors {
+        if e.get("code").and_then(Value::as_str) == Some("contract_not_active")
+            && let Some(message) = e.get("message").and_then(Value::as_str)
+        {
+            let message = format!("{message} or allow drafts (--allow-draft)");
+            e["message"] = Value::String(message);
+        }
+    }
+    Ok(result)
 }
 
 /// The result for people; `path` is the work order's file. Secrets are masked.
