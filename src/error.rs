@@ -116,6 +116,7 @@ codes! {
     OutputTruncated = "output_truncated", Error, "the provider cut the response off (finish reason length) and no JSON could be extracted";
     OutputExtractionAmbiguous = "output_extraction_ambiguous", Warning, "lenient extraction had to pick one of two plausible readings of the reply";
     ExampleFailed = "example_failed", Error, "a contract example does not give the outcome it expects";
+    RepairUnavailable = "repair_unavailable", Warning, "a work order asks for repair attempts but the project has no repair contract, so none will be made";
     ExpectedOutputMissing = "expected_output_missing", Warning, "a file listed in the pack's expected_outputs was not produced";
     BudgetExceeded = "budget_exceeded", Error, "the work order's token budget cannot pay for the next call";
     DisclosureLimitExceeded = "disclosure_limit_exceeded", Error, "the model kept calling tools (open_sections, read_file, section tools) past max_disclosures";

@@ -26,6 +26,9 @@ pub struct Constraints {
     pub token_budget: Option<u64>,
     pub ttl: u32,
     pub max_repair_attempts: u32,
+    /// Whether the work order set `max_repair_attempts` itself (a default asks for nothing
+    /// a project may lack; `repair_unavailable` warns only about what was asked for).
+    pub repair_asked: bool,
     pub timeout_s: Option<f64>,
     /// Tokens the assembled context may take (SPEC §16); cut in priority order beyond it.
     pub context_budget: Option<u64>,
@@ -39,6 +42,7 @@ impl Default for Constraints {
             token_budget: None,
             ttl: DEFAULT_TTL,
             max_repair_attempts: DEFAULT_MAX_REPAIR_ATTEMPTS,
+            repair_asked: false,
             timeout_s: None,
             context_budget: None,
             max_disclosures: None,
@@ -185,6 +189,7 @@ impl WorkOrder {
                 token_budget: c.token_budget,
                 ttl: c.ttl.unwrap_or(DEFAULT_TTL),
                 max_repair_attempts: c.max_repair_attempts.unwrap_or(DEFAULT_MAX_REPAIR_ATTEMPTS),
+                repair_asked: c.max_repair_attempts.is_some_and(|n| n > 0),
                 timeout_s: c.timeout_s,
                 context_budget: c.context_budget,
                 max_disclosures: c.max_disclosures,

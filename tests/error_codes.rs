@@ -1224,6 +1224,21 @@ fn reproduces_expected_output_missing() {
 }
 
 #[test]
+fn reproduces_repair_unavailable() {
+    let dir = classify_project();
+    let wo = json!({"work_order_id": "WO-T-001", "kind": "exchange", "contract": "PRC-T-001",
+                    "input": {"text": "hello"}, "constraints": {"max_repair_attempts": 3}});
+
+    let (out, status) = run_json(dir.path(), wo, json!([{"text": "{\"label\": \"greeting\"}"}]));
+
+    assert_eq!(out["warnings"][0]["code"], "repair_unavailable", "{out:#}");
+    assert_eq!((out["ok"].as_bool(), status), (Some(true), 0), "a warning does not fail the run");
+    let d = finding(&validate_tree(dir.path()), Code::RepairUnavailable);
+    assert_eq!(d.pointer.as_deref(), Some("/constraints/max_repair_attempts"), "{d:?}");
+    doc_example(dir.path(), Code::RepairUnavailable, 0);
+}
+
+#[test]
 fn reproduces_output_dir_protected() {
     let p = json!({"prompt_pack_id": "PRM-T-001", "version": "1.0.0",
                    "sections": {"task": "Classify: {{ text }}", "expected_outputs": ["label.md"]}});

@@ -120,6 +120,32 @@ pub struct Runner<'a> {
     pub allow_draft: bool,
 }
 
+/// The `repair_unavailable` warning for a work order that asks for repair attempts
+/// (`constraints.max_repair_attempts > 0`, set by the work order itself) in a project
+/// where the repair contract it would use resolves to no usable version (`pactum init
+/// --kernel` installs it): the run would silently make no repair at all.
+pub fn repair_unavailable(registry: &crate::registry::Registry, wo: &WorkOrder) -> Option<Warning> {
+    if !wo.constraints.repair_asked {
+        return None;
+    }
+    let id = Role::RepairJson.contract_id();
+    let usable = crate::resolve::resolve(
+        registry,
+        crate::registry::EntryKind::Contract,
+        id,
+        &crate::id::Requirement::Latest,
+        crate::resolve::ResolveOptions::default(),
+    )
+    .is_ok();
+    (!usable).then(|| Warning {
+        code: crate::Code::RepairUnavailable,
+        message: format!(
+            "{} asks for up to {} repair attempts, but the project has no usable {id} (the repair contract), so an invalid output is not repaired; install the kernel contracts (`pactum init --kernel`) or drop constraints.max_repair_attempts",
+            wo.id, wo.constraints.max_repair_attempts
+        ),
+    })
+}
+
 impl Runner<'_> {
     /// Runs one work order. Never fails: errors are in the result.
     pub fn run(&self, wo: &WorkOrder) -> RunResult {
@@ -136,6 +162,7 @@ impl Runner<'_> {
         let caller =
             Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft);
         let mut result = RunResult::new(wo, self.providers.selected().provider.as_ref());
+        result.warnings.extend(repair_unavailable(&self.project.registry, wo));
         // The run is bracketed in the ledger (SPEC §10): `work_order_started` before any
         // call, `work_order_completed` or `work_order_failed` after the last. A ledger that
         // cannot take the first record stops the run before any model is called.

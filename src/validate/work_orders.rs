@@ -39,6 +39,16 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
         }
         return;
     };
+    for (f, wo) in &orders {
+        if let Some(w) = crate::executor::repair_unavailable(registry, wo) {
+            out.push(
+                Diagnostic::new(w.code, w.message)
+                    .file(f.rel.clone())
+                    .pointer("/constraints/max_repair_attempts")
+                    .help("`pactum init --kernel` installs the repair contract; or remove max_repair_attempts"),
+            );
+        }
+    }
     // Input validators compiled once per contract file.
     let mut validators: HashMap<String, Option<Validator>> = HashMap::new();
     for (f, wo) in orders {

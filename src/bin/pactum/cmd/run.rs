@@ -222,10 +222,11 @@ fn print_result(mut out: &mut Vec<u8>, r: &RunResult) {
     if r.kind == "kernel" {
         print_final_answer(&mut out, r.final_answer.as_ref());
     } else if let Some(o) = &r.output {
-        // One line: a value from a model cannot print a line of its own.
+        // Its lines indented under the label: a value from a model cannot print a line of
+        // its own.
         let text = match o {
             Value::String(s) => s.clone(),
-            other => serde_json::to_string(other).unwrap_or_default(),
+            other => serde_json::to_string_pretty(other).unwrap_or_default(),
         };
         let _ = writeln!(out, "Output: {}", escape_block(&text, "  "));
         if let Some(x) = &r.extraction {
