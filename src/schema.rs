@@ -7,13 +7,16 @@
 //! `$ref` targets, regex syntax) and compiled once per contract for exchanges.
 //!
 //! **Security invariant:** no `$ref` reaches the network or a file outside the project
-//! root. Compilation uses [`RootRetriever`], which serves only `file://` URIs that
-//! resolve to a regular file inside the root (the confinement rule); regexes use the
-//! linear-time `regex` engine; a schema whose `$ref`s expand beyond [`cost::MAX_EXPANSION`]
-//! subschemas is never compiled (`schema_limit_exceeded`).
+//! root, and nothing is compiled that was not measured. Every reference is resolved once,
+//! in the schema's [`graph::Graph`] (files read through the confinement rule); the cost
+//! measure ([`cost`]) runs on that graph and refuses a schema whose references expand
+//! beyond [`cost::MAX_EXPANSION`] subschemas (`schema_limit_exceeded`) or whose cost it
+//! cannot bound (`schema_too_costly`); the compiler is then served only the documents the
+//! graph read. Regexes use the linear-time `regex` engine.
 
-use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
 
 use jsonschema::{PatternOptions, Retrieve, Uri, Validator};
 use serde_json::Value;
@@ -404,23 +407,49 @@ fn walk_schema(schema: &Value, at: &str, visit: &mut dyn FnMut(&str, &str, &Valu
 
 /// Compiles a user schema for validating instances: its draft from `$schema` (2020-12 by
 /// default), formats asserted, linear-time regexes, relative `$ref`s resolved against
-/// `base_dir` and served only from inside `root`.
+/// `base_dir` and served only from inside `root`. The schema's resolved graph is built
+/// first ([`graph::Graph`]) and measured ([`cost`]); the compiler is then given only the
+/// files the graph read, so what is measured is what is compiled.
 pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator, Vec<Finding>> {
-    // Never compile a schema whose evaluation would explode, whoever asks (SPEC §18);
-    // callers that report `schema_limit_exceeded` check [`cost::check`] first.
-    if let Some(finding) = cost::check(schema, "", base_dir, root) {
-        return Err(vec![finding]);
+    let files = graph::ProjectFiles::new(root);
+    let base = graph::folder_uri(base_dir);
+    let graph = graph::Graph::build(schema, &graph::Origin::new(&base, &files));
+    compile_graph(&graph, schema)
+}
+
+/// Compiles the schema of `graph` (`schema` is its root), refusing it first when its cost
+/// is too high or cannot be measured (SPEC §18); callers that report `schema_limit_exceeded`
+/// or `schema_too_costly` check [`cost::check_graph`] first. References to files reach
+/// only the documents the graph read.
+pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validator, Vec<Finding>> {
+    if let Some(refusal) = cost::check_graph(graph, schema, "") {
+        return Err(vec![refusal.finding().clone()]);
     }
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let base_dir = base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf());
-    let base_uri = format!("file://{}/", encode_path(&base_dir));
+    // A reference to another document that the graph could not read is refused with the
+    // graph's reason (outside the project, missing, not a schema), not the compiler's.
+    let outward: Vec<Finding> = graph
+        .unresolved()
+        .filter(|(_, reference, _)| !reference.text.starts_with('#'))
+        .map(|(node, reference, reason)| {
+            let at = match graph.location(node) {
+                (None, pointer) => join_pointer(pointer, reference.keyword),
+                (Some(_), _) => String::new(),
+            };
+            Finding::new(at, format!("`{}` does not resolve: {reason}", reference.keyword))
+        })
+        .collect();
+    if !outward.is_empty() {
+        return Err(outward);
+    }
     let mut options = jsonschema::options();
     if schema.get("$schema").is_none() {
         options = options.with_draft(jsonschema::Draft::Draft202012);
     }
+    let documents: HashMap<String, Arc<Value>> =
+        graph.documents().map(|(uri, value)| (uri.to_string(), value.clone())).collect();
     options
-        .with_base_uri(base_uri)
-        .with_retriever(RootRetriever { root })
+        .with_base_uri(graph.base().to_string())
+        .with_retriever(GraphRetriever { documents })
         .with_pattern_options(PatternOptions::regex().size_limit(REGEX_SIZE_LIMIT))
         .should_validate_formats(true)
         .build(schema)
@@ -445,41 +474,35 @@ fn encode_path(path: &Path) -> String {
     if out.starts_with('/') { out } else { format!("/{out}") }
 }
 
-/// Serves `$ref`s to local files inside the project root, and nothing else.
-pub struct RootRetriever {
-    root: PathBuf,
+/// Serves the compiler the schema files a graph read, and nothing else: no network, no
+/// file the cost measure did not see.
+struct GraphRetriever {
+    documents: HashMap<String, Arc<Value>>,
 }
 
-impl RootRetriever {
-    pub fn new(root: &Path) -> Self {
-        RootRetriever { root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()) }
-    }
-}
-
-impl Retrieve for RootRetriever {
+impl Retrieve for GraphRetriever {
     fn retrieve(
         &self,
         uri: &Uri<String>,
     ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         let text = uri.as_str();
-        let Some(rest) = text.strip_prefix("file://") else {
-            return Err(format!("refusing to fetch `{text}`: pactum only follows local references inside the project").into());
-        };
-        let raw = rest.split('#').next().unwrap_or(rest);
-        let path = PathBuf::from(percent_decode(raw));
-        let real =
-            crate::confine::Root::canonical(&self.root).file(&path).map_err(|r| match r {
-                crate::confine::Refusal::Escape(_) => {
-                    format!("refusing `{}`: it is outside the project root", path.display())
-                }
-                other => other.into_error(&path).to_string(),
-            })?;
-        let doc = crate::document::load(&real, None).map_err(|e| e.to_string())?;
-        Ok(doc.value)
+        let text = text.split_once('#').map_or(text, |(uri, _)| uri);
+        match self.documents.get(text) {
+            Some(value) => Ok(Value::clone(value)),
+            None if text.starts_with("file://") => Err(format!(
+                "`{text}` was not read: pactum follows only references to files inside the project"
+            )
+            .into()),
+            None => Err(format!(
+                "refusing to fetch `{text}`: pactum only follows local references inside the project"
+            )
+            .into()),
+        }
     }
 }
 
 pub mod cost;
+pub mod graph;
 
 #[cfg(test)]
 mod agreement;

@@ -282,11 +282,12 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
     let dir = path.parent().unwrap_or(base).to_path_buf();
     for (pointer, embedded) in Contract::embedded_schemas(&value) {
         // A schema whose evaluation would explode is refused before anything compiles it.
-        if let Some(f) = schema::cost::check(embedded, pointer, &dir, base) {
+        if let Some(refusal) = schema::cost::check(embedded, pointer, &dir, base) {
+            let f = refusal.finding();
             a.push(
-                Diagnostic::new(Code::SchemaLimitExceeded, f.message).pointer(f.pointer).help(
-                    "keep `$ref` expansion small: each definition referred to once per level",
-                ),
+                Diagnostic::new(refusal.code(), f.message.clone())
+                    .pointer(f.pointer.clone())
+                    .help(refusal.help()),
             );
             continue;
         }

@@ -90,10 +90,14 @@ pub fn exec(args: Args) -> u8 {
             let doc = pactum::document::load(path, None)?;
             options.want_array = doc.value.get("type").is_some_and(|t| t == "array");
             let dir = path.parent().unwrap_or(std::path::Path::new("."));
-            if let Some(f) = pactum::schema::cost::check(&doc.value, "", dir, dir) {
-                return Err(Error::SchemaLimit { path: path.clone(), findings: vec![f] });
+            let files = pactum::schema::graph::ProjectFiles::new(dir);
+            let base = pactum::schema::graph::folder_uri(dir);
+            let origin = pactum::schema::graph::Origin::new(&base, &files);
+            let graph = pactum::schema::graph::Graph::build(&doc.value, &origin);
+            if let Some(refusal) = pactum::schema::cost::check_graph(&graph, &doc.value, "") {
+                return Err(refusal.into_error(path));
             }
-            let validator = pactum::schema::compile(&doc.value, dir, dir)
+            let validator = pactum::schema::compile_graph(&graph, &doc.value)
                 .map_err(|findings| Error::SchemaFileInvalid { path: path.clone(), findings })?;
             let against = path.display().to_string();
             return Ok((options, Against::Schema(validator), against, Some(doc.value)));
