@@ -218,10 +218,20 @@ fn shorten(message: &str) -> String {
 }
 
 /// Cheap checks of a user-written schema embedded at `at` (e.g. `/input_schema`): it fits
-/// its draft's meta-schema, local `$ref`s point at something, regexes compile with the
-/// linear-time engine, and no `$ref` leaves the project (`base_dir` must stay inside
-/// `root`). A full compilation happens only when the schema references other files.
+/// its draft's meta-schema, every reference resolves (a pointer, an anchor, an embedded
+/// `$id`, a file inside the project: `base_dir` must stay inside `root`), regexes compile
+/// with the linear-time engine. A full compilation happens only when the schema
+/// references other files.
 pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Vec<Finding> {
+    let files = graph::ProjectFiles::new(root);
+    let base = graph::folder_uri(base_dir);
+    let graph = graph::Graph::build(schema, &graph::Origin::new(&base, &files));
+    check_user_schema_in(&graph, schema, at)
+}
+
+/// [`check_user_schema`] on the schema's graph, already built (and measured: the cost
+/// check comes first).
+pub fn check_user_schema_in(graph: &graph::Graph<'_>, schema: &Value, at: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     match jsonschema::meta::validator_for(schema) {
         // Most schemas are valid; a yes/no check is much cheaper than collecting errors.
@@ -246,28 +256,35 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
     if !out.is_empty() {
         return out;
     }
-    let mut external_refs = false;
-    walk_schema(schema, at, &mut |pointer, key, value| match key {
-        "$ref" | "$dynamicRef" => {
-            let Some(target) = value.as_str() else { return };
-            if let Some(fragment) = target.strip_prefix('#') {
-                if (fragment.is_empty() || fragment.starts_with('/'))
-                    && schema.pointer(&decode_fragment(fragment)).is_none()
-                {
-                    out.push(Finding::new(
-                        pointer,
-                        format!("`$ref` target `{target}` does not exist in this schema"),
-                    ));
-                }
-            } else if has_scheme(target) && !target.starts_with("file:") {
+    for (node, reference, reason) in graph.unresolved() {
+        let pointer = match graph.location(node) {
+            (None, pointer) => join_pointer(&format!("{at}{pointer}"), reference.keyword),
+            // Inside a referenced file: reported at the contract's schema.
+            (Some(file), pointer) => {
                 out.push(Finding::new(
-                    pointer,
-                    format!("`$ref` to `{target}` would reach the network; pactum only follows local references inside the project"),
+                    at,
+                    format!(
+                        "`{}` {} in {file}#{pointer} does not resolve: {reason}",
+                        reference.keyword,
+                        shorten(&reference.text)
+                    ),
                 ));
-            } else {
-                external_refs = true;
+                continue;
             }
-        }
+        };
+        let message = if reference.text.starts_with('#') && !reference.text.starts_with("#/") {
+            format!(
+                "`{}` target `{}` does not exist in this schema ({reason})",
+                reference.keyword, reference.text
+            )
+        } else if reference.text.starts_with('#') {
+            format!("`$ref` target `{}` does not exist in this schema", reference.text)
+        } else {
+            format!("`{}` does not resolve: {reason}", reference.keyword)
+        };
+        out.push(Finding::new(pointer, message));
+    }
+    walk_schema(schema, at, &mut |pointer, key, value| match key {
         "pattern" => {
             if let Some(re) = value.as_str()
                 && let Err(e) = check_regex(re)
@@ -287,32 +304,12 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
         _ => {}
     });
     if out.is_empty()
-        && external_refs
-        && let Err(e) = compile(schema, base_dir, root)
+        && graph.reaches_out()
+        && let Err(e) = compile_graph(graph, schema)
     {
-        {
-            out.extend(
-                e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)),
-            );
-        }
+        out.extend(e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)));
     }
     out
-}
-
-fn has_scheme(s: &str) -> bool {
-    match s.split_once(':') {
-        Some((scheme, _)) => {
-            !scheme.is_empty()
-                && scheme
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
-        }
-        None => false,
-    }
-}
-
-fn decode_fragment(fragment: &str) -> String {
-    percent_decode(fragment)
 }
 
 fn percent_decode(s: &str) -> String {

@@ -132,6 +132,11 @@ pub(super) fn diff_document(
 ) {
     let old_root = old.unwrap_or(&TRUE);
     let new_root = new.unwrap_or(&TRUE);
+    // Equal texts whose references are all fragments (`#...`: inside the document) mean
+    // the same; no graph is needed for the common case of an unchanged schema.
+    if old_root == new_root && !contains_ref_beyond_fragment(old_root) {
+        return;
+    }
     let old_graph = Graph::build(old_root, &origins.old);
     let new_graph = Graph::build(new_root, &origins.new);
     // Equal texts mean equal schemas only when their meaning is all in the text.
@@ -977,6 +982,28 @@ fn contains_ref(value: &Value) -> bool {
         match v {
             Value::Object(map) => {
                 if REFERENCE_KEYWORDS.iter().any(|k| map.contains_key(*k)) {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether a reference keyword anywhere in `value` holds something else than a fragment
+/// (`#...`), i.e. may name another document (iteratively).
+fn contains_ref_beyond_fragment(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                let beyond = REFERENCE_KEYWORDS.iter().any(|k| {
+                    map.get(*k).is_some_and(|r| !r.as_str().is_some_and(|r| r.starts_with('#')))
+                });
+                if beyond {
                     return true;
                 }
                 stack.extend(map.values());

@@ -1186,3 +1186,45 @@ fn a_file_reference_is_compared_by_the_file_it_resolves_to() {
     let origins = Origins { old: moved, new: Origin::new(&other, &files) };
     assert!(diff_contracts_at(&version("text.json"), &version("text.json"), &origins).is_empty());
 }
+
+/// `n` properties, each an anchor reference into a block of definitions that refer to each
+/// other through anchors; the last definition of every block has `leaf`.
+fn anchored_blocks(n: usize, leaf: Value) -> Value {
+    let mut defs = serde_json::Map::new();
+    let mut properties = serde_json::Map::new();
+    for i in 0..n {
+        let def = if i % 4 == 3 {
+            let mut last = leaf.clone();
+            last["$anchor"] = json!(format!("a{i}"));
+            last
+        } else {
+            let next = format!("#a{}", i + 1);
+            json!({"$anchor": format!("a{i}"), "anyOf": [{"$ref": next}, {"not": {"$ref": next}}]})
+        };
+        defs.insert(format!("d{i}"), def);
+        properties.insert(format!("p{i}"), json!({"$ref": format!("#a{}", i - i % 4)}));
+    }
+    input(json!({"type": "object", "properties": properties, "$defs": defs}))
+}
+
+#[test]
+fn the_diff_of_resolved_references_is_linear_in_the_schema() {
+    let median = |n: usize| {
+        let old = anchored_blocks(n, json!({"type": "string"}));
+        let new = anchored_blocks(n, json!({"type": "string", "maxLength": 3}));
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let changes = diff_contracts(&old, &new);
+                assert_eq!(required_bump(&changes), Bump::Major);
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[1]
+    };
+    median(100);
+    let (t1, t4) = (median(300), median(1_200));
+    let ratio = t4 / t1.max(1e-6);
+    assert!(ratio < 8.0, "4× the schema took {ratio:.1}× the time ({t1:.4}s → {t4:.4}s)");
+}

@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn the_measure_is_linear_in_the_schema() {
-        let (small, large) = (blocks(4_000), blocks(16_000));
+        let (small, large) = (blocks(1_500), blocks(6_000));
         median_time(&small, 1);
         let (t1, t4) = (median_time(&small, 5), median_time(&large, 5));
         let ratio = t4 / t1.max(1e-6);

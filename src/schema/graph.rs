@@ -616,7 +616,7 @@ impl<'s> Graph<'s> {
         let text = self.uris[uri].clone();
         let Some(path) = file_path(&text) else {
             return Err(format!(
-                "`{text}` is not a file inside the project; pactum follows no other references"
+                "`{text}` would reach the network (or another place than a file inside the project); pactum only follows references inside the project"
             ));
         };
         if self.overflow.is_some() {
