@@ -333,7 +333,9 @@ fn reference_chains_are_refused_by_validate_and_before_a_run_compiles_them() {
             found.iter().any(|d| d["file"] == rel.as_str() && d["pointer"] == "/output_schema"),
             "{id}: no {code} at /output_schema: {report:#}"
         );
-        // A run (here a render, which compiles the validators) refuses it before any call.
+        // Promotion refuses it (the draft stays a draft).
+        p.refused(&["registry", "promote", &format!("{id}@1.0.0")], code);
+        // A run (a render compiles the validators, as does `run`) refuses it before any call.
         let out = p.run_with_input(
             &["render", id, "--allow-draft", "--input", "-", "--json"],
             r#"{"text": "hi"}"#,

@@ -789,8 +789,9 @@ impl<'s> Graph<'s> {
 /// `path`) reference, transitively, by path relative to the project root, with its
 /// SHA-256: what an active entry's hash must cover. A reference that leads nowhere is
 /// `contract_schema_invalid` (a contract whose schemas cannot be resolved is not frozen:
-/// a file added later would give it a meaning nothing recorded); a schema that reads more
-/// than the graph reads is `schema_too_costly`.
+/// a file added later would give it a meaning nothing recorded); a schema the cost
+/// measure refuses is refused with its code (`schema_limit_exceeded`,
+/// `schema_too_costly`).
 pub fn referenced_files(
     value: &Value,
     dir: &Path,
@@ -801,14 +802,11 @@ pub fn referenced_files(
     let base = folder_uri(dir);
     let origin = Origin::new(&base, files);
     let mut all = BTreeMap::new();
-    let (mut unresolved, mut overflow) = (Vec::new(), Vec::new());
+    let mut unresolved = Vec::new();
     for (at, schema) in crate::contract::Contract::embedded_schemas(value) {
         let graph = Graph::build(schema, &origin);
-        if let Some(why) = graph.overflow() {
-            overflow.push(Finding::new(
-                at,
-                format!("the cost of this schema cannot be measured: {why}"),
-            ));
+        if let Some(refusal) = super::cost::check_graph(&graph, schema, at) {
+            return Err(refusal.into_error(path));
         }
         for (node, reference, reason) in graph.unresolved() {
             let (file, pointer) = graph.location(node);
@@ -819,9 +817,6 @@ pub fn referenced_files(
             unresolved.push(Finding::new(place, format!("does not resolve: {reason}")));
         }
         all.extend(graph.files());
-    }
-    if !overflow.is_empty() {
-        return Err(Error::SchemaTooCostly { path: path.to_path_buf(), findings: overflow });
     }
     if !unresolved.is_empty() {
         return Err(Error::SchemaInvalid {
