@@ -429,7 +429,7 @@ pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validat
         .filter(|(_, reference, _)| !reference.text.starts_with('#'))
         .map(|(node, reference, reason)| {
             let at = match graph.location(node) {
-                (None, pointer) => join_pointer(pointer, reference.keyword),
+                (None, pointer) => join_pointer(&pointer, reference.keyword),
                 (Some(_), _) => String::new(),
             };
             Finding::new(at, format!("`{}` does not resolve: {reason}", reference.keyword))

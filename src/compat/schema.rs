@@ -299,7 +299,7 @@ impl<'a> Differ<'a, '_> {
         let graph = self.graph(side);
         let pointer = match graph.location(node) {
             (None, pointer) => {
-                if let Some(definition) = definition_of(pointer) {
+                if let Some(definition) = definition_of(&pointer) {
                     self.reached.insert(format!("{}{definition}", self.base));
                 }
                 format!("{}{pointer}", self.base)

@@ -225,8 +225,11 @@ struct Document {
 
 struct Node {
     doc: usize,
-    /// JSON pointer inside its document.
-    pointer: String,
+    /// Where it is: its pointer is the parent's followed by `suffix` (the document's root
+    /// has neither). Stored as a suffix, not a whole pointer, so that the graph's memory
+    /// stays linear in the schema however deep it nests.
+    parent: Option<NodeId>,
+    suffix: Box<str>,
     /// Index into [`Graph::uris`]: the base URI in force inside this subschema.
     base: usize,
     draft: Draft,
@@ -335,9 +338,9 @@ fn push_token(pointer: &mut String, token: &str) {
     super::push_token(pointer, token);
 }
 
-fn child_pointer(parent: &str, key: &str, slot: Slot<'_>) -> String {
-    let mut pointer = String::with_capacity(parent.len() + key.len() + 8);
-    pointer.push_str(parent);
+/// The pointer suffix from a subschema to the child in `slot` under `key`.
+fn child_suffix(key: &str, slot: Slot<'_>) -> String {
+    let mut pointer = String::with_capacity(key.len() + 8);
     push_token(&mut pointer, key);
     match slot {
         Slot::One => {}
@@ -408,7 +411,9 @@ impl<'s> Graph<'s> {
             None => Draft::Draft202012,
         };
         let mut pending = VecDeque::new();
-        if let Some(root) = graph.walk(0, String::new(), base, draft, true, &mut pending) {
+        if let Some(root) =
+            graph.walk(0, "", (None, String::new()), base, draft, true, &mut pending)
+        {
             graph.resources.entry(base).or_insert(root);
         }
         while let Some((node, keyword, text)) = pending.pop_front() {
@@ -435,23 +440,26 @@ impl<'s> Graph<'s> {
     }
 
     /// Registers the subschema at `pointer` in document `doc` and everything below it;
-    /// `index` also records the resources and anchors it declares. Returns its node.
+    /// `index` also records the resources and anchors it declares. The subschema itself is
+    /// recorded under `parent` with `suffix`. Returns its node.
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         doc: usize,
-        pointer: String,
+        pointer: &str,
+        (parent, suffix): (Option<NodeId>, String),
         base: usize,
         draft: Draft,
         index: bool,
         pending: &mut VecDeque<(NodeId, &'static str, String)>,
     ) -> Option<NodeId> {
         let handle = self.handle(doc);
-        let start = handle.get().pointer(&pointer)?;
+        let start = handle.get().pointer(pointer)?;
         if !is_schema(start) {
             return None;
         }
-        let mut stack = vec![(start, pointer, base, draft)];
-        while let Some((value, pointer, base, draft)) = stack.pop() {
+        let mut stack = vec![(start, parent, suffix, base, draft)];
+        while let Some((value, parent, suffix, base, draft)) = stack.pop() {
             if self.by_address.contains_key(&address(value)) {
                 continue;
             }
@@ -471,7 +479,8 @@ impl<'s> Graph<'s> {
                 None => base,
             };
             self.by_address.insert(address(value), id);
-            self.nodes.push(Node { doc, pointer: pointer.clone(), base, draft, refs: Vec::new() });
+            let suffix = suffix.into_boxed_str();
+            self.nodes.push(Node { doc, parent, suffix, base, draft, refs: Vec::new() });
             let Value::Object(map) = value else { continue };
             if index {
                 self.index_anchors(id, map, base, draft);
@@ -483,11 +492,11 @@ impl<'s> Graph<'s> {
             }
             let mut children = Vec::new();
             for_each_subschema(map, true, &mut |key, slot, child| {
-                children.push((child, child_pointer(&pointer, key, slot)));
+                children.push((child, child_suffix(key, slot)));
             });
             // Reversed, so that the walk meets them in document order.
-            for (child, child_pointer) in children.into_iter().rev() {
-                stack.push((child, child_pointer, base, draft));
+            for (child, suffix) in children.into_iter().rev() {
+                stack.push((child, Some(id), suffix, base, draft));
             }
         }
         self.by_address.get(&address(start)).copied()
@@ -645,7 +654,7 @@ impl<'s> Graph<'s> {
         self.docs.push(Document { file: Some(file) });
         let doc = self.docs.len() - 1;
         let root = self
-            .walk(doc, String::new(), uri, draft, true, pending)
+            .walk(doc, "", (None, String::new()), uri, draft, true, pending)
             .ok_or_else(|| format!("`{}` is not a schema", path.display()))?;
         self.resources.entry(uri).or_insert(root);
         Ok(root)
@@ -659,10 +668,9 @@ impl<'s> Graph<'s> {
         pointer: &str,
         pending: &mut VecDeque<(NodeId, &'static str, String)>,
     ) -> Option<NodeId> {
-        let (doc, mut at, mut base, mut draft) = {
-            let node = &self.nodes[resource];
-            (node.doc, node.pointer.clone(), node.base, node.draft)
-        };
+        let doc = self.nodes[resource].doc;
+        let mut at = self.pointer_of(resource);
+        let (mut known, mut below) = (resource, String::new());
         let handle = self.handle(doc);
         let mut value = handle.get().pointer(&at)?;
         for token in pointer.split('/').skip(1) {
@@ -674,14 +682,28 @@ impl<'s> Graph<'s> {
             };
             at.push('/');
             at.push_str(token);
-            if let Some(&known) = self.by_address.get(&address(value)) {
-                (base, draft) = (self.nodes[known].base, self.nodes[known].draft);
+            below.push('/');
+            below.push_str(token);
+            if let Some(&node) = self.by_address.get(&address(value)) {
+                (known, below) = (node, String::new());
             }
         }
-        if let Some(&known) = self.by_address.get(&address(value)) {
+        if below.is_empty() {
             return Some(known);
         }
-        self.walk(doc, at, base, draft, false, pending)
+        let (base, draft) = (self.nodes[known].base, self.nodes[known].draft);
+        self.walk(doc, &at, (Some(known), below), base, draft, false, pending)
+    }
+
+    /// A node's JSON pointer inside its document, built from its suffixes.
+    fn pointer_of(&self, node: NodeId) -> String {
+        let mut suffixes = Vec::new();
+        let mut at = Some(node);
+        while let Some(n) = at {
+            suffixes.push(&*self.nodes[n].suffix);
+            at = self.nodes[n].parent;
+        }
+        suffixes.iter().rev().copied().collect()
     }
 
     fn value_of(&self, node: NodeId) -> &Value {
@@ -690,7 +712,7 @@ impl<'s> Graph<'s> {
             Some(file) => &*file.value,
             None => self.root,
         };
-        doc.pointer(&n.pointer).unwrap_or(&Value::Bool(false))
+        doc.pointer(&self.pointer_of(node)).unwrap_or(&Value::Bool(false))
     }
 
     /// The subschema a node stands for.
@@ -722,10 +744,10 @@ impl<'s> Graph<'s> {
 
     /// Where a node is: `None` for the schema itself, else the referenced file's path
     /// relative to the project root; and the JSON pointer inside it.
-    pub fn location(&self, node: NodeId) -> (Option<&str>, &str) {
+    pub fn location(&self, node: NodeId) -> (Option<&str>, String) {
         let n = &self.nodes[node];
         let file = self.docs.get(n.doc).and_then(|d| d.file.as_ref()).map(|f| f.rel.as_str());
-        (file, n.pointer.as_str())
+        (file, self.pointer_of(node))
     }
 
     /// Every subschema with a reference that leads nowhere, with the reason.
@@ -753,7 +775,7 @@ impl<'s> Graph<'s> {
         self.resources.iter().filter_map(|(&uri, &node)| {
             let n = &self.nodes[node];
             let file = self.docs.get(n.doc)?.file.as_ref()?;
-            (n.pointer.is_empty() && self.uris[uri].starts_with("file://"))
+            (n.parent.is_none() && self.uris[uri].starts_with("file://"))
                 .then_some((self.uris[uri].as_str(), &file.value))
         })
     }
@@ -842,9 +864,7 @@ mod tests {
         let value = g.root.pointer(at).unwrap();
         let node = g.node_of(value).unwrap();
         match &g.references(node)[0].targets {
-            Targets::Resolved(all) => {
-                Ok(all.iter().map(|&t| g.location(t).1.to_string()).collect())
-            }
+            Targets::Resolved(all) => Ok(all.iter().map(|&t| g.location(t).1).collect()),
             Targets::Unresolved(reason) => Err(reason.clone()),
         }
     }
@@ -931,7 +951,7 @@ mod tests {
         assert!(reason.contains("outside the project root"), "{reason}");
         let work = g.node_of(schema.pointer("/properties/work").unwrap()).unwrap();
         let Targets::Resolved(t) = &g.references(work)[0].targets else { panic!() };
-        assert_eq!(g.location(t[0]), (Some("common/address.json"), "/properties/zip"));
+        assert_eq!(g.location(t[0]), (Some("common/address.json"), "/properties/zip".to_string()));
         let contract = json!({"input_schema": schema});
         let err =
             referenced_files(&contract, &root.join("contracts/a"), &files, Path::new("c.json"))
