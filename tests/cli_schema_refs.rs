@@ -157,10 +157,10 @@ fn findings<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
 struct Form {
     id: &'static str,
     schema: fn(Value) -> Value,
-    /// Where the diff reports a change inside the target.
+    /// Where the diff reports a change inside the target of version 1.0.2.
     at: &'static str,
-    /// Extra files the form needs: (path, target) — the target goes there instead.
-    file: Option<&'static str>,
+    /// The target is a file of its own (`common/answer-VERSION.json`), not in the schema.
+    file: bool,
 }
 
 fn forms() -> Vec<Form> {
@@ -172,7 +172,7 @@ fn forms() -> Vec<Form> {
                        "$defs": {"answer": t}})
             },
             at: "/output_schema/$defs/answer",
-            file: None,
+            file: false,
         },
         Form {
             id: "PRC-ANCHOR-001",
@@ -182,7 +182,7 @@ fn forms() -> Vec<Form> {
                        "$defs": {"named": t}})
             },
             at: "/output_schema/$defs/named",
-            file: None,
+            file: false,
         },
         Form {
             id: "PRC-DYNAMIC-001",
@@ -192,7 +192,7 @@ fn forms() -> Vec<Form> {
                        "$defs": {"dyn": t}})
             },
             at: "/output_schema/$defs/dyn",
-            file: None,
+            file: false,
         },
         Form {
             id: "PRC-EMBEDDED-001",
@@ -202,7 +202,7 @@ fn forms() -> Vec<Form> {
                        "$defs": {"embedded": t}})
             },
             at: "/output_schema/$defs/embedded",
-            file: None,
+            file: false,
         },
         Form {
             id: "PRC-FILE-001",
@@ -210,8 +210,8 @@ fn forms() -> Vec<Form> {
                 json!({"type": "object",
                        "properties": {"answer": {"$ref": "../../common/answer.json"}}})
             },
-            at: "common/answer.json#",
-            file: Some("common/answer.json"),
+            at: "common/answer-1.0.2.json#",
+            file: true,
         },
     ]
 }
@@ -227,17 +227,13 @@ fn every_reference_form_is_compared_by_its_target_in_promote_validate_and_diff()
         // A file target is a new file per version (a referenced file never changes once
         // an active version references it).
         let version = |version: &str, t: &Value| -> Value {
-            match form.file {
-                None => (form.schema)(t.clone()),
-                Some(file) => {
-                    let file = file.replace(".json", &format!("-{version}.json"));
-                    p.write(&file, t);
-                    let schema = (form.schema)(t.clone());
-                    let mut text = schema.to_string();
-                    text = text.replace("answer.json", &format!("answer-{version}.json"));
-                    serde_json::from_str(&text).unwrap()
-                }
+            if !form.file {
+                return (form.schema)(t.clone());
             }
+            p.write(&format!("common/answer-{version}.json"), t);
+            let text = (form.schema)(t.clone()).to_string();
+            serde_json::from_str(&text.replace("answer.json", &format!("answer-{version}.json")))
+                .unwrap()
         };
         p.add_contract(id, "1.0.0", version("1.0.0", &target));
         p.ok(&["registry", "promote", &format!("{id}@1.0.0")]);
@@ -250,10 +246,7 @@ fn every_reference_form_is_compared_by_its_target_in_promote_validate_and_diff()
 
         // The target tightened: a patch is refused, by promote, validate and diff.
         let rel = p.add_contract(id, "1.0.2", version("1.0.2", &tightened));
-        let at = match form.file {
-            None => format!("{}/maxLength", form.at),
-            Some(_) => "common/answer-1.0.2.json#/maxLength".to_string(),
-        };
+        let at = format!("{}/maxLength", form.at);
         let refused = p
             .refused(&["registry", "promote", &format!("{id}@1.0.2")], "incompatible_version_bump");
         let message = refused["message"].as_str().unwrap();

@@ -1203,6 +1203,17 @@ mod tests {
         let mut value = serde_json::to_value(&e).unwrap();
         value.as_object_mut().unwrap().remove("hash");
         assert_eq!(e.compute_hash(), chain_hash(&value));
+        // With the referenced files a promote records (keys needing escapes included).
+        let mut promote = event(2, &e.hash);
+        promote.action = Action::Promote;
+        promote.refs = Some(BTreeMap::from([
+            ("common/b.json".to_string(), SHA.to_string()),
+            ("common/a \"x\".json".to_string(), SHA.to_string()),
+        ]));
+        let mut value = serde_json::to_value(&promote).unwrap();
+        value.as_object_mut().unwrap().remove("hash");
+        assert_eq!(promote.compute_hash(), chain_hash(&value));
+        assert_ne!(promote.compute_hash(), Event { refs: None, ..promote.clone() }.compute_hash());
     }
 
     #[test]
