@@ -499,6 +499,7 @@ impl Retrieve for GraphRetriever {
 }
 
 pub mod cost;
+pub mod files;
 pub mod graph;
 
 #[cfg(test)]
