@@ -80,6 +80,7 @@ codes! {
     UsageError = "usage_error", Error, "the command line has an unknown, missing or malformed argument";
     ConfigInsecure = "config_insecure", Error, "pactum.toml would send an API key over plain http to a remote host, or read a variable that is not an API key";
     SchemaLimitExceeded = "schema_limit_exceeded", Error, "a JSON Schema in a contract would cost too much to evaluate ($ref expansion)";
+    SchemaTooCostly = "schema_too_costly", Error, "the cost of a JSON Schema in a contract cannot be bounded (references nested too deep, too many or too large referenced files)";
     // Registry and resolution.
     ContractNotFound = "contract_not_found", Error, "no registry entry has this contract id";
     ContractVersionNotFound = "contract_version_not_found", Error, "no usable version of the contract matches the requirement";
@@ -319,6 +320,10 @@ pub enum Error {
     #[error("{path}: {}", list_findings(findings))]
     SchemaLimit { path: PathBuf, findings: Vec<Finding> },
 
+    /// A user schema whose cost pactum's measure cannot bound.
+    #[error("{path}: {}", list_findings(findings))]
+    SchemaTooCostly { path: PathBuf, findings: Vec<Finding> },
+
     #[error("{path}: file is {size} bytes, more than the {limit}-byte limit")]
     FileTooLarge { path: PathBuf, size: u64, limit: u64 },
 
@@ -355,6 +360,20 @@ pub enum Error {
         "{path}: SHA-256 is {actual} but registry.json says {expected} for {id}@{version}; a promoted version's file never changes: restore it, and put the change in a new version"
     )]
     HashMismatch { path: PathBuf, id: String, version: String, expected: String, actual: String },
+
+    /// A file an active (or deprecated) contract's schemas referenced when it was promoted
+    /// has other bytes now, or is gone: the contract's meaning changed.
+    #[error(
+        "{path}: {} but {id}@{version} was promoted with SHA-256 {expected} for this file, which its schemas reference; a promoted version's meaning never changes: restore the file, and put the change in a new file referenced by a new version",
+        match actual { Some(actual) => format!("SHA-256 is {actual}"), None => "the file is gone".to_string() }
+    )]
+    ReferenceChanged {
+        path: PathBuf,
+        id: String,
+        version: String,
+        expected: String,
+        actual: Option<String>,
+    },
 
     #[error("{path}: file says {found} but its registry entry is {expected}")]
     IdMismatch { path: PathBuf, expected: String, found: String },
@@ -551,6 +570,7 @@ impl Error {
             Error::Config { .. } => Code::ConfigInvalid,
             Error::ConfigInsecure { .. } => Code::ConfigInsecure,
             Error::SchemaLimit { .. } => Code::SchemaLimitExceeded,
+            Error::SchemaTooCostly { .. } => Code::SchemaTooCostly,
             Error::FileTooLarge { .. } => Code::FileTooLarge,
             Error::PathEscape { .. } => Code::PathEscape,
             Error::OutputDirProtected { .. } => Code::OutputDirProtected,
@@ -575,7 +595,9 @@ impl Error {
                     Code::ContractNotActive
                 }
             },
-            Error::HashMismatch { .. } => Code::ContractHashMismatch,
+            Error::HashMismatch { .. } | Error::ReferenceChanged { .. } => {
+                Code::ContractHashMismatch
+            }
             Error::IdMismatch { .. } => Code::ContractIdMismatch,
             Error::RegistryFileMissing { .. } => Code::RegistryFileMissing,
             Error::DuplicateEntry { .. } => Code::RegistryDuplicateEntry,
@@ -628,7 +650,8 @@ impl Error {
             | Error::InputSchemaInvalid { findings, .. }
             | Error::OutputSchemaInvalid { findings, .. }
             | Error::ToolInputInvalid { findings, .. }
-            | Error::SchemaLimit { findings, .. } => findings,
+            | Error::SchemaLimit { findings, .. }
+            | Error::SchemaTooCostly { findings, .. } => findings,
             _ => &[],
         }
     }

@@ -1,9 +1,11 @@
 //! A project: a folder with registry.json (and optionally pactum.toml), and the loading of
 //! the files its entries point at.
 //!
-//! Loading an entry checks, in order: the path stays inside the root (`path_escape`) and
-//! exists (`registry_file_missing`), the file's SHA-256 equals the registry's
-//! (`contract_hash_mismatch`; not for drafts, which are working copies until promoted),
+//! Loading an entry checks, in order: the files its schemas referenced when it was
+//! promoted are unchanged (`contract_hash_mismatch` naming the file), the path stays inside
+//! the root (`path_escape`) and exists (`registry_file_missing`), the file's SHA-256 equals
+//! the registry's (`contract_hash_mismatch`; not for drafts, which are working copies until
+//! promoted),
 //! the file parses and fits its schema
 //! (`contract_parse_error`, `contract_schema_invalid`, `prompt_pack_invalid`), and its own
 //! id/version equal the entry's (`contract_id_mismatch`). Loaded files and compiled
@@ -24,6 +26,7 @@ use crate::id::Pin;
 use crate::pack::PromptPack;
 use crate::registry::{self, Entry, EntryKind, Registry, State};
 use crate::resolve::{ResolveOptions, Warning, resolve};
+use crate::schema::graph::{self, ProjectFiles};
 
 /// A contract resolved together with its pack.
 #[derive(Clone, Debug)]
@@ -123,8 +126,13 @@ impl Project {
         })
     }
 
-    /// Loads (or returns the cached) contract of a registry entry, with every check.
+    /// Loads (or returns the cached) contract of a registry entry, with every check. The
+    /// files its schemas referenced when it was promoted are checked every time (they are
+    /// read, not cached): a changed one is `contract_hash_mismatch` naming that file.
     pub fn load_contract(&self, entry: &Entry) -> Result<Arc<Contract>> {
+        if let Some((_, e)) = self.registry.changed_refs(entry).into_iter().next() {
+            return Err(e);
+        }
         // A draft's file may have changed since it was registered: read it every time.
         if entry.state != State::Draft
             && let Some(c) = lock(&self.contracts).get(&entry.sha256)
@@ -193,42 +201,62 @@ impl Project {
         Ok(Resolved { contract, contract_entry, pack, pack_entry, warnings })
     }
 
-    /// The contract's compiled validators, compiled once per file hash.
+    /// The contract's compiled validators, compiled once per file hash. Each schema's
+    /// resolved graph is built and measured first (`schema_limit_exceeded`,
+    /// `schema_too_costly`, before anything compiles it); when the contract is an active
+    /// entry that recorded the files its schemas reference, the files the graph read must
+    /// be exactly those, byte for byte (`contract_hash_mismatch`); the compiler then sees
+    /// only the documents the graph read.
     pub fn validators(&self, contract: &Contract) -> Result<Arc<Validators>> {
         if let Some(v) = lock(&self.validators).get(&contract.sha256) {
             return Ok(v.clone());
         }
-        let compile =
-            |schema: &Option<serde_json::Value>, pointer: &str| -> Result<Option<Validator>> {
-                match schema {
-                    None => Ok(None),
-                    Some(s) => {
-                        if let Some(f) =
-                            crate::schema::cost::check(s, pointer, contract.dir(), &self.root)
-                        {
-                            return Err(Error::SchemaLimit {
-                                path: contract.path.clone(),
-                                findings: vec![f],
-                            });
-                        }
-                        crate::schema::compile(s, contract.dir(), &self.root).map(Some).map_err(
-                            |findings| Error::SchemaInvalid {
-                                doc: DocKind::Contract,
-                                path: contract.path.clone(),
-                                findings: findings
-                                    .into_iter()
-                                    .map(|f| {
-                                        crate::error::Finding::new(
-                                            format!("{pointer}{}", f.pointer),
-                                            f.message,
-                                        )
-                                    })
-                                    .collect(),
-                            },
-                        )
+        let files = ProjectFiles::new(&self.root);
+        let base = graph::folder_uri(contract.dir());
+        let origin = graph::Origin::new(&base, &files);
+        let frozen = self
+            .registry
+            .get(EntryKind::Contract, &contract.id, &contract.version)
+            .filter(|e| e.state != State::Draft && e.sha256 == contract.sha256);
+        let compile = |schema: &Option<serde_json::Value>,
+                       pointer: &str|
+         -> Result<Option<Validator>> {
+            let Some(s) = schema else { return Ok(None) };
+            let graph = graph::Graph::build(s, &origin);
+            if let Some(refusal) = crate::schema::cost::check_graph(&graph, s, pointer) {
+                return Err(refusal.into_error(&contract.path));
+            }
+            if let Some(entry) = frozen
+                && let Some(refs) = &entry.refs
+            {
+                for (rel, sha256) in graph.files() {
+                    if refs.get(&rel) != Some(&sha256) {
+                        return Err(Error::ReferenceChanged {
+                            path: PathBuf::from(&rel),
+                            id: entry.id.clone(),
+                            version: entry.version.to_string(),
+                            expected: refs
+                                .get(&rel)
+                                .cloned()
+                                .unwrap_or_else(|| "(none: it was not referenced)".into()),
+                            actual: Some(sha256),
+                        });
                     }
                 }
-            };
+            }
+            crate::schema::compile_graph(&graph, s).map(Some).map_err(|findings| {
+                Error::SchemaInvalid {
+                    doc: DocKind::Contract,
+                    path: contract.path.clone(),
+                    findings: findings
+                        .into_iter()
+                        .map(|f| {
+                            crate::error::Finding::new(format!("{pointer}{}", f.pointer), f.message)
+                        })
+                        .collect(),
+                }
+            })
+        };
         let validators = Arc::new(Validators {
             input: compile(&contract.input_schema, "/input_schema")?,
             output: compile(&contract.output_schema, "/output_schema")?,

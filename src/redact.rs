@@ -214,6 +214,22 @@ impl Redactor {
         self.add_marked_in(schema, instance, None)
     }
 
+    /// [`Redactor::add_marked_in`] for a schema of a contract in `base_dir` inside the
+    /// project at `root`: references to files are read through the confinement rule, as
+    /// the schema's graph reads them.
+    pub fn add_marked_at(
+        &self,
+        schema: Option<&Value>,
+        instance: &Value,
+        base_dir: &std::path::Path,
+        root: &std::path::Path,
+    ) -> Result<()> {
+        let project = crate::schema::files::ProjectFiles::new(root);
+        let retriever = crate::schema::FilesRetriever(&project);
+        let files = SchemaFiles::new(crate::schema::graph::folder_uri(base_dir), &retriever);
+        self.add_marked_in(schema, instance, Some(&files))
+    }
+
     /// Adds every value of `instance` that `schema` marks `"x-secret": true`, wherever the
     /// schema applies the mark (the way a validator applies it, erring on the side of
     /// masking); `files` serves the schema files its `$ref`s name. Refused with `secret_limit_exceeded` past [`MAX_MARKED`] values,

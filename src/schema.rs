@@ -7,13 +7,16 @@
 //! `$ref` targets, regex syntax) and compiled once per contract for exchanges.
 //!
 //! **Security invariant:** no `$ref` reaches the network or a file outside the project
-//! root. Compilation uses [`RootRetriever`], which serves only `file://` URIs that
-//! resolve to a regular file inside the root (the confinement rule); regexes use the
-//! linear-time `regex` engine; a schema whose `$ref`s expand beyond [`cost::MAX_EXPANSION`]
-//! subschemas is never compiled (`schema_limit_exceeded`).
+//! root, and nothing is compiled that was not measured. Every reference is resolved once,
+//! in the schema's [`graph::Graph`] (files read through the confinement rule); the cost
+//! measure ([`cost`]) runs on that graph and refuses a schema whose references expand
+//! beyond [`cost::MAX_EXPANSION`] subschemas (`schema_limit_exceeded`) or whose cost it
+//! cannot bound (`schema_too_costly`); the compiler is then served only the documents the
+//! graph read. Regexes use the linear-time `regex` engine.
 
-use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
 
 use jsonschema::{PatternOptions, Retrieve, Uri, Validator};
 use serde_json::Value;
@@ -215,10 +218,20 @@ fn shorten(message: &str) -> String {
 }
 
 /// Cheap checks of a user-written schema embedded at `at` (e.g. `/input_schema`): it fits
-/// its draft's meta-schema, local `$ref`s point at something, regexes compile with the
-/// linear-time engine, and no `$ref` leaves the project (`base_dir` must stay inside
-/// `root`). A full compilation happens only when the schema references other files.
+/// its draft's meta-schema, every reference resolves (a pointer, an anchor, an embedded
+/// `$id`, a file inside the project: `base_dir` must stay inside `root`), regexes compile
+/// with the linear-time engine. A full compilation happens only when the schema
+/// references other files.
 pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Vec<Finding> {
+    let files = graph::ProjectFiles::new(root);
+    let base = graph::folder_uri(base_dir);
+    let graph = graph::Graph::build(schema, &graph::Origin::new(&base, &files));
+    check_user_schema_in(&graph, schema, at)
+}
+
+/// [`check_user_schema`] on the schema's graph, already built (and measured: the cost
+/// check comes first).
+pub fn check_user_schema_in(graph: &graph::Graph<'_>, schema: &Value, at: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     match jsonschema::meta::validator_for(schema) {
         // Most schemas are valid; a yes/no check is much cheaper than collecting errors.
@@ -243,28 +256,35 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
     if !out.is_empty() {
         return out;
     }
-    let mut external_refs = false;
-    walk_schema(schema, at, &mut |pointer, key, value| match key {
-        "$ref" | "$dynamicRef" => {
-            let Some(target) = value.as_str() else { return };
-            if let Some(fragment) = target.strip_prefix('#') {
-                if (fragment.is_empty() || fragment.starts_with('/'))
-                    && schema.pointer(&decode_fragment(fragment)).is_none()
-                {
-                    out.push(Finding::new(
-                        pointer,
-                        format!("`$ref` target `{target}` does not exist in this schema"),
-                    ));
-                }
-            } else if has_scheme(target) && !target.starts_with("file:") {
+    for (node, reference, reason) in graph.unresolved() {
+        let pointer = match graph.location(node) {
+            (None, pointer) => join_pointer(&format!("{at}{pointer}"), reference.keyword),
+            // Inside a referenced file: reported at the contract's schema.
+            (Some(file), pointer) => {
                 out.push(Finding::new(
-                    pointer,
-                    format!("`$ref` to `{target}` would reach the network; pactum only follows local references inside the project"),
+                    at,
+                    format!(
+                        "`{}` {} in {file}#{pointer} does not resolve: {reason}",
+                        reference.keyword,
+                        shorten(&reference.text)
+                    ),
                 ));
-            } else {
-                external_refs = true;
+                continue;
             }
-        }
+        };
+        let message = if reference.text.starts_with('#') && !reference.text.starts_with("#/") {
+            format!(
+                "`{}` target `{}` does not exist in this schema ({reason})",
+                reference.keyword, reference.text
+            )
+        } else if reference.text.starts_with('#') {
+            format!("`$ref` target `{}` does not exist in this schema", reference.text)
+        } else {
+            format!("`{}` does not resolve: {reason}", reference.keyword)
+        };
+        out.push(Finding::new(pointer, message));
+    }
+    walk_schema(schema, at, &mut |pointer, key, value| match key {
         "pattern" => {
             if let Some(re) = value.as_str()
                 && let Err(e) = check_regex(re)
@@ -284,32 +304,12 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
         _ => {}
     });
     if out.is_empty()
-        && external_refs
-        && let Err(e) = compile(schema, base_dir, root)
+        && graph.reaches_out()
+        && let Err(e) = compile_graph(graph, schema)
     {
-        {
-            out.extend(
-                e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)),
-            );
-        }
+        out.extend(e.into_iter().map(|f| Finding::new(format!("{at}{}", f.pointer), f.message)));
     }
     out
-}
-
-fn has_scheme(s: &str) -> bool {
-    match s.split_once(':') {
-        Some((scheme, _)) => {
-            !scheme.is_empty()
-                && scheme
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
-        }
-        None => false,
-    }
-}
-
-fn decode_fragment(fragment: &str) -> String {
-    percent_decode(fragment)
 }
 
 fn percent_decode(s: &str) -> String {
@@ -404,22 +404,49 @@ fn walk_schema(schema: &Value, at: &str, visit: &mut dyn FnMut(&str, &str, &Valu
 
 /// Compiles a user schema for validating instances: its draft from `$schema` (2020-12 by
 /// default), formats asserted, linear-time regexes, relative `$ref`s resolved against
-/// `base_dir` and served only from inside `root`.
+/// `base_dir` and served only from inside `root`. The schema's resolved graph is built
+/// first ([`graph::Graph`]) and measured ([`cost`]); the compiler is then given only the
+/// files the graph read, so what is measured is what is compiled.
 pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator, Vec<Finding>> {
-    // Never compile a schema whose evaluation would explode, whoever asks (SPEC §18);
-    // callers that report `schema_limit_exceeded` check [`cost::check`] first.
-    if let Some(finding) = cost::check(schema, "", base_dir, root) {
-        return Err(vec![finding]);
+    let files = graph::ProjectFiles::new(root);
+    let base = graph::folder_uri(base_dir);
+    let graph = graph::Graph::build(schema, &graph::Origin::new(&base, &files));
+    compile_graph(&graph, schema)
+}
+
+/// Compiles the schema of `graph` (`schema` is its root), refusing it first when its cost
+/// is too high or cannot be measured (SPEC §18); callers that report `schema_limit_exceeded`
+/// or `schema_too_costly` check [`cost::check_graph`] first. References to files reach
+/// only the documents the graph read.
+pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validator, Vec<Finding>> {
+    if let Some(refusal) = cost::check_graph(graph, schema, "") {
+        return Err(vec![refusal.finding().clone()]);
     }
-    let root = crate::confine::real_or_given(root);
-    let base_uri = base_uri(base_dir);
+    // A reference to another document that the graph could not read is refused with the
+    // graph's reason (outside the project, missing, not a schema), not the compiler's.
+    let outward: Vec<Finding> = graph
+        .unresolved()
+        .filter(|(_, reference, _)| !reference.text.starts_with('#'))
+        .map(|(node, reference, reason)| {
+            let at = match graph.location(node) {
+                (None, pointer) => join_pointer(&pointer, reference.keyword),
+                (Some(_), _) => String::new(),
+            };
+            Finding::new(at, format!("`{}` does not resolve: {reason}", reference.keyword))
+        })
+        .collect();
+    if !outward.is_empty() {
+        return Err(outward);
+    }
     let mut options = jsonschema::options();
     if schema.get("$schema").is_none() {
         options = options.with_draft(jsonschema::Draft::Draft202012);
     }
+    let documents: HashMap<String, Arc<Value>> =
+        graph.documents().map(|(uri, value)| (uri.to_string(), value.clone())).collect();
     options
-        .with_base_uri(base_uri)
-        .with_retriever(RootRetriever { root })
+        .with_base_uri(graph.base().to_string())
+        .with_retriever(GraphRetriever { documents })
         .with_pattern_options(PatternOptions::regex().size_limit(REGEX_SIZE_LIMIT))
         .should_validate_formats(true)
         .build(schema)
@@ -452,41 +479,60 @@ fn encode_path(path: &Path) -> String {
     if out.starts_with('/') { out } else { format!("/{out}") }
 }
 
-/// Serves `$ref`s to local files inside the project root, and nothing else.
-pub struct RootRetriever {
-    root: PathBuf,
+/// Serves the compiler the schema files a graph read, and nothing else: no network, no
+/// file the cost measure did not see.
+struct GraphRetriever {
+    documents: HashMap<String, Arc<Value>>,
 }
 
-impl RootRetriever {
-    pub fn new(root: &Path) -> Self {
-        RootRetriever { root: crate::confine::real_or_given(root) }
-    }
-}
-
-impl Retrieve for RootRetriever {
+impl Retrieve for GraphRetriever {
     fn retrieve(
         &self,
         uri: &Uri<String>,
     ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         let text = uri.as_str();
-        let Some(rest) = text.strip_prefix("file://") else {
-            return Err(format!("refusing to fetch `{text}`: pactum only follows local references inside the project").into());
+        let text = text.split_once('#').map_or(text, |(uri, _)| uri);
+        match self.documents.get(text) {
+            Some(value) => Ok(Value::clone(value)),
+            None if text.starts_with("file://") => Err(format!(
+                "`{text}` was not read: pactum follows only references to files inside the project"
+            )
+            .into()),
+            None => Err(format!(
+                "refusing to fetch `{text}`: pactum only follows local references inside the project"
+            )
+            .into()),
+        }
+    }
+}
+
+/// Serves schema files to a reader that walks references itself (the secret-marking walk
+/// of [`crate::redact`]) from the same confined [`files::Files`] the graph reads.
+pub struct FilesRetriever<'f>(pub &'f dyn files::Files);
+
+impl Retrieve for FilesRetriever<'_> {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let text = uri.as_str();
+        let text = text.split_once('#').map_or(text, |(uri, _)| uri);
+        let Some(path) = graph::file_path(text) else {
+            return Err(format!("refusing to fetch `{text}`: only files inside the project").into());
         };
-        let raw = rest.split('#').next().unwrap_or(rest);
-        let path = PathBuf::from(percent_decode(raw));
-        let real =
-            crate::confine::Root::canonical(&self.root).file(&path).map_err(|r| match r {
-                crate::confine::Refusal::Escape(_) => {
-                    format!("refusing `{}`: it is outside the project root", path.display())
-                }
-                other => other.into_error(&path).to_string(),
-            })?;
-        let doc = crate::document::load(&real, None).map_err(|e| e.to_string())?;
-        Ok(doc.value)
+        match self.0.read(&path, crate::document::MAX_FILE_BYTES) {
+            Ok(file) => Ok(Value::clone(&file.value)),
+            Err(files::ReadError::TooLarge { size }) => {
+                Err(format!("`{text}` is {size} bytes, too large").into())
+            }
+            Err(files::ReadError::Refused(reason)) => Err(reason.into()),
+        }
     }
 }
 
 pub mod cost;
+pub mod files;
+pub mod graph;
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // a test module: reads the schema files of the checkout

@@ -535,12 +535,13 @@ fn validate_refuses_ref_that_leaves_the_root() {
     tree.resync();
     let (doc, status) = tree.validate_json(&[]);
     assert_eq!(status, 1);
-    // Reported on the schema holding the reference (it is found when the schema compiles).
-    let at = pos_after(&tree.read(rel), "\"output_schema\": ");
+    // Reported at the reference itself (the schema's resolved graph says why it leads
+    // nowhere).
+    let at = pos_after(&tree.read(rel), "\"$ref\": ");
     check(
         one(&doc, "contract_schema_invalid", rel),
         "error",
-        Some("/output_schema"),
+        Some("/output_schema/properties/greeting/$ref"),
         Some(at),
         "outside the project root",
     );

@@ -676,6 +676,27 @@ fn reproduces_schema_limit_exceeded() {
     doc_example(dir.path(), Code::SchemaLimitExceeded, 1);
 }
 
+#[test]
+fn reproduces_schema_too_costly() {
+    // A chain of 600 definitions, each a reference to the next: deeper than the measure
+    // (and the validator) follows, so its cost cannot be bounded.
+    let mut defs = serde_json::Map::new();
+    for i in 0..600 {
+        defs.insert(format!("d{i}"), json!({"$ref": format!("#/$defs/d{}", i + 1)}));
+    }
+    defs.insert("d600".into(), json!({"type": "string"}));
+    let mut c = contract();
+    c["output_schema"] = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+    let dir = empty_project();
+    write_json(dir.path(), &file_of(&c), &c);
+
+    let d = finding(&validate_tree(dir.path()), Code::SchemaTooCostly);
+
+    assert_eq!(d.pointer.as_deref(), Some("/output_schema"));
+    assert!(d.message.contains("cannot be bounded"), "{}", d.message);
+    doc_example(dir.path(), Code::SchemaTooCostly, 1);
+}
+
 // --- Registry and resolution --------------------------------------------------------------
 
 #[test]
@@ -744,6 +765,23 @@ fn reproduces_contract_hash_mismatch() {
     let message = assert_code(&e, Code::ContractHashMismatch);
     assert!(message.contains("never changes: restore it"), "{message}");
     doc_example(dir.path(), Code::ContractHashMismatch, 1);
+
+    // A schema file an active contract references is covered by its hash too.
+    let dir = empty_project();
+    write_json(dir.path(), "schemas/label.json", &json!({"enum": ["greeting", "other"]}));
+    let mut c = contract();
+    c["output_schema"]["properties"]["label"] = json!({"$ref": "../../schemas/label.json"});
+    add(dir.path(), &pack()).unwrap();
+    add(dir.path(), &c).unwrap();
+    promote(dir.path(), "PRM-T-001", "1.0.0").unwrap();
+    promote(dir.path(), "PRC-T-001", "1.0.0").unwrap();
+    write_json(dir.path(), "schemas/label.json", &json!({"enum": ["greeting"]}));
+
+    let e = err(resolve(dir.path(), "PRC-T-001", false));
+
+    let message = assert_code(&e, Code::ContractHashMismatch);
+    assert!(message.starts_with("schemas/label.json: SHA-256 is"), "{message}");
+    assert!(message.contains("PRC-T-001@1.0.0 was promoted with SHA-256"), "{message}");
 }
 
 #[test]
@@ -874,6 +912,7 @@ fn reproduces_registry_merge_conflict() {
             deprecated_at: None,
             successor_version: None,
             removed_at: None,
+            refs: None,
         };
         r.entries.push(entry);
         r.history = None;

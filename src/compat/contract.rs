@@ -1,12 +1,14 @@
 //! The contract-level half of the diff: top-level keys, `boundary`, `required_context`,
 //! and the hand-off of each embedded schema to [`super::schema`].
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{Change, ChangeKind, changed, child, object, schema, show};
+use super::{Change, ChangeKind, Origins, changed, child, object, schema, show};
 
-/// Adds every difference between two contract documents to `out` (unsorted).
-pub(super) fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
+/// Adds every difference between two contract documents to `out` (unsorted). The
+/// embedded schemas are always compared, also when their text is equal: what their
+/// references lead to may not be.
+pub(super) fn diff(old: &Value, new: &Value, origins: &Origins<'_>, out: &mut Vec<Change>) {
     let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
         if old != new {
             let detail = "a contract must be a JSON object; compared as a whole".to_owned();
@@ -38,11 +40,9 @@ pub(super) fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
             "metadata" => metadata(old_value, new_value, out),
             "boundary" => boundary(old_value, new_value, out),
             "required_context" => required_context(old_value, new_value, out),
-            "input_schema" => schema::diff_document(old_value, new_value, &pointer, out),
+            "input_schema" => {}
             "output_schema" => {
-                if old_value.is_some() == new_value.is_some() {
-                    schema::diff_document(old_value, new_value, &pointer, out);
-                } else {
+                if old_value.is_some() != new_value.is_some() {
                     let detail = if new_value.is_some() {
                         "`output_schema` added: a text contract became a JSON contract"
                     } else {
@@ -53,6 +53,23 @@ pub(super) fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
             }
             _ => out.push(simple(ChangeKind::ExtensionChanged)),
         }
+    }
+    schema::diff_document(
+        old.get("input_schema"),
+        new.get("input_schema"),
+        "/input_schema",
+        origins,
+        out,
+    );
+    let (old_out, new_out) = (old.get("output_schema"), new.get("output_schema"));
+    if old_out.is_some() == new_out.is_some() {
+        schema::diff_document(old_out, new_out, "/output_schema", origins, out);
+    }
+    let (old_so, new_so) = (structured(old), structured(new));
+    let boundaries_are_objects =
+        [old, new].iter().all(|c| c.get("boundary").is_none_or(Value::is_object));
+    if boundaries_are_objects {
+        schema::diff_document(old_so, new_so, "/boundary/structured_output", origins, out);
     }
 }
 
@@ -91,10 +108,8 @@ fn boundary(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Change>) {
             "temperature" => ChangeKind::TemperatureChanged,
             "provider_id" if new_value.is_none() => ChangeKind::ProviderRemoved,
             "provider_id" => ChangeKind::ProviderChanged,
-            "structured_output" => {
-                schema::diff_document(old_value, new_value, &pointer, out);
-                continue;
-            }
+            // Compared with the other schemas, also when its text is equal.
+            "structured_output" => continue,
             _ => ChangeKind::BoundaryChanged,
         };
         out.push(Change::new(pointer, kind, change));
@@ -143,6 +158,11 @@ fn required_context(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Chan
             out.push(Change::new(at, ChangeKind::ContextRemoved, detail));
         }
     }
+}
+
+/// `boundary.structured_output`, if the contract has one.
+fn structured(contract: &Map<String, Value>) -> Option<&Value> {
+    contract.get("boundary").and_then(|b| b.get("structured_output"))
 }
 
 /// An optional array; absent is empty, anything else is `None`.

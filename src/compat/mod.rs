@@ -15,7 +15,10 @@
 //! The same rules apply to `input_schema`, `output_schema` and
 //! `boundary.structured_output`. The diff is *semantic*: a rewrite that validates exactly
 //! the same values (reordered `enum`, an inline schema moved behind a `$ref`, `const`
-//! written as a one-value `enum`) produces no change.
+//! written as a one-value `enum`) produces no change. References are compared by what
+//! they resolve to — a JSON pointer, an anchor, a dynamic anchor, an embedded `$id`, a
+//! schema file of the project — never by their text, and a reference that cannot be
+//! resolved is a major change (SPEC §18).
 //!
 //! Decisions beyond SPEC §7:
 //!
@@ -31,15 +34,19 @@
 //! - Adding a `oneOf` branch is minor like an `anyOf` branch, as schema registries treat
 //!   sum-type extension, although it can make a value match two branches.
 //! - Unknown keywords (including `x-` extensions), `not`, `if`/`then`/`else`,
-//!   `dependent*`, `$id`, `$anchor`, nested `$schema`, `patternProperties` entries added
-//!   or removed, and `format`/`pattern` changes are major.
+//!   `dependent*`, `$id`, `$anchor`, `$dynamicAnchor`, nested `$schema`,
+//!   `patternProperties` entries added or removed, and `format`/`pattern` changes are
+//!   major; so are `not`, `if`/`then`/`else` and `dependent*` whose text is unchanged but
+//!   whose references now lead to schemas that differ.
 //!
 //! Every [`ChangeKind`] has exactly one [`Bump`] ([`ChangeKind::bump`]); the bump a new
 //! version needs is the largest one over its changes ([`required_bump`]), and the bump it
 //! declares comes from the two version numbers ([`declared_bump`]).
 //!
-//! This module is pure: it works on `serde_json::Value`s in memory, never panics, and is
-//! bounded (schemas are compared to a fixed depth, each `$ref` pair at most once).
+//! This module is pure apart from the files its [`Origins`] read (through
+//! [`crate::schema::graph::Files`], confined to the project): it works on
+//! `serde_json::Value`s in memory, never panics, and is bounded (schemas are compared to a
+//! fixed depth, each pair of reference targets at most once).
 //!
 //! ```
 //! use pactum::compat::{Bump, ChangeKind, diff_contracts, required_bump};
@@ -66,9 +73,12 @@ use semver::Version;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::schema::graph::Origin;
+
 mod contract;
 mod schema;
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests;
 
 /// How much a version number must move to allow a change, from none to major.
@@ -320,26 +330,51 @@ impl Change {
     }
 }
 
+/// Where each of the two versions' schemas resolve references to other files: each
+/// version's folder and the files it may read ([`Origin`]).
+#[derive(Clone, Copy)]
+pub struct Origins<'f> {
+    pub old: Origin<'f>,
+    pub new: Origin<'f>,
+}
+
+impl Origins<'static> {
+    /// Versions whose folders are unknown: references inside each schema resolve,
+    /// references to other files do not (and so need a major bump).
+    pub fn detached() -> Origins<'static> {
+        Origins { old: Origin::detached(), new: Origin::detached() }
+    }
+}
+
 /// Every difference between two versions of a contract, sorted by pointer, then kind.
 ///
 /// Both arguments are whole contract documents. `version` itself is not compared (see
-/// [`declared_bump`]); anything that is not a JSON object is compared as a whole.
+/// [`declared_bump`]); anything that is not a JSON object is compared as a whole. The
+/// versions' folders are not known here: a schema that references another file is
+/// compared with [`diff_contracts_at`], or its references count as unresolved (major).
 #[must_use]
 pub fn diff_contracts(old: &Value, new: &Value) -> Vec<Change> {
+    diff_contracts_at(old, new, &Origins::detached())
+}
+
+/// [`diff_contracts`] for two versions whose schemas resolve references from `origins`
+/// (their folders, and the project's files).
+#[must_use]
+pub fn diff_contracts_at(old: &Value, new: &Value, origins: &Origins<'_>) -> Vec<Change> {
     let mut changes = Vec::new();
-    contract::diff(old, new, &mut changes);
+    contract::diff(old, new, origins, &mut changes);
     finish(changes)
 }
 
 /// Every difference between two standalone JSON Schema documents, with pointers prefixed
 /// by `base_pointer` (e.g. `"/input_schema"`, or `""` for a schema file of its own).
 ///
-/// Local `$ref`s (`#/$defs/x`, `#/definitions/x`, `#/properties/a`) resolve within each
-/// document.
+/// References inside each document resolve there (`#/$defs/x`, `#anchor`, an embedded
+/// `$id`, a `$dynamicRef`); references to other files do not (see [`diff_contracts_at`]).
 #[must_use]
 pub fn diff_schemas(old: &Value, new: &Value, base_pointer: &str) -> Vec<Change> {
     let mut changes = Vec::new();
-    schema::diff_document(Some(old), Some(new), base_pointer, &mut changes);
+    schema::diff_document(Some(old), Some(new), base_pointer, &Origins::detached(), &mut changes);
     finish(changes)
 }
 

@@ -5,25 +5,34 @@
 //! A missing subschema slot is the `true` schema, so `items` appearing is compared as
 //! `{}` → the new schema and every keyword inside gets its own precise change.
 //!
-//! Local `$ref`s are resolved within their own document. Changes found behind a `$ref`
-//! are reported at the referenced definition (`/input_schema/$defs/address/...`), and each
-//! pair of referenced locations is compared once: that both bounds the work on schemas
-//! that reuse definitions and stops recursive definitions from looping. Remote refs
-//! (`other.json#/x`) and anchors (`#name`) are not followed: unchanged they are assumed
-//! equal, changed they are unclassified. A `$ref` with validation keywords beside it is
-//! compared keyword by keyword only against another `$ref`.
+//! References are compared by what they resolve to, never by their text: each document's
+//! resolved graph ([`crate::schema::graph`], the same reading of `$ref`, `$anchor`,
+//! `$dynamicRef`/`$dynamicAnchor`, `$recursiveRef`, embedded `$id`s and schema files that
+//! the validator and the cost measure use) gives every reference's target, and the two
+//! targets are compared as schemas. Changes found behind a reference are reported where
+//! the target is: a definition of the schema (`/input_schema/$defs/address/...`) or a
+//! referenced file (`common/address.json#/properties/zip`). Each pair of targets is
+//! compared once: that both bounds the work on schemas that reuse definitions and stops
+//! recursive definitions from looping. A reference that resolves on neither side or on
+//! one side only, a dynamic reference whose possible targets differ in number, and a
+//! `$ref` with validation keywords beside it compared against an inline schema are
+//! unclassified (major): what cannot be proven compatible needs a major bump (SPEC §18).
+//! Keywords compared as values (`not`, `if`/`then`/`else`, `dependentSchemas`, ...) are
+//! equal only when their references lead to schemas that are the same in turn
+//! ([`Differ::same`]).
 //!
-//! Limits: the walk stops at [`MAX_DEPTH`] nested subschemas (`$ref` hops included).
-//! What lies beyond is never assumed compatible: a difference there, or a `$ref` that could
-//! lead to one, is an unclassified change (a major bump). Values parsed by `serde_json`
-//! are at most 128 levels deep; deeper values built in memory are still compared with
-//! `serde_json`'s own (recursive) equality at the cut-off.
+//! Limits: the walk stops at [`MAX_DEPTH`] nested subschemas (reference hops included).
+//! What lies beyond is never assumed compatible: a difference there, or a reference that
+//! could lead to one, is an unclassified change (a major bump). Values parsed by
+//! `serde_json` are at most 128 levels deep; deeper values built in memory are still
+//! compared with `serde_json`'s own (recursive) equality at the cut-off.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::{Change, ChangeKind, all_keys, child, object, show};
+use super::{Change, ChangeKind, Origins, all_keys, child, object, show};
+use crate::schema::graph::{Graph, NodeId, REFERENCE_KEYWORDS, Reference, Targets};
 
 /// Schema nesting (including `$ref` hops) compared keyword by keyword; deeper subschemas
 /// that differ are reported as one unclassified change.
@@ -56,16 +65,17 @@ const UNCLASSIFIED: &[&str] = &[
     "$schema",
     "$id",
     "$anchor",
-    "$dynamicRef",
     "$dynamicAnchor",
-    "$recursiveRef",
     "$recursiveAnchor",
     "$vocabulary",
 ];
 
-/// Keywords compared by a dedicated rule in [`Differ::keywords`].
+/// Keywords compared by a dedicated rule in [`Differ::keywords`] (or, for the reference
+/// keywords, by what they resolve to in [`Differ::schema`]).
 const HANDLED: &[&str] = &[
     "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
     "$defs",
     "definitions",
     "type",
@@ -112,25 +122,44 @@ const OPAQUE_CONSTRAINTS: &[&str] =
 const SLOTS: &[&str] = &["propertyNames", "additionalItems", "unevaluatedItems"];
 
 /// Diffs two schema documents rooted at `base`; an absent document is the `true` schema.
+/// Each is resolved from its own origin (its folder and the files it may read).
 pub(super) fn diff_document(
     old: Option<&Value>,
     new: Option<&Value>,
     base: &str,
+    origins: &Origins<'_>,
     out: &mut Vec<Change>,
 ) {
     let old_root = old.unwrap_or(&TRUE);
     let new_root = new.unwrap_or(&TRUE);
-    if old_root == new_root {
+    // Equal texts whose references are all fragments (`#...`: inside the document) mean
+    // the same; no graph is needed for the common case of an unchanged schema.
+    if old_root == new_root && !contains_ref_beyond_fragment(old_root) {
         return;
     }
-    let mut differ =
-        Differ { old_root, new_root, base, seen: HashSet::new(), reached: HashSet::new(), out };
+    let old_graph = Graph::build(old_root, &origins.old);
+    let new_graph = Graph::build(new_root, &origins.new);
+    // Equal texts mean equal schemas only when their meaning is all in the text.
+    if old_root == new_root && !old_graph.reaches_out() && !new_graph.reaches_out() {
+        return;
+    }
+    let budget = 4 * (old_graph.len() + new_graph.len()) + 64;
+    let mut differ = Differ {
+        old: &old_graph,
+        new: &new_graph,
+        base,
+        seen: HashSet::new(),
+        reached: HashSet::new(),
+        same: Same { memo: HashMap::new(), log: Vec::new(), budget },
+        out,
+    };
     let loc = Loc { old: base.to_owned(), new: base.to_owned() };
     differ.schema(old_root, new_root, &loc, 0);
-    differ.unreached_definitions();
+    differ.unreached_definitions(old_root, new_root);
 }
 
-/// Where the two schemas being compared sit in their documents.
+/// Where the two schemas being compared sit: in the contract (`/input_schema/...`) or in
+/// a referenced file (`common/address.json#/...`).
 struct Loc {
     old: String,
     new: String,
@@ -148,7 +177,7 @@ impl Loc {
     }
 }
 
-/// Which of the two documents a `$ref` resolves in.
+/// Which of the two documents a reference resolves in.
 #[derive(Clone, Copy)]
 enum Side {
     Old,
@@ -170,14 +199,24 @@ fn is_annotation_only(value: &Value) -> bool {
     }
 }
 
+/// The memo of [`Differ::same`]: pairs of subschemas proven (or assumed, while being
+/// compared) the same, and the budget of pair comparisons left.
+struct Same {
+    memo: HashMap<(NodeId, NodeId), bool>,
+    /// Pairs in the order they entered `memo`, to take back assumptions that failed.
+    log: Vec<(NodeId, NodeId)>,
+    budget: usize,
+}
+
 struct Differ<'a, 'o> {
-    old_root: &'a Value,
-    new_root: &'a Value,
+    old: &'a Graph<'a>,
+    new: &'a Graph<'a>,
     base: &'a str,
-    /// `$ref` target pairs already compared (or being compared).
+    /// Reference target pairs already compared (or being compared).
     seen: HashSet<(String, String)>,
-    /// Root definitions (`/input_schema/$defs/x`) some `$ref` reached, on either side.
+    /// Root definitions (`/input_schema/$defs/x`) some reference reached, on either side.
     reached: HashSet<String>,
+    same: Same,
     out: &'o mut Vec<Change>,
 }
 
@@ -186,10 +225,17 @@ impl<'a> Differ<'a, '_> {
         self.out.push(Change::new(pointer, kind, detail));
     }
 
+    fn graph(&self, side: Side) -> &'a Graph<'a> {
+        match side {
+            Side::Old => self.old,
+            Side::New => self.new,
+        }
+    }
+
     fn schema(&mut self, old: &'a Value, new: &'a Value, loc: &Loc, depth: usize) {
         if depth > MAX_DEPTH {
             // Nothing beyond the cut-off is assumed compatible (SPEC §18): equal subtrees
-            // pass only when no `$ref` in them could lead to a change further down.
+            // pass only when no reference in them could lead to a change further down.
             if old != new || contains_ref(old) || contains_ref(new) {
                 self.push(
                     loc.new.clone(),
@@ -223,81 +269,188 @@ impl<'a> Differ<'a, '_> {
             }
             return;
         };
-        match (get(o, "$ref"), get(n, "$ref")) {
-            (None, None) => self.keywords(o, n, loc, depth),
-            (Some(old_ref), Some(new_ref)) => {
+        let (old_refs, new_refs) = (self.old.references_of(old), self.new.references_of(new));
+        match (old_refs.is_empty(), new_refs.is_empty()) {
+            (true, true) => self.keywords(o, n, loc, depth),
+            (false, false) => {
                 self.keywords(o, n, loc, depth);
-                self.both_refs(old_ref, new_ref, loc, depth);
+                self.both_refs(old_refs, new_refs, loc, depth);
             }
-            (Some(old_ref), None) => {
-                match is_pure_ref(o).then(|| self.resolve(Side::Old, old_ref)).flatten() {
-                    Some((target, pointer)) => {
-                        self.visit(target, new, &Loc { old: pointer, new: loc.new.clone() }, depth);
-                    }
-                    None => self.ref_mismatch(loc),
+            (false, true) => match pure_target(o, old_refs) {
+                Some(target) => {
+                    let (value, pointer) = self.target(Side::Old, target);
+                    self.visit(value, new, &Loc { old: pointer, new: loc.new.clone() }, depth);
                 }
-            }
-            (None, Some(new_ref)) => {
-                match is_pure_ref(n).then(|| self.resolve(Side::New, new_ref)).flatten() {
-                    Some((target, pointer)) => {
-                        self.visit(old, target, &Loc { old: loc.old.clone(), new: pointer }, depth);
-                    }
-                    None => self.ref_mismatch(loc),
+                None => self.ref_mismatch(loc),
+            },
+            (true, false) => match pure_target(n, new_refs) {
+                Some(target) => {
+                    let (value, pointer) = self.target(Side::New, target);
+                    self.visit(old, value, &Loc { old: loc.old.clone(), new: pointer }, depth);
                 }
-            }
+                None => self.ref_mismatch(loc),
+            },
         }
     }
 
-    /// Compares two resolved `$ref` targets, once per pair of locations.
+    /// A reference target: its schema and where to report it. Marks the root definition
+    /// it lies in as reached.
+    fn target(&mut self, side: Side, node: NodeId) -> (&'a Value, String) {
+        let graph = self.graph(side);
+        let pointer = match graph.location(node) {
+            (None, pointer) => {
+                if let Some(definition) = definition_of(&pointer) {
+                    self.reached.insert(format!("{}{definition}", self.base));
+                }
+                format!("{}{pointer}", self.base)
+            }
+            (Some(file), pointer) => format!("{file}#{pointer}"),
+        };
+        (graph.value(node), pointer)
+    }
+
+    /// Compares two resolved reference targets, once per pair of locations.
     fn visit(&mut self, old: &'a Value, new: &'a Value, loc: &Loc, depth: usize) {
         if self.seen.insert((loc.old.clone(), loc.new.clone())) {
             self.schema(old, new, loc, depth + 1);
         }
     }
 
-    /// One side is an inline schema, the other a `$ref` that cannot be resolved locally
-    /// or that has validation keywords beside it.
+    /// One side is an inline schema, the other a reference that does not resolve to one
+    /// schema or that has validation keywords beside it.
     fn ref_mismatch(&mut self, loc: &Loc) {
-        let detail = "one side is a `$ref` that does not resolve locally or has validation \
-                      keywords beside it, the other an inline schema; not compared"
+        let detail = "one side is a reference that does not resolve to one schema or has \
+                      validation keywords beside it, the other an inline schema; not compared"
             .to_owned();
         self.push(loc.new.clone(), ChangeKind::Unclassified, detail);
     }
 
-    fn both_refs(&mut self, old_ref: &'a Value, new_ref: &'a Value, loc: &Loc, depth: usize) {
-        match (self.resolve(Side::Old, old_ref), self.resolve(Side::New, new_ref)) {
-            (Some((old, old_ptr)), Some((new, new_ptr))) => {
-                self.visit(old, new, &Loc { old: old_ptr, new: new_ptr }, depth);
-            }
-            (None, None) if old_ref == new_ref => {}
-            _ => {
-                let detail = format!(
-                    "`$ref` {} → {} cannot be resolved within the schema on both sides",
-                    show(Some(old_ref)),
-                    show(Some(new_ref))
-                );
-                self.push(loc.at("$ref", true), ChangeKind::Unclassified, detail);
+    /// Both sides make references: each pair is compared by what it resolves to.
+    fn both_refs(&mut self, old: &'a [Reference], new: &'a [Reference], loc: &Loc, depth: usize) {
+        let pointer = loc.at(new.first().map_or("$ref", |r| r.keyword), true);
+        if old.len() != new.len() {
+            let detail = format!(
+                "references {} → {}: not the same number of reference keywords; not compared",
+                list_refs(old),
+                list_refs(new)
+            );
+            return self.push(pointer, ChangeKind::Unclassified, detail);
+        }
+        for (o, n) in old.iter().zip(new) {
+            let pointer = loc.at(n.keyword, true);
+            match (&o.targets, &n.targets) {
+                (Targets::Resolved(a), Targets::Resolved(b)) if a.len() == b.len() => {
+                    for (&x, &y) in a.iter().zip(b) {
+                        let (old_value, old_at) = self.target(Side::Old, x);
+                        let (new_value, new_at) = self.target(Side::New, y);
+                        self.visit(old_value, new_value, &Loc { old: old_at, new: new_at }, depth);
+                    }
+                }
+                (Targets::Resolved(a), Targets::Resolved(b)) => {
+                    let detail = format!(
+                        "`{}` {} may lead to {} schemas, `{}` {} to {}: the dynamic scope picks among them; not compared",
+                        o.keyword,
+                        show(Some(&Value::String(o.text.clone()))),
+                        a.len(),
+                        n.keyword,
+                        show(Some(&Value::String(n.text.clone()))),
+                        b.len()
+                    );
+                    self.push(pointer, ChangeKind::Unclassified, detail);
+                }
+                (Targets::Unresolved(why), _) | (_, Targets::Unresolved(why)) => {
+                    let detail = format!(
+                        "`{}` {} → {} cannot be resolved on both sides ({why}); pactum cannot prove it compatible",
+                        n.keyword,
+                        show(Some(&Value::String(o.text.clone()))),
+                        show(Some(&Value::String(n.text.clone())))
+                    );
+                    self.push(pointer, ChangeKind::Unclassified, detail);
+                }
             }
         }
     }
 
-    /// Resolves a local `$ref` (`#`, `#/json/pointer`) in one document, returning the
-    /// target and its pointer in the contract.
-    fn resolve(&mut self, side: Side, reference: &Value) -> Option<(&'a Value, String)> {
-        let fragment = reference.as_str()?.strip_prefix('#')?;
-        let pointer = percent_decode(fragment)?;
-        if !pointer.is_empty() && !pointer.starts_with('/') {
-            return None;
+    /// Whether two values are the same once every reference in them is followed: equal
+    /// JSON, whose references lead to subschemas that are the same in turn. Two graphs are
+    /// compared as a bisimulation: a pair being compared is assumed the same (so cycles
+    /// end), and assumptions a failure depended on are taken back. Bounded by the budget
+    /// of pair comparisons: past it nothing more is proven the same.
+    fn same(&mut self, old: &'a Value, new: &'a Value, depth: usize) -> bool {
+        if depth > MAX_DEPTH {
+            return old == new && !contains_ref(old) && !contains_ref(new);
         }
-        let root = match side {
-            Side::Old => self.old_root,
-            Side::New => self.new_root,
-        };
-        let target = root.pointer(&pointer)?;
-        if let Some(definition) = definition_of(&pointer) {
-            self.reached.insert(format!("{}{definition}", self.base));
+        match (old, new) {
+            (Value::Object(a), Value::Object(b)) => {
+                if a.len() != b.len() {
+                    return false;
+                }
+                let (old_refs, new_refs) =
+                    (self.old.references_of(old), self.new.references_of(new));
+                if old_refs.len() != new_refs.len() {
+                    return false;
+                }
+                for (o, n) in old_refs.iter().zip(new_refs) {
+                    let (Targets::Resolved(x), Targets::Resolved(y)) = (&o.targets, &n.targets)
+                    else {
+                        return false;
+                    };
+                    if o.keyword != n.keyword || x.len() != y.len() {
+                        return false;
+                    }
+                    for (&x, &y) in x.iter().zip(y) {
+                        if !self.same_nodes(x, y, depth) {
+                            return false;
+                        }
+                    }
+                }
+                let references = !old_refs.is_empty();
+                a.iter().all(|(key, value)| {
+                    b.get(key).is_some_and(|other| {
+                        (references && REFERENCE_KEYWORDS.contains(&key.as_str()))
+                            || self.same(value, other, depth + 1)
+                    })
+                })
+            }
+            (Value::Array(a), Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| self.same(x, y, depth + 1))
+            }
+            _ => old == new,
         }
-        Some((target, format!("{}{pointer}", self.base)))
+    }
+
+    fn same_nodes(&mut self, x: NodeId, y: NodeId, depth: usize) -> bool {
+        if let Some(&known) = self.same.memo.get(&(x, y)) {
+            return known;
+        }
+        if self.same.budget == 0 {
+            return false;
+        }
+        self.same.budget -= 1;
+        let start = self.same.log.len();
+        self.same.memo.insert((x, y), true);
+        self.same.log.push((x, y));
+        let (old, new) = (self.old.value(x), self.new.value(y));
+        let result = self.same(old, new, depth + 1);
+        if !result {
+            // What was assumed while comparing this pair may have rested on it.
+            for pair in self.same.log.drain(start..) {
+                if self.same.memo.get(&pair) == Some(&true) {
+                    self.same.memo.remove(&pair);
+                }
+            }
+            self.same.memo.insert((x, y), false);
+        }
+        result
+    }
+
+    /// Whether a keyword compared as a value (absent on a side = absent) is the same.
+    fn same_keyword(&mut self, old: Option<&'a Value>, new: Option<&'a Value>) -> bool {
+        match (old, new) {
+            (None, None) => true,
+            (Some(old), Some(new)) => self.same(old, new, 0),
+            _ => false,
+        }
     }
 
     fn keywords(&mut self, o: Obj<'a>, n: Obj<'a>, loc: &Loc, depth: usize) {
@@ -331,7 +484,7 @@ impl<'a> Differ<'a, '_> {
         let keys: BTreeSet<&String> = o.into_iter().chain(n).flat_map(Map::keys).collect();
         for key in keys {
             let (old, new) = (get(o, key), get(n, key));
-            if old == new || is_handled(key) {
+            if is_handled(key) || self.same_keyword(old, new) {
                 continue;
             }
             let in_new = new.is_some();
@@ -765,10 +918,10 @@ impl<'a> Differ<'a, '_> {
 
     /// Root definitions that changed although no `$ref` reached them: harmless, but the
     /// document did change.
-    fn unreached_definitions(&mut self) {
+    fn unreached_definitions(&mut self, old_root: &'a Value, new_root: &'a Value) {
         for key in ["$defs", "definitions"] {
-            let old = self.old_root.get(key).and_then(Value::as_object);
-            let new = self.new_root.get(key).and_then(Value::as_object);
+            let old = old_root.get(key).and_then(Value::as_object);
+            let new = new_root.get(key).and_then(Value::as_object);
             let names: BTreeSet<&String> = old.into_iter().chain(new).flat_map(Map::keys).collect();
             for name in names {
                 let (old_def, new_def) =
@@ -822,14 +975,13 @@ fn is_handled(key: &str) -> bool {
         || SLOTS.contains(&key)
 }
 
-/// A `$ref` with nothing beside it but annotations and definitions.
-/// Whether a `$ref` (or `$dynamicRef`) appears anywhere in `value` (iteratively).
+/// Whether a reference keyword appears anywhere in `value` (iteratively).
 fn contains_ref(value: &Value) -> bool {
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
         match v {
             Value::Object(map) => {
-                if map.contains_key("$ref") || map.contains_key("$dynamicRef") {
+                if REFERENCE_KEYWORDS.iter().any(|k| map.contains_key(*k)) {
                     return true;
                 }
                 stack.extend(map.values());
@@ -841,11 +993,52 @@ fn contains_ref(value: &Value) -> bool {
     false
 }
 
-fn is_pure_ref(schema: Obj<'_>) -> bool {
-    schema.into_iter().flatten().all(|(key, _)| {
-        matches!(key.as_str(), "$ref" | "$defs" | "definitions")
+/// Whether a reference keyword anywhere in `value` holds something else than a fragment
+/// (`#...`), i.e. may name another document (iteratively).
+fn contains_ref_beyond_fragment(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                let beyond = REFERENCE_KEYWORDS.iter().any(|k| {
+                    map.get(*k).is_some_and(|r| !r.as_str().is_some_and(|r| r.starts_with('#')))
+                });
+                if beyond {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The one schema a reference with nothing beside it but annotations and definitions
+/// leads to, if it is that.
+fn pure_target(schema: Obj<'_>, references: &[Reference]) -> Option<NodeId> {
+    let pure = schema.into_iter().flatten().all(|(key, _)| {
+        REFERENCE_KEYWORDS.contains(&key.as_str())
+            || matches!(key.as_str(), "$defs" | "definitions")
             || ANNOTATIONS.contains(&key.as_str())
-    })
+    });
+    match references {
+        [only] if pure => match &only.targets {
+            Targets::Resolved(targets) if targets.len() == 1 => Some(targets[0]),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// References as written, for a change's detail.
+fn list_refs(references: &[Reference]) -> String {
+    let all: Vec<String> = references
+        .iter()
+        .map(|r| format!("{} {}", r.keyword, show(Some(&Value::String(r.text.clone())))))
+        .collect();
+    if all.is_empty() { "none".to_owned() } else { all.join(", ") }
 }
 
 /// The `type` keyword as a set of names; `Ok(None)` when absent, `Err` when malformed.
@@ -924,19 +1117,4 @@ fn definition_of(pointer: &str) -> Option<&str> {
     let rest = pointer.strip_prefix("/$defs/").or_else(|| pointer.strip_prefix("/definitions/"))?;
     let name_len = rest.find('/').unwrap_or(rest.len());
     pointer.get(..pointer.len() - rest.len() + name_len)
-}
-
-/// Decodes `%XX` escapes in a URI fragment; `None` if they are invalid.
-fn percent_decode(fragment: &str) -> Option<String> {
-    let mut parts = fragment.split('%');
-    let mut out = parts.next().unwrap_or_default().as_bytes().to_vec();
-    for part in parts {
-        let hex = part.get(..2)?;
-        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        out.push(u8::from_str_radix(hex, 16).ok()?);
-        out.extend_from_slice(part.get(2..)?.as_bytes());
-    }
-    String::from_utf8(out).ok()
 }

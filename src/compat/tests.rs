@@ -51,7 +51,14 @@ fn check(name: &str, old: &Value, new: &Value, expect: &[(&str, ChangeKind)], bu
         assert!(!change.detail.is_empty(), "case `{name}`: empty detail");
     }
     assert_eq!(diff_contracts(old, new), changes, "case `{name}`: not deterministic");
-    assert!(diff_contracts(new, new).is_empty(), "case `{name}`: new differs from itself");
+    // Without the versions' folders, a reference to another file cannot be resolved, so
+    // not even a document that names one equals itself: only unclassified changes then.
+    let itself = diff_contracts(new, new);
+    if new.to_string().contains(".json") {
+        assert!(itself.iter().all(|c| c.kind == K::Unclassified), "case `{name}`: {itself:#?}");
+    } else {
+        assert!(itself.is_empty(), "case `{name}`: new differs from itself: {itself:#?}");
+    }
 }
 
 /// `(name, old contract, new contract, expected (pointer, kind) list, required bump)`.
@@ -979,4 +986,237 @@ fn names_are_stable_and_match_serde() {
             "detail": "`type` \"string\" → absent",
         }])
     );
+}
+
+// --- Every reference form is compared by what it resolves to (issue 22) ------------------
+
+/// `input_schema` = `{"properties": {"text": reference}, "$defs": defs}`: `defs` holds
+/// what the reference leads to.
+fn referencing(reference: Value, defs: Value) -> Value {
+    input(json!({"type": "object", "properties": {"text": reference}, "$defs": defs}))
+}
+
+/// The changes between two versions, with the kinds only.
+fn kinds(old: &Value, new: &Value) -> Vec<(String, ChangeKind)> {
+    diff_contracts(old, new).into_iter().map(|c| (c.pointer, c.kind)).collect()
+}
+
+/// One reference form: the same reference, its target tightened (major) or only
+/// re-described (patch). `wrap` builds `(reference, defs)` around a target schema.
+fn check_form(name: &str, wrap: impl Fn(Value) -> (Value, Value), at: &str) {
+    let target = json!({"type": "string"});
+    let tightened = json!({"type": "string", "maxLength": 10});
+    let described = json!({"type": "string", "description": "the text to classify"});
+    let version = |t: Value| {
+        let (reference, defs) = wrap(t);
+        referencing(reference, defs)
+    };
+    let (old, major, patch) = (version(target), version(tightened), version(described));
+    let changes = diff_contracts(&old, &major);
+    assert_eq!(
+        kinds(&old, &major),
+        [(format!("{at}/maxLength"), K::BoundTightened)],
+        "{name}: a tightened target is major"
+    );
+    assert_eq!(required_bump(&changes), Bump::Major, "{name}");
+    let changes = diff_contracts(&old, &patch);
+    assert_eq!(
+        kinds(&old, &patch),
+        [(format!("{at}/description"), K::AnnotationChanged)],
+        "{name}: a re-described target is a patch"
+    );
+    assert_eq!(required_bump(&changes), Bump::Patch, "{name}");
+    assert!(diff_contracts(&old, &old).is_empty(), "{name}");
+}
+
+#[test]
+fn a_json_pointer_reference_is_compared_by_its_target() {
+    check_form(
+        "pointer",
+        |t| (json!({"$ref": "#/$defs/text"}), json!({"text": t})),
+        "/input_schema/$defs/text",
+    );
+}
+
+#[test]
+fn an_anchor_reference_is_compared_by_its_target() {
+    // The reported attack: `"$ref": "#text"` to a definition with `"$anchor": "text"`;
+    // tightening the definition was classed a patch.
+    check_form(
+        "anchor",
+        |mut t| {
+            t["$anchor"] = json!("text");
+            (json!({"$ref": "#text"}), json!({"named": t}))
+        },
+        "/input_schema/$defs/named",
+    );
+}
+
+#[test]
+fn a_dynamic_reference_is_compared_by_every_target_it_may_pick() {
+    check_form(
+        "dynamic",
+        |mut t| {
+            t["$dynamicAnchor"] = json!("text");
+            (json!({"$dynamicRef": "#text"}), json!({"dyn": t}))
+        },
+        "/input_schema/$defs/dyn",
+    );
+    // Two dynamic anchors of that name: either may be picked, both are compared.
+    let two = |limit: u64| {
+        referencing(
+            json!({"$dynamicRef": "#text"}),
+            json!({"a": {"$dynamicAnchor": "text", "type": "string"},
+                   "b": {"$dynamicAnchor": "text", "type": "string", "maxLength": limit}}),
+        )
+    };
+    assert_eq!(
+        kinds(&two(10), &two(5)),
+        [("/input_schema/$defs/b/maxLength".into(), K::BoundTightened)]
+    );
+    // One more place the scope may pick: not provably the same.
+    let mut three = two(10);
+    three["input_schema"]["$defs"]["c"] = json!({"$dynamicAnchor": "text"});
+    assert!(kinds(&two(10), &three).iter().any(|(_, k)| *k == K::Unclassified));
+}
+
+#[test]
+fn an_id_relative_reference_is_compared_by_its_target() {
+    check_form(
+        "$id",
+        |mut t| {
+            t["$id"] = json!("text.json");
+            (json!({"$ref": "text.json"}), json!({"embedded": t}))
+        },
+        "/input_schema/$defs/embedded",
+    );
+    // Resolved against an embedded resource's own base, not the document's.
+    let nested = |limit: u64| {
+        referencing(
+            json!({"$ref": "https://example.com/a/b.json#x"}),
+            json!({"b": {"$id": "https://example.com/a/b.json",
+                         "$defs": {"x": {"$anchor": "x", "type": "string", "maxLength": limit}}}}),
+        )
+    };
+    assert_eq!(
+        kinds(&nested(10), &nested(5)),
+        [("/input_schema/$defs/b/$defs/x/maxLength".into(), K::BoundTightened)]
+    );
+}
+
+#[test]
+fn a_reference_that_resolves_nowhere_is_never_assumed_equal() {
+    // The same text on both sides, but no target: not provably compatible.
+    let unresolved = |title: &str| {
+        let mut contract = referencing(json!({"$ref": "#nowhere"}), json!({}));
+        contract["input_schema"]["title"] = json!(title);
+        contract
+    };
+    let changes = diff_contracts(&unresolved("a"), &unresolved("b"));
+    assert!(
+        changes.iter().any(|c| c.kind == K::Unclassified && c.bump == Bump::Major),
+        "{changes:#?}"
+    );
+    // A value compared as a whole (`not`) whose reference target changed is not equal.
+    let negated = |limit: u64| {
+        input(json!({"not": {"$ref": "#n"}, "$defs": {"n": {"$anchor": "n", "maxLength": limit}}}))
+    };
+    let changes = diff_contracts(&negated(10), &negated(5));
+    assert!(
+        changes.iter().any(|c| c.pointer == "/input_schema/not" && c.kind == K::Unclassified),
+        "{changes:#?}"
+    );
+}
+
+#[test]
+fn a_file_reference_is_compared_by_the_file_it_resolves_to() {
+    use crate::compat::{Origin, Origins, diff_contracts_at};
+    use crate::schema::graph::{ProjectFiles, folder_uri};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("contracts/t")).unwrap();
+    std::fs::create_dir_all(root.join("common")).unwrap();
+    let write = |name: &str, schema: Value| {
+        std::fs::write(root.join("common").join(name), schema.to_string()).unwrap();
+    };
+    write("text.json", json!({"type": "string"}));
+    write("text-tight.json", json!({"type": "string", "maxLength": 10}));
+    write("text-described.json", json!({"type": "string", "description": "the text"}));
+    let files = ProjectFiles::new(root);
+    let base = folder_uri(&root.join("contracts/t"));
+    let origins = Origins { old: Origin::new(&base, &files), new: Origin::new(&base, &files) };
+    let version =
+        |file: &str| referencing(json!({"$ref": format!("../../common/{file}")}), json!({}));
+    let diff = |old: &str, new: &str| -> Vec<(String, ChangeKind)> {
+        diff_contracts_at(&version(old), &version(new), &origins)
+            .into_iter()
+            .map(|c| (c.pointer, c.kind))
+            .collect()
+    };
+    assert_eq!(diff("text.json", "text.json"), []);
+    assert_eq!(
+        diff("text.json", "text-tight.json"),
+        [("common/text-tight.json#/maxLength".into(), K::BoundTightened)]
+    );
+    assert_eq!(
+        diff("text.json", "text-described.json"),
+        [("common/text-described.json#/description".into(), K::AnnotationChanged)]
+    );
+    // A file outside the project, or missing, resolves nowhere: major.
+    let missing = diff("text.json", "gone.json");
+    assert!(
+        missing.iter().all(|(_, k)| *k == K::Unclassified) && !missing.is_empty(),
+        "{missing:?}"
+    );
+    // Without the folders (`diff_contracts`), a file reference is not provably anything.
+    let detached = diff_contracts(&version("text.json"), &version("text.json"));
+    assert!(detached.iter().any(|c| c.kind == K::Unclassified), "{detached:#?}");
+    // The same file text behind a reference that moved is still the same schema.
+    std::fs::create_dir_all(root.join("contracts/t2")).unwrap();
+    let moved = Origin::new(&base, &files);
+    let other = folder_uri(&root.join("contracts/t2"));
+    let origins = Origins { old: moved, new: Origin::new(&other, &files) };
+    assert!(diff_contracts_at(&version("text.json"), &version("text.json"), &origins).is_empty());
+}
+
+/// `n` properties, each an anchor reference into a block of definitions that refer to each
+/// other through anchors; the last definition of every block has `leaf`.
+fn anchored_blocks(n: usize, leaf: Value) -> Value {
+    let mut defs = serde_json::Map::new();
+    let mut properties = serde_json::Map::new();
+    for i in 0..n {
+        let def = if i % 4 == 3 {
+            let mut last = leaf.clone();
+            last["$anchor"] = json!(format!("a{i}"));
+            last
+        } else {
+            let next = format!("#a{}", i + 1);
+            json!({"$anchor": format!("a{i}"), "anyOf": [{"$ref": next}, {"not": {"$ref": next}}]})
+        };
+        defs.insert(format!("d{i}"), def);
+        properties.insert(format!("p{i}"), json!({"$ref": format!("#a{}", i - i % 4)}));
+    }
+    input(json!({"type": "object", "properties": properties, "$defs": defs}))
+}
+
+#[test]
+fn the_diff_of_resolved_references_is_linear_in_the_schema() {
+    let median = |n: usize| {
+        let old = anchored_blocks(n, json!({"type": "string"}));
+        let new = anchored_blocks(n, json!({"type": "string", "maxLength": 3}));
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let changes = diff_contracts(&old, &new);
+                assert_eq!(required_bump(&changes), Bump::Major);
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[1]
+    };
+    median(100);
+    let (t1, t4) = (median(300), median(1_200));
+    let ratio = t4 / t1.max(1e-6);
+    assert!(ratio < 8.0, "4× the schema took {ratio:.1}× the time ({t1:.4}s → {t4:.4}s)");
 }

@@ -23,7 +23,6 @@ use crate::gateway::{
 use crate::id::Pin;
 use crate::ledger::{Kind, Ledger};
 use crate::project::{Project, Resolved, Validators};
-use crate::redact::SchemaFiles;
 use crate::render::CompiledPack;
 use crate::resolve::{ResolveOptions, Warning};
 use crate::work_order::WorkOrder;
@@ -175,9 +174,7 @@ impl<'a> Caller<'a> {
             Schema::Input => contract.input_schema.as_ref(),
             Schema::Output => contract.output_schema.as_ref(),
         };
-        let retriever = crate::schema::RootRetriever::new(&self.project.root);
-        let files = SchemaFiles::new(crate::schema::base_uri(contract.dir()), &retriever);
-        ledger.redactor().add_marked_in(schema, instance, Some(&files))
+        ledger.redactor().add_marked_at(schema, instance, contract.dir(), &self.project.root)
     }
 
     fn compiled(&self, resolved: &Resolved) -> Result<Arc<CompiledPack>> {

@@ -134,6 +134,7 @@ pub(super) fn base64(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 

@@ -611,6 +611,7 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use serde_json::json;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use semver::Version;
 use serde_json::Value;
 
-use crate::compat::{Bump, declared_bump, diff_contracts, required_bump};
+use crate::compat::{Bump, Origin, Origins, declared_bump, diff_contracts_at, required_bump};
 use crate::contract::Contract;
 use crate::digest::ZERO_HASH;
 use crate::document;
@@ -27,6 +27,7 @@ use crate::error::{DocKind, Error, Result};
 use crate::pack::PromptPack;
 use crate::registry::{Action, Entry, EntryKind, Event, Registry, State, check_relative};
 use crate::resolve::{ResolveOptions, resolve};
+use crate::schema::graph::{self, ProjectFiles};
 
 /// The current time as the registry writes it: RFC 3339, UTC, whole seconds.
 pub fn now() -> String {
@@ -82,8 +83,10 @@ fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: 
             event.path = Some(entry.path.clone());
             event.state = Some(entry.state);
             event.successor = entry.successor_version.as_ref().map(ToString::to_string);
+            event.refs = entry.refs.clone();
         }
-        Action::Promote | Action::Remove | Action::Discard | Action::Merge => {}
+        Action::Promote => event.refs = entry.refs.clone(),
+        Action::Remove | Action::Discard | Action::Merge => {}
     }
     chain(history, event)
 }
@@ -177,6 +180,7 @@ pub fn add(registry: &mut Registry, file: &Path, stamp: &Stamp) -> Result<Added>
         deprecated_at: None,
         successor_version: None,
         removed_at: None,
+        refs: None,
     };
     registry.edit(|entries, history| {
         entries.push(entry.clone());
@@ -271,8 +275,9 @@ fn entry_in(
     Ok(entry)
 }
 
-/// Loads an entry's document with the hash check.
-fn load_entry_value(registry: &Registry, entry: &Entry) -> Result<Value> {
+/// Loads an entry's document with the hash check, of its file and of the files its
+/// schemas referenced when it was promoted. Returns the document and its folder.
+fn load_entry_value(registry: &Registry, entry: &Entry) -> Result<(Value, std::path::PathBuf)> {
     let path = registry.file_of(entry)?;
     let doc = document::load(&path, Some(entry.kind.doc_kind()))?;
     if doc.sha256 != entry.sha256 {
@@ -284,7 +289,11 @@ fn load_entry_value(registry: &Registry, entry: &Entry) -> Result<Value> {
             actual: doc.sha256,
         });
     }
-    Ok(doc.value)
+    if let Some((_, e)) = registry.changed_refs(entry).into_iter().next() {
+        return Err(e);
+    }
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((doc.value, dir))
 }
 
 /// What `promote` checked.
@@ -329,7 +338,15 @@ pub fn promote(
     })?;
     let doc = load_draft(registry, &entry)?;
     let frozen = doc.sha256.clone();
+    let dir = doc.path.parent().map(Path::to_path_buf).unwrap_or_default();
     let value = doc.value;
+    let files = ProjectFiles::new(&registry.root);
+    // The files its schemas reference are frozen with it (SPEC §18: immutability covers
+    // meaning); a reference that leads nowhere would let a later file give it one.
+    let refs = match kind {
+        EntryKind::Contract => graph::referenced_files(&value, &dir, &files, &doc.path)?,
+        EntryKind::PromptPack => Default::default(),
+    };
     let previous = registry
         .versions(kind, id)
         .filter(|e| {
@@ -367,8 +384,13 @@ pub fn promote(
             ));
         }
         if let Some(prev) = &previous {
-            let old = load_entry_value(registry, prev)?;
-            let changes = diff_contracts(&old, &value);
+            let (old, old_dir) = load_entry_value(registry, prev)?;
+            let (old_base, new_base) = (graph::folder_uri(&old_dir), graph::folder_uri(&dir));
+            let origins = Origins {
+                old: Origin::new(&old_base, &files),
+                new: Origin::new(&new_base, &files),
+            };
+            let changes = diff_contracts_at(&old, &value, &origins);
             required = required_bump(&changes);
             declared = declared_bump(&prev.version, &entry.version);
             if declared < required {
@@ -387,6 +409,7 @@ pub fn promote(
         e.state = State::Active;
         e.sha256 = frozen;
         e.activated_at = Some(stamp.at.clone());
+        e.refs = (!refs.is_empty()).then_some(refs);
     });
     let compared_with =
         if kind == EntryKind::Contract { previous.map(|p| p.version) } else { None };
@@ -646,6 +669,14 @@ pub fn verify(registry: &Registry) -> Vec<crate::diagnostic::Diagnostic> {
                 out.push(Diagnostic::from_error(&e).pointer(format!("{pointer}/sha256")));
             }
             Ok(doc) => {
+                for (rel, e) in registry.changed_refs(entry) {
+                    let at = crate::schema::join_pointer(&format!("{pointer}/refs"), &rel);
+                    out.push(Diagnostic::from_error(&e).pointer(at).help(format!(
+                        "{} is {}: the files its schemas reference never change; restore {rel} (`git checkout -- {rel}`), and put a changed schema in a new file referenced by a new version",
+                        entry.key(),
+                        entry.state.as_str()
+                    )));
+                }
                 let id_key = match entry.kind {
                     EntryKind::Contract => "contract_id",
                     EntryKind::PromptPack => "prompt_pack_id",

@@ -6,7 +6,7 @@
 //! the root and a history that does not hash-chain. Writes (the lifecycle commands) live
 //! in [`lifecycle`] and [`store`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use semver::Version;
@@ -96,6 +96,11 @@ pub struct Entry {
     pub deprecated_at: Option<String>,
     pub successor_version: Option<Version>,
     pub removed_at: Option<String>,
+    /// The files a contract's schemas referenced (transitively) when it was promoted: path
+    /// relative to the registry's folder → SHA-256. The entry's hash covers them (SPEC
+    /// §18, "immutability covers meaning"). `None` for drafts, packs, contracts that
+    /// reference no file, and entries promoted before pactum recorded them.
+    pub refs: Option<BTreeMap<String, String>>,
 }
 
 impl Entry {
@@ -141,8 +146,9 @@ impl Action {
 /// without `hash`; `prev` is the previous event's `hash` (64 zeros for the first).
 ///
 /// Beyond SPEC §3.3's fields, events written since §17 carry `actor` (who), `path` (add,
-/// update, adopt), `state` (adopt), `successor` (deprecate, adopt) and `heads` (merge), so
-/// the history alone implies every entry ([`replay`]). Absent fields are left out of the
+/// update, adopt), `state` (adopt), `successor` (deprecate, adopt), `heads` (merge) and
+/// `refs` (promote, adopt: the files a contract's schemas reference), so the history alone
+/// implies every entry ([`replay`]). Absent fields are left out of the
 /// JSON and of the hash, so older histories verify unchanged.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
@@ -167,6 +173,10 @@ pub struct Event {
     /// A merge event's two parents: our head hash, then theirs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heads: Option<Vec<String>>,
+    /// The files the promoted contract's schemas reference, with their SHA-256 (promote,
+    /// adopt); see [`Entry::refs`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refs: Option<BTreeMap<String, String>>,
     pub prev: String,
     pub hash: String,
 }
@@ -202,6 +212,12 @@ impl Event {
             field("path", quote(path));
         }
         field("prev", quote(&self.prev));
+        if let Some(refs) = &self.refs {
+            // A `BTreeMap` iterates in code-point order: canonical JSON's key order.
+            let pairs: Vec<String> =
+                refs.iter().map(|(path, sha)| format!("{}:{}", quote(path), quote(sha))).collect();
+            field("refs", format!("{{{}}}", pairs.join(",")));
+        }
         field("seq", self.seq.to_string());
         if !self.sha256.is_empty() {
             field("sha256", quote(&self.sha256));
@@ -502,6 +518,48 @@ impl Registry {
         let entry = self.entries.get(index)?;
         let cell = self.files.get(index)?;
         cell.get_or_init(|| resolve_under(self.real_root(), &entry.path)).as_deref().ok()
+    }
+
+    /// The files `entry`'s schemas referenced when it was promoted ([`Entry::refs`]) that
+    /// changed since: each with its recorded path and the error (`contract_hash_mismatch`
+    /// naming the file when its bytes differ or it is gone; `path_escape` or `io_error`
+    /// when it cannot be read). Drafts and removed entries have nothing to check.
+    pub fn changed_refs(&self, entry: &Entry) -> Vec<(String, Error)> {
+        let Some(refs) = &entry.refs else { return Vec::new() };
+        if matches!(entry.state, State::Draft | State::Removed) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (rel, expected) in refs {
+            let changed = |actual: Option<String>| Error::ReferenceChanged {
+                path: PathBuf::from(rel),
+                id: entry.id.clone(),
+                version: entry.version.to_string(),
+                expected: expected.clone(),
+                actual,
+            };
+            let actual = match resolve_under(self.real_root(), rel) {
+                Ok(path) => match document::read_limited(&path, document::MAX_FILE_BYTES) {
+                    Ok(bytes) => crate::digest::sha256_hex(&bytes),
+                    Err(e) => {
+                        out.push((rel.clone(), e));
+                        continue;
+                    }
+                },
+                Err(PathProblem::Missing) => {
+                    out.push((rel.clone(), changed(None)));
+                    continue;
+                }
+                Err(PathProblem::Escape(reason)) => {
+                    out.push((rel.clone(), Error::PathEscape { path: rel.clone(), reason }));
+                    continue;
+                }
+            };
+            if &actual != expected {
+                out.push((rel.clone(), changed(Some(actual))));
+            }
+        }
+        out
     }
 
     /// Every problem with the registry itself: duplicates, history breaks, entry paths
@@ -933,6 +991,12 @@ pub(crate) struct RawEntry {
         skip_serializing_if = "Option::is_none"
     )]
     removed_at: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    refs: Option<BTreeMap<String, String>>,
 }
 
 impl RawEntry {
@@ -968,6 +1032,7 @@ impl RawEntry {
             deprecated_at: self.deprecated_at,
             successor_version,
             removed_at: self.removed_at,
+            refs: self.refs,
         })
     }
 
@@ -988,6 +1053,7 @@ impl RawEntry {
             deprecated_at: e.deprecated_at.clone(),
             successor_version: e.successor_version.as_ref().map(ToString::to_string),
             removed_at: e.removed_at.clone(),
+            refs: e.refs.clone(),
         }
     }
 }
@@ -1143,6 +1209,17 @@ mod tests {
         let mut value = serde_json::to_value(&e).unwrap();
         value.as_object_mut().unwrap().remove("hash");
         assert_eq!(e.compute_hash(), chain_hash(&value));
+        // With the referenced files a promote records (keys needing escapes included).
+        let mut promote = event(2, &e.hash);
+        promote.action = Action::Promote;
+        promote.refs = Some(BTreeMap::from([
+            ("common/b.json".to_string(), SHA.to_string()),
+            ("common/a \"x\".json".to_string(), SHA.to_string()),
+        ]));
+        let mut value = serde_json::to_value(&promote).unwrap();
+        value.as_object_mut().unwrap().remove("hash");
+        assert_eq!(promote.compute_hash(), chain_hash(&value));
+        assert_ne!(promote.compute_hash(), Event { refs: None, ..promote.clone() }.compute_hash());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Verification is a replay (SPEC §17): the history is folded into the state it implies
 //! for every id@version (registered, path, hash frozen at promote, state, successor), and
-//! that state is compared with the entries. A hand edit of registry.json (a new hash for
+//! that state is compared with the entries (the files a contract's schemas reference,
+//! frozen at promote, included). A hand edit of registry.json (a new hash for
 //! an active file, a state flipped to `active`, an entry added or deleted) passes the hash
 //! chain, because it does not touch the history, but not the replay:
 //! `registry_history_mismatch`, naming the entry and the event.
@@ -34,6 +35,8 @@ pub struct Implied {
     /// `None` when unknown (a deprecate event written before §17); `Some(None)` when the
     /// entry has no successor.
     pub successor: Option<Option<String>>,
+    /// The files its schemas referenced, frozen at promote (or recorded by adopt).
+    pub refs: Option<BTreeMap<String, String>>,
     /// Sequence number and index in `history` of the last event about it.
     pub seq: u64,
     pub index: usize,
@@ -105,6 +108,7 @@ fn apply(
         sha256: event.sha256.clone(),
         state: s,
         successor,
+        refs: event.refs.clone(),
         seq: event.seq,
         index,
         action: event.action,
@@ -176,12 +180,20 @@ fn apply(
             if event.action == Action::Promote {
                 if existing.state == State::Draft {
                     existing.sha256 = event.sha256.clone();
+                    existing.refs = event.refs.clone();
                 } else if existing.sha256 != event.sha256 {
                     return Err(format!(
                         "promotes it with hash {}, but event #{} froze {}",
                         short(&event.sha256),
                         existing.seq,
                         short(&existing.sha256)
+                    ));
+                } else if existing.refs != event.refs {
+                    return Err(format!(
+                        "promotes it with referenced files {}, but event #{} froze {}",
+                        show_refs(event.refs.as_ref()),
+                        existing.seq,
+                        show_refs(existing.refs.as_ref())
                     ));
                 }
             }
@@ -215,6 +227,19 @@ fn apply(
 
 fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
+}
+
+/// Referenced files as `path (sha…)`, for messages.
+fn show_refs(refs: Option<&BTreeMap<String, String>>) -> String {
+    match refs {
+        None => "(none)".to_string(),
+        Some(refs) if refs.is_empty() => "(none)".to_string(),
+        Some(refs) => {
+            let all: Vec<String> =
+                refs.iter().map(|(path, sha)| format!("{path} ({})", short(sha))).collect();
+            all.join(", ")
+        }
+    }
 }
 
 fn key_of_entry(e: &Entry) -> Key {
@@ -294,6 +319,16 @@ pub fn check(registry: &Registry) -> Vec<Diagnostic> {
                     "the entry's sha256 is {}, but the hash {how} is {} ({event})",
                     short(&entry.sha256),
                     short(&said.sha256)
+                ),
+            );
+        }
+        if entry.refs != said.refs {
+            differ(
+                "refs",
+                format!(
+                    "the entry's referenced files are {}, but the history froze {} ({event})",
+                    show_refs(entry.refs.as_ref()),
+                    show_refs(said.refs.as_ref())
                 ),
             );
         }

@@ -8,6 +8,8 @@
 //! 0.41–0.45 s of CPU instead of 0.53–0.66 s (BENCHMARKS.md); `tests` checks the "at least
 //! as strict" promise against the schema.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Deserializer};
 
 use crate::registry::{Action, EntryKind, Event, RawEntry, State};
@@ -32,7 +34,14 @@ pub(crate) fn entry(raw: &str, kind: EntryKind) -> Option<RawEntry> {
         }
     };
     let times = [&e.activated_at, &e.deprecated_at, &e.removed_at];
+    // Only contract entries record referenced files (the schema has no `refs` for packs).
+    let refs_ok = match (&e.refs, kind) {
+        (None, _) => true,
+        (Some(refs), EntryKind::Contract) => self::refs(refs),
+        (Some(_), EntryKind::PromptPack) => false,
+    };
     let ok = id_ok
+        && refs_ok
         && version(&e.version)
         && !e.path.is_empty()
         && sha256(&e.sha256)
@@ -65,6 +74,8 @@ struct HistoryEvent {
     successor: Option<String>,
     #[serde(default, deserialize_with = "present")]
     heads: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    refs: Option<BTreeMap<String, String>>,
     prev: String,
     hash: String,
 }
@@ -82,6 +93,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         && e.sha256.as_deref().is_none_or(sha256)
         && e.successor.as_deref().is_none_or(version)
         && e.heads.as_ref().is_none_or(|h| h.len() == 2 && h.iter().all(|x| sha256(x)))
+        && e.refs.as_ref().is_none_or(refs)
         && sha256(&e.prev)
         && sha256(&e.hash);
     if !ok {
@@ -99,9 +111,15 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         state: e.state,
         successor: e.successor,
         heads: e.heads,
+        refs: e.refs,
         prev: e.prev,
         hash: e.hash,
     })
+}
+
+/// A `refs` map: non-empty paths, each to a SHA-256.
+fn refs(refs: &BTreeMap<String, String>) -> bool {
+    refs.iter().all(|(path, sha)| !path.is_empty() && sha256(sha))
 }
 
 fn digits(s: &str) -> bool {
@@ -184,7 +202,8 @@ mod tests {
         let good = json!({"contract_id": "PRC-A-001", "version": "1.2.3", "path": "contracts/a.json",
                           "sha256": SHA, "state": "deprecated", "registered_at": "2026-01-01T00:00:00Z",
                           "activated_at": "2026-01-02T00:00:00.5Z", "deprecated_at": "2028-02-29T23:59:59Z",
-                          "successor_version": "2.0.0", "removed_at": "2026-03-01T00:00:00.123456789Z"});
+                          "successor_version": "2.0.0", "removed_at": "2026-03-01T00:00:00.123456789Z",
+                          "refs": {"common/address.json": SHA, "common/zip.json": SHA}});
         assert!(entry(&good.to_string(), EntryKind::Contract).is_some());
         assert!(schema_accepts(RegistryPart::ContractEntry, &good));
         let variants: Vec<(&str, Value)> = vec![
@@ -216,6 +235,13 @@ mod tests {
             ("registered_at", json!("+2026-01-01T00:00:00Z")),
             ("activated_at", json!(null)),
             ("successor_version", json!(null)),
+            ("refs", json!(null)),
+            ("refs", json!([])),
+            ("refs", json!({"": SHA})),
+            ("refs", json!({"a.json": "x"})),
+            ("refs", json!({"a.json": SHA.to_uppercase()})),
+            ("refs", json!({"a.json": 1})),
+            ("refs", json!({})),
             ("bogus", json!(1)),
         ];
         for (key, value) in variants {
@@ -232,6 +258,11 @@ mod tests {
         let mut pack = good.clone();
         pack.as_object_mut().unwrap().remove("contract_id");
         pack["prompt_pack_id"] = json!("PRM-A-001");
+        // A pack records no referenced files: the schema refuses `refs` there, so must the
+        // fast path.
+        assert!(entry(&pack.to_string(), EntryKind::PromptPack).is_none());
+        assert!(!schema_accepts(RegistryPart::PackEntry, &pack));
+        pack.as_object_mut().unwrap().remove("refs");
         assert!(entry(&pack.to_string(), EntryKind::PromptPack).is_some());
         assert!(entry(&pack.to_string(), EntryKind::Contract).is_none());
         let mut missing = good.clone();
@@ -244,7 +275,7 @@ mod tests {
         let good = json!({"seq": 1, "at": "2026-01-01T00:00:00Z", "action": "add", "actor": "me",
                           "id": "PRM-A-001", "version": "1.0.0", "path": "p.json", "sha256": SHA,
                           "state": "active", "successor": "2.0.0", "heads": [SHA, SHA],
-                          "prev": SHA, "hash": SHA});
+                          "refs": {"common/address.json": SHA}, "prev": SHA, "hash": SHA});
         assert!(event(&good.to_string()).is_some());
         assert!(schema_accepts(RegistryPart::Event, &good));
         let promote = json!({"seq": 2, "at": "2026-01-01T00:00:00Z", "action": "promote",
@@ -268,6 +299,10 @@ mod tests {
             ("heads", json!([SHA])),
             ("heads", json!([SHA, SHA, SHA])),
             ("heads", json!([SHA, "x"])),
+            ("refs", json!(null)),
+            ("refs", json!({"": SHA})),
+            ("refs", json!({"a.json": "x"})),
+            ("refs", json!("a.json")),
             ("prev", json!("0")),
             ("hash", json!(null)),
             ("at", json!("yesterday")),

@@ -179,6 +179,7 @@ fn full_registry() -> Value {
             "contract_id": "PRC-FULL-001", "version": "1.0.0", "path": "contracts/f/1.0.0.json",
             "sha256": sha, "state": "removed", "registered_at": at, "activated_at": at,
             "deprecated_at": at, "successor_version": "2.0.0", "removed_at": at,
+            "refs": {"schemas/common/address.json": sha},
         }],
         "prompt_packs": [{
             "prompt_pack_id": "PRM-FULL-001", "version": "1.0.0",
@@ -189,7 +190,8 @@ fn full_registry() -> Value {
         "history": [{
             "seq": 1, "at": at, "action": "adopt", "actor": "a@example.com", "id": "PRC-FULL-001",
             "version": "1.0.0", "path": "contracts/f/1.0.0.json", "sha256": sha, "state": "removed",
-            "successor": "2.0.0", "heads": [sha, sha], "prev": "0".repeat(64), "hash": sha,
+            "successor": "2.0.0", "heads": [sha, sha], "refs": {"schemas/common/address.json": sha},
+            "prev": "0".repeat(64), "hash": sha,
         }],
     })
 }
@@ -374,7 +376,8 @@ fn shapes() -> Vec<Shape> {
             fields: fields_of::<RawEntry>(),
             parse: parses::<RawEntry>,
             ignored: &[],
-            also_read: &["contract_id"],
+            // A pack records no referenced files; the schema refuses `refs` there.
+            also_read: &["contract_id", "refs"],
             required_by_schema_only: &["prompt_pack_id"],
             exactly_one_of: &[],
         },

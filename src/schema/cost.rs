@@ -1,250 +1,184 @@
 //! The cost of a user schema (SPEC §18: bounded cost): how many subschemas one evaluation
-//! may visit once every `$ref` is followed.
+//! may visit once every reference is followed, measured on the schema's resolved graph
+//! ([`super::graph`]): `$ref` by pointer, anchor (`$anchor`) or URI, `$dynamicRef` and
+//! `$recursiveRef` (every schema the dynamic scope may pick counts), references resolved
+//! against embedded `$id`s, and schema files inside the project.
 //!
 //! A 200-byte schema whose definitions each refer twice to the next expands to 2^n
 //! subschemas, and a validator evaluates them all, in exponential time and memory. The
-//! expansion is computed here without expanding: each `$ref` target's size is computed
-//! once and reused (a DAG walk), a `$ref` back to a definition that is being sized (a
-//! recursive schema, such as a tree) counts once — its cost grows with the instance, not
-//! with the schema — and the sum stops at [`MAX_EXPANSION`]. Local references (`#`,
-//! `#/pointer`) are followed, and so are references to other schema files inside the
-//! project (through the confinement rule), which are sized the same way.
+//! expansion is computed here without expanding: each subschema's size is computed once
+//! and reused (memoised per node of the graph, so the measure is linear in the graph), a
+//! reference back to a subschema that is being sized (a recursive schema, such as a tree)
+//! counts once — its cost grows with the instance, not with the schema — and the sum
+//! stops at [`MAX_EXPANSION`].
 //!
-//! Not followed: anchors (`#name`), `$dynamicRef`, and references resolved against a
-//! nested `$id`; each counts as one subschema.
+//! Two refusals, two codes:
+//! - `schema_limit_exceeded`: the measure bounded the cost, and it is above
+//!   [`MAX_EXPANSION`];
+//! - `schema_too_costly`: the measure cannot bound it — subschemas and references nest
+//!   deeper than [`MAX_NESTING`] (the measure and the validator both recurse along them),
+//!   or the schema reads more files than the graph reads for one schema
+//!   ([`super::graph::MAX_FILES`], [`super::graph::MAX_FILE_BYTES`]).
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::error::Finding;
+use super::graph::{Graph, Origin, ProjectFiles, Targets, folder_uri, for_each_subschema};
+use crate::error::{Code, Error, Finding};
 
-/// The most subschemas one evaluation of a contract's schema may visit, `$ref`s expanded.
+/// The most subschemas one evaluation of a contract's schema may visit, references expanded.
 pub const MAX_EXPANSION: u64 = 1_000_000;
-/// The longest chain of nested subschemas and `$ref` hops followed.
+/// The longest chain of nested subschemas and reference hops followed.
 pub const MAX_NESTING: usize = 512;
-/// The most schema files one schema may pull in through `$ref`.
-const MAX_FILES: usize = 64;
 
-/// Where a subschema lives: a file (`None` = the schema itself) and a JSON pointer.
-type Place = (Option<PathBuf>, String);
-
-/// How a keyword holds subschemas.
-enum Holds {
-    /// One subschema (or, for `items` in old drafts, a list).
-    One,
-    /// A list of subschemas.
-    List,
-    /// A map of named subschemas.
-    Map,
+/// Why a schema is refused before anything compiles it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Refusal {
+    /// The measured expansion is above [`MAX_EXPANSION`] (`schema_limit_exceeded`).
+    TooLarge(Finding),
+    /// The measure cannot bound the cost (`schema_too_costly`).
+    Unbounded(Finding),
 }
 
-fn holds(keyword: &str) -> Option<Holds> {
-    Some(match keyword {
-        "items"
-        | "additionalItems"
-        | "additionalProperties"
-        | "not"
-        | "if"
-        | "then"
-        | "else"
-        | "contains"
-        | "propertyNames"
-        | "unevaluatedItems"
-        | "unevaluatedProperties" => Holds::One,
-        "allOf" | "anyOf" | "oneOf" | "prefixItems" => Holds::List,
-        "properties" | "patternProperties" | "dependentSchemas" | "dependencies" => Holds::Map,
-        _ => return None,
-    })
-}
-
-/// A document a `$ref` points into: the schema itself (borrowed) or a loaded file.
-enum Doc<'a> {
-    Root(&'a Value),
-    File(Rc<Value>),
-}
-
-impl Doc<'_> {
-    fn get(&self) -> &Value {
+impl Refusal {
+    pub fn code(&self) -> Code {
         match self {
-            Doc::Root(v) => v,
-            Doc::File(v) => v,
+            Refusal::TooLarge(_) => Code::SchemaLimitExceeded,
+            Refusal::Unbounded(_) => Code::SchemaTooCostly,
         }
     }
-}
 
-struct Sizer<'a> {
-    root_schema: &'a Value,
-    base_dir: PathBuf,
-    root: &'a Path,
-    /// The project root, resolved only when a `$ref` leads to another file.
-    confined: Option<crate::confine::Root>,
-    files: HashMap<PathBuf, Option<Rc<Value>>>,
-    /// Sized targets; `None` while being sized (a cycle).
-    sizes: HashMap<Place, Option<u64>>,
-    too_deep: bool,
-}
+    pub fn finding(&self) -> &Finding {
+        match self {
+            Refusal::TooLarge(f) | Refusal::Unbounded(f) => f,
+        }
+    }
 
-impl<'a> Sizer<'a> {
-    fn document(&mut self, file: &Option<PathBuf>) -> Option<Doc<'a>> {
-        match file {
-            None => Some(Doc::Root(self.root_schema)),
-            Some(path) => {
-                if !self.files.contains_key(path) {
-                    if self.files.len() >= MAX_FILES {
-                        return None;
-                    }
-                    let root = self.root;
-                    let loaded = self
-                        .confined
-                        .get_or_insert_with(|| crate::confine::Root::new(root))
-                        .read_path(path)
-                        .and_then(|real| crate::document::load(&real, None))
-                        .ok()
-                        .map(|d| Rc::new(d.value));
-                    self.files.insert(path.clone(), loaded);
-                }
-                self.files.get(path).cloned().flatten().map(Doc::File)
+    /// The error for the file at `path` that holds the schema.
+    pub fn into_error(self, path: &Path) -> Error {
+        let path = path.to_path_buf();
+        match self {
+            Refusal::TooLarge(f) => Error::SchemaLimit { path, findings: vec![f] },
+            Refusal::Unbounded(f) => Error::SchemaTooCostly { path, findings: vec![f] },
+        }
+    }
+
+    /// The fix, for a finding's help line.
+    pub fn help(&self) -> &'static str {
+        match self {
+            Refusal::TooLarge(_) => {
+                "keep `$ref` expansion small: each definition referred to once per level"
+            }
+            Refusal::Unbounded(_) => {
+                "flatten the chain of definitions, and keep referenced schema files few and small"
             }
         }
     }
+}
 
-    /// The size of the subschema at `place` (memoised).
-    fn target(&mut self, place: Place, depth: usize) -> u64 {
-        match self.sizes.get(&place) {
-            Some(Some(size)) => return *size,
-            // A reference back into a definition being sized: a recursive schema.
-            Some(None) => return 1,
-            None => {}
-        }
-        let Some(doc) = self.document(&place.0) else { return 1 };
-        let Some(node) = doc.get().pointer(&place.1) else { return 1 };
-        self.sizes.insert(place.clone(), None);
-        let dir = place.0.as_deref().and_then(Path::parent).map(Path::to_path_buf);
-        let size = self.node(node, &place.0, dir.as_deref(), depth + 1);
-        self.sizes.insert(place, Some(size));
-        size
-    }
+#[derive(Clone, Copy)]
+enum Memo {
+    Unvisited,
+    Sizing,
+    Sized(u64),
+}
 
-    /// The size of one subschema: itself, its subschemas, and what its `$ref` expands to.
-    fn node(
-        &mut self,
-        node: &Value,
-        file: &Option<PathBuf>,
-        dir: Option<&Path>,
-        depth: usize,
-    ) -> u64 {
+struct Sizer<'g, 's> {
+    graph: &'g Graph<'s>,
+    memo: Vec<Memo>,
+    too_deep: bool,
+}
+
+impl Sizer<'_, '_> {
+    /// The size of one subschema: itself, the subschemas it evaluates, and what its
+    /// references lead to.
+    fn size(&mut self, value: &Value, depth: usize) -> u64 {
         if depth > MAX_NESTING {
             self.too_deep = true;
             return MAX_EXPANSION + 1;
         }
-        let Value::Object(map) = node else { return 1 };
+        let Value::Object(map) = value else { return 1 };
+        let node = self.graph.node_of(value);
+        if let Some(node) = node {
+            match self.memo[node] {
+                Memo::Sized(size) => return size,
+                // A reference back into a subschema being sized: a recursive schema.
+                Memo::Sizing => return 1,
+                Memo::Unvisited => self.memo[node] = Memo::Sizing,
+            }
+        }
         let mut size: u64 = 1;
-        for (key, value) in map {
-            let add = if key == "$ref" {
-                match value.as_str().and_then(|r| self.place_of(r, file, dir)) {
-                    Some(place) => self.target(place, depth),
-                    None => 1,
-                }
-            } else {
-                match (holds(key), value) {
-                    (Some(Holds::One), Value::Array(items))
-                    | (Some(Holds::List), Value::Array(items)) => {
-                        self.all(items.iter(), file, dir, depth)
-                    }
-                    (Some(Holds::One), _) => self.node(value, file, dir, depth + 1),
-                    (Some(Holds::Map), Value::Object(named)) => {
-                        self.all(named.values(), file, dir, depth)
-                    }
-                    _ => 0,
-                }
-            };
-            size = size.saturating_add(add);
+        let mut children = Vec::new();
+        for_each_subschema(map, false, &mut |_, _, child| children.push(child));
+        for child in children {
+            size = size.saturating_add(self.size(child, depth + 1));
             if size > MAX_EXPANSION {
                 break;
             }
         }
-        size
-    }
-
-    fn all<'v>(
-        &mut self,
-        items: impl Iterator<Item = &'v Value>,
-        file: &Option<PathBuf>,
-        dir: Option<&Path>,
-        depth: usize,
-    ) -> u64 {
-        let mut size: u64 = 0;
-        for item in items {
-            size = size.saturating_add(self.node(item, file, dir, depth + 1));
-            if size > MAX_EXPANSION {
-                break;
+        if let Some(node) = node {
+            let graph = self.graph;
+            'references: for reference in graph.references(node) {
+                // Unresolved references fail compilation; they cost nothing here.
+                let Targets::Resolved(targets) = &reference.targets else { continue };
+                for &target in targets {
+                    size = size.saturating_add(self.size(graph.value(target), depth + 1));
+                    if size > MAX_EXPANSION {
+                        break 'references;
+                    }
+                }
             }
+            self.memo[node] = Memo::Sized(size);
         }
         size
-    }
-
-    /// The place a `$ref` points at, when it is followed.
-    fn place_of(
-        &self,
-        reference: &str,
-        file: &Option<PathBuf>,
-        dir: Option<&Path>,
-    ) -> Option<Place> {
-        let (path, fragment) = match reference.split_once('#') {
-            Some((path, fragment)) => (path, fragment),
-            None => (reference, ""),
-        };
-        let pointer = super::percent_decode(fragment);
-        if !pointer.is_empty() && !pointer.starts_with('/') {
-            return None; // an anchor
-        }
-        if path.is_empty() {
-            return Some((file.clone(), pointer));
-        }
-        if path.contains(':') {
-            return None; // a URI pactum does not follow (refused elsewhere)
-        }
-        let base = dir.map(Path::to_path_buf).unwrap_or_else(|| self.base_dir.clone());
-        Some((Some(base.join(super::percent_decode(path))), pointer))
     }
 }
 
-/// How many subschemas one evaluation of `schema` may visit, `$ref`s expanded (capped just
-/// above [`MAX_EXPANSION`]); `None` when the nesting is deeper than [`MAX_NESTING`].
-pub fn expansion(schema: &Value, base_dir: &Path, root: &Path) -> Option<u64> {
-    let mut sizer = Sizer {
-        root_schema: schema,
-        base_dir: base_dir.to_path_buf(),
-        root,
-        confined: None,
-        files: HashMap::new(),
-        sizes: HashMap::new(),
-        too_deep: false,
-    };
-    let size = sizer.node(schema, &None, None, 0);
+/// How many subschemas one evaluation of the graph's schema may visit, references
+/// expanded (capped just above [`MAX_EXPANSION`]); `None` when the nesting is deeper than
+/// [`MAX_NESTING`].
+pub fn expansion(graph: &Graph<'_>, schema: &Value) -> Option<u64> {
+    let mut sizer = Sizer { graph, memo: vec![Memo::Unvisited; graph.len()], too_deep: false };
+    let size = sizer.size(schema, 0);
     (!sizer.too_deep).then_some(size)
 }
 
-/// A finding at `at` when `schema` would cost more than pactum evaluates.
-pub fn check(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Option<Finding> {
-    match expansion(schema, base_dir, root) {
+/// The refusal at `at` when the schema of `graph` (`schema` is its root) would cost more
+/// than pactum evaluates, or cannot be measured.
+pub fn check_graph(graph: &Graph<'_>, schema: &Value, at: &str) -> Option<Refusal> {
+    if let Some(overflow) = graph.overflow() {
+        return Some(Refusal::Unbounded(Finding::new(
+            at,
+            format!(
+                "the cost of this schema cannot be measured: {overflow}; pactum does not evaluate it"
+            ),
+        )));
+    }
+    match expansion(graph, schema) {
         Some(size) if size <= MAX_EXPANSION => None,
-        Some(_) => Some(Finding::new(
+        Some(_) => Some(Refusal::TooLarge(Finding::new(
             at,
             format!(
                 "this schema expands to more than {MAX_EXPANSION} subschemas once its `$ref`s are followed (definitions that refer to each other several times multiply); evaluating it would take exponential time and memory: refer to each definition once per level, or merge the definitions"
             ),
-        )),
-        None => Some(Finding::new(
+        ))),
+        None => Some(Refusal::Unbounded(Finding::new(
             at,
             format!(
-                "this schema nests deeper than {MAX_NESTING} levels through subschemas and `$ref`s; flatten the chain of definitions"
+                "the cost of this schema cannot be bounded: subschemas and references nest deeper than {MAX_NESTING} levels; flatten the chain of definitions"
             ),
-        )),
+        ))),
     }
+}
+
+/// [`check_graph`] for a schema in folder `base_dir`, reading referenced files inside
+/// `root`.
+pub fn check(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Option<Refusal> {
+    let files = ProjectFiles::new(root);
+    let base = folder_uri(base_dir);
+    let graph = Graph::build(schema, &Origin::new(&base, &files));
+    check_graph(&graph, schema, at)
 }
 
 #[cfg(test)]
@@ -263,8 +197,29 @@ mod tests {
         json!({"$defs": defs, "$ref": "#/$defs/d0"})
     }
 
+    /// The same doubling chain, written through anchors (issue 22).
+    fn anchored(levels: usize) -> Value {
+        let mut defs = serde_json::Map::new();
+        for i in 0..levels {
+            let next = format!("#a{}", i + 1);
+            defs.insert(
+                format!("d{i}"),
+                json!({"$anchor": format!("a{i}"), "anyOf": [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        defs.insert(
+            format!("d{levels}"),
+            json!({"$anchor": format!("a{levels}"), "type": "string"}),
+        );
+        json!({"$defs": defs, "$ref": "#a0"})
+    }
+
     fn size(schema: &Value) -> Option<u64> {
-        expansion(schema, Path::new("."), Path::new("."))
+        expansion(&Graph::build(schema, &Origin::detached()), schema)
+    }
+
+    fn refused(schema: &Value) -> Option<Refusal> {
+        check_graph(&Graph::build(schema, &Origin::detached()), schema, "/output_schema")
     }
 
     #[test]
@@ -274,8 +229,44 @@ mod tests {
         let huge = doubling(40);
         assert!(serde_json::to_string(&huge).unwrap().len() < 4000);
         assert!(size(&huge).unwrap() > MAX_EXPANSION);
-        let finding = check(&huge, "/output_schema", Path::new("."), Path::new(".")).unwrap();
-        assert_eq!(finding.pointer, "/output_schema");
+        let refusal = refused(&huge).unwrap();
+        assert_eq!(refusal.code(), Code::SchemaLimitExceeded);
+        assert_eq!(refusal.finding().pointer, "/output_schema");
+    }
+
+    #[test]
+    fn every_reference_form_counts_its_targets() {
+        // Anchors, a `$dynamicRef`, a reference resolved against an embedded `$id`: each
+        // doubling chain is as costly as the pointer one.
+        assert_eq!(size(&anchored(5)), size(&doubling(5)));
+        assert_eq!(refused(&anchored(40)).unwrap().code(), Code::SchemaLimitExceeded);
+        let mut dynamic = anchored(40);
+        for def in dynamic["$defs"].as_object_mut().unwrap().values_mut() {
+            let name = def["$anchor"].take();
+            def.as_object_mut().unwrap().remove("$anchor");
+            def["$dynamicAnchor"] = name;
+            if let Some(branches) = def.get_mut("anyOf").and_then(Value::as_array_mut) {
+                for branch in branches {
+                    let target = branch["$ref"].take();
+                    *branch = json!({"$dynamicRef": target});
+                }
+            }
+        }
+        dynamic["$dynamicRef"] = dynamic["$ref"].take();
+        dynamic.as_object_mut().unwrap().remove("$ref");
+        assert_eq!(refused(&dynamic).unwrap().code(), Code::SchemaLimitExceeded);
+        let mut embedded = serde_json::Map::new();
+        for i in 0..40 {
+            let next = format!("d{}.json", i + 1);
+            embedded.insert(
+                format!("d{i}"),
+                json!({"$id": format!("d{i}.json"), "anyOf": [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        embedded.insert("d40".into(), json!({"$id": "d40.json", "type": "string"}));
+        let ids =
+            json!({"$id": "https://example.com/root.json", "$defs": embedded, "$ref": "d0.json"});
+        assert_eq!(refused(&ids).unwrap().code(), Code::SchemaLimitExceeded);
     }
 
     #[test]
@@ -289,7 +280,7 @@ mod tests {
             "type": "object", "properties": {
                 "home": {"$ref": "#/$defs/address"}, "work": {"$ref": "#/$defs/address"}}});
         assert!(size(&shared).unwrap() < 30);
-        assert!(check(&shared, "", Path::new("."), Path::new(".")).is_none());
+        assert!(refused(&shared).is_none());
     }
 
     #[test]
@@ -300,6 +291,50 @@ mod tests {
         }
         let chain = json!({"$defs": defs, "$ref": "#/$defs/d0"});
         assert_eq!(size(&chain), None);
-        assert!(check(&chain, "", Path::new("."), Path::new(".")).is_some());
+        assert_eq!(refused(&chain).unwrap().code(), Code::SchemaTooCostly);
+    }
+
+    /// `n` anchored definitions in blocks of four doubling chains, each block reached
+    /// from a property: the measure's work grows with `n`, its result stays far below the
+    /// limit.
+    fn blocks(n: usize) -> Value {
+        let mut defs = serde_json::Map::new();
+        let mut properties = serde_json::Map::new();
+        for i in 0..n {
+            let def = if i % 4 == 3 {
+                json!({"$anchor": format!("a{i}"), "type": "string"})
+            } else {
+                let next = format!("#a{}", i + 1);
+                json!({"$anchor": format!("a{i}"), "anyOf": [{"$ref": next}, {"$ref": next}]})
+            };
+            defs.insert(format!("d{i}"), def);
+            if i % 4 == 0 {
+                properties.insert(format!("p{i}"), json!({"$ref": format!("#a{i}")}));
+            }
+        }
+        json!({"type": "object", "properties": properties, "$defs": defs})
+    }
+
+    /// Median seconds of `runs` graph builds and measures of `schema`.
+    fn median_time(schema: &Value, runs: usize) -> f64 {
+        let mut times: Vec<f64> = (0..runs)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let graph = Graph::build(schema, &Origin::detached());
+                assert!(check_graph(&graph, schema, "").is_none());
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[runs / 2]
+    }
+
+    #[test]
+    fn the_measure_is_linear_in_the_schema() {
+        let (small, large) = (blocks(1_500), blocks(6_000));
+        median_time(&small, 1);
+        let (t1, t4) = (median_time(&small, 5), median_time(&large, 5));
+        let ratio = t4 / t1.max(1e-6);
+        assert!(ratio < 8.0, "4× the schema took {ratio:.1}× the time ({t1:.4}s → {t4:.4}s)");
     }
 }

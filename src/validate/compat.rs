@@ -8,16 +8,19 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::compat::{declared_bump, diff_contracts, required_bump};
+use crate::compat::{Origin, Origins, declared_bump, diff_contracts_at, required_bump};
 use crate::diagnostic::Diagnostic;
 use crate::error::{DocKind, Error};
 use crate::registry::{EntryKind, State};
+use crate::schema::graph::{ProjectFiles, real_folder_uri};
 use crate::validate::Context;
 
-/// One version of a contract with its document and the file to report on.
+/// One version of a contract with its document, the base URI of its folder (where its
+/// schemas' references start) and the file to report on.
 struct Version<'a> {
     version: semver::Version,
     value: Document<'a>,
+    base: String,
     file: Option<&'a str>,
 }
 
@@ -55,7 +58,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
         let pairs = versions.len() - 1;
         let chunks = if versions.len() >= PARALLEL_FROM { ctx.jobs.max(1) } else { 1 };
         if chunks == 1 {
-            check_pairs(id, &versions, out);
+            check_pairs(ctx, id, &versions, out);
             continue;
         }
         // Consecutive runs of pairs, one per thread; neighbouring runs share the version
@@ -65,7 +68,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
         let found = super::side_by_side(&starts, |&start| {
             let end = (start + size).min(pairs);
             let mut found = Vec::new();
-            check_pairs(id, &versions[start..=end], &mut found);
+            check_pairs(ctx, id, &versions[start..=end], &mut found);
             found
         });
         out.extend(found.into_iter().flatten());
@@ -73,15 +76,21 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
 }
 
 /// Checks each consecutive pair of `versions` (sorted), parsing each version once and
-/// holding at most two parsed at a time.
-fn check_pairs(id: &str, versions: &[Version<'_>], out: &mut Vec<Diagnostic>) {
+/// holding at most two parsed at a time. Schema files the versions reference are read
+/// once for the whole line.
+fn check_pairs(ctx: &Context, id: &str, versions: &[Version<'_>], out: &mut Vec<Diagnostic>) {
     let Some(first) = versions.first() else { return };
+    let files = ProjectFiles::new(&ctx.base);
     let mut previous = first.value.value();
     for pair in versions.windows(2) {
         let (old, new) = (&pair[0], &pair[1]);
         let current = new.value.value();
         if let (Some(file), Some(old_value), Some(new_value)) = (new.file, &previous, &current) {
-            bump_finding(id, old, new, file, old_value, new_value, out);
+            let origins = Origins {
+                old: Origin::new(&old.base, &files),
+                new: Origin::new(&new.base, &files),
+            };
+            bump_finding(id, (old, new), file, (old_value, new_value), &origins, out);
         }
         previous = current;
     }
@@ -89,14 +98,13 @@ fn check_pairs(id: &str, versions: &[Version<'_>], out: &mut Vec<Diagnostic>) {
 
 fn bump_finding(
     id: &str,
-    old: &Version<'_>,
-    new: &Version<'_>,
+    (old, new): (&Version<'_>, &Version<'_>),
     file: &str,
-    old_value: &Value,
-    new_value: &Value,
+    (old_value, new_value): (&Value, &Value),
+    origins: &Origins<'_>,
     out: &mut Vec<Diagnostic>,
 ) {
-    let changes = diff_contracts(old_value, new_value);
+    let changes = diff_contracts_at(old_value, new_value, origins);
     let required = required_bump(&changes);
     let declared = declared_bump(&old.version, &new.version);
     if declared >= required {
@@ -142,9 +150,11 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
                         Err(_) => continue,
                     },
                 };
+                let base = real_folder_uri(path.parent().unwrap_or(&ctx.base));
                 out.entry(entry.id.as_str()).or_default().push(Version {
                     version: entry.version.clone(),
                     value,
+                    base,
                     file,
                 });
             }
@@ -155,6 +165,7 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
                     out.entry(c.id.as_str()).or_default().push(Version {
                         version: c.version.clone(),
                         value: Document::Text(f),
+                        base: real_folder_uri(f.abs.parent().unwrap_or(&ctx.base)),
                         file: Some(f.rel.as_str()),
                     });
                 }

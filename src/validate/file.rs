@@ -280,17 +280,23 @@ fn schema_diagnostics(a: &mut Analyzed, e: &Error, help: &str) {
 fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
     let path = a.abs.clone();
     let dir = path.parent().unwrap_or(base).to_path_buf();
+    let files = schema::graph::ProjectFiles::new(base);
+    let folder = schema::graph::real_folder_uri(&dir);
+    let origin = schema::graph::Origin::new(&folder, &files);
     for (pointer, embedded) in Contract::embedded_schemas(&value) {
-        // A schema whose evaluation would explode is refused before anything compiles it.
-        if let Some(f) = schema::cost::check(embedded, pointer, &dir, base) {
+        // One resolved graph per schema: measured first (a schema whose evaluation would
+        // explode is refused before anything compiles it), then checked.
+        let graph = schema::graph::Graph::build(embedded, &origin);
+        if let Some(refusal) = schema::cost::check_graph(&graph, embedded, pointer) {
+            let f = refusal.finding();
             a.push(
-                Diagnostic::new(Code::SchemaLimitExceeded, f.message).pointer(f.pointer).help(
-                    "keep `$ref` expansion small: each definition referred to once per level",
-                ),
+                Diagnostic::new(refusal.code(), f.message.clone())
+                    .pointer(f.pointer.clone())
+                    .help(refusal.help()),
             );
             continue;
         }
-        for f in schema::check_user_schema(embedded, pointer, &dir, base) {
+        for f in schema::check_user_schema_in(&graph, embedded, pointer) {
             a.push(
                 Diagnostic::new(Code::ContractSchemaInvalid, format!("{}: {}", f.pointer, f.message))
                     .pointer(f.pointer)

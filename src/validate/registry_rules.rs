@@ -1,6 +1,7 @@
-//! Registry checks (SPEC §5 checks 4 and 7, §17): the registry's own integrity (including
-//! the replay of its history against the entries), every contract and pack file registered
-//! with a matching SHA-256 (drafts excepted: they are working copies) and id/version,
+//! Registry checks (SPEC §5 checks 4 and 7, §17, §18): the registry's own integrity
+//! (including the replay of its history against the entries), every contract and pack file
+//! registered with a matching SHA-256 (drafts excepted: they are working copies) and
+//! id/version, the files active contracts' schemas reference unchanged since promote,
 //! successors of deprecated entries, and migration periods that are over.
 
 use std::collections::HashMap;
@@ -50,7 +51,23 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
             check_entry_file(f, kind, &registry.entries[entry], out);
         }
     }
+    changed_references(ctx, out);
     deprecation_periods(ctx, out);
+}
+
+/// Files an active or deprecated contract's schemas referenced when it was promoted that
+/// changed since (SPEC §18: immutability covers meaning), reported at the changed file.
+fn changed_references(ctx: &Context, out: &mut Vec<Diagnostic>) {
+    let Some(registry) = &ctx.registry else { return };
+    for entry in registry.entries.iter().filter(|e| e.refs.is_some()) {
+        for (rel, e) in registry.changed_refs(entry) {
+            out.push(Diagnostic::from_error(&e).file(rel.clone()).help(format!(
+                "{} is {}: the files its schemas reference never change; restore {rel} (`git checkout -- {rel}`), and put a changed schema in a new file referenced by a new version",
+                entry.key(),
+                entry.state.as_str()
+            )));
+        }
+    }
 }
 
 fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mut Vec<Diagnostic>) {

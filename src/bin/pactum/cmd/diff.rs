@@ -1,7 +1,7 @@
 //! `pactum diff ID@A ID@B`: every change between two versions of a contract, with the
 //! minimum semver bump it needs. Exits 1 when B's declared bump is smaller than that.
 
-use pactum::compat::{declared_bump, diff_contracts, required_bump};
+use pactum::compat::{Origin, Origins, declared_bump, diff_contracts_at, required_bump};
 use pactum::error::{Error, Result};
 use pactum::id::{Pin, Requirement};
 use pactum::registry::EntryKind;
@@ -55,36 +55,45 @@ pub fn exec(args: Args) -> u8 {
             });
         }
         let project = args.common.project()?;
-        let load = |id: &str, v: &semver::Version| -> Result<serde_json::Value> {
-            let kind = EntryKind::Contract;
-            if project.registry.versions(kind, id).next().is_none() {
-                return Err(Error::NotFound {
-                    kind: kind.doc_kind(),
-                    id: id.to_string(),
-                    suggestions: pactum::id::suggest(id, project.contract_ids()),
-                });
-            }
-            let entry =
-                project.registry.get(kind, id, v).ok_or_else(|| Error::VersionNotFound {
-                    kind: kind.doc_kind(),
-                    id: id.to_string(),
-                    requirement: format!("={v}"),
-                    available: project
-                        .registry
-                        .versions(kind, id)
-                        .map(|e| e.version.to_string())
-                        .collect(),
-                })?;
-            Ok(project.load_contract(entry)?.raw.clone())
-        };
+        let load =
+            |id: &str, v: &semver::Version| -> Result<std::sync::Arc<pactum::contract::Contract>> {
+                let kind = EntryKind::Contract;
+                if project.registry.versions(kind, id).next().is_none() {
+                    return Err(Error::NotFound {
+                        kind: kind.doc_kind(),
+                        id: id.to_string(),
+                        suggestions: pactum::id::suggest(id, project.contract_ids()),
+                    });
+                }
+                let entry =
+                    project.registry.get(kind, id, v).ok_or_else(|| Error::VersionNotFound {
+                        kind: kind.doc_kind(),
+                        id: id.to_string(),
+                        requirement: format!("={v}"),
+                        available: project
+                            .registry
+                            .versions(kind, id)
+                            .map(|e| e.version.to_string())
+                            .collect(),
+                    })?;
+                project.load_contract(entry)
+            };
         let a = load(&id_a, &va)?;
         let b = load(&id_b, &vb)?;
+        // Each version's schemas resolve references from its own folder.
+        let files = pactum::schema::graph::ProjectFiles::new(&project.root);
+        let (base_a, base_b) = (
+            pactum::schema::graph::folder_uri(a.dir()),
+            pactum::schema::graph::folder_uri(b.dir()),
+        );
+        let origins =
+            Origins { old: Origin::new(&base_a, &files), new: Origin::new(&base_b, &files) };
         Ok::<_, Error>((
             format!("{id_a}@{va}"),
             format!("{id_b}@{vb}"),
             va,
             vb,
-            diff_contracts(&a, &b),
+            diff_contracts_at(&a.raw, &b.raw, &origins),
         ))
     })();
     let (from, to, va, vb, changes) = match result {

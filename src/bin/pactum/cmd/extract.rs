@@ -11,7 +11,6 @@ use pactum::error::{Error, Result};
 use pactum::extract::{ExtractOptions, Extracted, Guide, extract_envelope_guided, extract_guided};
 use pactum::id::Pin;
 use pactum::project::Validators;
-use pactum::redact::SchemaFiles;
 use pactum::resolve::ResolveOptions;
 use serde_json::{Value, json};
 
@@ -101,10 +100,14 @@ pub fn exec(args: Args) -> u8 {
             let doc = pactum::document::load(path, None)?;
             options.want_array = doc.value.get("type").is_some_and(|t| t == "array");
             let dir = path.parent().unwrap_or(std::path::Path::new("."));
-            if let Some(f) = pactum::schema::cost::check(&doc.value, "", dir, dir) {
-                return Err(Error::SchemaLimit { path: path.clone(), findings: vec![f] });
+            let files = pactum::schema::graph::ProjectFiles::new(dir);
+            let base = pactum::schema::graph::folder_uri(dir);
+            let origin = pactum::schema::graph::Origin::new(&base, &files);
+            let graph = pactum::schema::graph::Graph::build(&doc.value, &origin);
+            if let Some(refusal) = pactum::schema::cost::check_graph(&graph, &doc.value, "") {
+                return Err(refusal.into_error(path));
             }
-            let validator = pactum::schema::compile(&doc.value, dir, dir)
+            let validator = pactum::schema::compile_graph(&graph, &doc.value)
                 .map_err(|findings| Error::SchemaFileInvalid { path: path.clone(), findings })?;
             let against = path.display().to_string();
             let dirs = Some((dir.to_path_buf(), dir.to_path_buf()));
@@ -149,14 +152,10 @@ pub fn exec(args: Args) -> u8 {
         }
     };
     // Values the schema marks `x-secret` are masked in what is printed (SPEC §18).
-    if let (Some(schema), Some((dir, root))) = (&schema_doc, &dirs) {
-        let retriever = pactum::schema::RootRetriever::new(root);
-        let files = SchemaFiles::new(pactum::schema::base_uri(dir), &retriever);
-        if let Err(e) =
-            output::redactor().add_marked_in(Some(schema), &extracted.value, Some(&files))
-        {
-            return output::fail(&e, json);
-        }
+    if let (Some(schema), Some((dir, root))) = (&schema_doc, &dirs)
+        && let Err(e) = output::redactor().add_marked_at(Some(schema), &extracted.value, dir, root)
+    {
+        return output::fail(&e, json);
     }
     if let Some(validator) = against_validator.validator() {
         let findings = pactum::schema::findings(validator, &extracted.value);

@@ -111,15 +111,11 @@ pub fn exec(args: Args) -> u8 {
             .resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })
             .map_err(pactum::Error::with_allow_draft_hint)?;
         // Values the contract marks `x-secret` are masked in what is printed (SPEC §18).
-        let retriever = pactum::schema::RootRetriever::new(&project.root);
-        let files = pactum::redact::SchemaFiles::new(
-            pactum::schema::base_uri(resolved.contract.dir()),
-            &retriever,
-        );
-        output::redactor().add_marked_in(
+        output::redactor().add_marked_at(
             resolved.contract.input_schema.as_ref(),
             &input,
-            Some(&files),
+            resolved.contract.dir(),
+            &project.root,
         )?;
         let validators = project.validators(&resolved.contract)?;
         pactum::exchange::check_input(&resolved.contract, &validators, &input)?;

@@ -407,7 +407,7 @@ mod tests {
         let text = shown(Some(&answer));
         assert_eq!(
             text,
-            "Answer: fine\\n::error file=x::forged\\n\\u{1b}[2J\nNote: ##\\u{5b}add-mask]x\n\
+            "Answer: fine\n  \\u{3a}:error file=x::forged\n  \\u{1b}[2J\nNote: ##\\u{5b}add-mask]x\n\
              Metadata: k\\n::warning::=v\n"
         );
     }
