@@ -239,6 +239,26 @@ fn missing_fix(name: &str) -> &'static str {
     }
 }
 
+fn list_diagnostics(findings: &[crate::diagnostic::Diagnostic]) -> String {
+    let shown: Vec<String> = findings
+        .iter()
+        .take(8)
+        .map(|d| {
+            let at = match (&d.file, d.line) {
+                (Some(f), Some(l)) => format!("{f}:{l}: "),
+                (Some(f), None) => format!("{f}: "),
+                _ => String::new(),
+            };
+            format!("{at}[{}] {}", d.code, d.message)
+        })
+        .collect();
+    let mut s = shown.join("; ");
+    if findings.len() > 8 {
+        s.push_str(&format!("; and {} more", findings.len() - 8));
+    }
+    s
+}
+
 fn did_you_mean(suggestions: &[String]) -> String {
     match suggestions {
         [] => String::new(),
@@ -407,6 +427,10 @@ pub enum Error {
 
     #[error("{subject}: {reason}")]
     HistoryMismatch { subject: String, reason: String },
+
+    /// The gate of `registry promote` (SPEC §20): what `validate` would report.
+    #[error("cannot promote {subject}: validate reports {} error(s) it would have once active: {}; fix them (in the draft, or in the work orders that pin it), run `pactum validate`, and promote again", findings.len(), list_diagnostics(findings))]
+    PromotionRefused { subject: String, findings: Vec<crate::diagnostic::Diagnostic> },
 
     #[error(
         "cannot merge registry.json: {subject}: {reason}; nothing was written: resolve the conflict by hand (see `pactum explain registry_merge_conflict`)"
@@ -607,6 +631,11 @@ impl Error {
             Error::SuccessorMissing { .. } => Code::SuccessorMissing,
             Error::IncompatibleBump { .. } => Code::IncompatibleVersionBump,
             Error::HistoryMismatch { .. } => Code::RegistryHistoryMismatch,
+            // The gate's main failure is its first finding (SPEC §12); every finding is in
+            // the result's `errors`.
+            Error::PromotionRefused { findings, .. } => {
+                findings.first().map_or(Code::RegistryTransitionInvalid, |d| d.code)
+            }
             Error::MergeConflict { .. } => Code::RegistryMergeConflict,
             Error::TemplateVariableMissing { .. } => Code::TemplateVariableMissing,
             Error::TemplateRender { .. } => Code::TemplateRenderFailed,

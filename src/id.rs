@@ -79,6 +79,8 @@ pub enum Requirement {
     Exact(Version),
     /// The highest version matching a range.
     Range(VersionReq),
+    /// The version a label names in the registry (`@production`, SPEC §20).
+    Label(String),
 }
 
 impl Requirement {
@@ -94,16 +96,22 @@ impl Requirement {
         if let Some(v) = text.strip_prefix('=').and_then(|t| parse_version(t.trim())) {
             return Ok(Requirement::Exact(v));
         }
+        if crate::registry::is_label(text) {
+            return Ok(Requirement::Label(text.to_string()));
+        }
         let starts_bare = text.as_bytes().first().is_some_and(u8::is_ascii_digit);
         let req_text = if starts_bare { format!("={text}") } else { text.to_string() };
         VersionReq::parse(&req_text).map(Requirement::Range).map_err(|e| e.to_string())
     }
 
+    /// Whether `version` fits. A label fits nothing by itself: what it names is in the
+    /// registry ([`crate::resolve::resolve`] reads it there).
     pub fn matches(&self, version: &Version) -> bool {
         match self {
             Requirement::Latest => true,
             Requirement::Exact(v) => v == version,
             Requirement::Range(req) => req.matches(version),
+            Requirement::Label(_) => false,
         }
     }
 }
@@ -114,6 +122,7 @@ impl fmt::Display for Requirement {
             Requirement::Latest => f.write_str("*"),
             Requirement::Exact(v) => write!(f, "={v}"),
             Requirement::Range(r) => write!(f, "{r}"),
+            Requirement::Label(name) => f.write_str(name),
         }
     }
 }
@@ -153,7 +162,7 @@ impl Pin {
         }
         let requirement = Requirement::parse(req).map_err(|e| {
             invalid(format!(
-                "`{req}` is not a version or range ({e}); write 1.2.0, ^1.2 or >=1.0, <2.0"
+                "`{req}` is not a version, range or label ({e}); write 1.2.0, ^1.2, >=1.0, <2.0 or a label such as production"
             ))
         })?;
         Ok(Pin { id: id.to_string(), requirement })

@@ -183,6 +183,11 @@ impl Project {
         let resolution =
             resolve(&self.registry, EntryKind::Contract, &pin.id, &pin.requirement, options)?;
         let contract_entry = resolution.entry.clone();
+        let label = match &pin.requirement {
+            crate::id::Requirement::Label(name) => Some(name.as_str()),
+            _ => None,
+        };
+        self.registry.accounts_for(&contract_entry, label)?;
         let mut warnings = resolution.warnings;
         let contract = self.load_contract(&contract_entry)?;
         let pack_options = ResolveOptions {
@@ -197,6 +202,11 @@ impl Project {
         )?;
         warnings.extend(pack_resolution.warnings);
         let pack_entry = pack_resolution.entry.clone();
+        let pack_label = match &contract.prompt_pack_version {
+            crate::id::Requirement::Label(name) => Some(name.as_str()),
+            _ => None,
+        };
+        self.registry.accounts_for(&pack_entry, pack_label)?;
         let pack = self.load_pack(&pack_entry)?;
         Ok(Resolved { contract, contract_entry, pack, pack_entry, warnings })
     }

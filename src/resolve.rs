@@ -81,6 +81,34 @@ pub fn resolve<'r>(
             suggestions: crate::id::suggest(id, known),
         });
     }
+    // A label names one version: from here on it is an exact pin of that version.
+    let labeled;
+    let requirement = match requirement {
+        Requirement::Label(name) => {
+            let Some(version) = registry.labels.get(id).and_then(|l| l.get(name)) else {
+                let labels: Vec<String> = registry
+                    .labels
+                    .get(id)
+                    .map(|l| l.iter().map(|(n, v)| format!("{n} ({v})")).collect())
+                    .unwrap_or_default();
+                return Err(Error::VersionNotFound {
+                    kind: kind.doc_kind(),
+                    id: id.to_string(),
+                    requirement: format!("label {name}"),
+                    available: if labels.is_empty() {
+                        vec![format!(
+                            "no labels; set one with `pactum registry label {id} {name} VERSION`"
+                        )]
+                    } else {
+                        labels
+                    },
+                });
+            };
+            labeled = Requirement::Exact(version.clone());
+            &labeled
+        }
+        other => other,
+    };
     let live: Vec<&Entry> = all.iter().copied().filter(|e| e.state != State::Removed).collect();
     let not_found = || Error::VersionNotFound {
         kind: kind.doc_kind(),

@@ -711,6 +711,7 @@ fn missing_required_context_makes_no_call() {
     let server = MockServer::start(vec![openai_ok("Hello")]);
     let p = Project::new();
     p.register_pinned();
+    std::fs::remove_file(p.path("frameworks/FMWK-E2E-1.md")).unwrap();
     p.config("");
     let wo = p.write_json(
         "wo/noctx.json",

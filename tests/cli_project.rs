@@ -976,8 +976,13 @@ fn validate_reports_required_context_a_work_order_lacks() {
         serde_json::from_str(&std::fs::read_to_string(r.root.join(rel)).unwrap()).unwrap();
     c["required_context"] = json!({"framework_refs": ["FMWK-STYLE"]});
     std::fs::write(r.root.join(rel), serde_json::to_string_pretty(&c).unwrap()).unwrap();
+    // The framework exists when it is promoted (the gate checks what validate checks) and
+    // is gone later: the work order that gives no framework is what validate reports.
+    std::fs::create_dir_all(r.root.join("frameworks")).unwrap();
+    std::fs::write(r.root.join("frameworks/FMWK-STYLE.md"), "Be brief.").unwrap();
     r.ok(&["registry", "promote", "PRM-SUMMARIZE-001@1.0.0"]);
     r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.0.0"]);
+    std::fs::remove_file(r.root.join("frameworks/FMWK-STYLE.md")).unwrap();
     std::fs::write(
         r.root.join("work_orders/WO-CTX.json"),
         r#"{"work_order_id": "WO-CTX", "kind": "exchange", "contract": "PRC-SUMMARIZE-001", "input": {"input": "x"}, "assembled_context": {"frameworks": {}}}"#,

@@ -1574,7 +1574,7 @@ fn validate_github_output_is_workflow_annotations() {
     }
     assert!(
         lines.contains(
-            &"::error file=contracts/greet/1.0.0.json,line=8,col=20,title=contract_schema_invalid::/boundary/temperature: 3 is greater than the maximum of 2%0Ahelp: make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it)"
+            &"::error file=contracts/greet/1.0.0.json,line=8,col=20,title=contract_schema_invalid::/boundary/temperature: 3 is greater than the maximum of 2%0Ahelp: make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it); PRC-GREET-001@1.0.0 is active and its file never changes: make the fix in a new version (`pactum new version PRC-GREET-001@1.1.1`)"
         ),
         "{text}"
     );

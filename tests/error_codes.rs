@@ -617,7 +617,7 @@ fn reproduces_input_parse_error() {
 fn reproduces_pin_invalid() {
     let dir = classify_project();
 
-    let (out, status) = json_of(pactum(dir.path()).args(["resolve", "PRC-T-001@latest", "--json"]));
+    let (out, status) = json_of(pactum(dir.path()).args(["resolve", "PRC-T-001@>=one", "--json"]));
 
     assert_eq!(out["code"], "pin_invalid", "{out:#}");
     assert_eq!(status, 2, "a malformed pin is a usage error");
@@ -787,8 +787,12 @@ fn reproduces_contract_hash_mismatch() {
 #[test]
 fn reproduces_contract_id_mismatch() {
     let dir = classify_project();
-    // The entry now claims 1.0.1 for a file (hash unchanged) that says 1.0.0.
-    edit_registry(dir.path(), |r| r["contracts"][0]["version"] = json!("1.0.1"));
+    // The entry of a hand-written registry (no history to replay, so nothing says the
+    // entry was edited) claims 1.0.1 for a file (hash unchanged) that says 1.0.0.
+    edit_registry(dir.path(), |r| {
+        r["contracts"][0]["version"] = json!("1.0.1");
+        r.as_object_mut().unwrap().remove("history");
+    });
 
     let e = err(resolve(dir.path(), "PRC-T-001@1.0.1", false));
 

@@ -633,6 +633,16 @@ pub fn who(
 /// Every failure of an error as `{code, pointer?, message}` entries: one per finding, or
 /// one for the whole error (the `errors` of SPEC §12).
 pub fn error_entries(e: &Error) -> Vec<Value> {
+    if let Error::PromotionRefused { findings, .. } = e {
+        // Each finding with its own code and place, as `validate --format json` has them.
+        return findings
+            .iter()
+            .map(|d| {
+                json!({"code": d.code, "file": d.file, "line": d.line, "column": d.column,
+                       "pointer": d.pointer, "message": d.message})
+            })
+            .collect();
+    }
     if e.findings().is_empty() {
         vec![json!({"code": e.code(), "message": e.to_string()})]
     } else {

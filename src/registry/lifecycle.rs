@@ -86,7 +86,7 @@ fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: 
             event.refs = entry.refs.clone();
         }
         Action::Promote => event.refs = entry.refs.clone(),
-        Action::Remove | Action::Discard | Action::Merge => {}
+        Action::Remove | Action::Discard | Action::Merge | Action::Labeled | Action::Unlabeled => {}
     }
     chain(history, event)
 }
@@ -416,6 +416,39 @@ pub fn promote(
     Ok(Promoted { entry, compared_with, required, declared })
 }
 
+/// The registry as it would be once `id@version` (a draft) is promoted — its file's hash
+/// frozen, the `promote` event appended — without any of promote's checks: what the gate
+/// validates the project against ([`crate::registry::gate`]).
+pub fn assume_promoted(
+    registry: &Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    stamp: &Stamp,
+) -> Result<Registry> {
+    let mut view = registry.clone();
+    adopt(&mut view, stamp);
+    let entry = entry_in(&view, (kind, id, version), "promote", State::Draft, |entry| {
+        format!("it is {}, and only drafts are promoted", entry.state.as_str())
+    })?;
+    let doc = load_draft(&view, &entry)?;
+    let dir = doc.path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let refs = match kind {
+        EntryKind::Contract => {
+            let files = ProjectFiles::new(&view.root);
+            graph::referenced_files(&doc.value, &dir, &files, &doc.path).unwrap_or_default()
+        }
+        EntryKind::PromptPack => Default::default(),
+    };
+    transit(&mut view, &entry, Action::Promote, stamp, |e| {
+        e.state = State::Active;
+        e.sha256 = doc.sha256.clone();
+        e.activated_at = Some(stamp.at.clone());
+        e.refs = (!refs.is_empty()).then_some(refs);
+    });
+    Ok(view)
+}
+
 /// Drops a draft's entry (history event `discard`). Only drafts can be discarded: anything
 /// that was ever active stays in the registry for the record. Returns the dropped entry;
 /// deleting its file is the caller's choice (`--delete`).
@@ -608,6 +641,15 @@ pub fn remove(
         }
     })?;
     // A removal must not strand anything that still depends on the version.
+    if let Some(label) = labels_on(registry, id, version).into_iter().next() {
+        return Err(transition(
+            &entry,
+            "remove",
+            format!(
+                "the label `{label}` names it; move the label first (`pactum registry label {id} {label} VERSION`)"
+            ),
+        ));
+    }
     if let Some(dependent) = registry
         .versions(kind, id)
         .find(|e| e.state == State::Deprecated && e.successor_version.as_ref() == Some(version))
@@ -642,6 +684,147 @@ pub fn remove(
         e.state = State::Removed;
         e.removed_at = Some(stamp.at.clone());
     }))
+}
+
+/// The labels that name `id@version`.
+pub fn labels_on(registry: &Registry, id: &str, version: &Version) -> Vec<String> {
+    registry
+        .labels
+        .get(id)
+        .map(|names| names.iter().filter(|(_, v)| *v == version).map(|(n, _)| n.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// A label move: where it was, where it is.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LabelMove {
+    pub id: String,
+    pub label: String,
+    /// The version it named before, if any.
+    pub previous: Option<String>,
+    /// The version it names now (`None`: deleted).
+    pub version: Option<String>,
+}
+
+/// Moves `label` of `id` to `version` (`Some`) or deletes it (`None`), with a `labeled` /
+/// `unlabeled` history event (SPEC §20). The target must be active, or deprecated within
+/// its migration period (`deprecated_until`: the latest `deprecated_at` still inside it,
+/// `None` for no limit). Moving a label back is a rollback: no new version, no bump.
+pub fn label(
+    registry: &mut Registry,
+    id: &str,
+    label: &str,
+    version: Option<&Version>,
+    deprecated_since: Option<&str>,
+    stamp: &Stamp,
+) -> Result<LabelMove> {
+    let kind = EntryKind::of_id(id).ok_or_else(|| Error::IdInvalid {
+        id: id.to_string(),
+        rule: "a label belongs to a contract (PRC-...) or prompt pack (PRM-...) id".into(),
+    })?;
+    if !crate::registry::is_label(label) {
+        return Err(Error::PinInvalid {
+            pin: format!("{id}@{label}"),
+            reason: format!(
+                "`{label}` is not a label name: lowercase letters, digits and `-`, starting with a letter (production, staging, canary-2)"
+            ),
+        });
+    }
+    adopt(registry, stamp);
+    let current = registry.labels.get(id).and_then(|n| n.get(label)).cloned();
+    let refuse = |reason: String| Error::TransitionInvalid {
+        id: id.to_string(),
+        version: label.to_string(),
+        action: "label".to_string(),
+        reason,
+    };
+    let Some(version) = version else {
+        let Some(old) = current else {
+            return Err(refuse(format!("{id} has no label `{label}`")));
+        };
+        let entry = entry_of(registry, kind, id, &old)?;
+        registry.edit(|_, history| {
+            let mut event = Event {
+                at: stamp.at.clone(),
+                action: Action::Unlabeled,
+                actor: Some(stamp.actor.clone()),
+                id: id.to_string(),
+                version: old.to_string(),
+                sha256: entry.sha256.clone(),
+                label: Some(label.to_string()),
+                ..Event::default()
+            };
+            event = chain(history, event);
+            event
+        });
+        if let Some(names) = registry.labels.get_mut(id) {
+            names.remove(label);
+            if names.is_empty() {
+                registry.labels.remove(id);
+            }
+        }
+        return Ok(LabelMove {
+            id: id.to_string(),
+            label: label.to_string(),
+            previous: Some(old.to_string()),
+            version: None,
+        });
+    };
+    let entry = entry_of(registry, kind, id, version)?;
+    match entry.state {
+        State::Active => {}
+        State::Deprecated => {
+            if let (Some(since), Some(at)) = (deprecated_since, entry.deprecated_at.as_deref())
+                && at < since
+            {
+                return Err(refuse(format!(
+                    "{} is deprecated and past its migration period; label an active version",
+                    entry.key()
+                )));
+            }
+        }
+        other => {
+            return Err(refuse(format!(
+                "{} is {}; a label names an active version (or a deprecated one within its migration period){}",
+                entry.key(),
+                other.as_str(),
+                if other == State::Draft {
+                    format!(": promote it first (`pactum registry promote {}`)", entry.key())
+                } else {
+                    String::new()
+                }
+            )));
+        }
+    }
+    if current.as_ref() == Some(version) {
+        return Ok(LabelMove {
+            id: id.to_string(),
+            label: label.to_string(),
+            previous: Some(version.to_string()),
+            version: Some(version.to_string()),
+        });
+    }
+    registry.edit(|_, history| {
+        let event = Event {
+            at: stamp.at.clone(),
+            action: Action::Labeled,
+            actor: Some(stamp.actor.clone()),
+            id: id.to_string(),
+            version: version.to_string(),
+            sha256: entry.sha256.clone(),
+            label: Some(label.to_string()),
+            previous: current.as_ref().map(ToString::to_string),
+            ..Event::default()
+        };
+        chain(history, event)
+    });
+    registry.labels.entry(id.to_string()).or_default().insert(label.to_string(), version.clone());
+    Ok(LabelMove {
+        id: id.to_string(),
+        label: label.to_string(),
+        previous: current.map(|v| v.to_string()),
+        version: Some(version.to_string()),
+    })
 }
 
 /// Every problem `registry verify` reports: the registry's own audit (duplicates, history

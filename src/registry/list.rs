@@ -28,6 +28,9 @@ pub struct VersionRow {
     /// Contract versions that bind this version (packs only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bound_by: Vec<String>,
+    /// The labels that name this version (SPEC §20).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 /// One id with all its versions, lowest first.
@@ -36,6 +39,9 @@ pub struct IdRow {
     pub kind: EntryKind,
     pub id: String,
     pub latest_active: Option<String>,
+    /// Its labels: name → version.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     pub versions: Vec<VersionRow>,
 }
 
@@ -101,6 +107,7 @@ pub fn list(
                         successor_version: e.successor_version.as_ref().map(ToString::to_string),
                         pinned_by: pinned.get(&key).cloned().unwrap_or_default(),
                         bound_by: bound.get(&key).cloned().unwrap_or_default(),
+                        labels: crate::registry::lifecycle::labels_on(registry, &e.id, &e.version),
                     }
                 })
                 .collect();
@@ -109,7 +116,12 @@ pub fn list(
                 .filter(|e| e.state == State::Active)
                 .last()
                 .map(|e| e.version.to_string());
-            rows.push(IdRow { kind, id: id.to_string(), latest_active, versions });
+            let labels = registry
+                .labels
+                .get(id)
+                .map(|l| l.iter().map(|(n, v)| (n.clone(), v.to_string())).collect())
+                .unwrap_or_default();
+            rows.push(IdRow { kind, id: id.to_string(), latest_active, labels, versions });
         }
     }
     rows

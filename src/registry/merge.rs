@@ -67,6 +67,58 @@ fn verified(name: &str, registry: &Registry) -> Result<()> {
     Ok(())
 }
 
+/// Labels merged three ways (SPEC §20): a side that left a label as the base had it takes
+/// the other side's move; both moving it to the same version agree; one label moved to two
+/// versions is a conflict.
+fn merge_labels(
+    base: &Registry,
+    ours: &Registry,
+    theirs: &Registry,
+) -> Result<crate::registry::Labels> {
+    let at =
+        |r: &Registry, id: &str, label: &str| r.labels.get(id).and_then(|l| l.get(label)).cloned();
+    let mut names: BTreeSet<(String, String)> = BTreeSet::new();
+    for r in [base, ours, theirs] {
+        for (id, labels) in &r.labels {
+            names.extend(labels.keys().map(|l| (id.clone(), l.clone())));
+        }
+    }
+    let mut out = crate::registry::Labels::new();
+    let mut conflicts = Vec::new();
+    for (id, label) in names {
+        let (b, o, t) = (at(base, &id, &label), at(ours, &id, &label), at(theirs, &id, &label));
+        let merged = if o == t || t == b {
+            o
+        } else if o == b {
+            t
+        } else {
+            let show = |v: &Option<semver::Version>| {
+                v.as_ref().map_or("(deleted)".to_string(), ToString::to_string)
+            };
+            conflicts.push(format!(
+                "label `{label}` of {id} moved to {} here and to {} there",
+                show(&o),
+                show(&t)
+            ));
+            continue;
+        };
+        if let Some(v) = merged {
+            out.entry(id).or_default().insert(label, v);
+        }
+    }
+    if conflicts.is_empty() {
+        Ok(out)
+    } else {
+        Err(conflict(
+            "labels".into(),
+            format!(
+                "{}; move the label once after the merge (`pactum registry label ID LABEL VERSION`)",
+                conflicts.join("; ")
+            ),
+        ))
+    }
+}
+
 fn key(e: &Entry) -> Key {
     (e.kind, e.id.clone(), e.version.clone())
 }
@@ -85,6 +137,7 @@ pub fn merge(paths: [&Path; 3], texts: [&str; 3], stamp: &Stamp) -> Result<Merge
     }
     let history = merge_history(&base, &ours, &theirs, stamp)?;
     let entries = merge_entries(&base, &ours, &theirs)?;
+    let labels = merge_labels(&base, &ours, &theirs)?;
 
     let mut merged = Registry::empty(paths[1]);
     merged.extra = ours.extra.clone();
@@ -95,6 +148,7 @@ pub fn merge(paths: [&Path; 3], texts: [&str; 3], stamp: &Stamp) -> Result<Merge
         list.extend(entries);
         events.extend(history.events);
     });
+    merged.labels = labels;
     if replay::check(&ours).iter().all(|d| !d.is_error())
         && replay::check(&theirs).iter().all(|d| !d.is_error())
         && let Some(d) = replay::check(&merged).into_iter().find(|d| d.is_error())

@@ -20,6 +20,7 @@ use crate::error::{Code, DocKind, Error, Finding, Result};
 use crate::id::parse_version;
 use crate::schema;
 
+pub mod gate;
 pub mod lifecycle;
 pub mod list;
 pub mod merge;
@@ -123,6 +124,11 @@ pub enum Action {
     Discard,
     /// An entry that predates the history, recorded as it stood (`registry adopt`).
     Adopt,
+    /// A label moved to a version (`registry label ID LABEL VERSION`, `promote --label`);
+    /// `label` names it, `previous` the version it left, if any.
+    Labeled,
+    /// A label deleted (`registry label ID LABEL --delete`); `version` is the one it left.
+    Unlabeled,
     /// Two branches' histories joined by the merge driver; names both heads.
     Merge,
 }
@@ -137,6 +143,8 @@ impl Action {
             Action::Remove => "remove",
             Action::Discard => "discard",
             Action::Adopt => "adopt",
+            Action::Labeled => "labeled",
+            Action::Unlabeled => "unlabeled",
             Action::Merge => "merge",
         }
     }
@@ -177,6 +185,12 @@ pub struct Event {
     /// adopt); see [`Entry::refs`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refs: Option<BTreeMap<String, String>>,
+    /// The label a `labeled` / `unlabeled` event moves (SPEC §20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The version a `labeled` event moved the label from, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
     pub prev: String,
     pub hash: String,
 }
@@ -208,10 +222,16 @@ impl Event {
         if !self.id.is_empty() {
             field("id", quote(&self.id));
         }
+        if let Some(label) = &self.label {
+            field("label", quote(label));
+        }
         if let Some(path) = &self.path {
             field("path", quote(path));
         }
         field("prev", quote(&self.prev));
+        if let Some(previous) = &self.previous {
+            field("previous", quote(previous));
+        }
         if let Some(refs) = &self.refs {
             // A `BTreeMap` iterates in code-point order: canonical JSON's key order.
             let pairs: Vec<String> =
@@ -287,6 +307,8 @@ pub struct Registry {
     pub entries: Vec<Entry>,
     /// `None` when the file has no `history` (allowed for hand-written registries).
     pub history: Option<Vec<Event>>,
+    /// Labels (SPEC §20): id → label → the version it names (`PRC-X-001@production`).
+    pub labels: Labels,
     /// Top-level keys pactum does not use (`$schema`, `x-*`), kept on every rewrite.
     pub extra: serde_json::Map<String, Value>,
     /// Per kind (`kind_slot`): id → its entries' indexes, lowest version first. Looked up
@@ -300,6 +322,9 @@ pub struct Registry {
     real_root: std::sync::OnceLock<PathBuf>,
     /// Each entry's resolved file, computed once (validation asks several times).
     files: Vec<std::sync::OnceLock<std::result::Result<PathBuf, PathProblem>>>,
+    /// The history folded once, for the runtime's check of what it resolves
+    /// ([`Registry::accounts_for`]).
+    replayed: std::sync::OnceLock<replay::Replayed>,
 }
 
 impl Registry {
@@ -313,13 +338,29 @@ impl Registry {
             sha256: String::new(),
             entries: Vec::new(),
             history: Some(Vec::new()),
+            labels: Labels::new(),
             extra: serde_json::Map::new(),
             index: [HashMap::new(), HashMap::new()],
             positions: Vec::new(),
             counts: [0, 0],
             real_root: std::sync::OnceLock::new(),
             files: Vec::new(),
+            replayed: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Whether the history accounts for `entry` as it stands — its state, hash, path and
+    /// referenced files are what the replay of the events gives (SPEC §20: the runtime
+    /// trusts only what the history accounts for) — and, for `label`, for the label naming
+    /// it. The same differences `registry verify` reports, as `registry_history_mismatch`.
+    /// The history is folded once per registry; a registry without a history cannot be
+    /// checked (`validate` warns `registry_history_missing`) and is taken as it is.
+    pub fn accounts_for(&self, entry: &Entry, label: Option<&str>) -> Result<()> {
+        let Some(history) = self.history.as_deref().filter(|h| !h.is_empty()) else {
+            return Ok(());
+        };
+        let replayed = self.replayed.get_or_init(|| replay::Replayed::of(history));
+        replayed.accounts_for(entry, label)
     }
 
     /// Reads and checks registry.json against its schema. Duplicates and the history chain
@@ -360,12 +401,13 @@ impl Registry {
     /// part of `registry.schema.json` and converted on its own, so the transient memory is
     /// one item's.
     pub fn from_text(path: &Path, text: String, sha256: String) -> Result<Registry> {
-        let (entries, history, extra) = read_text(path, &text)?;
+        let (entries, history, labels, extra) = read_text(path, &text)?;
         let mut registry = Registry::empty(path);
         registry.text = text;
         registry.sha256 = sha256;
         registry.entries = entries;
         registry.history = history;
+        registry.labels = labels;
         registry.extra = extra;
         registry.reindex();
         Ok(registry)
@@ -673,6 +715,14 @@ impl Registry {
             registry_version: 1,
             contracts,
             prompt_packs: packs,
+            labels: self
+                .labels
+                .iter()
+                .filter(|(_, names)| !names.is_empty())
+                .map(|(id, names)| {
+                    (id.as_str(), names.iter().map(|(n, v)| (n.as_str(), v.to_string())).collect())
+                })
+                .collect(),
             history: self.history.as_deref().unwrap_or(&[]),
             extra,
         };
@@ -686,6 +736,8 @@ impl Registry {
     /// existing entries; so only appended entries are indexed (no full re-index per change).
     pub(crate) fn edit<T>(&mut self, f: impl FnOnce(&mut Vec<Entry>, &mut Vec<Event>) -> T) -> T {
         let before = self.entries.len();
+        // The history changes: its fold is made again when next asked for.
+        self.replayed = std::sync::OnceLock::new();
         let mut history = self.history.take().unwrap_or_default();
         let out = f(&mut self.entries, &mut history);
         self.history = Some(history);
@@ -820,12 +872,23 @@ pub fn find_upwards(start: &Path) -> Option<PathBuf> {
 /// The top-level keys the loader reads; `registry_version` is checked by the schema and
 /// everything else is kept as it is.
 pub(crate) const READ_KEYS: [&str; 3] = ["contracts", "prompt_packs", "history"];
-const KNOWN_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "history"];
+const KNOWN_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "labels", "history"];
+
+/// Labels: id → label → version (SPEC §20).
+pub type Labels = BTreeMap<String, BTreeMap<String, Version>>;
+
+/// Whether `name` may be a label: lowercase letters, digits and `-`, starting with a
+/// letter, at most 64 characters — never a version or a range.
+pub fn is_label(name: &str) -> bool {
+    name.len() <= 64
+        && name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
 
 /// What registry.json holds: its entries, history and unknown top-level keys. The top
 /// level is checked against the schema with its lists emptied, then each item against its
 /// own part of the schema (findings keep their full pointers), and only then converted.
-type Parts = (Vec<Entry>, Option<Vec<Event>>, serde_json::Map<String, Value>);
+type Parts = (Vec<Entry>, Option<Vec<Event>>, Labels, serde_json::Map<String, Value>);
 
 fn read_text(path: &Path, text: &str) -> Result<Parts> {
     let invalid = |findings: Vec<Finding>| Error::SchemaInvalid {
@@ -916,9 +979,23 @@ fn read_text(path: &Path, text: &str) -> Result<Parts> {
     if !findings.is_empty() {
         return Err(invalid(findings));
     }
-    let Value::Object(top) = shallow else { return Ok((entries, history, Default::default())) };
+    let Value::Object(top) = shallow else {
+        return Ok((entries, history, Labels::new(), Default::default()));
+    };
+    // The schema checked the labels' shape: ids, label names, versions.
+    let mut labels = Labels::new();
+    if let Some(Value::Object(ids)) = top.get("labels") {
+        for (id, names) in ids {
+            let Value::Object(names) = names else { continue };
+            for (name, version) in names {
+                if let Some(v) = version.as_str().and_then(crate::id::parse_version) {
+                    labels.entry(id.clone()).or_default().insert(name.clone(), v);
+                }
+            }
+        }
+    }
     let extra = top.into_iter().filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str())).collect();
-    Ok((entries, history, extra))
+    Ok((entries, history, labels, extra))
 }
 
 /// One item of registry.json (at `pointer`) as a JSON value. Its text already passed the
@@ -939,6 +1016,8 @@ struct RawRegistryOut<'a> {
     registry_version: u32,
     contracts: Vec<RawEntry>,
     prompt_packs: Vec<RawEntry>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    labels: BTreeMap<&'a str, BTreeMap<&'a str, String>>,
     history: &'a [Event],
     #[serde(flatten)]
     extra: serde_json::Map<String, Value>,

@@ -63,7 +63,8 @@ pub fn fold(history: &[Event]) -> (BTreeMap<Key, Implied>, Vec<EventProblem>) {
     let mut state: BTreeMap<Key, Implied> = BTreeMap::new();
     let mut problems = Vec::new();
     for (index, event) in history.iter().enumerate() {
-        if event.action == Action::Merge {
+        // Merges join histories; label moves are folded by [`fold_labels`].
+        if matches!(event.action, Action::Merge | Action::Labeled | Action::Unlabeled) {
             continue;
         }
         let Some(key) = key_of(event) else {
@@ -78,6 +79,223 @@ pub fn fold(history: &[Event]) -> (BTreeMap<Key, Implied>, Vec<EventProblem>) {
         }
     }
     (state, problems)
+}
+
+/// What the history says about one label: the version it names and the event that moved
+/// it there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImpliedLabel {
+    pub version: Version,
+    pub seq: u64,
+    pub index: usize,
+}
+
+/// Folds the label events of the history (SPEC §20): (id, label) → where the last move
+/// left it. A move that names a `previous` the label was not at, or a deletion of a label
+/// that names another version, contradicts the history before it (merged histories in which
+/// both sides made the same move replay: the same move twice is a no-op).
+pub fn fold_labels(
+    history: &[Event],
+) -> (BTreeMap<(String, String), ImpliedLabel>, Vec<EventProblem>) {
+    let mut labels: BTreeMap<(String, String), ImpliedLabel> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (index, event) in history.iter().enumerate() {
+        if !matches!(event.action, Action::Labeled | Action::Unlabeled) {
+            continue;
+        }
+        let (Some(label), Some(version)) = (&event.label, parse_version(&event.version)) else {
+            problems.push(EventProblem {
+                index,
+                error: mismatch(event, "names no label or no version".to_string()),
+            });
+            continue;
+        };
+        let key = (event.id.clone(), label.clone());
+        let current = labels.get(&key).map(|l| l.version.clone());
+        match event.action {
+            Action::Labeled => {
+                let previous = event.previous.as_deref().and_then(parse_version);
+                if current.as_ref() != Some(&version) && current != previous {
+                    problems.push(EventProblem {
+                        index,
+                        error: mismatch(
+                            event,
+                            format!(
+                                "moves `{label}` from {}, but the history left it at {}",
+                                event.previous.as_deref().unwrap_or("nowhere"),
+                                current.map_or("nowhere".to_string(), |v| v.to_string())
+                            ),
+                        ),
+                    });
+                    continue;
+                }
+                labels.insert(key, ImpliedLabel { version, seq: event.seq, index });
+            }
+            _ => match current {
+                Some(v) if v == version => {
+                    labels.remove(&key);
+                }
+                None => {}
+                Some(v) => problems.push(EventProblem {
+                    index,
+                    error: mismatch(
+                        event,
+                        format!("deletes `{label}` from {version}, but the history left it at {v}"),
+                    ),
+                }),
+            },
+        }
+    }
+    (labels, problems)
+}
+
+/// Every difference between registry.json's labels and the history's, and every label
+/// that names a version that is not active or deprecated.
+fn check_labels(registry: &Registry, history: &[Event], out: &mut Vec<Diagnostic>) {
+    let (implied, problems) = fold_labels(history);
+    for p in problems {
+        out.push(
+            Diagnostic::from_error(&p.error)
+                .pointer(format!("/history/{}", p.index))
+                .help(HELP_EDITED),
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (id, names) in &registry.labels {
+        for (label, version) in names {
+            seen.insert((id.clone(), label.clone()));
+            let pointer = format!(
+                "/labels/{}/{}",
+                crate::source::escape_token(id),
+                crate::source::escape_token(label)
+            );
+            let subject = format!("{id}@{label}");
+            match implied.get(&(id.clone(), label.clone())) {
+                Some(said) if &said.version == version => {}
+                Some(said) => out.push(
+                    Diagnostic::from_error(&Error::HistoryMismatch {
+                        subject,
+                        reason: format!(
+                            "registry.json names {version}, but the history moved it to {} (event #{})",
+                            said.version, said.seq
+                        ),
+                    })
+                    .pointer(pointer.clone())
+                    .help(HELP_EDITED),
+                ),
+                None => out.push(
+                    Diagnostic::from_error(&Error::HistoryMismatch {
+                        subject,
+                        reason: format!("registry.json names {version}, but no history event moved the label"),
+                    })
+                    .pointer(pointer.clone())
+                    .help("move labels with `pactum registry label ID LABEL VERSION`; never in registry.json by hand"),
+                ),
+            }
+            let kind = EntryKind::of_id(id).unwrap_or(EntryKind::Contract);
+            match registry.get(kind, id, version) {
+                Some(e) if matches!(e.state, State::Active | State::Deprecated) => {}
+                other => out.push(
+                    Diagnostic::from_error(&Error::HistoryMismatch {
+                        subject: format!("{id}@{label}"),
+                        reason: format!(
+                            "the label names {id}@{version}, which is {}; a label names an active or deprecated version",
+                            other.map_or("not registered", |e| e.state.as_str())
+                        ),
+                    })
+                    .pointer(pointer)
+                    .help(format!("move the label: `pactum registry label {id} {label} VERSION`")),
+                ),
+            }
+        }
+    }
+    for ((id, label), said) in &implied {
+        if !seen.contains(&(id.clone(), label.clone())) {
+            out.push(
+                Diagnostic::from_error(&Error::HistoryMismatch {
+                    subject: format!("{id}@{label}"),
+                    reason: format!(
+                        "history event #{} moved it to {}, but registry.json has no such label",
+                        said.seq, said.version
+                    ),
+                })
+                .pointer(format!("/history/{}", said.index))
+                .help(HELP_EDITED),
+            );
+        }
+    }
+}
+
+/// The history folded once: what the runtime checks each entry it resolves against.
+#[derive(Clone, Debug)]
+pub struct Replayed {
+    entries: BTreeMap<Key, Implied>,
+    labels: BTreeMap<(String, String), ImpliedLabel>,
+}
+
+impl Replayed {
+    pub fn of(history: &[Event]) -> Replayed {
+        Replayed { entries: fold(history).0, labels: fold_labels(history).0 }
+    }
+
+    /// `registry_history_mismatch` when the entry (and `label` naming it) is not what the
+    /// history gives, with `verify`'s help.
+    pub fn accounts_for(&self, entry: &Entry, label: Option<&str>) -> Result<(), Error> {
+        let refuse = |reason: String| Error::HistoryMismatch {
+            subject: entry.key(),
+            reason: format!(
+                "{reason}; pactum uses only what the history accounts for: {HELP_EDITED} (`pactum registry verify` lists every difference)"
+            ),
+        };
+        let Some(said) = self.entries.get(&key_of_entry(entry)) else {
+            return Err(refuse(
+                "the entry is in registry.json but no history event registers it".into(),
+            ));
+        };
+        let event = format!("event #{} ({})", said.seq, said.action.as_str());
+        if entry.state != said.state {
+            return Err(refuse(format!(
+                "the entry says {}, but the history leaves it {} ({event})",
+                entry.state.as_str(),
+                said.state.as_str()
+            )));
+        }
+        if entry.sha256 != said.sha256 {
+            return Err(refuse(format!(
+                "the entry's sha256 is {}, but the history gives {} ({event})",
+                short(&entry.sha256),
+                short(&said.sha256)
+            )));
+        }
+        if entry.refs != said.refs {
+            return Err(refuse(format!(
+                "the entry's referenced files differ from the history's ({event})"
+            )));
+        }
+        if let Some(path) = &said.path
+            && path != &entry.path
+        {
+            return Err(refuse(format!(
+                "the entry's path is {}, but the history registered {path} ({event})",
+                entry.path
+            )));
+        }
+        if let Some(label) = label {
+            match self.labels.get(&(entry.id.clone(), label.to_string())) {
+                Some(l) if l.version == entry.version => {}
+                Some(l) => {
+                    return Err(refuse(format!(
+                        "the label `{label}` names {}, but the history moved it to {} (event #{})",
+                        entry.version, l.version, l.seq
+                    )));
+                }
+                None => {
+                    return Err(refuse(format!("no history event moved the label `{label}`")));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn mismatch(event: &Event, reason: String) -> Error {
@@ -114,7 +332,7 @@ fn apply(
         action: event.action,
     };
     match event.action {
-        Action::Merge => Ok(()),
+        Action::Merge | Action::Labeled | Action::Unlabeled => Ok(()),
         Action::Adopt => {
             let s = event.state.unwrap_or(State::Draft);
             state.insert(key, fresh(s, Some(event.successor.clone())));
@@ -256,6 +474,16 @@ pub fn check(registry: &Registry) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let history = registry.history.as_deref().unwrap_or(&[]);
     if history.is_empty() {
+        if !registry.labels.is_empty() {
+            out.push(
+                Diagnostic::from_error(&Error::HistoryMismatch {
+                    subject: "labels".to_string(),
+                    reason: "registry.json has labels but no history that moved them".to_string(),
+                })
+                .pointer("/labels")
+                .help("move labels with `pactum registry label ID LABEL VERSION`; never in registry.json by hand"),
+            );
+        }
         if !registry.entries.is_empty() {
             out.push(
                 Diagnostic::new(
@@ -271,6 +499,7 @@ pub fn check(registry: &Registry) -> Vec<Diagnostic> {
         }
         return out;
     }
+    check_labels(registry, history, &mut out);
     let (implied, problems) = fold(history);
     for p in problems {
         out.push(

@@ -76,6 +76,10 @@ struct HistoryEvent {
     heads: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
     refs: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "present")]
+    label: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    previous: Option<String>,
     prev: String,
     hash: String,
 }
@@ -94,6 +98,8 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         && e.successor.as_deref().is_none_or(version)
         && e.heads.as_ref().is_none_or(|h| h.len() == 2 && h.iter().all(|x| sha256(x)))
         && e.refs.as_ref().is_none_or(refs)
+        && e.label.as_deref().is_none_or(super::is_label)
+        && e.previous.as_deref().is_none_or(version)
         && sha256(&e.prev)
         && sha256(&e.hash);
     if !ok {
@@ -112,6 +118,8 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         successor: e.successor,
         heads: e.heads,
         refs: e.refs,
+        label: e.label,
+        previous: e.previous,
         prev: e.prev,
         hash: e.hash,
     })

@@ -191,8 +191,10 @@ fn full_registry() -> Value {
             "seq": 1, "at": at, "action": "adopt", "actor": "a@example.com", "id": "PRC-FULL-001",
             "version": "1.0.0", "path": "contracts/f/1.0.0.json", "sha256": sha, "state": "removed",
             "successor": "2.0.0", "heads": [sha, sha], "refs": {"schemas/common/address.json": sha},
+            "label": "production", "previous": "0.9.0",
             "prev": "0".repeat(64), "hash": sha,
         }],
+        "labels": {"PRC-FULL-001": {"production": "1.0.0"}},
     })
 }
 
@@ -336,7 +338,8 @@ fn shapes() -> Vec<Shape> {
             full: full_registry(),
             at: "",
             schema_at: "",
-            fields: crate::registry::READ_KEYS.into_iter().collect(),
+            // The lists are read item by item; `labels`, a small map, whole.
+            fields: crate::registry::READ_KEYS.into_iter().chain(["labels"]).collect(),
             parse: |v| {
                 Registry::from_text(
                     std::path::Path::new("/x/registry.json"),

@@ -50,11 +50,21 @@ pub struct ValidateOptions {
     /// GitHub, SARIF and JUnit consumers find the files: the top level of the git work tree
     /// holding PATH, else this folder, else the registry's folder (see [`names_root`]).
     pub names_from: Option<PathBuf>,
+    /// The registry to check the tree against instead of the file's (with `registry`):
+    /// the registry as it would be after a change, so the gate of `registry promote` sees
+    /// what `validate` will see once the version is active (SPEC §20).
+    pub registry_override: Option<std::sync::Arc<Registry>>,
 }
 
 impl Default for ValidateOptions {
     fn default() -> Self {
-        ValidateOptions { registry: None, now: jiff::Timestamp::now(), jobs: 0, names_from: None }
+        ValidateOptions {
+            registry: None,
+            now: jiff::Timestamp::now(),
+            jobs: 0,
+            names_from: None,
+            registry_override: None,
+        }
     }
 }
 
@@ -124,7 +134,14 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     let (registry, base, files, audit, registry_read) = match &registry_path {
         Some(rp) => {
             let base = rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
-            let checked = match check_project(&path, rp, &base, options.jobs, progress) {
+            let checked = match check_project(
+                &path,
+                rp,
+                &base,
+                options.jobs,
+                progress,
+                options.registry_override.as_deref(),
+            ) {
                 Ok(checked) => checked,
                 Err(e) => {
                     progress.finish();
@@ -226,6 +243,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     });
     diagnostics.extend(registry_findings);
     diagnostics.extend(other_findings);
+    frozen(&ctx, &mut diagnostics);
 
     place(&ctx, registry_text.as_deref(), &mut diagnostics);
     report.diagnostics = diagnostics;
@@ -236,6 +254,74 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     let _ = std::thread::Builder::new().name("validate-drop".into()).spawn(move || drop(ctx));
     report.sort();
     Ok(report)
+}
+
+/// Findings on what cannot change (SPEC §20). A finding about a file's content (not the
+/// registry's integrity: hashes, ids, paths, history) in a removed version is not reported
+/// — nothing can or need be done about it. In an active or deprecated version, such a
+/// finding's fix is an edit of a frozen file: its help names the fix that is possible, a
+/// new version. A warning in a frozen file the project has superseded (deprecated or
+/// removed, or active below a higher active version) is a note, so `--strict` does not
+/// fail forever on what no one may edit.
+fn frozen(ctx: &Context, diagnostics: &mut Vec<Diagnostic>) {
+    use crate::registry::State;
+    let Some(registry) = &ctx.registry else { return };
+    use crate::error::Code;
+    let integrity = |code: Code| {
+        code.as_str().starts_with("registry_")
+            || matches!(
+                code,
+                Code::ContractHashMismatch
+                    | Code::ContractIdMismatch
+                    | Code::PathEscape
+                    | Code::ContractUnregistered
+                    | Code::IoError
+            )
+    };
+    let mut by_file: HashMap<String, &crate::registry::Entry> = HashMap::new();
+    for e in &registry.entries {
+        if e.state != State::Draft {
+            by_file.insert(relative_name(&ctx.base, &ctx.base.join(&e.path)), e);
+        }
+    }
+    if by_file.is_empty() {
+        return;
+    }
+    let superseded = |e: &crate::registry::Entry| {
+        e.state != State::Active
+            || registry
+                .versions(e.kind, &e.id)
+                .any(|other| other.state == State::Active && other.version > e.version)
+    };
+    diagnostics.retain_mut(|d| {
+        let Some(entry) = d.file.as_ref().and_then(|f| by_file.get(f)) else { return true };
+        if integrity(d.code) {
+            return true;
+        }
+        if entry.state == State::Removed {
+            return false;
+        }
+        // The next free version (a patch above the highest; the bump the change needs is
+        // what `pactum diff` and promote check).
+        let next = registry.versions(entry.kind, &entry.id).map(|e| &e.version).max().map_or_else(
+            || "1.0.0".to_string(),
+            |v| format!("{}.{}.{}", v.major, v.minor, v.patch + 1),
+        );
+        let fix = format!(
+            "{} is {} and its file never changes: make the fix in a new version (`pactum new version {}@{next}`)",
+            entry.key(),
+            entry.state.as_str(),
+            entry.id
+        );
+        d.help = Some(match d.help.take() {
+            Some(h) => format!("{h}; {fix}"),
+            None => fix,
+        });
+        if d.severity == crate::error::Severity::Warning && superseded(entry) {
+            d.severity = crate::error::Severity::Note;
+        }
+        true
+    });
 }
 
 /// The folder report paths are relative to: the top level of the git work tree that holds
@@ -416,9 +502,13 @@ fn check_project(
     base: &Path,
     jobs: usize,
     progress: &dyn Progress,
+    registry_override: Option<&Registry>,
 ) -> Result<Checked> {
     std::thread::scope(|scope| {
-        let loading = scope.spawn(|| Registry::load(registry_path));
+        let loading = scope.spawn(|| match registry_override {
+            Some(registry) => Ok(registry.clone()),
+            None => Registry::load(registry_path),
+        });
         let walked = discover::walk_path(path, base, true);
         // registry.json counts among the files checked, so the bar's total matches the
         // summary's from the start.

@@ -33,6 +33,27 @@ enum Action {
     Promote {
         /// ID@VERSION, e.g. PRC-SUMMARIZE-001@1.1.0.
         pin: String,
+        /// Move this label to the version once it is promoted (e.g. production).
+        #[arg(long, value_name = "LABEL")]
+        label: Option<String>,
+    },
+    /// Move a label to a version (`pactum registry label PRC-X-001 production 1.2.0`), or
+    /// delete it; pins may name labels (PRC-X-001@production). Moving it back is a rollback.
+    Label {
+        /// The contract or pack id.
+        id: String,
+        /// The label: lowercase letters, digits and `-` (production, staging, canary).
+        label: String,
+        /// The active (or deprecated, within its migration period) version it names.
+        #[arg(
+            value_name = "VERSION",
+            required_unless_present = "delete",
+            conflicts_with = "delete"
+        )]
+        target: Option<String>,
+        /// Delete the label instead.
+        #[arg(long)]
+        delete: bool,
     },
     /// active → deprecated, naming a higher active successor.
     Deprecate {
@@ -118,6 +139,24 @@ fn exact(pin: &str) -> Result<(EntryKind, String, semver::Version)> {
     Ok((kind, parsed.id, version))
 }
 
+/// `production: 1.1.0 -> 1.2.0` for a label move.
+fn label_text(m: &lifecycle::LabelMove) -> String {
+    match (&m.previous, &m.version) {
+        (Some(p), Some(v)) if p == v => {
+            format!("label {} of {} already names {v}\n", m.label, m.id)
+        }
+        (Some(p), Some(v)) => format!("label {} of {}: {p} -> {v}\n", m.label, m.id),
+        (None, Some(v)) => format!("label {} of {}: {v}\n", m.label, m.id),
+        (Some(p), None) => format!("label {} of {} deleted (it named {p})\n", m.label, m.id),
+        (None, None) => String::new(),
+    }
+}
+
+/// clap makes VERSION required unless --delete; this is the error if it ever is not.
+fn unreachable_usage() -> Result<Option<semver::Version>> {
+    Err(Error::PinInvalid { pin: String::new(), reason: "give a VERSION, or --delete".into() })
+}
+
 fn entry_json(e: &Entry) -> Value {
     json!({
         "kind": e.kind, "id": e.id, "version": e.version.to_string(), "state": e.state.as_str(),
@@ -174,12 +213,24 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             }
             Ok((json!({"ok": true, "action": "add", "entries": entries}), text, OK))
         }
-        Action::Promote { pin } => {
+        Action::Promote { pin, label } => {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
             let stamp = stamp()?;
-            let p =
-                store::update(&path, |reg| lifecycle::promote(reg, kind, &id, &version, &stamp))?;
+            // The gate (SPEC §20): what `validate` would report once it is active.
+            let findings =
+                registry::gate::check(&Registry::open(&path)?, kind, &id, &version, &stamp)?;
+            if !findings.is_empty() {
+                return Err(registry::gate::refusal(format!("{id}@{version}"), findings));
+            }
+            let mut moved = None;
+            let p = store::update(&path, |reg| {
+                let p = lifecycle::promote(reg, kind, &id, &version, &stamp)?;
+                if let Some(label) = label {
+                    moved = Some(lifecycle::label(reg, &id, label, Some(&version), None, &stamp)?);
+                }
+                Ok(p)
+            })?;
             let against = p.compared_with.as_ref().map(ToString::to_string);
             let text = format!(
                 "promoted {} to active{}\n",
@@ -199,7 +250,36 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             value["compared_with"] = json!(against);
             value["required_bump"] = json!(p.required);
             value["declared_bump"] = json!(p.declared);
+            let mut text = text;
+            if let Some(m) = &moved {
+                text.push_str(&label_text(m));
+                value["label"] = json!(m);
+            }
             Ok((value, text, OK))
+        }
+        Action::Label { id, label, target, delete } => {
+            let version = match (target, delete) {
+                (_, true) => None,
+                (Some(v), false) => Some(parse_version(v).ok_or_else(|| Error::PinInvalid {
+                    pin: format!("{id}@{v}"),
+                    reason: "a label names an exact version like 1.2.0".into(),
+                })?),
+                (None, false) => unreachable_usage()?,
+            };
+            let path = registry_path(&args.common, false)?;
+            let stamp = stamp()?;
+            let root = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+            let days = pactum::config::Config::load(&root)?.project.deprecation_days;
+            let since = jiff::Timestamp::now()
+                .checked_sub(jiff::SignedDuration::from_hours(24 * i64::from(days)))
+                .map(|t| t.to_string())
+                .ok();
+            let m = store::update(&path, |reg| {
+                lifecycle::label(reg, id, label, version.as_ref(), since.as_deref(), &stamp)
+            })?;
+            let mut value = json!({"ok": true, "action": "label"});
+            value["label"] = json!(m);
+            Ok((value, label_text(&m), OK))
         }
         Action::Deprecate { pin, successor } => {
             let (kind, id, version) = exact(pin)?;
@@ -414,13 +494,22 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
             .as_deref()
             .map(|v| format!("latest active {v}"))
             .unwrap_or_else(|| "no active version".into());
-        text.push_str(&format!("{} ({latest})\n", row.id));
+        let labels = if row.labels.is_empty() {
+            String::new()
+        } else {
+            let all: Vec<String> = row.labels.iter().map(|(n, v)| format!("{n} -> {v}")).collect();
+            format!("; labels: {}", all.join(", "))
+        };
+        text.push_str(&format!("{} ({latest}{labels})\n", row.id));
         for v in &row.versions {
             let mut line = format!("  {:<10} {:<10}", v.version, v.state.as_str());
             if let Some(s) = &v.successor_version {
                 line.push_str(&format!(" -> {s}"));
             }
             line.push_str(&format!("  {}", v.path));
+            if !v.labels.is_empty() {
+                line.push_str(&format!("  [{}]", v.labels.join(", ")));
+            }
             if !v.pinned_by.is_empty() {
                 line.push_str(&format!("  pinned by {}", v.pinned_by.join(", ")));
             }

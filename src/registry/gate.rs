@@ -1,0 +1,150 @@
+//! Promotion is the gate (SPEC §20): `registry promote` refuses a version that `validate`
+//! would report an error for once it is active — in the contract, the pack it binds, their
+//! examples, and every work order that would resolve to it (for a pack: the contracts that
+//! bind it) — listing those findings (the refusal's code is the first finding's, SPEC §12;
+//! every finding is in `errors`). The compatibility check and the eval gate come after it.
+//!
+//! The project is validated against the registry as it would be after the promotion
+//! ([`lifecycle::assume_promoted`]: the file's hash frozen, the event appended), so a work
+//! order whose range would move to the new version is checked against it, and nothing the
+//! gate passes is refused by the next `validate`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use semver::Version;
+
+use crate::diagnostic::Diagnostic;
+use crate::error::{Error, Result};
+use crate::registry::lifecycle::{self, Stamp};
+use crate::registry::{EntryKind, Registry, State};
+use crate::resolve::{ResolveOptions, resolve};
+use crate::validate::{NoProgress, ValidateOptions};
+
+/// The findings that keep `kind id@version` from being promoted; empty when it may be.
+pub fn check(
+    registry: &Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    stamp: &Stamp,
+) -> Result<Vec<Diagnostic>> {
+    let view = lifecycle::assume_promoted(registry, kind, id, version, stamp)?;
+    let root = crate::confine::real_or_given(&registry.root);
+    let concerned = concerned_files(&view, &root, kind, id, version);
+    let options = ValidateOptions {
+        registry: Some(registry.path.clone()),
+        registry_override: Some(Arc::new(view)),
+        names_from: Some(root.clone()),
+        ..ValidateOptions::default()
+    };
+    let report = crate::validate::validate(&root, &options, &NoProgress)?;
+    // Report paths are relative to the repository's top level; the files above relative to
+    // the project root.
+    let names = crate::validate::names_root(&root, Some(&root), &root);
+    let prefix = root.strip_prefix(&names).map(Path::to_path_buf).unwrap_or_default();
+    let shown: Vec<String> = concerned
+        .iter()
+        .map(|rel| crate::validate::relative_name(&names, &names.join(&prefix).join(rel)))
+        .collect();
+    // The compatibility check comes after the gate, with its own code
+    // (`incompatible_version_bump`); validate's copy of it is left to it.
+    Ok(report
+        .diagnostics
+        .into_iter()
+        .filter(|d| {
+            d.is_error()
+                && d.code != crate::error::Code::IncompatibleVersionBump
+                && d.file.as_ref().is_some_and(|f| shown.contains(f))
+        })
+        .collect())
+}
+
+/// The files whose findings block the promotion, relative to the project root.
+fn concerned_files(
+    view: &Registry,
+    root: &Path,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Some(entry) = view.get(kind, id, version) else { return out };
+    out.push(PathBuf::from(&entry.path));
+    let active = ResolveOptions::default();
+    match kind {
+        EntryKind::Contract => {
+            // Its pack, as the active contract will bind it.
+            if let Ok(contract) = load_contract(view, entry)
+                && let Ok(pack) = resolve(
+                    view,
+                    EntryKind::PromptPack,
+                    &contract.prompt_pack_id,
+                    &contract.prompt_pack_version,
+                    active,
+                )
+            {
+                out.push(PathBuf::from(&pack.entry.path));
+            }
+            // Every work order a pin of which would resolve to it.
+            for (path, wo) in work_orders(root) {
+                let resolves_here = wo.pins().iter().any(|(_, pin)| {
+                    pin.id == id
+                        && resolve(view, kind, &pin.id, &pin.requirement, active)
+                            .is_ok_and(|r| r.entry.version == *version)
+                });
+                if resolves_here {
+                    out.push(path);
+                }
+            }
+        }
+        EntryKind::PromptPack => {
+            // The contracts that bind it (drafts on their way too).
+            for c in view.entries.iter().filter(|e| {
+                e.kind == EntryKind::Contract && matches!(e.state, State::Active | State::Draft)
+            }) {
+                let Ok(contract) = load_contract(view, c) else { continue };
+                let options = ResolveOptions { allow_draft: c.state == State::Draft };
+                if contract.prompt_pack_id == id
+                    && resolve(view, kind, id, &contract.prompt_pack_version, options)
+                        .is_ok_and(|r| r.entry.version == *version)
+                {
+                    out.push(PathBuf::from(&c.path));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn load_contract(
+    registry: &Registry,
+    entry: &crate::registry::Entry,
+) -> Result<crate::contract::Contract> {
+    let path = registry.file_of(entry)?;
+    let doc = crate::document::load(&path, Some(crate::error::DocKind::Contract))?;
+    crate::contract::Contract::from_document(&doc)
+}
+
+/// The work orders of the project (its `work_orders/` folder), with their paths relative
+/// to the root.
+fn work_orders(root: &Path) -> Vec<(PathBuf, crate::work_order::WorkOrder)> {
+    let dir = root.join("work_orders");
+    if !crate::confine::is_dir(&dir) {
+        return Vec::new();
+    }
+    crate::validate::discover::walk_path(&dir, root, false)
+        .into_iter()
+        .filter(|c| c.escape.is_none())
+        .filter_map(|c| {
+            let wo = crate::work_order::WorkOrder::load(&c.path).ok()?;
+            let rel = c.path.strip_prefix(root).ok()?.to_path_buf();
+            Some((rel, wo))
+        })
+        .collect()
+}
+
+/// The refusal for `findings` (not empty).
+pub fn refusal(subject: String, findings: Vec<Diagnostic>) -> Error {
+    Error::PromotionRefused { subject, findings }
+}
