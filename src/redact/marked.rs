@@ -655,6 +655,56 @@ mod tests {
     }
 
     #[test]
+    fn the_walk_is_linear_in_the_schema() {
+        // A chain of `properties` `depth` deep, marked only at its end: every level asks
+        // whether the rest of the chain has anything to find, which is answered once per
+        // subschema (asked afresh, it would cost the square of the depth).
+        fn chain(depth: usize) -> (Value, Value) {
+            let mut schema = json!({"properties": {"s": {"x-secret": true}}});
+            let mut instance = json!({"s": "the-secret"});
+            // Moved in, not through `json!` (which would copy the chain at every level).
+            for i in 0..depth {
+                let mut properties = Map::new();
+                properties.insert("n".into(), schema);
+                properties.insert("v".into(), json!({"type": "string"}));
+                let mut level = Map::new();
+                level.insert("properties".into(), Value::Object(properties));
+                level.insert("allOf".into(), json!([{"properties": {"w": {"minLength": i}}}]));
+                schema = Value::Object(level);
+                let mut fields = Map::new();
+                fields.insert("n".into(), instance);
+                fields.insert("v".into(), json!("plain"));
+                fields.insert("w".into(), json!("plain"));
+                instance = Value::Object(fields);
+            }
+            (schema, instance)
+        }
+        let time = |depth: usize| {
+            let (schema, instance) = chain(depth);
+            let graph = Graph::build(&schema, &Origin::detached());
+            let mut times: Vec<std::time::Duration> = (0..3)
+                .map(|_| {
+                    let started = std::time::Instant::now();
+                    let m = marked(&graph, &instance);
+                    assert_eq!((m.values.len(), m.incomplete), (1, false));
+                    started.elapsed()
+                })
+                .collect();
+            times.sort();
+            times[1]
+        };
+        // Deep values are dropped recursively: a thread with room for them.
+        let (small, large) = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || (time(1_000), time(4_000)))
+            .unwrap()
+            .join()
+            .unwrap();
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(ratio < 8.0, "1000 levels took {small:?}, 4000 took {large:?} ({ratio:.1}x)");
+    }
+
+    #[test]
     fn the_walk_is_linear_in_the_instance() {
         let schema = json!({"items": {"$ref": "#/$defs/row"},
                             "$defs": {"row": {"allOf": [{"properties": {"pin": {"x-secret": true}}}],
