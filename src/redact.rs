@@ -5,8 +5,10 @@
 //! - **known secrets**: API keys (added by the binary from the environment) and values a
 //!   contract marks `"x-secret": true` in its `input_schema` or `output_schema` (added by
 //!   the executor as soon as an exchange sees them, wherever the schema applies the mark:
-//!   behind `$ref`s and anchors, inside `allOf`/`anyOf`/`oneOf`, conditionals, items and
-//!   pattern properties — see `marked`), each in every encoding pactum can anticipate:
+//!   behind every reference form the schema's graph (`schema::graph`) resolves, inside
+//!   `allOf`/`anyOf`/`oneOf`, conditionals, items and pattern properties, and everything a
+//!   reference the graph cannot resolve applies to — see `marked`), each in every
+//!   encoding pactum can anticipate:
 //!   as is, JSON-escaped, URL-encoded (percent and form encoding), hex, and base64
 //!   (standard and URL-safe, at any of the three byte alignments a secret can have inside
 //!   a longer encoded text) — see `encode`;
@@ -25,10 +27,9 @@
 //!
 //! **Bounded:** one process masks at most [`MAX_MARKED`] distinct marked values, whose
 //! needles take at most [`MAX_MARKED_BYTES`]. Past either cap, or when finding the marked
-//! values of one instance would take more than [`MAX_WALK`] steps or [`MAX_FILES`] schema
-//! files, the redactor refuses: [`Redactor::add_marked`] returns `secret_limit_exceeded`
-//! then and for every later call in the process, and the executor starts no exchange
-//! after it, so a value the redactor could not learn is never sent or recorded. API keys
+//! values of one instance would take more than [`MAX_WALK`] steps, the redactor refuses:
+//! [`Redactor::add_marked`] returns `secret_limit_exceeded` then and for every later call
+//! in the process, and the executor starts no exchange after it, so a value the redactor could not learn is never sent or recorded. API keys
 //! from the environment (trusted, and bounded by the environment) are not counted.
 //!
 //! Values shorter than [`MIN_SECRET_LEN`] are not masked (masking `"a"` would garble every
@@ -37,7 +38,7 @@
 mod encode;
 mod marked;
 
-pub use marked::{MAX_FILES, MAX_WALK, SchemaFiles};
+pub use marked::MAX_WALK;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -47,6 +48,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::schema::graph::{Graph, Origin, ProjectFiles, folder_uri};
 
 /// What a masked secret becomes.
 pub const MASK: &str = "[redacted]";
@@ -197,8 +199,10 @@ impl Redactor {
         }
     }
 
-    /// Adds every value of `instance` that `schema` marks `"x-secret": true`, following
-    /// references inside the schema document only (see [`Redactor::add_marked_in`]).
+    /// Adds every value of `instance` that `schema` marks `"x-secret": true`, for a schema
+    /// whose folder is not known: its references inside the schema document resolve, and
+    /// one to another file resolves nowhere, so what it applies to is masked whole (see
+    /// [`Redactor::add_marked_in`]).
     ///
     /// ```
     /// use pactum::redact::Redactor;
@@ -211,12 +215,12 @@ impl Redactor {
     /// assert_eq!(r.redact("sent tok-123456"), "sent [redacted]");
     /// ```
     pub fn add_marked(&self, schema: Option<&Value>, instance: &Value) -> Result<()> {
-        self.add_marked_in(schema, instance, None)
+        self.add_marked_from(schema, instance, &Origin::detached())
     }
 
     /// [`Redactor::add_marked_in`] for a schema of a contract in `base_dir` inside the
-    /// project at `root`: references to files are read through the confinement rule, as
-    /// the schema's graph reads them.
+    /// project at `root`: its graph reads the files its references name through the
+    /// confinement rule ([`ProjectFiles`]), as the compiler's graph does.
     pub fn add_marked_at(
         &self,
         schema: Option<&Value>,
@@ -224,28 +228,42 @@ impl Redactor {
         base_dir: &std::path::Path,
         root: &std::path::Path,
     ) -> Result<()> {
-        let project = crate::schema::files::ProjectFiles::new(root);
-        let retriever = crate::schema::FilesRetriever(&project);
-        let files = SchemaFiles::new(crate::schema::graph::folder_uri(base_dir), &retriever);
-        self.add_marked_in(schema, instance, Some(&files))
+        let files = ProjectFiles::new(root);
+        let base = folder_uri(base_dir);
+        self.add_marked_from(schema, instance, &Origin::new(&base, &files))
     }
 
-    /// Adds every value of `instance` that `schema` marks `"x-secret": true`, wherever the
-    /// schema applies the mark (the way a validator applies it, erring on the side of
-    /// masking); `files` serves the schema files its `$ref`s name. Refused with `secret_limit_exceeded` past [`MAX_MARKED`] values,
-    /// [`MAX_MARKED_BYTES`] or [`MAX_WALK`] steps, and for every call after that: the
-    /// caller must then not send or record anything of `instance`.
-    pub fn add_marked_in(
+    /// The schema's graph built at `origin`, then [`Redactor::add_marked_in`].
+    fn add_marked_from(
         &self,
         schema: Option<&Value>,
         instance: &Value,
-        files: Option<&SchemaFiles<'_>>,
+        origin: &Origin<'_>,
     ) -> Result<()> {
-        if let Some(message) = &self.state.read().unwrap_or_else(|p| p.into_inner()).refused {
-            return Err(Error::SecretLimit { message: message.clone() });
+        self.refused()?;
+        let graph = schema.map(|schema| Graph::build(schema, origin));
+        self.add_marked_in(graph.as_ref(), instance)
+    }
+
+    /// `secret_limit_exceeded` once the redactor has refused a marked value.
+    fn refused(&self) -> Result<()> {
+        match &self.state.read().unwrap_or_else(|p| p.into_inner()).refused {
+            Some(message) => Err(Error::SecretLimit { message: message.clone() }),
+            None => Ok(()),
         }
-        let Some(schema) = schema else { return Ok(()) };
-        let found = marked::marked(schema, instance, files);
+    }
+
+    /// Adds every value of `instance` that the schema of `graph` marks `"x-secret": true`,
+    /// wherever the schema applies the mark (the way a validator applies it, erring on the
+    /// side of masking). References are followed only as the graph resolved them; one it
+    /// left unresolved masks whatever it applies to. Refused with `secret_limit_exceeded`
+    /// past [`MAX_MARKED`] values, [`MAX_MARKED_BYTES`] or [`MAX_WALK`] steps, and for
+    /// every call after that: the caller must then not send or record anything of
+    /// `instance`.
+    pub fn add_marked_in(&self, graph: Option<&Graph<'_>>, instance: &Value) -> Result<()> {
+        self.refused()?;
+        let Some(graph) = graph else { return Ok(()) };
+        let found = marked::marked(graph, instance);
         let mut texts: Vec<Cow<'_, str>> = found.names.iter().map(|n| Cow::Borrowed(*n)).collect();
         let mut stack = found.values;
         // A marked value: a string as it is, anything else as its JSON text and every
@@ -265,17 +283,13 @@ impl Redactor {
                 return Err(state.refuse(message));
             }
         }
-        match found.incomplete {
-            None => Ok(()),
-            Some(marked::Incomplete::Steps) => Err(state.refuse(refusal(
+        if found.incomplete {
+            return Err(state.refuse(refusal(
                 &format!("finding the values a schema marks `x-secret` in this input took more than {MAX_WALK} steps"),
                 "simplify the schema around its `x-secret` marks, or send a smaller input",
-            ))),
-            Some(marked::Incomplete::Files) => Err(state.refuse(refusal(
-                &format!("the schema's `$ref`s reach more than {MAX_FILES} files, too many to find every value it marks `x-secret`"),
-                "merge its definitions into fewer files",
-            ))),
+            )));
         }
+        Ok(())
     }
 
     /// The automata over every needle. Needles added since the last text get one of their
@@ -534,6 +548,152 @@ mod tests {
             json!({"echo": "[redacted] and [redacted] and [redacted]",
                                "[redacted]": 1, "text": "short", "hex": "[redacted]"})
         );
+    }
+
+    /// `value` with every string equal to `from` replaced by `to`.
+    fn replaced(value: &Value, from: &str, to: &Value) -> Value {
+        match value {
+            Value::String(s) if s == from => to.clone(),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| replaced(v, from, to)).collect())
+            }
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), replaced(v, from, to))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// The two readings of a schema's references can no longer disagree: the walk follows
+    /// a reference exactly where the schema's graph (the compiler's reading) says it leads,
+    /// in every form, and masks whatever a reference the graph refuses applies to.
+    #[test]
+    fn the_walk_follows_every_reference_the_graph_resolves_and_masks_what_it_refuses() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("p");
+        let dir = root.join("contracts/a");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(root.join("common")).unwrap();
+        std::fs::write(
+            root.join("common/defs.json"),
+            r#"{"$defs": {"pin": {"type": "string", "x-secret": true}, "open": {"type": "string"}}}"#,
+        )
+        .unwrap();
+        // A file outside the project that marks nothing: the walk must not read it.
+        std::fs::write(outer.path().join("outside.json"), r#"{"type": "string"}"#).unwrap();
+        let marked = json!({"type": "string", "x-secret": true});
+        // Every reference form the graph resolves, each once to a marked target and (for
+        // pointers, in the schema and in a file) once to an unmarked one.
+        let resolved = [
+            (
+                json!({
+                    "$defs": {
+                        "p": marked, "open": {"type": "string"},
+                        "a": {"$anchor": "tok", "type": "string", "x-secret": true},
+                        "d": {"$dynamicAnchor": "node", "type": "string", "x-secret": true},
+                        "inner": {"$id": "https://example.com/inner/",
+                                  "$defs": {"leaf": {"$id": "leaf.json", "type": "string", "x-secret": true}},
+                                  "properties": {"rel": {"$ref": "leaf.json"}}}},
+                    "properties": {
+                        "pointer": {"$ref": "#/$defs/p"},
+                        "anchor": {"$ref": "#tok"},
+                        "dynamic": {"$dynamicRef": "#node"},
+                        "embedded": {"$ref": "https://example.com/inner/"},
+                        "file": {"$ref": "../../common/defs.json#/$defs/pin"},
+                        "open": {"$ref": "#/$defs/open"},
+                        "open_file": {"$ref": "../../common/defs.json#/$defs/open"}}}),
+                json!({"pointer": "via-pointer", "anchor": "via-anchor", "dynamic": "via-dynamic-ref",
+                       "embedded": {"rel": "via-id-relative"}, "file": "via-project-file",
+                       "open": "unmarked-target", "open_file": "unmarked-file-target"}),
+                &[
+                    "via-pointer",
+                    "via-anchor",
+                    "via-dynamic-ref",
+                    "via-id-relative",
+                    "via-project-file",
+                ][..],
+                &["unmarked-target", "unmarked-file-target"][..],
+            ),
+            (
+                json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": true,
+                       "properties": {"v": marked, "kids": {"items": {"$recursiveRef": "#"}}}}),
+                json!({"v": "via-recursive-top", "kids": [{"v": "via-recursive-kid"}]}),
+                &["via-recursive-top", "via-recursive-kid"][..],
+                &[][..],
+            ),
+            (
+                // Drafts 4 to 7 ignore an `$id` beside a `$ref`: the reference resolves
+                // against the enclosing base (a walk that honoured the `$id` found nothing
+                // there and let the value through).
+                json!({"$schema": "http://json-schema.org/draft-07/schema#",
+                       "definitions": {"s": marked},
+                       "properties": {"beside": {"$id": "http://example.com/elsewhere.json",
+                                                 "$ref": "#/definitions/s"}}}),
+                json!({"beside": "via-draft7-ref-beside-id"}),
+                &["via-draft7-ref-beside-id"][..],
+                &[][..],
+            ),
+        ];
+        let files = ProjectFiles::new(&root);
+        let base = folder_uri(&dir);
+        for (schema, instance, secrets, open) in resolved {
+            let graph = Graph::build(&schema, &Origin::new(&base, &files));
+            assert_eq!(graph.unresolved().count(), 0, "{schema}");
+            // The validator applies every target: each value, made a number, fails it.
+            let validator = crate::schema::compile(&schema, &dir, &root).unwrap();
+            assert!(validator.is_valid(&instance), "{schema}");
+            for value in secrets.iter().chain(open) {
+                assert!(!validator.is_valid(&replaced(&instance, value, &json!(5))), "{value}");
+            }
+            // The walk masks exactly what the targets mark.
+            let r = Redactor::new();
+            r.add_marked_at(Some(&schema), &instance, &dir, &root).unwrap();
+            let text = r.redact(&instance.to_string()).into_owned();
+            for secret in secrets {
+                assert!(!text.contains(secret), "`{secret}` leaked: {text}");
+            }
+            for value in open {
+                assert!(text.contains(value), "`{value}` is not marked: {text}");
+            }
+        }
+        // References the graph refuses: the validator cannot apply the schema, and the walk
+        // cannot see what their targets mark, so whatever they apply to is masked.
+        let refused = json!({"properties": {
+            "outside": {"$ref": "../../../outside.json"},
+            "missing": {"$ref": "../../common/missing.json"},
+            "nowhere": {"$ref": "#/$defs/none"},
+            "no_anchor": {"$ref": "#nope"},
+            "network": {"$ref": "https://example.org/schema.json"},
+            "inside": {"items": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/none"}]}},
+            "plain": {"type": "string"}}});
+        let graph = Graph::build(&refused, &Origin::new(&base, &files));
+        let reasons: Vec<&str> = graph.unresolved().map(|(_, _, reason)| reason).collect();
+        assert_eq!(reasons.len(), 6, "{reasons:?}");
+        assert!(reasons.iter().any(|r| r.contains("outside the project")), "{reasons:?}");
+        assert!(crate::schema::compile(&refused, &dir, &root).is_err());
+        let instance = json!({"outside": "refused-outside", "missing": "refused-missing",
+                              "nowhere": {"deep": ["refused-nowhere"]}, "no_anchor": "refused-anchor",
+                              "network": "refused-network", "inside": ["refused-item"],
+                              "plain": "plain-text"});
+        let r = Redactor::new();
+        r.add_marked_at(Some(&refused), &instance, &dir, &root).unwrap();
+        let text = r.redact(&instance.to_string()).into_owned();
+        for value in [
+            "refused-outside",
+            "refused-missing",
+            "refused-nowhere",
+            "refused-anchor",
+            "refused-network",
+            "refused-item",
+        ] {
+            assert!(!text.contains(value), "`{value}` leaked: {text}");
+        }
+        assert!(text.contains("plain-text"), "{text}");
+        // Without a project folder, a reference to a file is refused the same way.
+        let r = Redactor::new();
+        let schema = json!({"properties": {"pin": {"$ref": "../../common/defs.json#/$defs/open"}}});
+        r.add_marked(Some(&schema), &json!({"pin": "no-folder-known"})).unwrap();
+        assert_eq!(r.redact("no-folder-known"), MASK);
     }
 
     #[test]

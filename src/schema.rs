@@ -458,14 +458,6 @@ pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validat
         })
 }
 
-/// The URI a schema in `base_dir` resolves its relative `$ref`s against (`file://`, the
-/// folder's real path): what [`compile`] uses, and the secret masker's walk
-/// (`redact::SchemaFiles`) with it.
-pub fn base_uri(base_dir: &Path) -> String {
-    let base_dir = crate::confine::real_or_given(base_dir);
-    format!("file://{}/", encode_path(&base_dir))
-}
-
 fn encode_path(path: &Path) -> String {
     let text = path.to_string_lossy().replace('\\', "/");
     let mut out = String::with_capacity(text.len());
@@ -502,30 +494,6 @@ impl Retrieve for GraphRetriever {
                 "refusing to fetch `{text}`: pactum only follows local references inside the project"
             )
             .into()),
-        }
-    }
-}
-
-/// Serves schema files to a reader that walks references itself (the secret-marking walk
-/// of [`crate::redact`]) from the same confined [`files::Files`] the graph reads.
-pub struct FilesRetriever<'f>(pub &'f dyn files::Files);
-
-impl Retrieve for FilesRetriever<'_> {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        let text = uri.as_str();
-        let text = text.split_once('#').map_or(text, |(uri, _)| uri);
-        let Some(path) = graph::file_path(text) else {
-            return Err(format!("refusing to fetch `{text}`: only files inside the project").into());
-        };
-        match self.0.read(&path, crate::document::MAX_FILE_BYTES) {
-            Ok(file) => Ok(Value::clone(&file.value)),
-            Err(files::ReadError::TooLarge { size }) => {
-                Err(format!("`{text}` is {size} bytes, too large").into())
-            }
-            Err(files::ReadError::Refused(reason)) => Err(reason.into()),
         }
     }
 }

@@ -2,13 +2,19 @@
 //! applies the schema to it (SPEC §18).
 //!
 //! The walk follows every keyword that applies a subschema to the instance or to a part of
-//! it: `$ref`, `$dynamicRef` and `$recursiveRef` (JSON pointers, `$anchor`s,
-//! `$dynamicAnchor`s and nested `$id`s of the schema document; with [`SchemaFiles`], also
-//! the schema files it references, read by the same confined retriever that compiles it),
-//! `allOf`, `anyOf`, `oneOf`, `not`, `if`, `then`, `else`, `dependentSchemas` (and
-//! `dependencies`), `properties`, `patternProperties`, `additionalProperties`,
-//! `propertyNames`, `items`, `prefixItems`, `additionalItems`, `contains`,
-//! `unevaluatedProperties` and `unevaluatedItems`.
+//! it: the reference keywords (`$ref`, `$dynamicRef`, `$recursiveRef`), `allOf`, `anyOf`,
+//! `oneOf`, `not`, `if`, `then`, `else`, `dependentSchemas` (and `dependencies`),
+//! `properties`, `patternProperties`, `additionalProperties`, `propertyNames`, `items`,
+//! `prefixItems`, `additionalItems`, `contains`, `unevaluatedProperties` and
+//! `unevaluatedItems`.
+//!
+//! **References only through the graph:** where a reference leads is read from the
+//! schema's resolved graph ([`crate::schema::graph::Graph`]), the one reading of references
+//! the cost measure, the compiler, the compatibility diff and the registry share (JSON
+//! pointers, anchors, `$dynamicRef`s with every anchor the dynamic scope may pick,
+//! `$recursiveRef`s, embedded `$id`s, files inside the project). This module resolves
+//! nothing itself, so it cannot follow a reference the validator does not, nor skip one it
+//! does.
 //!
 //! It errs on the side of masking: every branch is followed whether or not the instance
 //! satisfies it (a value one `anyOf` branch marks is masked even when another branch is
@@ -16,43 +22,31 @@
 //! everything its own schema object does not name, and a `patternProperties` pattern the
 //! `regex` engine cannot compile matches every name.
 //!
+//! **A reference the graph leaves unresolved is a mark:** a pointer or anchor that names
+//! nothing, a file outside the project, missing or past the graph's caps, a URI that is
+//! not a file. The walk cannot see what such a target marks, so it masks the whole instance
+//! node the reference applies to, as if that subschema said `"x-secret": true`. A schema
+//! with such a reference never compiles (`contract_schema_invalid`, `schema_too_costly`),
+//! so no exchange runs with it; the mark keeps its input out of the error that says so.
+//!
 //! **Bounded:** each (subschema, instance node) pair is visited at most once, so a `$ref`
 //! cycle ends and a chain of `anyOf`s that would expand exponentially is walked in at most
 //! (schema nodes × instance nodes) steps; subschemas that neither mark nor refer are never
-//! entered; the total work is capped at [`MAX_WALK`] steps and [`MAX_FILES`] files, and a
-//! walk past a cap reports itself incomplete rather than miss a value silently.
+//! entered; the total work is capped at [`MAX_WALK`] steps, and a walk past the cap reports
+//! itself incomplete rather than miss a value silently. The files the graph reads are
+//! bounded by the graph ([`crate::schema::graph::MAX_FILES`]).
 
 use std::collections::{HashMap, HashSet};
 
-use jsonschema::Uri;
 use serde_json::{Map, Value};
+
+use crate::schema::graph::{Graph, REFERENCE_KEYWORDS, Targets, for_each_subschema};
 
 /// The most steps one walk takes: (subschema, instance node) visits, instance members
 /// looked at, names matched against patterns.
 pub const MAX_WALK: usize = 2_000_000;
-/// The most schema files one walk reads through `$ref`s.
-pub const MAX_FILES: usize = 64;
-/// Deeper subschemas are not indexed (the schema cost check refuses them anyway).
-const MAX_DEPTH: usize = 512;
 /// The largest regex a `patternProperties` pattern may compile to.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
-/// The base URI of a schema that has no file of its own (the one `jsonschema` uses).
-const DEFAULT_BASE: &str = "json-schema:///";
-
-/// Where a schema's references to other files are read: the URI relative references
-/// resolve against (the folder of the contract that holds the schema) and the retriever
-/// that serves them (`schema::RootRetriever`: confined to the project).
-pub struct SchemaFiles<'a> {
-    base_uri: String,
-    retriever: &'a dyn jsonschema::Retrieve,
-}
-
-impl<'a> SchemaFiles<'a> {
-    /// `base_uri` as `crate::schema::base_uri` gives it for the contract's folder.
-    pub fn new(base_uri: impl Into<String>, retriever: &'a dyn jsonschema::Retrieve) -> Self {
-        SchemaFiles { base_uri: base_uri.into(), retriever }
-    }
-}
 
 /// What a walk found.
 #[derive(Debug, Default)]
@@ -61,288 +55,57 @@ pub(super) struct Marked<'i> {
     pub values: Vec<&'i Value>,
     /// Property names a `propertyNames` subschema marks.
     pub names: Vec<&'i str>,
-    /// Why the walk stopped before it saw everything, if it did.
-    pub incomplete: Option<Incomplete>,
+    /// Whether the walk stopped at [`MAX_WALK`] before it saw everything.
+    pub incomplete: bool,
 }
 
-/// Which cap a walk reached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Incomplete {
-    Steps,
-    Files,
-}
-
-/// Every value `schema` marks secret in `instance`.
-pub(super) fn marked<'i>(
-    schema: &Value,
-    instance: &'i Value,
-    files: Option<&SchemaFiles<'_>>,
-) -> Marked<'i> {
-    marked_within(schema, instance, files, MAX_WALK)
+/// Every value the schema of `graph` marks secret in `instance`.
+pub(super) fn marked<'i>(graph: &Graph<'_>, instance: &'i Value) -> Marked<'i> {
+    marked_within(graph, instance, MAX_WALK)
 }
 
 /// [`marked`], in at most `limit` steps.
-fn marked_within<'i>(
-    schema: &Value,
-    instance: &'i Value,
-    files: Option<&SchemaFiles<'_>>,
-    limit: usize,
-) -> Marked<'i> {
-    let base = files.map_or(DEFAULT_BASE, |f| f.base_uri.as_str());
-    let (loaded, files_incomplete) = match files {
-        Some(files) => load(schema, files),
-        None => (Vec::new(), false),
-    };
-    let index = Index::build(schema, base, &loaded);
+fn marked_within<'i>(graph: &Graph<'_>, instance: &'i Value, limit: usize) -> Marked<'i> {
     let mut walk = Walk {
-        index: &index,
+        graph,
         seen: HashSet::new(),
         steps: 0,
         limit,
         regexes: HashMap::new(),
-        targets: HashMap::new(),
+        live: HashMap::new(),
+        leads: HashMap::new(),
         todo: Vec::new(),
         out: Marked::default(),
     };
-    walk.push(schema, Inst::Value(instance), 0);
+    if let Some(root) = graph.root() {
+        walk.push(graph.value(root), Inst::Value(instance));
+    }
     if walk.run().is_err() {
-        walk.out.incomplete = Some(Incomplete::Steps);
-    } else if files_incomplete {
-        walk.out.incomplete = Some(Incomplete::Files);
+        walk.out.incomplete = true;
     }
     walk.out
-}
-
-/// Reads the files `schema` references (and the files they reference), up to
-/// [`MAX_FILES`]; `true` when there were more. A file that cannot be read is left out: a
-/// schema referencing it does not compile, so no exchange runs with it.
-fn load(schema: &Value, files: &SchemaFiles<'_>) -> (Vec<(String, Value)>, bool) {
-    let mut loaded: Vec<(String, Value)> = Vec::new();
-    let mut tried: HashSet<String> = HashSet::new();
-    loop {
-        let missing: Vec<String> = Index::build(schema, &files.base_uri, &loaded)
-            .missing
-            .into_iter()
-            .filter(|uri| tried.insert(uri.clone()))
-            .collect();
-        if missing.is_empty() {
-            return (loaded, false);
-        }
-        for uri in missing {
-            if loaded.len() >= MAX_FILES {
-                return (loaded, true);
-            }
-            let Ok(parsed) = Uri::parse(uri.clone()) else { continue };
-            if let Ok(value) = files.retriever.retrieve(&parsed) {
-                loaded.push((uri, value));
-            }
-        }
-    }
 }
 
 fn addr(v: &Value) -> usize {
     std::ptr::from_ref(v) as usize
 }
 
-/// `reference` resolved against `base`, as (document URI, fragment).
-fn resolve(base: &Uri<String>, reference: &str) -> Option<(String, String)> {
-    let uri = jsonschema::uri::resolve_against(&base.borrow(), reference).ok()?;
-    let text = uri.as_str();
-    let (doc, fragment) = text.split_once('#').unwrap_or((text, ""));
-    Some((doc.to_string(), percent_decode(fragment)))
+/// Whether a schema object marks the instance itself.
+fn marks(map: &Map<String, Value>) -> bool {
+    map.get("x-secret") == Some(&Value::Bool(true))
 }
 
-fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// Whether a schema object has a reference keyword the graph resolves (a string).
+fn refers(map: &Map<String, Value>) -> bool {
+    REFERENCE_KEYWORDS.iter().any(|k| map.get(*k).is_some_and(Value::is_string))
 }
 
-/// The subschemas a schema object holds, whichever way each keyword holds them.
-fn subschemas(map: &Map<String, Value>) -> impl Iterator<Item = &Value> {
-    map.iter().flat_map(|(keyword, value)| -> Box<dyn Iterator<Item = &Value> + '_> {
-        match (keyword.as_str(), value) {
-            (
-                "items"
-                | "additionalItems"
-                | "additionalProperties"
-                | "not"
-                | "if"
-                | "then"
-                | "else"
-                | "contains"
-                | "propertyNames"
-                | "unevaluatedItems"
-                | "unevaluatedProperties",
-                Value::Object(_),
-            ) => Box::new(std::iter::once(value)),
-            ("items" | "allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(list)) => {
-                Box::new(list.iter())
-            }
-            (
-                "properties" | "patternProperties" | "dependentSchemas" | "dependencies" | "$defs"
-                | "definitions",
-                Value::Object(named),
-            ) => Box::new(named.values().filter(|v| v.is_object())),
-            _ => Box::new(std::iter::empty()),
-        }
-    })
-}
-
-/// Where every reference of a set of schema documents leads.
-struct Index<'s> {
-    /// Base URIs; a subschema's base is an index into this list.
-    bases: Vec<Uri<String>>,
-    base_ids: HashMap<String, usize>,
-    /// Each resource (a document, or a subschema with an `$id`) by its URI.
-    resources: HashMap<String, &'s Value>,
-    /// `$anchor`s (and `$id: "#name"` of older drafts) by (resource URI, name).
-    anchors: HashMap<(String, String), &'s Value>,
-    /// Every `$dynamicAnchor` (and `$recursiveAnchor` resource) by name.
-    dynamic: HashMap<String, Vec<&'s Value>>,
-    /// The base of every indexed subschema.
-    base_of: HashMap<usize, usize>,
-    /// Subschemas with neither a mark nor a reference anywhere inside: never entered.
-    inert: HashSet<usize>,
-    /// Documents references lead to that are not among `resources`.
-    missing: Vec<String>,
-    /// Whether `id` (without `$`) names resources (draft 4).
-    draft4: bool,
-}
-
-impl<'s> Index<'s> {
-    fn build(root: &'s Value, base: &str, files: &'s [(String, Value)]) -> Index<'s> {
-        let draft4 = root
-            .get("$schema")
-            .and_then(Value::as_str)
-            .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03"));
-        let mut index = Index {
-            bases: Vec::new(),
-            base_ids: HashMap::new(),
-            resources: HashMap::new(),
-            anchors: HashMap::new(),
-            dynamic: HashMap::new(),
-            base_of: HashMap::new(),
-            inert: HashSet::new(),
-            missing: Vec::new(),
-            draft4,
-        };
-        let mut references = Vec::new();
-        let documents = std::iter::once((base, root))
-            .chain(files.iter().map(|(uri, value)| (uri.as_str(), value)));
-        for (uri, doc) in documents {
-            let parsed =
-                Uri::parse(uri.to_string()).or_else(|_| Uri::parse(DEFAULT_BASE.to_string()));
-            let Ok(parsed) = parsed else { continue };
-            let at = index.base(parsed);
-            let key = index.bases[at].as_str().split('#').next().unwrap_or_default().to_string();
-            index.resources.entry(key).or_insert(doc);
-            index.scan(doc, at, 0, &mut references);
-        }
-        for (at, reference) in references {
-            if let Some((doc, _)) = resolve(&index.bases[at], reference)
-                && !index.resources.contains_key(&doc)
-                && !index.missing.contains(&doc)
-            {
-                index.missing.push(doc);
-            }
-        }
-        index
-    }
-
-    fn base(&mut self, uri: Uri<String>) -> usize {
-        if let Some(&at) = self.base_ids.get(uri.as_str()) {
-            return at;
-        }
-        self.base_ids.insert(uri.as_str().to_string(), self.bases.len());
-        self.bases.push(uri);
-        self.bases.len() - 1
-    }
-
-    /// Indexes `node` and what it holds; `true` when the walk has to enter it.
-    fn scan(
-        &mut self,
-        node: &'s Value,
-        mut base: usize,
-        depth: usize,
-        references: &mut Vec<(usize, &'s str)>,
-    ) -> bool {
-        let Value::Object(map) = node else { return false };
-        if depth > MAX_DEPTH {
-            return true;
-        }
-        let id = map.get("$id").or_else(|| map.get("id").filter(|_| self.draft4));
-        if let Some(id) = id.and_then(Value::as_str) {
-            if let Some(name) = id.strip_prefix('#') {
-                self.anchor(base, name, node);
-            } else if let Some((doc, _)) = resolve(&self.bases[base], id)
-                && let Ok(uri) = Uri::parse(doc.clone())
-            {
-                base = self.base(uri);
-                self.resources.entry(doc).or_insert(node);
-            }
-        }
-        self.base_of.insert(addr(node), base);
-        if let Some(name) = map.get("$anchor").and_then(Value::as_str) {
-            self.anchor(base, name, node);
-        }
-        if let Some(name) = map.get("$dynamicAnchor").and_then(Value::as_str) {
-            self.anchor(base, name, node);
-            self.dynamic.entry(name.to_string()).or_default().push(node);
-        }
-        if map.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
-            self.dynamic.entry(String::new()).or_default().push(node);
-        }
-        let mut enter = map.get("x-secret") == Some(&Value::Bool(true));
-        for keyword in ["$ref", "$dynamicRef", "$recursiveRef"] {
-            if let Some(reference) = map.get(keyword).and_then(Value::as_str) {
-                references.push((base, reference));
-                enter = true;
-            }
-        }
-        for sub in subschemas(map) {
-            enter |= self.scan(sub, base, depth + 1, references);
-        }
-        if !enter {
-            self.inert.insert(addr(node));
-        }
-        enter
-    }
-
-    fn anchor(&mut self, base: usize, name: &str, node: &'s Value) {
-        let doc = self.bases[base].as_str().split('#').next().unwrap_or_default().to_string();
-        self.anchors.entry((doc, name.to_string())).or_insert(node);
-    }
-
-    /// The subschema `reference` (from a subschema whose base is `base`) leads to.
-    fn target(&self, base: usize, reference: &str) -> Option<&'s Value> {
-        let (doc, fragment) = resolve(self.bases.get(base)?, reference)?;
-        let resource = *self.resources.get(&doc)?;
-        if fragment.is_empty() {
-            Some(resource)
-        } else if fragment.starts_with('/') {
-            resource.pointer(&fragment)
-        } else {
-            self.anchors.get(&(doc, fragment)).copied()
-        }
-    }
+/// Where the references of one subschema lead, as the graph resolved them.
+#[derive(Clone)]
+struct Leads<'g> {
+    targets: Vec<&'g Value>,
+    /// Some reference leads nowhere the graph can see: the subschema counts as a mark.
+    nowhere: bool,
 }
 
 /// An instance node: a value, or a property name (what `propertyNames` applies to).
@@ -364,46 +127,108 @@ impl Inst<'_> {
 /// The walk hit [`MAX_WALK`].
 struct OutOfSteps;
 
-struct Walk<'s, 'i, 'x> {
-    index: &'x Index<'s>,
+struct Walk<'g, 'i> {
+    graph: &'g Graph<'g>,
     /// (subschema, instance node) pairs already visited.
     seen: HashSet<(usize, usize, bool)>,
     steps: usize,
     limit: usize,
-    regexes: HashMap<&'s str, Option<regex::Regex>>,
-    /// Where each reference (by its keyword's value and the base) leads.
-    targets: HashMap<(usize, usize), Vec<&'s Value>>,
-    todo: Vec<(&'s Value, Inst<'i>, usize)>,
+    regexes: HashMap<&'g str, Option<regex::Regex>>,
+    /// Whether a subschema (by address) has a mark or a reference anywhere it applies.
+    live: HashMap<usize, bool>,
+    /// Where each subschema's references lead (by the subschema's address).
+    leads: HashMap<usize, Leads<'g>>,
+    todo: Vec<(&'g Value, Inst<'i>)>,
     out: Marked<'i>,
 }
 
-impl<'s, 'i> Walk<'s, 'i, '_> {
+impl<'g, 'i> Walk<'g, 'i> {
     fn tick(&mut self, n: usize) -> Result<(), OutOfSteps> {
         self.steps = self.steps.saturating_add(n);
         if self.steps > self.limit { Err(OutOfSteps) } else { Ok(()) }
     }
 
-    /// Whether the walk has anything to find in `schema`.
-    fn live(&self, schema: &Value) -> bool {
-        schema.is_object() && !self.index.inert.contains(&addr(schema))
+    /// Whether the walk has anything to find in `schema`: a mark or a reference in it or in
+    /// a subschema it applies (definitions aside: only a reference reaches them). Computed
+    /// once per subschema, without recursion, so the total is linear in the schema.
+    fn live(&mut self, schema: &'g Value) -> bool {
+        if !schema.is_object() {
+            return false;
+        }
+        if let Some(&live) = self.live.get(&addr(schema)) {
+            return live;
+        }
+        let memo = &mut self.live;
+        let mut stack = vec![(schema, false)];
+        while let Some((value, children_done)) = stack.pop() {
+            let Value::Object(map) = value else { continue };
+            if memo.contains_key(&addr(value)) {
+                continue;
+            }
+            if children_done {
+                let mut live = marks(map) || refers(map);
+                for_each_subschema(map, false, &mut |_, _, child| {
+                    live |= memo.get(&addr(child)).copied().unwrap_or(false);
+                });
+                memo.insert(addr(value), live);
+            } else {
+                stack.push((value, true));
+                for_each_subschema(map, false, &mut |_, _, child| {
+                    if child.is_object() && !memo.contains_key(&addr(child)) {
+                        stack.push((child, false));
+                    }
+                });
+            }
+        }
+        self.live.get(&addr(schema)).copied().unwrap_or(true)
     }
 
-    fn push(&mut self, schema: &'s Value, inst: Inst<'i>, base: usize) {
+    fn push(&mut self, schema: &'g Value, inst: Inst<'i>) {
         if self.live(schema) {
-            self.todo.push((schema, inst, base));
+            self.todo.push((schema, inst));
         }
     }
 
+    /// Where the references of `schema` lead, from its node in the graph. A subschema the
+    /// graph does not know (it registers every one the walk can reach, so this is a
+    /// defence, not a case) leads nowhere it can see.
+    fn leads(&mut self, schema: &'g Value, map: &Map<String, Value>) -> Leads<'g> {
+        if !refers(map) {
+            return Leads { targets: Vec::new(), nowhere: false };
+        }
+        if let Some(found) = self.leads.get(&addr(schema)) {
+            return found.clone();
+        }
+        let graph = self.graph;
+        let found = match graph.node_of(schema) {
+            None => Leads { targets: Vec::new(), nowhere: true },
+            Some(node) => {
+                let mut leads = Leads { targets: Vec::new(), nowhere: false };
+                for reference in graph.references(node) {
+                    match &reference.targets {
+                        Targets::Resolved(all) => {
+                            leads.targets.extend(all.iter().map(|&t| graph.value(t)));
+                        }
+                        Targets::Unresolved(_) => leads.nowhere = true,
+                    }
+                }
+                leads
+            }
+        };
+        self.leads.insert(addr(schema), found.clone());
+        found
+    }
+
     fn run(&mut self) -> Result<(), OutOfSteps> {
-        while let Some((schema, inst, base)) = self.todo.pop() {
+        while let Some((schema, inst)) = self.todo.pop() {
             let (at, name) = inst.key();
             if !self.seen.insert((addr(schema), at, name)) {
                 continue;
             }
             self.tick(1)?;
             let Value::Object(map) = schema else { continue };
-            let base = self.index.base_of.get(&addr(schema)).copied().unwrap_or(base);
-            if map.get("x-secret") == Some(&Value::Bool(true)) {
+            let leads = self.leads(schema, map);
+            if marks(map) || leads.nowhere {
                 // Everything inside is secret: nothing below can add to it.
                 match inst {
                     Inst::Value(v) => self.out.values.push(v),
@@ -411,79 +236,52 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
                 }
                 continue;
             }
-            self.in_place(map, inst, base);
+            for target in leads.targets {
+                self.push(target, inst);
+            }
+            self.in_place(map, inst);
             match inst {
-                Inst::Value(Value::Object(fields)) => self.object(map, inst, fields, base)?,
-                Inst::Value(Value::Array(items)) => self.array(map, items, base)?,
+                Inst::Value(Value::Object(fields)) => self.object(map, inst, fields)?,
+                Inst::Value(Value::Array(items)) => self.array(map, items)?,
                 _ => {}
             }
         }
         Ok(())
     }
 
-    /// Keywords that apply subschemas to the instance itself.
-    fn in_place(&mut self, map: &'s Map<String, Value>, inst: Inst<'i>, base: usize) {
-        for keyword in ["$ref", "$dynamicRef", "$recursiveRef"] {
-            if let Some(reference) = map.get(keyword) {
-                for target in self.targets(keyword, reference, base) {
-                    self.push(target, inst, base);
-                }
-            }
-        }
+    /// Keywords other than references that apply subschemas to the instance itself.
+    fn in_place(&mut self, map: &'g Map<String, Value>, inst: Inst<'i>) {
         for keyword in ["allOf", "anyOf", "oneOf"] {
             if let Some(Value::Array(list)) = map.get(keyword) {
                 for sub in list {
-                    self.push(sub, inst, base);
+                    self.push(sub, inst);
                 }
             }
         }
         for keyword in ["not", "if", "then", "else"] {
             if let Some(sub) = map.get(keyword) {
-                self.push(sub, inst, base);
+                self.push(sub, inst);
             }
         }
     }
 
-    /// Where a `$ref`-like keyword leads: its target, and for a dynamic reference every
-    /// dynamic anchor of its name (whichever the evaluation path would pick).
-    fn targets(&mut self, keyword: &str, reference: &'s Value, base: usize) -> Vec<&'s Value> {
-        let Value::String(text) = reference else { return Vec::new() };
-        let key = (addr(reference), base);
-        if let Some(found) = self.targets.get(&key) {
-            return found.clone();
-        }
-        let mut found: Vec<&'s Value> = self.index.target(base, text).into_iter().collect();
-        let name = match keyword {
-            "$dynamicRef" => text.rsplit_once('#').map(|(_, name)| percent_decode(name)),
-            "$recursiveRef" => Some(String::new()),
-            _ => None,
-        };
-        if let Some(dynamic) = name.and_then(|n| self.index.dynamic.get(&n)) {
-            found.extend(dynamic.iter().copied());
-        }
-        self.targets.insert(key, found.clone());
-        found
-    }
-
     fn object(
         &mut self,
-        map: &'s Map<String, Value>,
+        map: &'g Map<String, Value>,
         object: Inst<'i>,
         fields: &'i Map<String, Value>,
-        base: usize,
     ) -> Result<(), OutOfSteps> {
-        let live = |w: &Self, keyword: &str| map.get(keyword).filter(|s| w.live(s));
         let properties = map.get("properties").and_then(Value::as_object);
-        let patterns: Vec<(&'s str, &'s Value)> = map
+        let patterns: Vec<(&'g str, &'g Value)> = map
             .get("patternProperties")
             .and_then(Value::as_object)
             .map(|p| p.iter().map(|(k, v)| (k.as_str(), v)).collect())
             .unwrap_or_default();
         let patterns_live = patterns.iter().any(|(_, s)| self.live(s));
-        let additional = live(self, "additionalProperties");
-        let unevaluated = live(self, "unevaluatedProperties");
-        let names = live(self, "propertyNames");
-        let dependent: Vec<&'s Map<String, Value>> = ["dependentSchemas", "dependencies"]
+        let additional = self.live_keyword(map, "additionalProperties");
+        let unevaluated = self.live_keyword(map, "unevaluatedProperties");
+        let names = self.live_keyword(map, "propertyNames");
+        let dependent: Vec<&'g Map<String, Value>> = ["dependentSchemas", "dependencies"]
             .iter()
             .filter_map(|k| map.get(*k).and_then(Value::as_object))
             .collect();
@@ -495,14 +293,14 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
                     for (name, sub) in properties {
                         self.tick(1)?;
                         if let Some(value) = fields.get(name) {
-                            self.push(sub, Inst::Value(value), base);
+                            self.push(sub, Inst::Value(value));
                         }
                     }
                 } else {
                     for (name, value) in fields {
                         self.tick(1)?;
                         if let Some(sub) = properties.get(name) {
-                            self.push(sub, Inst::Value(value), base);
+                            self.push(sub, Inst::Value(value));
                         }
                     }
                 }
@@ -512,7 +310,7 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
                     self.tick(1)?;
                     if fields.contains_key(name) && sub.is_object() {
                         // `dependentSchemas` applies to the object itself.
-                        self.push(sub, object, base);
+                        self.push(sub, object);
                     }
                 }
             }
@@ -522,7 +320,7 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
             self.tick(1)?;
             let mut named = false;
             if let Some(sub) = properties.and_then(|p| p.get(name)) {
-                self.push(sub, Inst::Value(value), base);
+                self.push(sub, Inst::Value(value));
                 named = true;
             }
             for &(pattern, sub) in &patterns {
@@ -530,52 +328,52 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
                 match self.regex(pattern)?.map(|re| re.is_match(name)) {
                     Some(false) => {}
                     Some(true) => {
-                        self.push(sub, Inst::Value(value), base);
+                        self.push(sub, Inst::Value(value));
                         named = true;
                     }
                     // A pattern pactum cannot compile matches every name, and leaves it
                     // to `additionalProperties` too.
-                    None => self.push(sub, Inst::Value(value), base),
+                    None => self.push(sub, Inst::Value(value)),
                 }
             }
             if !named {
                 for sub in [additional, unevaluated].into_iter().flatten() {
-                    self.push(sub, Inst::Value(value), base);
+                    self.push(sub, Inst::Value(value));
                 }
             }
             if let Some(sub) = names {
-                self.push(sub, Inst::Name(name), base);
+                self.push(sub, Inst::Name(name));
             }
         }
         for schemas in dependent {
             for (name, sub) in schemas {
                 self.tick(1)?;
                 if fields.contains_key(name) && sub.is_object() {
-                    self.push(sub, object, base);
+                    self.push(sub, object);
                 }
             }
         }
         Ok(())
     }
 
-    fn array(
-        &mut self,
-        map: &'s Map<String, Value>,
-        items: &'i [Value],
-        base: usize,
-    ) -> Result<(), OutOfSteps> {
-        let tuple: &'s [Value] =
+    /// The subschema `keyword` holds, if the walk has anything to find in it.
+    fn live_keyword(&mut self, map: &'g Map<String, Value>, keyword: &str) -> Option<&'g Value> {
+        map.get(keyword).filter(|s| self.live(s))
+    }
+
+    fn array(&mut self, map: &'g Map<String, Value>, items: &'i [Value]) -> Result<(), OutOfSteps> {
+        let tuple: &'g [Value] =
             map.get("prefixItems").and_then(Value::as_array).map_or(&[], Vec::as_slice);
-        let (items_all, items_tuple): (Option<&'s Value>, &'s [Value]) = match map.get("items") {
+        let (items_all, items_tuple): (Option<&'g Value>, &'g [Value]) = match map.get("items") {
             Some(Value::Array(list)) => (None, list.as_slice()),
             Some(sub) if self.live(sub) => (Some(sub), &[]),
             _ => (None, &[]),
         };
-        let additional = map.get("additionalItems").filter(|s| self.live(s));
-        let every: Vec<&'s Value> = ["contains", "unevaluatedItems"]
+        let additional = self.live_keyword(map, "additionalItems");
+        let every: Vec<&'g Value> = ["contains", "unevaluatedItems"]
             .iter()
             .filter_map(|k| map.get(*k))
-            .filter(|s| self.live(s))
+            .filter(|&s| self.live(s))
             .chain(items_all)
             .collect();
         let tuple_live = tuple.iter().chain(items_tuple).any(|s| self.live(s));
@@ -587,20 +385,20 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
         for (i, value) in items.iter().enumerate().skip(start) {
             self.tick(1)?;
             for sub in [tuple.get(i), items_tuple.get(i)].into_iter().flatten() {
-                self.push(sub, Inst::Value(value), base);
+                self.push(sub, Inst::Value(value));
             }
             if let Some(sub) = additional.filter(|_| i >= items_tuple.len()) {
-                self.push(sub, Inst::Value(value), base);
+                self.push(sub, Inst::Value(value));
             }
             for &sub in &every {
-                self.push(sub, Inst::Value(value), base);
+                self.push(sub, Inst::Value(value));
             }
         }
         Ok(())
     }
 
     /// The compiled pattern, `None` when the linear-time engine cannot compile it.
-    fn regex(&mut self, pattern: &'s str) -> Result<Option<&regex::Regex>, OutOfSteps> {
+    fn regex(&mut self, pattern: &'g str) -> Result<Option<&regex::Regex>, OutOfSteps> {
         if !self.regexes.contains_key(pattern) {
             self.tick(pattern.len())?;
             let re = regex::RegexBuilder::new(pattern).size_limit(REGEX_SIZE_LIMIT).build().ok();
@@ -614,11 +412,13 @@ impl<'s, 'i> Walk<'s, 'i, '_> {
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
+    use crate::schema::graph::Origin;
     use serde_json::json;
 
     /// Every string (and number) `schema` marks in `instance`, sorted.
-    fn found(schema: &Value, instance: &Value, limit: usize) -> (Vec<String>, Option<Incomplete>) {
-        let m = marked_within(schema, instance, None, limit);
+    fn found(schema: &Value, instance: &Value, limit: usize) -> (Vec<String>, bool) {
+        let graph = Graph::build(schema, &Origin::detached());
+        let m = marked_within(&graph, instance, limit);
         let mut out: Vec<String> = m.names.iter().map(|s| s.to_string()).collect();
         let mut stack = m.values;
         while let Some(v) = stack.pop() {
@@ -636,7 +436,7 @@ mod tests {
     }
 
     fn check(schema: Value, instance: Value, expect: &[&str]) {
-        assert_eq!(found(&schema, &instance, MAX_WALK), (expect_owned(expect), None), "{schema}");
+        assert_eq!(found(&schema, &instance, MAX_WALK), (expect_owned(expect), false), "{schema}");
     }
 
     fn expect_owned(expect: &[&str]) -> Vec<String> {
@@ -771,25 +571,41 @@ mod tests {
     }
 
     #[test]
-    fn odd_schemas_and_unresolvable_references_never_panic() {
-        for schema in [
-            json!(true),
-            json!(false),
-            json!(3),
-            json!({"properties": 3, "items": "x", "$ref": 5, "allOf": {}, "x-secret": "yes"}),
-            json!({"$ref": "#/nope"}),
-            json!({"$ref": "other.json#/x"}),
-            json!({"$ref": "#missing"}),
-            json!({"$ref": "::not a uri::"}),
-            json!({"$dynamicRef": "#x", "$id": "%%%"}),
-            json!({"patternProperties": {"[": {"x-secret": true}}}),
+    fn odd_schemas_never_panic_and_unresolved_references_mask_what_they_apply_to() {
+        let instance = json!([1234567, {"a": [2345678, {"b": "secret-c"}]}]);
+        let everything = expect_owned(&["1234567", "2345678", "secret-c"]);
+        for (schema, masks) in [
+            (json!(true), false),
+            (json!(false), false),
+            (json!(3), false),
+            // Not references at all (the graph reads only strings), and no mark.
+            (
+                json!({"properties": 3, "items": "x", "$ref": 5, "allOf": {}, "x-secret": "yes"}),
+                false,
+            ),
+            (json!({"patternProperties": {"[": {"x-secret": true}}}), false),
+            // References the graph leaves unresolved: whatever they apply to is masked.
+            (json!({"$ref": "#/nope"}), true),
+            (json!({"$ref": "other.json#/x"}), true),
+            (json!({"$ref": "#missing"}), true),
+            (json!({"$ref": "::not a uri::"}), true),
+            (json!({"$ref": "https://example.com/schema.json"}), true),
+            (json!({"$dynamicRef": "#x", "$id": "%%%"}), true),
+            (json!({"items": {"$ref": "#/nope"}}), true),
         ] {
-            let (got, incomplete) = found(&schema, &json!([1, {"a": [2, {"b": "c"}]}]), MAX_WALK);
-            assert!(incomplete.is_none(), "{schema}");
-            if schema.get("patternProperties").is_none() {
-                assert!(got.is_empty(), "{schema}: {got:?}");
-            }
+            let (got, incomplete) = found(&schema, &instance, MAX_WALK);
+            assert!(!incomplete, "{schema}");
+            let expect = if masks { everything.clone() } else { Vec::new() };
+            assert_eq!(got, expect, "{schema}");
         }
+        // Only the node the unresolved reference applies to: its siblings keep their own
+        // reading, and a property name under one is masked as a name.
+        check(
+            json!({"properties": {"a": {"$ref": "#/$defs/gone"}, "b": {"type": "string"}},
+                   "propertyNames": {"anyOf": [{"$ref": "#nope"}]}}),
+            json!({"a": {"k": "under-the-ref"}, "b": "beside-it"}),
+            &["a", "b", "under-the-ref"],
+        );
     }
 
     #[test]
@@ -812,7 +628,7 @@ mod tests {
         let schema = json!({"items": {"$ref": "#/$defs/d0"}, "$defs": defs});
         let started = std::time::Instant::now();
         let instance = json!([{"s": "A"}, {"s": "B"}]);
-        assert_eq!(found(&schema, &instance, MAX_WALK), (expect_owned(&["A", "B"]), None));
+        assert_eq!(found(&schema, &instance, MAX_WALK), (expect_owned(&["A", "B"]), false));
         assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
     }
 
@@ -821,10 +637,10 @@ mod tests {
         let schema = json!({"items": {"properties": {"s": {"x-secret": true}}}});
         let instance: Value = (0..100).map(|i| json!({"s": format!("S{i}")})).collect();
         let (got, incomplete) = found(&schema, &instance, 1_000);
-        assert_eq!((got.len(), incomplete), (100, None));
+        assert_eq!((got.len(), incomplete), (100, false));
         let (got, incomplete) = found(&schema, &instance, 100);
         assert!(got.len() < 100);
-        assert_eq!(incomplete, Some(Incomplete::Steps));
+        assert!(incomplete);
     }
 
     #[test]
@@ -835,7 +651,57 @@ mod tests {
                                            "rows": {"items": {"properties": {"v": {}}}}}});
         let rows: Vec<Value> = (0..10_000).map(|i| json!({"v": i})).collect();
         let instance = json!({"key": "K", "rows": rows});
-        assert_eq!(found(&schema, &instance, 10), (expect_owned(&["K"]), None));
+        assert_eq!(found(&schema, &instance, 10), (expect_owned(&["K"]), false));
+    }
+
+    #[test]
+    fn the_walk_is_linear_in_the_schema() {
+        // A chain of `properties` `depth` deep, marked only at its end: every level asks
+        // whether the rest of the chain has anything to find, which is answered once per
+        // subschema (asked afresh, it would cost the square of the depth).
+        fn chain(depth: usize) -> (Value, Value) {
+            let mut schema = json!({"properties": {"s": {"x-secret": true}}});
+            let mut instance = json!({"s": "the-secret"});
+            // Moved in, not through `json!` (which would copy the chain at every level).
+            for i in 0..depth {
+                let mut properties = Map::new();
+                properties.insert("n".into(), schema);
+                properties.insert("v".into(), json!({"type": "string"}));
+                let mut level = Map::new();
+                level.insert("properties".into(), Value::Object(properties));
+                level.insert("allOf".into(), json!([{"properties": {"w": {"minLength": i}}}]));
+                schema = Value::Object(level);
+                let mut fields = Map::new();
+                fields.insert("n".into(), instance);
+                fields.insert("v".into(), json!("plain"));
+                fields.insert("w".into(), json!("plain"));
+                instance = Value::Object(fields);
+            }
+            (schema, instance)
+        }
+        let time = |depth: usize| {
+            let (schema, instance) = chain(depth);
+            let graph = Graph::build(&schema, &Origin::detached());
+            let mut times: Vec<std::time::Duration> = (0..3)
+                .map(|_| {
+                    let started = std::time::Instant::now();
+                    let m = marked(&graph, &instance);
+                    assert_eq!((m.values.len(), m.incomplete), (1, false));
+                    started.elapsed()
+                })
+                .collect();
+            times.sort();
+            times[1]
+        };
+        // Deep values are dropped recursively: a thread with room for them.
+        let (small, large) = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || (time(1_000), time(4_000)))
+            .unwrap()
+            .join()
+            .unwrap();
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(ratio < 8.0, "1000 levels took {small:?}, 4000 took {large:?} ({ratio:.1}x)");
     }
 
     #[test]
@@ -846,12 +712,13 @@ mod tests {
         let instance = |n: usize| -> Value {
             (0..n).map(|i| json!({"pin": format!("pin-{i}"), "tags": [{"pin": i}]})).collect()
         };
+        let graph = Graph::build(&schema, &Origin::detached());
         let time = |n: usize| {
             let instance = instance(n);
             let mut times: Vec<std::time::Duration> = (0..3)
                 .map(|_| {
                     let started = std::time::Instant::now();
-                    let m = marked(&schema, &instance, None);
+                    let m = marked(&graph, &instance);
                     assert_eq!(m.values.len(), 2 * n);
                     started.elapsed()
                 })

@@ -1,8 +1,9 @@
 //! The resolved graph of a user schema: every subschema, every reference and where it
 //! leads. This is pactum's one reading of JSON Schema references, shared by the cost
 //! measure ([`super::cost`]), the compiler ([`super::compile`]), the compatibility diff
-//! ([`crate::compat`]) and the files an active contract's hash covers
-//! ([`referenced_files`]), so that none of them can follow a reference another one skips.
+//! ([`crate::compat`]), the files an active contract's hash covers ([`referenced_files`])
+//! and the secret masker's walk ([`crate::redact::Redactor::add_marked_in`]), so that none
+//! of them can follow a reference another one skips.
 //!
 //! A reference is resolved the way the validator (`jsonschema`, through its `referencing`
 //! crate) resolves it: against the base URI in force where it is written (the contract's
