@@ -87,7 +87,7 @@ fn concerned_files(
                 out.push(PathBuf::from(&pack.entry.path));
             }
             // Every work order a pin of which would resolve to it.
-            for (path, wo) in work_orders(root) {
+            for (path, wo) in crate::work_order::in_project(root) {
                 let resolves_here = wo.pins().iter().any(|(_, pin)| {
                     pin.id == id
                         && resolve(view, kind, &pin.id, &pin.requirement, active)
@@ -124,24 +124,6 @@ fn load_contract(
     let path = registry.file_of(entry)?;
     let doc = crate::document::load(&path, Some(crate::error::DocKind::Contract))?;
     crate::contract::Contract::from_document(&doc)
-}
-
-/// The work orders of the project (its `work_orders/` folder), with their paths relative
-/// to the root.
-fn work_orders(root: &Path) -> Vec<(PathBuf, crate::work_order::WorkOrder)> {
-    let dir = root.join("work_orders");
-    if !crate::confine::is_dir(&dir) {
-        return Vec::new();
-    }
-    crate::validate::discover::walk_path(&dir, root, false)
-        .into_iter()
-        .filter(|c| c.escape.is_none())
-        .filter_map(|c| {
-            let wo = crate::work_order::WorkOrder::load(&c.path).ok()?;
-            let rel = c.path.strip_prefix(root).ok()?.to_path_buf();
-            Some((rel, wo))
-        })
-        .collect()
 }
 
 /// The refusal for `findings` (not empty).

@@ -686,6 +686,54 @@ pub fn remove(
     }))
 }
 
+/// A work order pinning a version that is being removed, and where its pin goes after.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PinAfterRemoval {
+    pub work_order: String,
+    /// The version its pin resolves to once the version is gone; `None`: nothing.
+    pub after: Option<String>,
+}
+
+/// The work orders whose pins resolve to `id@version` now, and what they resolve to once
+/// it is removed (SPEC §20: `registry remove` warns; a pin left with nothing refuses).
+pub fn pins_after_removal(
+    registry: &Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    work_orders: &[(std::path::PathBuf, crate::work_order::WorkOrder)],
+) -> Vec<PinAfterRemoval> {
+    let mut without = registry.clone();
+    without.edit(|entries, _| {
+        for e in
+            entries.iter_mut().filter(|e| e.kind == kind && e.id == id && e.version == *version)
+        {
+            e.state = State::Removed;
+        }
+    });
+    let mut out = Vec::new();
+    for (_, wo) in work_orders {
+        for (_, pin) in wo.pins() {
+            if pin.id != id {
+                continue;
+            }
+            let now = resolve(registry, kind, &pin.id, &pin.requirement, ResolveOptions::default());
+            if !now.is_ok_and(|r| r.entry.version == *version) {
+                continue;
+            }
+            let after =
+                resolve(&without, kind, &pin.id, &pin.requirement, ResolveOptions::default())
+                    .ok()
+                    .map(|r| r.entry.version.to_string());
+            let row = PinAfterRemoval { work_order: wo.id.clone(), after };
+            if !out.contains(&row) {
+                out.push(row);
+            }
+        }
+    }
+    out
+}
+
 /// The labels that name `id@version`.
 pub fn labels_on(registry: &Registry, id: &str, version: &Version) -> Vec<String> {
     registry

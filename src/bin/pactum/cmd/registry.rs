@@ -63,10 +63,14 @@ enum Action {
         #[arg(long, value_name = "VERSION")]
         successor: String,
     },
-    /// deprecated → removed.
+    /// deprecated → removed. Work orders that still pin it are listed; one whose only
+    /// match it is refuses the removal unless --force.
     Remove {
         /// ID@VERSION of a deprecated version.
         pin: String,
+        /// Remove it even when a work order's pin would then resolve to nothing.
+        #[arg(long)]
+        force: bool,
     },
     /// Drop a draft's entry (a draft registered by mistake); only drafts.
     Discard {
@@ -298,16 +302,49 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             value["successor_version"] = json!(successor.to_string());
             Ok((value, format!("deprecated {} (successor {successor})\n", e.key()), OK))
         }
-        Action::Remove { pin } => {
+        Action::Remove { pin, force } => {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
             let stamp = stamp()?;
-            let e =
-                store::update(&path, |reg| lifecycle::remove(reg, kind, &id, &version, &stamp))?;
+            let mut pins = Vec::new();
+            let e = store::update(&path, |reg| {
+                let orders = pactum::work_order::in_project(&reg.root);
+                pins = lifecycle::pins_after_removal(reg, kind, &id, &version, &orders);
+                // The registry's own rules first; a refusal below writes nothing either.
+                let removed = lifecycle::remove(reg, kind, &id, &version, &stamp)?;
+                let stranded: Vec<&str> = pins
+                    .iter()
+                    .filter(|p| p.after.is_none())
+                    .map(|p| p.work_order.as_str())
+                    .collect();
+                if !stranded.is_empty() && !force {
+                    return Err(Error::TransitionInvalid {
+                        id: id.clone(),
+                        version: version.to_string(),
+                        action: "remove".into(),
+                        reason: format!(
+                            "{} {} it and would resolve to nothing; move the pins to another version first, or pass --force",
+                            stranded.join(", "),
+                            if stranded.len() == 1 { "pins" } else { "pin" }
+                        ),
+                    });
+                }
+                Ok(removed)
+            })?;
             let mut value = entry_json(&e);
             value["ok"] = json!(true);
             value["action"] = json!("remove");
-            Ok((value, format!("removed {}\n", e.key()), OK))
+            value["pinned_by"] = json!(pins);
+            let mut text = format!("removed {}\n", e.key());
+            for p in &pins {
+                text.push_str(&match &p.after {
+                    Some(v) => format!("  {} pins it: now resolves to {v}\n", p.work_order),
+                    None => {
+                        format!("  {} pins it: now resolves to nothing (--force)\n", p.work_order)
+                    }
+                });
+            }
+            Ok((value, text, OK))
         }
         Action::Discard { pin, delete } => {
             let (kind, id, version) = exact(pin)?;
@@ -462,17 +499,8 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
             });
         }
     }
-    let mut work_orders = Vec::new();
-    let wo_dir = reg.root.join("work_orders");
-    if pactum::confine::is_dir(&wo_dir) {
-        for c in pactum::validate::discover::walk_path(&wo_dir, &reg.root, false) {
-            if c.escape.is_none()
-                && let Ok(wo) = pactum::work_order::WorkOrder::load(&c.path)
-            {
-                work_orders.push(wo);
-            }
-        }
-    }
+    let work_orders: Vec<_> =
+        pactum::work_order::in_project(&reg.root).into_iter().map(|(_, wo)| wo).collect();
     let mut contracts = Vec::new();
     for e in reg
         .entries
