@@ -250,6 +250,25 @@ enum RawProvider {
     },
 }
 
+/// The work orders of the project at `root` (its `work_orders/` folder, walked through the
+/// confinement rule), with their paths relative to the root; files that do not load are
+/// left out (`validate` reports them).
+pub fn in_project(root: &Path) -> Vec<(std::path::PathBuf, WorkOrder)> {
+    let dir = root.join("work_orders");
+    if !crate::confine::is_dir(&dir) {
+        return Vec::new();
+    }
+    crate::validate::discover::walk_path(&dir, root, false)
+        .into_iter()
+        .filter(|c| c.escape.is_none())
+        .filter_map(|c| {
+            let wo = WorkOrder::load(&c.path).ok()?;
+            let rel = c.path.strip_prefix(root).ok()?.to_path_buf();
+            Some((rel, wo))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
@@ -293,23 +312,4 @@ mod tests {
         let e = load(json!({"work_order_id": "WO-1", "kind": "exchange", "contract": "PRC-A-001@^zz", "input": {}})).unwrap_err();
         assert_eq!(e.findings()[0].pointer, "/contract");
     }
-}
-
-/// The work orders of the project at `root` (its `work_orders/` folder, walked through the
-/// confinement rule), with their paths relative to the root; files that do not load are
-/// left out (`validate` reports them).
-pub fn in_project(root: &Path) -> Vec<(std::path::PathBuf, WorkOrder)> {
-    let dir = root.join("work_orders");
-    if !crate::confine::is_dir(&dir) {
-        return Vec::new();
-    }
-    crate::validate::discover::walk_path(&dir, root, false)
-        .into_iter()
-        .filter(|c| c.escape.is_none())
-        .filter_map(|c| {
-            let wo = WorkOrder::load(&c.path).ok()?;
-            let rel = c.path.strip_prefix(root).ok()?.to_path_buf();
-            Some((rel, wo))
-        })
-        .collect()
 }
