@@ -1,4 +1,4 @@
-//! Confinement (SPEC §18): the one rule for every path pactum reads or writes on behalf of
+//! Confinement: the one rule for every path pactum reads or writes on behalf of
 //! a project.
 //!
 //! Contracts, packs, registries, work orders and configs may come from an untrusted pull
@@ -694,7 +694,7 @@ pub const OUTPUT_MARKER: &str = ".pactum-output";
 pub const GOVERNED_FOLDERS: &[&str] =
     &["contracts", "prompt_packs", "work_orders", "schemas", "evals", "frameworks"];
 
-/// A folder pactum owns for files a model supplies (SPEC §8.5, §18): never the root or
+/// A folder pactum owns for files a model supplies: never the root or
 /// above it, never a hidden folder (`.git/`, `.pactum/`, `.ci/`, ...) or inside one, never
 /// a governed folder, and never a folder pactum did not create (it carries
 /// [`OUTPUT_MARKER`]). Inside it, a model's path may not be hidden, climb out, pass a
@@ -768,7 +768,7 @@ impl Root {
         let real = self.writable_folder(dir, true)?;
         if !existed {
             let marker = real.join(OUTPUT_MARKER);
-            let text = "pactum made this folder for the files a model's reply carries (SPEC §8.5); it writes model-supplied files only into folders that hold this file.\n";
+            let text = "pactum made this folder for the files a model's reply carries; it writes model-supplied files only into folders that hold this file.\n";
             write_atomic(&marker, text.as_bytes())?;
         }
         Ok(OutputArea { root: self.clone(), dir: real })

@@ -69,11 +69,28 @@ struct Log<'a> {
 #[serde(rename_all = "camelCase")]
 struct Run<'a> {
     tool: Tool<'a>,
+    /// The run's notes (registry checks skipped, findings baselined) as notifications, so a
+    /// consumer sees why a run has few results (SPEC §21: never a silent pass).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    invocations: Vec<Invocation>,
     original_uri_base_ids: BTreeMap<&'static str, BaseId>,
     column_kind: &'static str,
     results: Vec<SarifResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     properties: Option<RunProperties>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+    tool_execution_notifications: Vec<Notification>,
+}
+
+#[derive(Serialize)]
+struct Notification {
+    level: &'static str,
+    message: Text,
 }
 
 #[derive(Serialize)]
@@ -260,6 +277,18 @@ pub fn sarif(report: &Report, tool_version: &str) -> String {
                     information_uri: INFORMATION_URI,
                     rules: codes.iter().map(|&code| rule(code)).collect(),
                 },
+            },
+            invocations: if report.notes.is_empty() {
+                Vec::new()
+            } else {
+                vec![Invocation {
+                    execution_successful: true,
+                    tool_execution_notifications: report
+                        .notes
+                        .iter()
+                        .map(|n| Notification { level: "note", message: Text::new(n.clone()) })
+                        .collect(),
+                }]
             },
             original_uri_base_ids: BTreeMap::from([(
                 SRCROOT,
