@@ -205,7 +205,8 @@ pub enum RepairKind {
     PrematureCloser,
     /// `TRUE`, `Null` and other literals in the wrong case.
     LiteralCase,
-    /// A key without its value (`{"a": }`), read as an empty string (ambiguous).
+    /// A key without its value (`{"a": }`), read as `null` (so a schema that forbids
+    /// `null` refuses it).
     MissingValue,
     /// A bare word between members (`{"a": 1, NOTE "b": 2}`) or a lone quote before a
     /// comma or closer, dropped (ambiguous).
@@ -224,6 +225,24 @@ pub enum RepairKind {
     /// An array closed too early inside a list of rows (`[[1, 2], 3, 4], [5, 6]]`): the
     /// items after the last row are read as the row whose opener is missing (ambiguous).
     MissingOpener,
+    /// A string never closed whose text ends with the closers that balance the open
+    /// containers (`{"time": "12:20}`), a closing fence or a stray `'` after them: the
+    /// string ends before them and they close the value.
+    UnclosedString,
+    /// A string in JavaScript backticks (`` `text` ``).
+    BacktickQuotes,
+    /// Members without the object's opening brace (`"a": 1, "b": 2}`), read as an object.
+    MissingBrace,
+    /// An empty value (`{}`, `[]`) or a value cut off by the end of the text, after a
+    /// complete value (`{"a": 1}{}`, `{"a": 1} {"a": 1, "b`): dropped, the complete value
+    /// kept.
+    TrailingFragment,
+    /// Several JSON values back to back, read as the list the schema wants (its top-level
+    /// type is `array`).
+    JoinedValues,
+    /// A JSON document encoded as a JSON string (`"{\"a\": 1}"`: stringified twice),
+    /// decoded.
+    StringifiedJson,
     /// Coercion: a string read as the number the schema wants.
     CoercedNumber,
     /// Coercion: a string read as the boolean the schema wants.
@@ -268,6 +287,12 @@ impl RepairKind {
             RepairKind::TrailingLineBreak => "trailing_line_break",
             RepairKind::FencedJson => "fenced_json",
             RepairKind::MissingOpener => "missing_opener",
+            RepairKind::UnclosedString => "unclosed_string",
+            RepairKind::BacktickQuotes => "backtick_quotes",
+            RepairKind::MissingBrace => "missing_brace",
+            RepairKind::TrailingFragment => "trailing_fragment",
+            RepairKind::JoinedValues => "joined_values",
+            RepairKind::StringifiedJson => "stringified_json",
             RepairKind::CoercedNumber => "coerced_number",
             RepairKind::CoercedBoolean => "coerced_boolean",
             RepairKind::WrappedInArray => "wrapped_in_array",
@@ -285,7 +310,6 @@ impl RepairKind {
                 | RepairKind::ConcatenatedValues
                 | RepairKind::MissingQuote
                 | RepairKind::PrematureCloser
-                | RepairKind::MissingValue
                 | RepairKind::StrayText
                 | RepairKind::TrailingLineBreak
                 | RepairKind::FencedJson
@@ -585,6 +609,27 @@ impl<'a, 'g> Run<'a, 'g> {
 
     /// Offers a candidate; returns true when extraction is decided.
     fn offer(&mut self, mut found: Extracted) -> bool {
+        // `"{\"a\": 1}"`: a JSON document stringified twice. Without a schema that wants
+        // the string, the document is meant; strict mode, which repairs nothing, refuses.
+        if self.guide.is_none()
+            && let Some(decoded) = stringified(&found.value)
+        {
+            if !self.options.repair {
+                self.notes.push(format!(
+                    "the {} candidate at bytes {}..{} is a JSON document inside a JSON string \
+                     (stringified twice); strict mode does not decode it",
+                    found.method, found.span.0, found.span.1
+                ));
+                self.considered.push(Considered {
+                    method: found.method,
+                    span: found.span,
+                    verdict: "ambiguous",
+                });
+                return false;
+            }
+            found.repairs.push(Repair::at(RepairKind::StringifiedJson, found.span));
+            found = Extracted { value: decoded, method: Method::Repaired, ..found };
+        }
         if self.guide.is_none()
             && !found.ambiguous
             && let Some((method, span)) = self.rival(&found)
@@ -753,6 +798,16 @@ impl<'a, 'g> Run<'a, 'g> {
                 return false;
             }
         }
+        // A single object where the schema wants an array: coercion may wrap it.
+        if want_array && self.options.coerce && self.guide.is_some() {
+            for region in regions.iter().filter(|r| !r.array && r.closed) {
+                let Ok(value) = self.parse(region.start, region.end, true) else { continue };
+                let found = Self::found(value, Method::Embedded, (region.start, region.end));
+                if self.offer(found) {
+                    return true;
+                }
+            }
+        }
         let open = if want_array { '[' } else { '{' };
         let unclosed = regions.last().is_some_and(|r| !r.closed);
         let mut note = match (wanted, parsed) {
@@ -773,8 +828,15 @@ impl<'a, 'g> Run<'a, 'g> {
     /// Why the region `i`, which parsed to `value`, has a second plausible reading: more
     /// members follow its closing brace (`{"a": 1}, "b": 2}`), or another value follows
     /// it with only whitespace and commas between (the first value, or a list of both?).
-    /// The same value twice is not ambiguous.
+    /// The same value twice is not ambiguous, nor is an empty value or one cut off by the
+    /// end after it. With a guide, the schema decides when it can: a value it rejects has
+    /// no say, and a value it accepts has a second reading only when it accepts the next
+    /// value too.
     fn second_reading(&self, regions: &[Region], i: usize, value: &Value) -> Option<String> {
+        let accepts = |v: &Value| self.guide.is_none_or(|g| (g.accepts)(v));
+        if !accepts(value) {
+            return None;
+        }
         let region = regions.get(i)?;
         let bytes = self.text.as_bytes();
         let after = bytes.get(region.end..).unwrap_or_default();
@@ -786,10 +848,15 @@ impl<'a, 'g> Run<'a, 'g> {
         if !gap.iter().all(|&b| scan::is_json_ws(b) || b == b',') {
             return None;
         }
-        let same = next.closed
-            && next.array == region.array
-            && self.parse(next.start, next.end, true).is_ok_and(|v| v == *value);
-        (!same).then(|| "another JSON value follows it back to back".to_owned())
+        // A value cut off by the end of the text (a copy cut short) or an empty one
+        // (`{"a": 2}{}`) is not another reading.
+        if !next.closed {
+            return None;
+        }
+        let next = self.parse(next.start, next.end, true).ok();
+        let other =
+            next.is_none_or(|v| v != *value && tolerant::has_content(&v) && accepts(&v));
+        other.then(|| "another JSON value follows it back to back".to_owned())
     }
 
     /// Without a schema to choose, a JSON value elsewhere in the reply that differs from
@@ -818,7 +885,8 @@ impl<'a, 'g> Run<'a, 'g> {
                 let rest = text.get(read.span.1..span.1).unwrap_or_default();
                 rest.trim().is_empty().then_some(read.value)
             });
-            value.is_some_and(|value| value != found.value)
+            // An empty object or array declares nothing.
+            value.is_some_and(|value| value != found.value && tolerant::has_content(&value))
         };
         for block in self.blocks.iter().filter(|b| b.closed) {
             let span = trimmed(text, block.content.start, block.content.end);
@@ -893,6 +961,17 @@ impl<'a, 'g> Run<'a, 'g> {
             None => Err(ExtractFailure { methods_tried: tried, detail: notes.join("; ") }),
         }
     }
+}
+
+/// The JSON document a string value holds, when it holds a whole non-empty object or
+/// array (a document stringified twice).
+fn stringified(value: &Value) -> Option<Value> {
+    let Value::String(inner) = value else { return None };
+    let inner = inner.trim();
+    if !(inner.starts_with('{') || inner.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str::<Value>(inner).ok().filter(tolerant::has_content)
 }
 
 /// Whether a `` ```json `` marker (any case) stands right before `at`, blanks between.
@@ -1079,7 +1158,9 @@ mod tests {
         check("{\"a\": 1} and {\"a\": 1}", r#"embedded {"a":1}"#);
         check("use {x} like this: {\"a\":1}", r#"embedded {"a":1}"#);
         // An unclosed bracket makes the rest one truncated region: refused.
-        check("a { b {\"a\": 1}", "fail fenced,embedded,direct");
+        check("a { \"b\": {\"a\": 1}", "fail fenced,embedded,direct");
+        // A `{` that prose follows (no member can begin there) is not a parent.
+        check("a { b {\"a\": 1}", r#"embedded {"a":1}"#);
         check("{\"a\" oops} then {\"b\": 2}", r#"embedded {"b":2}"#);
         // A broken parent is never searched for a child.
         check("{\"x\": {\"a\": 1}, oops}", "fail fenced,embedded,direct");
@@ -1173,7 +1254,7 @@ mod tests {
 
     #[test]
     fn failures_explain_each_method() {
-        let failure = extract("```\nx\n```\nuse {x} and {\"a\" 1}", &STRICT).unwrap_err();
+        let failure = extract("```\nx\n```\nuse {x: 1} and {\"a\" 1}", &STRICT).unwrap_err();
         assert_eq!(
             failure.detail,
             "1 fenced block(s), none holds JSON; 2 `{` region(s), 2 fail to parse; the trimmed \
@@ -1473,7 +1554,8 @@ mod tests {
             let wrap = |v: &Value| if fenced { format!("\n```json\n{v}\n```\n") } else { v.to_string() };
             for other in [&second, &first] {
                 let text = format!("{}{between}{}", wrap(&first), wrap(other));
-                let distinct = *other != first;
+                // An empty object declares nothing: it is no second reading.
+                let distinct = *other != first && tolerant::has_content(other);
                 let strict = extract(&text, &STRICT);
                 prop_assert_eq!(strict.as_ref().map(|f| &f.value).ok(), (!distinct).then_some(&first), "{}", text);
                 let lenient = extract(&text, &REPAIR);

@@ -49,7 +49,7 @@ mod string;
 
 pub(super) use string::starts_member;
 
-use super::scan::{find_any, find_byte, is_json_ws};
+use super::scan::{find_any, find_byte, is_json_ws, skip_json_ws};
 use super::{MAX_DEPTH, Repair, RepairKind};
 
 /// A value found by the tolerant parser.
@@ -80,9 +80,57 @@ pub(super) fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'-')
 }
 
+/// Bytes of an unquoted key with punctuation (`te!st`, `last.name`, `@type`): printable
+/// ASCII but for JSON's structure, quotes and backslashes.
+pub(super) fn is_loose_key_byte(b: u8) -> bool {
+    b.is_ascii_graphic()
+        && !matches!(b, b'{' | b'}' | b'[' | b']' | b':' | b',' | b'"' | b'\'' | b'`' | b'\\')
+}
+
+/// Whether an unquoted key may start with `b`: a key byte, or punctuation that starts no
+/// comment, ellipsis or other token of its own.
+pub(super) fn starts_bare_key(b: u8) -> bool {
+    is_key_byte(b) || (is_loose_key_byte(b) && !matches!(b, b'/' | b'#' | b'<' | b'.' | b'+'))
+}
+
+/// Length of the bytes at the start of `rest` that end before a `}` on the same line and
+/// hold nothing a member could be made of (no `:`, quote, bracket or comma): garbage
+/// after a trailing comma (`{"a": 1, etc}`). Reads at most about 80 bytes.
+fn garbage_before_closer(rest: &[u8]) -> Option<usize> {
+    let len = rest.iter().take(80).position(|&b| {
+        matches!(b, b'}' | b':' | b'"' | b'\'' | b'{' | b'[' | b']' | b',' | b'\n' | b'`')
+    })?;
+    (len > 0 && rest.get(len) == Some(&b'}')).then_some(len)
+}
+
+/// Where a `//` or `#` comment from `start` to `line_end` ends: before a run of closers
+/// (and blanks) that ends its line, when the comment holds no opener of its own
+/// (`{"a": 1 # note}`: the `}` closes the object, it is not part of the note).
+fn comment_end(bytes: &[u8], start: usize, line_end: usize) -> usize {
+    let line = bytes.get(start..line_end).unwrap_or_default();
+    let trailing =
+        line.iter().rev().take_while(|&&b| matches!(b, b'}' | b']' | b' ' | b'\t' | b'\r')).count();
+    let body = line.get(..line.len() - trailing).unwrap_or_default();
+    let closers = line.get(body.len()..).unwrap_or_default();
+    if closers.iter().any(|&b| matches!(b, b'}' | b']')) && !body.iter().any(|&b| matches!(b, b'{' | b'[')) {
+        start + body.len()
+    } else {
+        line_end
+    }
+}
+
+/// Whether the bytes from `at` to the end are a cut-off `\uXXXX` escape (`\`, `\u`, `\u0`,
+/// … with fewer than four hex digits).
+fn cut_unicode_escape(rest: &[u8]) -> bool {
+    rest.len() < 6
+        && rest.first() == Some(&b'\\')
+        && rest.get(1).is_none_or(|&b| b == b'u')
+        && rest.iter().skip(2).all(u8::is_ascii_hexdigit)
+}
+
 /// Whether `value` holds a scalar or an object member anywhere (recursion bounded by
 /// [`MAX_DEPTH`]).
-fn has_content(value: &Value) -> bool {
+pub(super) fn has_content(value: &Value) -> bool {
     match value {
         Value::Array(items) => items.iter().any(has_content),
         Value::Object(map) => !map.is_empty(),
@@ -190,6 +238,12 @@ pub(super) struct Parser<'a> {
     fence_end: Option<(usize, Option<usize>)>,
     /// The closing marker of the last fenced block tried inside a string.
     fence_tried: Option<usize>,
+    /// The next value is an object whose opening brace is missing (see [`Self::members`]).
+    members: bool,
+    /// Whether a comment line ending with closers was seen, and whether such closers are
+    /// read as structure (see [`Self::run`]).
+    comment_closers: bool,
+    closers_in_comments: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -209,18 +263,67 @@ impl<'a> Parser<'a> {
             outer_depth: None,
             fence_end: None,
             fence_tried: None,
+            members: false,
+            comment_closers: false,
+            closers_in_comments: false,
         }
+    }
+
+    /// [`Self::run`] over members without their object's opening brace
+    /// (`"a": 1, "b": 2}`), read as that object and reported as `missing_brace`; only
+    /// where `text[start..limit]` starts with a quoted key and a colon and ends with the
+    /// closing brace (prose such as `Note: 50% {` is no object).
+    pub(super) fn run_members(
+        &mut self,
+        start: usize,
+        limit: usize,
+        whole: bool,
+    ) -> Result<Repaired, Stop> {
+        let bytes = self.text.as_bytes().get(start..limit).unwrap_or_default();
+        let rest = bytes.get(skip_json_ws(bytes, 0)..).unwrap_or_default();
+        let closed = rest.iter().rev().find(|&&b| !is_json_ws(b)) == Some(&b'}');
+        if !(starts_member(rest, false) && closed) {
+            return Err(start.into());
+        }
+        self.members = true;
+        let found = self.run(start, limit, whole);
+        self.members = false;
+        found
     }
 
     /// Parses one value from `text[start..limit]` (leading whitespace and comments
     /// skipped); with `whole`, values back to back are read as a list and only
     /// whitespace and comments may follow.
+    ///
+    /// A `//` or `#` comment runs to the end of its line. When the value then fails or
+    /// is cut off, and a comment line ended with closers (`{"a": 1 # note}`), it is read
+    /// once more with those closers taken as structure; the second reading is kept when
+    /// it completes the value. So each candidate is read at most twice.
     pub(super) fn run(
         &mut self,
         start: usize,
         limit: usize,
         whole: bool,
     ) -> Result<Repaired, Stop> {
+        self.closers_in_comments = false;
+        self.comment_closers = false;
+        let members = self.members;
+        let first = self.run_once(start, limit, whole);
+        let complete = first.as_ref().is_ok_and(|f| !f.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail));
+        if complete || !self.comment_closers {
+            return first;
+        }
+        self.closers_in_comments = true;
+        self.members = members;
+        let second = self.run_once(start, limit, whole);
+        self.closers_in_comments = false;
+        match second {
+            Ok(found) if !found.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail) => Ok(found),
+            _ => first,
+        }
+    }
+
+    fn run_once(&mut self, start: usize, limit: usize, whole: bool) -> Result<Repaired, Stop> {
         self.bytes = self.text.as_bytes().get(..limit).ok_or(start)?;
         self.pos = start;
         self.repairs.clear();
@@ -245,7 +348,17 @@ impl<'a> Parser<'a> {
                     self.pos = gap;
                     break;
                 }
-                more.push(self.one()?);
+                // An empty value or one cut off by the end (a copy that was cut short)
+                // after a complete one is dropped, not read as a second item.
+                let (from, noted) = (self.pos, self.repairs.len());
+                let next = self.one()?;
+                if self.truncated || !has_content(&next) {
+                    self.repairs.truncate(noted);
+                    self.truncated = false;
+                    self.note_span(RepairKind::TrailingFragment, from, self.pos);
+                    continue;
+                }
+                more.push(next);
                 end = self.pos;
             }
             if !more.is_empty() {
@@ -323,8 +436,13 @@ impl<'a> Parser<'a> {
             let rest = self.rest();
             let end = match rest {
                 [b'/', b'/', ..] | [b'#', ..] => {
-                    find_byte(b'\n', rest).map_or(self.bytes.len(), |n| start + n)
+                    let line_end = find_byte(b'\n', rest).map_or(self.bytes.len(), |n| start + n);
+                    let end = comment_end(self.bytes, start, line_end);
+                    self.comment_closers |= end < line_end;
+                    if self.closers_in_comments { end } else { line_end }
                 }
+                [b'<', b'!', b'-', b'-', tail @ ..] => memchr::memmem::find(tail, b"-->")
+                    .map_or(self.bytes.len(), |n| start + 4 + n + 3),
                 [b'/', b'*', tail @ ..] => tail
                     .windows(2)
                     .position(|w| w == b"*/")
@@ -357,6 +475,12 @@ impl<'a> Parser<'a> {
     fn value(&mut self, stack: &mut Vec<Frame>) -> Result<Value, Stop> {
         let mut expect = Expect::Value;
         let mut comma: Option<usize> = None;
+        if std::mem::take(&mut self.members) {
+            // `"a": 1, "b": 2}`: the members of an object whose opening brace is missing.
+            self.note_span(RepairKind::MissingBrace, self.pos, self.pos);
+            stack.push(Frame::Object(Map::new(), None));
+            expect = Expect::Key;
+        }
         loop {
             self.skip_trivia();
             let Some(byte) = self.peek() else {
@@ -412,16 +536,31 @@ impl<'a> Parser<'a> {
                         stack.pop().map(Frame::into_value)
                     }
                     b'}' | b',' if matches!(stack.last(), Some(Frame::Object(..))) => {
-                        // `{"a": }`: a key without its value reads as an empty string.
+                        // `{"a": }`: a key without its value reads as `null`.
                         self.note_span(RepairKind::MissingValue, self.pos, self.pos);
-                        Some(Value::String(String::new()))
+                        Some(Value::Null)
+                    }
+                    // `[1,, 2]`: a doubled comma.
+                    b',' if comma.is_some() => {
+                        self.note_span(RepairKind::TrailingComma, self.pos, self.pos + 1);
+                        self.pos += 1;
+                        continue;
                     }
                     _ => {
                         comma = None;
                         self.nested = !stack.is_empty();
                         self.depth = stack.len();
                         self.in_object = matches!(stack.last(), Some(Frame::Object(..)));
+                        let (at, before) = (self.pos, self.truncated);
                         match self.scalar()? {
+                            Token::Done(Value::String(text))
+                                if !before && self.truncated && !stack.is_empty() =>
+                            {
+                                match self.close_unclosed_string(stack, at, text) {
+                                    Ok(done) => return Ok(done),
+                                    Err(text) => Some(Value::String(text)),
+                                }
+                            }
                             Token::Done(value) => Some(value),
                             Token::Truncated => return Ok(self.close_truncated(stack)?),
                         }
@@ -437,6 +576,18 @@ impl<'a> Parser<'a> {
                     } else if matches!(byte, b']' | b')') {
                         self.mismatched(stack, byte);
                         expect = Expect::Next;
+                        continue;
+                    } else if byte == b',' && comma.is_some() {
+                        // `{"a": 1,, "b": 2}`: a doubled comma.
+                        self.note_span(RepairKind::TrailingComma, self.pos, self.pos + 1);
+                        self.pos += 1;
+                        continue;
+                    } else if comma.is_some()
+                        && let Some(len) = garbage_before_closer(self.rest())
+                    {
+                        // `{"a": 1, etc}`: garbage after a trailing comma, dropped.
+                        self.note_span(RepairKind::StrayText, self.pos, self.pos + len);
+                        self.pos += len;
                         continue;
                     } else {
                         comma = None;
@@ -601,6 +752,87 @@ impl<'a> Parser<'a> {
             });
         }
         carry.ok_or(self.pos)
+    }
+
+    /// A string opened at `at` ran to the end of the input as `text`. When the input ends
+    /// with the closers of every open container, innermost first (blanks between, a
+    /// closing fence after them, a stray `'` before them in a `"` string), and nothing
+    /// else is left in the string, they were meant to close the value
+    /// (`{"time": "12:20}`): the string ends before them and the containers are closed,
+    /// reported as `unclosed_string` (as `missing_quote`, a guess, when one closer closes
+    /// one container: the closer may be the string's own text cut off). Not when the string's own text leaves a bracket open
+    /// (`{"a": "if (x) {y}`: the closer may be its own) or would be empty. Returns the
+    /// finished value, or the text unchanged.
+    fn close_unclosed_string(
+        &mut self,
+        stack: &mut Vec<Frame>,
+        at: usize,
+        text: String,
+    ) -> Result<Value, String> {
+        let bytes = self.bytes;
+        let blank_back = |mut end: usize| {
+            while end > at && bytes.get(end - 1).is_some_and(|&b| is_json_ws(b)) {
+                end -= 1;
+            }
+            end
+        };
+        let mut end = blank_back(bytes.len());
+        if bytes.get(..end).is_some_and(|b| b.ends_with(b"```")) && end >= at + 3 {
+            end = blank_back(end - 3);
+        }
+        // The outermost container's closer comes last.
+        for frame in stack.iter() {
+            end = blank_back(end);
+            if end <= at + 1 || bytes.get(end - 1) != Some(&frame.closer()) {
+                return Err(text);
+            }
+            end -= 1;
+        }
+        let mut cut = blank_back(end);
+        if bytes.get(at) == Some(&b'"') && cut > at + 1 && bytes.get(cut - 1) == Some(&b'\'') {
+            cut -= 1;
+        }
+        let tail = self.text.get(cut..bytes.len()).unwrap_or_default();
+        let Some(kept) = text.strip_suffix(tail).filter(|kept| !kept.trim().is_empty()) else {
+            return Err(text);
+        };
+        let (mut curly, mut square) = (0usize, 0usize);
+        for b in kept.bytes() {
+            match b {
+                b'{' => curly += 1,
+                b'}' => curly = curly.saturating_sub(1),
+                b'[' => square += 1,
+                b']' => square = square.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if curly > 0 || square > 0 {
+            return Err(text);
+        }
+        let mut value = Value::String(kept.to_owned());
+        self.truncated = false;
+        self.repairs.retain(|r| {
+            r.kind != RepairKind::TruncatedTail
+                && !(r.kind == RepairKind::RawControlCharacter && r.span.0 >= cut)
+        });
+        // One closer may as well be the string's own text cut off (`{"a": "b}`): a guess.
+        // Two or more that balance the nesting are structure.
+        let kind =
+            if stack.len() > 1 { RepairKind::UnclosedString } else { RepairKind::MissingQuote };
+        self.note_span(kind, cut, bytes.len());
+        self.pos = bytes.len();
+        while let Some(mut frame) = stack.pop() {
+            match &mut frame {
+                Frame::Array(items, _) => items.push(value),
+                Frame::Object(map, pending) => {
+                    if let Some(key) = pending.take() {
+                        map.insert(key, value);
+                    }
+                }
+            }
+            value = frame.into_value();
+        }
+        Ok(value)
     }
 
     /// A string, number, literal or (inside a container) unquoted text.
@@ -776,8 +1008,8 @@ impl<'a> Parser<'a> {
     /// An object key: a string in any accepted quotes, or a bare word.
     fn key(&mut self) -> Result<Token<String>, usize> {
         let start = self.pos;
-        if self.peek().is_some_and(is_key_byte) {
-            while self.peek().is_some_and(is_key_byte) {
+        if self.peek().is_some_and(starts_bare_key) {
+            while self.peek().is_some_and(is_loose_key_byte) {
                 self.pos += 1;
             }
             if self.pos == self.bytes.len() {
@@ -918,7 +1150,7 @@ mod tests {
             r#"[.5, 1., +1, 1_000, -.5]"#,
             "[0.5,1.0,1,1000,-0.5] number_format,number_format,number_format,number_format,number_format",
         );
-        check(r#"{"a": }"#, r#"{"a":""} missing_value"#);
+        check(r#"{"a": }"#, r#"{"a":null} missing_value"#);
         check(r#"{"a": 1}, {"b": 2}"#, r#"[{"a":1},{"b":2}] concatenated_values"#);
         check(r#"[1] [1]"#, "[1] doubled_value");
     }
@@ -1167,13 +1399,17 @@ mod tests {
         /// closed too soon are repaired to the values meant, reported, and parse back.
         #[test]
         fn whole_text_slips_are_repaired_and_reported(first in container(), second in container()) {
+            // An empty value after another is a fragment, dropped (`{"a": 1}{}`).
+            let dropped = |kind| if has_content(&second) { kind } else { RepairKind::TrailingFragment };
+            let doubled = if has_content(&first) { RepairKind::DoubledValue } else { RepairKind::TrailingFragment };
             let cases = [
                 (first.to_string().replace('"', "\\\""), first.clone(), RepairKind::EscapedJson),
-                (format!("{first}, {second}"), json!([first, second]), RepairKind::ConcatenatedValues),
-                (format!("{first}\n{first}"), first.clone(), RepairKind::DoubledValue),
+                (format!("{first}, {second}"), json!([first, second]), dropped(RepairKind::ConcatenatedValues)),
+                (format!("{first}\n{first}"), first.clone(), doubled),
             ];
             for (text, want, kind) in cases {
-                let want = if kind == RepairKind::ConcatenatedValues && first == second { first.clone() } else { want };
+                let merged = kind == RepairKind::TrailingFragment || (kind == RepairKind::ConcatenatedValues && first == second);
+                let want = if merged { first.clone() } else { want };
                 let found = Parser::new(&text).run(0, text.len(), true);
                 prop_assert!(found.is_ok(), "{}", text);
                 let found = found.unwrap_or_else(|_| unreachable!());
