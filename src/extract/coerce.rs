@@ -304,7 +304,11 @@ mod tests {
         let either = json!({"anyOf": [{"type": "integer"}, {"type": "boolean"}]});
         check(json!("1"), either, "unchanged");
         check(json!("1"), json!({"$ref": "#/nowhere"}), "unchanged");
-        check(json!("1"), json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}), "unchanged");
+        check(
+            json!("1"),
+            json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+            "unchanged",
+        );
     }
 
     #[test]
@@ -315,7 +319,8 @@ mod tests {
         check(json!(5), list, "unchanged");
         check(json!("4.5"), json!({"type": "integer"}), "unchanged");
         check(json!("4.0"), json!({"type": "integer"}), "4 coerced_number@");
-        for (text, want) in [("yes", true), ("No", false), ("y", true), ("off", false), ("1", true)] {
+        for (text, want) in [("yes", true), ("No", false), ("y", true), ("off", false), ("1", true)]
+        {
             check(json!(text), json!({"type": "boolean"}), &format!("{want} coerced_boolean@"));
         }
         check(json!("yes"), json!({"type": ["boolean", "string"]}), "unchanged");

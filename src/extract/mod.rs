@@ -471,9 +471,12 @@ pub fn extract_guided(
     let regions = embedded::regions(text.as_bytes(), run.floor);
     run.blocks = &blocks;
     run.regions = &regions;
-    let done = run.fenced() || run.embedded() || run.direct();
+    let mut done = run.fenced() || run.embedded() || run.direct();
     if !done && options.repair {
-        run.repaired();
+        done = run.repaired();
+    }
+    if !done {
+        run.single_object();
     }
     run.finish()
 }
@@ -798,16 +801,6 @@ impl<'a, 'g> Run<'a, 'g> {
                 return false;
             }
         }
-        // A single object where the schema wants an array: coercion may wrap it.
-        if want_array && self.options.coerce && self.guide.is_some() {
-            for region in regions.iter().filter(|r| !r.array && r.closed) {
-                let Ok(value) = self.parse(region.start, region.end, true) else { continue };
-                let found = Self::found(value, Method::Embedded, (region.start, region.end));
-                if self.offer(found) {
-                    return true;
-                }
-            }
-        }
         let open = if want_array { '[' } else { '{' };
         let unclosed = regions.last().is_some_and(|r| !r.closed);
         let mut note = match (wanted, parsed) {
@@ -854,8 +847,7 @@ impl<'a, 'g> Run<'a, 'g> {
             return None;
         }
         let next = self.parse(next.start, next.end, true).ok();
-        let other =
-            next.is_none_or(|v| v != *value && tolerant::has_content(&v) && accepts(&v));
+        let other = next.is_none_or(|v| v != *value && tolerant::has_content(&v) && accepts(&v));
         other.then(|| "another JSON value follows it back to back".to_owned())
     }
 
@@ -924,7 +916,36 @@ impl<'a, 'g> Run<'a, 'g> {
         }
     }
 
-    fn repaired(&mut self) {
+    /// With coercion towards a schema whose top-level type is `array`, and nothing chosen:
+    /// a `{` region standing alone (no other value back to back with it, which would make
+    /// it one item of a list) is offered, for coercion to wrap in a one-item array.
+    fn single_object(&mut self) -> bool {
+        if !(self.options.want_array && self.options.coerce && self.guide.is_some())
+            || self.two_readings
+        {
+            return false;
+        }
+        let (bytes, regions) = (self.text.as_bytes(), self.regions);
+        let apart = |a: &Region, b: &Region| {
+            let gap = bytes.get(a.end..b.start).unwrap_or_default();
+            !gap.iter().all(|&b| scan::is_json_ws(b) || b == b',')
+        };
+        for (i, region) in regions.iter().enumerate() {
+            let alone =
+                i.checked_sub(1).and_then(|p| regions.get(p)).is_none_or(|p| apart(p, region))
+                    && regions.get(i + 1).is_none_or(|n| apart(region, n));
+            if region.array || !region.closed || !alone {
+                continue;
+            }
+            let Ok(value) = self.parse(region.start, region.end, true) else { continue };
+            if self.offer(Self::found(value, Method::Embedded, (region.start, region.end))) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn repaired(&mut self) -> bool {
         self.tried.push("repaired");
         let (blocks, regions) = (self.blocks, self.regions);
         let (text, floor, want_array) = (self.text, self.floor, self.options.want_array);
@@ -940,8 +961,12 @@ impl<'a, 'g> Run<'a, 'g> {
                 candidates: vec![],
             })
         });
-        if let Err(note) = outcome {
-            self.notes.push(note);
+        match outcome {
+            Ok(()) => true,
+            Err(note) => {
+                self.notes.push(note);
+                false
+            }
         }
     }
 

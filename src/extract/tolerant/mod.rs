@@ -112,7 +112,9 @@ fn comment_end(bytes: &[u8], start: usize, line_end: usize) -> usize {
         line.iter().rev().take_while(|&&b| matches!(b, b'}' | b']' | b' ' | b'\t' | b'\r')).count();
     let body = line.get(..line.len() - trailing).unwrap_or_default();
     let closers = line.get(body.len()..).unwrap_or_default();
-    if closers.iter().any(|&b| matches!(b, b'}' | b']')) && !body.iter().any(|&b| matches!(b, b'{' | b'[')) {
+    if closers.iter().any(|&b| matches!(b, b'}' | b']'))
+        && !body.iter().any(|&b| matches!(b, b'{' | b'['))
+    {
         start + body.len()
     } else {
         line_end
@@ -309,7 +311,9 @@ impl<'a> Parser<'a> {
         self.comment_closers = false;
         let members = self.members;
         let first = self.run_once(start, limit, whole);
-        let complete = first.as_ref().is_ok_and(|f| !f.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail));
+        let complete = first
+            .as_ref()
+            .is_ok_and(|f| !f.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail));
         if complete || !self.comment_closers {
             return first;
         }
@@ -318,7 +322,9 @@ impl<'a> Parser<'a> {
         let second = self.run_once(start, limit, whole);
         self.closers_in_comments = false;
         match second {
-            Ok(found) if !found.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail) => Ok(found),
+            Ok(found) if !found.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail) => {
+                Ok(found)
+            }
             _ => first,
         }
     }

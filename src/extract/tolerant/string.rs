@@ -109,8 +109,15 @@ fn word_then_quote(rest: &[u8], quote: &[u8]) -> bool {
 /// bytes) that no `:` follows: not a key. Reads at most about 80 bytes.
 fn quoted_non_key(rest: &[u8]) -> bool {
     let text = rest.get(1..).unwrap_or_default();
-    let Some(len) = text.iter().take(64).position(|&b| b == b'"' || b == b'\n') else {
-        return false;
+    let mut at = 0;
+    let len = loop {
+        match text.get(at) {
+            _ if at >= 64 => return false,
+            None | Some(b'\n') => return false,
+            Some(b'"') => break at,
+            Some(b'\\') => at += 2,
+            Some(_) => at += 1,
+        }
     };
     // `""key""`: doubled quotes open a key.
     if len == 0 || text.get(len) != Some(&b'"') {
@@ -439,7 +446,9 @@ impl Parser<'_> {
         {
             self.pos = at + 6;
             let rest = self.bytes.get(at + 6..).unwrap_or_default();
-            if (0xD800..0xDC00).contains(&unit) && (rest.is_empty() || super::cut_unicode_escape(rest)) {
+            if (0xD800..0xDC00).contains(&unit)
+                && (rest.is_empty() || super::cut_unicode_escape(rest))
+            {
                 // A surrogate pair cut off by the end: dropped whole.
                 self.pos = self.bytes.len();
                 return self.pos;
