@@ -1,6 +1,7 @@
 //! Step 2: embedded JSON, found as the *outermost* bracket regions of the text (SPEC §6.3).
 //!
-//! One left-to-right pass. Outside any region, every `{` or `[` opens a region; inside a
+//! One left-to-right pass. Outside any region, every `{` or `[` opens a region (but a `{`
+//! that prose follows, where no member can begin, is prose: see [`prose_brace`]); inside a
 //! region the scan tracks JSON string state (`"` toggles it, `\` escapes the next byte
 //! inside a string) and a stack of open brackets; a closer of the wrong kind is skipped
 //! (a broken region stays whole), and the region ends at the closer that empties the

@@ -12,12 +12,18 @@
 //!    a candidate, and text after it is ignored. A region that fails to parse is never
 //!    searched for a nested candidate, and a bracket that is never closed makes the rest
 //!    of the text one unclosed region: a fragment of a broken or truncated parent is never
-//!    an answer.
+//!    an answer. A `{` that prose follows (`{broken and …`, a stray `{` line), where no
+//!    member can begin, is not a parent and opens no region.
 //! 3. **Direct** — the whole trimmed text parses (a bare array, number, string or `null`
 //!    is found here).
 //! 4. With [`ExtractOptions::repair`], a tolerant parser (`repair.rs`) retries the fenced
 //!    blocks (unclosed ones included), then the wanted regions (the unclosed one whole),
 //!    then the whole text, and reports every repair it applied with its span.
+//! 5. With [`ExtractOptions::coerce`], a schema whose top-level type is `array` and nothing
+//!    chosen, a `{` region that stands alone is offered for coercion to wrap.
+//!
+//! Bare prefixes (`{`, `[`, `{"hel`, `{"a":`) hold no value and are refused in every
+//! mode: a repair that closed them would answer with an empty or invented value.
 //!
 //! **Choice.** Without a [`Guide`], the first candidate wins and repair runs only when
 //! the strict steps found nothing. With a guide (the contract's `output_schema`), the
@@ -30,7 +36,12 @@
 //! **Never confidently wrong.** Where a reply has two plausible readings (a repair that
 //! has to guess, two JSON values back to back), the result says so with
 //! [`Extracted::ambiguous`]. Strict mode (without `repair`) never returns an ambiguous
-//! result: it refuses instead. Without a guide, a reply that *declares* two different
+//! result: it refuses instead. An empty value (`{}`, `[]`) or a value cut off by the end
+//! after a complete one (`{"a": 1}{}`, `{"a": 1} {"a": 1, "b`) is no second reading; with
+//! a guide, values back to back are ambiguous only when the schema accepts more than one.
+//! A JSON document inside a JSON string (`"{\"a\": 1}"`, stringified twice) is decoded
+//! in lenient mode (`stringified_json`) and refused in strict mode, unless a guide
+//! accepts the string. Without a guide, a reply that *declares* two different
 //! JSON values has two readings as well: another closed fenced block holding an object
 //! or array (read leniently if need be), another region of the wanted kind outside the
 //! fenced blocks that parses, or a region after an inline `` ```json `` marker. Strict
@@ -135,7 +146,8 @@ pub struct ExtractOptions {
     /// With a [`Guide`], coerce a candidate that fails the schema towards it (the
     /// contract's `extraction.coerce`): a string to the number or boolean the schema
     /// wants, a single value to a one-item array, an enum value matched
-    /// case-insensitively.
+    /// case-insensitively; only where the schema (through local `$ref`s and optional
+    /// fields) names one type for the value.
     pub coerce: bool,
 }
 
@@ -245,7 +257,8 @@ pub enum RepairKind {
     StringifiedJson,
     /// Coercion: a string read as the number the schema wants.
     CoercedNumber,
-    /// Coercion: a string read as the boolean the schema wants.
+    /// Coercion: a string read as the boolean the schema wants (`"true"`, `"yes"`, `"y"`,
+    /// `"on"`, `"1"` and their opposites, any case).
     CoercedBoolean,
     /// Coercion: a single value wrapped in the one-item array the schema wants.
     WrappedInArray,
@@ -1380,6 +1393,104 @@ mod tests {
         }
         for method in [Method::Fenced, Method::Embedded, Method::Direct, Method::Repaired] {
             assert_eq!(serde_json::to_value(method).unwrap(), json!(method.as_str()));
+        }
+    }
+
+    /// Issue 26: the classes of round two, through the whole extraction.
+    #[test]
+    fn round_two_classes() {
+        // A `{` that prose follows is not a parent; a broken JSON parent still is.
+        check(
+            "The result is {broken and {\"facts\": [\"valid\"]} is here",
+            r#"embedded {"facts":["valid"]}"#,
+        );
+        check("{\nHere it is:\n{\"a\": 1}", r#"embedded {"a":1}"#);
+        check("{{\"a\": 1}}", r#"embedded {"a":1}"#);
+        check("{x: 1, \"b\": {\"a\": 1}", "fail fenced,embedded,direct");
+        check("{\"x\" 1, \"b\": {\"a\": 1}}", "fail fenced,embedded,direct");
+        // An empty or cut-off value after a complete one: not another reading.
+        check("{\"a\": 2}{}", r#"embedded {"a":2}"#);
+        check("{\"a\": 2}, []", r#"embedded {"a":2}"#);
+        check("{\"a\": 2}\n{\"a\": 2, \"b\": [", r#"embedded {"a":2}"#);
+        check("{\"a\": 2}\n{\"b\": 3}", "fail fenced,embedded,direct");
+        // Stringified twice: strict refuses, lenient decodes.
+        let twice = r#""{\"a\": [1, 2]}""#;
+        check(twice, "fail fenced,embedded,direct");
+        let found = extract(twice, &REPAIR).unwrap();
+        assert_eq!((found.value, found.method), (json!({"a": [1, 2]}), Method::Repaired));
+        assert_eq!(found.repairs, [Repair::at(RepairKind::StringifiedJson, (0, twice.len()))]);
+        // Values back to back: the schema picks one, or wants the list.
+        let schema = json!({"required": ["b"]});
+        let accepts = |v: &Value| v.get("b").is_some();
+        let guide = Guide { schema: &schema, accepts: &accepts };
+        let found = extract_guided("{\"a\": 1}\n{\"b\": 2}", &STRICT, Some(&guide));
+        assert!(found.is_ok_and(|f| f.value == json!({"b": 2}) && !f.ambiguous));
+        let any = |_: &Value| true;
+        let loose = Guide { schema: &schema, accepts: &any };
+        assert!(extract_guided("{\"a\": 1}\n{\"b\": 2}", &STRICT, Some(&loose)).is_err());
+        let list = ExtractOptions { want_array: true, repair: true, coerce: false };
+        let found = extract("{\"a\": 1}\n{\"b\": 2}", &list).unwrap();
+        assert_eq!((&found.value, found.ambiguous), (&json!([{"a": 1}, {"b": 2}]), false));
+        assert_eq!(found.repairs.last().map(|r| r.kind), Some(RepairKind::JoinedValues));
+        // A single object where the schema wants an array is wrapped by coercion, but
+        // never one of several objects back to back.
+        let schema = json!({"type": "array", "items": {"type": "object"}});
+        let is_list = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_object));
+        let guide = Guide { schema: &schema, accepts: &is_list };
+        let coerce = ExtractOptions { want_array: true, repair: false, coerce: true };
+        let found = extract_guided("Only {\"id\": 1} matches.", &coerce, Some(&guide)).unwrap();
+        assert_eq!(found.value, json!([{"id": 1}]));
+        assert_eq!(found.repairs[0].kind, RepairKind::WrappedInArray);
+        assert!(extract_guided("{\"id\": 1}\n{\"id\": 2}", &coerce, Some(&guide)).is_err());
+        let lenient = ExtractOptions { repair: true, ..coerce };
+        let found = extract_guided("{\"id\": 1}\n{\"id\": 2}", &lenient, Some(&guide)).unwrap();
+        assert_eq!(found.value, json!([{"id": 1}, {"id": 2}]));
+        // Missing values are null, and a schema that forbids null then refuses them.
+        let found = extract("{\"a\": 1, \"b\": }", &REPAIR).unwrap();
+        assert_eq!((found.value, found.ambiguous), (json!({"a": 1, "b": null}), false));
+        // Bare prefixes stay refused.
+        for prefix in ["{", "[", "{\"hel", "{\"a\":"] {
+            check_with(REPAIR, prefix, "fail fenced,embedded,direct,repaired");
+        }
+    }
+
+    /// The costs of the round-two shapes grow linearly: 4 times the text takes well under
+    /// 16 times as long. Small and large runs alternate and the fastest of each counts,
+    /// which a loaded machine disturbs least; a shape is measured again (up to three
+    /// times) before it is said to grow faster (debug build).
+    #[test]
+    fn round_two_shapes_stay_linear() {
+        use std::time::{Duration, Instant};
+        let shapes = [
+            "{ see {",
+            "{\"a\": 1 # x}\n",
+            "{\"a\": <!-- ",
+            "{\"a\": [\"x]}",
+            "{\"a\": 1}{} ",
+            "{\"c\": \"p(\"x\")\n",
+            "{te!st: `a",
+            "\"k\": 1, ",
+        ];
+        let time = |text: &str| {
+            let started = Instant::now();
+            let _ = extract(text, &REPAIR);
+            let _ = extract(text, &STRICT);
+            started.elapsed()
+        };
+        for unit in shapes {
+            let small = unit.repeat((32 << 10) / unit.len());
+            let large = unit.repeat((128 << 10) / unit.len());
+            let ratio = |_| {
+                let (mut a, mut b) = (Duration::MAX, Duration::MAX);
+                for _ in 0..3 {
+                    a = a.min(time(&small));
+                    b = b.min(time(&large));
+                }
+                (b.as_secs_f64() / a.as_secs_f64().max(1e-6), a, b)
+            };
+            let tries: Vec<(f64, Duration, Duration)> =
+                (0..3).map(ratio).take_while(|(r, ..)| *r >= 8.0).collect();
+            assert!(tries.len() < 3, "{unit:?}: (ratio, 32 KiB, 128 KiB) {tries:?}");
         }
     }
 

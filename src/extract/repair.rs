@@ -4,7 +4,10 @@
 //! included, up to the end of the text, reported as `unclosed_fence`), which must hold one
 //! value and nothing else but comments; then each outermost region of the wanted kind
 //! (`embedded.rs`), the unclosed last one included, whole, with text after the value
-//! ignored; then the whole trimmed text, where values back to back are read as a list.
+//! ignored; then the whole trimmed text, where values back to back are read as a list
+//! (`joined_values`, no guess, when the schema's top-level type is `array`). A block or
+//! whole text that fails and starts with `"key":` and ends with `}` is read once more as
+//! an object whose opening brace is missing (`missing_brace`).
 //! A region is skipped when the next non-blank byte cannot continue it (`{{`, `{ (`), and
 //! never searched for a nested candidate: regions do not overlap, and after a value the
 //! search resumes past its end, so the region candidates read each byte a bounded number

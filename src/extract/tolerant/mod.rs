@@ -10,8 +10,14 @@
 //! | `[1, 2,]`, `{"a": 1,}` | `trailing_comma` |
 //! | `'text'` | `single_quotes` |
 //! | `“text”`, `‘text’` | `smart_quotes` |
-//! | `{key: 1}` (ASCII letters, digits, `_`, `$`, `-`) | `unquoted_key` |
-//! | `// …`, `# …` to the end of the line, `/* … */` | `comment` |
+//! | `{key: 1}`, `{te!st: 1}`, `{last.name: 1}` (printable ASCII but brackets, quotes, `:`, `,`, `\`) | `unquoted_key` |
+//! | `// …`, `# …` to the end of the line, `/* … */`, `<!-- … -->` | `comment` |
+//! | `{"a": 1 # note}`: a line comment that runs into the closers ending its line (read again with them as structure when the first reading fails or is cut off) | `comment` |
+//! | `` `text` `` (a JavaScript template string; raw line breaks allowed) | `backtick_quotes` |
+//! | `{"time": "12:20}`, `{"k": ["v]}` ```` ``` ````: a string never closed, followed only by the closers of every open container (a closing fence and a stray `'` allowed) | `unclosed_string` (`missing_quote`, a guess, for one closer; not when the string's own text leaves a bracket open) |
+//! | `"a": 1, "b": 2}` (a block or the whole text) | `missing_brace` |
+//! | `{"a": 1, etc}`: garbage after a trailing comma; `{"a": 1,, "b": 2}` | `stray_text` (a guess); `trailing_comma` |
+//! | `{"a": 1}{}`, `{"a": 1} {"a": 1, "b`: an empty value or one cut off by the end after a complete one | `trailing_fragment` (dropped) |
 //! | raw control characters (newline, tab, …) inside a string | `raw_control_character` (once per string) |
 //! | inside a container, a quote that cannot end the value (not followed by the end, a comment, `,` and another item or member, or a closer; not a closer followed by an operator, as in a character class `['"]+`; a closer of the outermost container not followed by prose running into another quote and closer) while another quote follows on its line | `unescaped_quote` (kept; a guess) |
 //! | a quote before `:` with no quote kept before it in the string (`{"a": "{ b": {} }"}`) | none: it ends the value, and the `:` fails the candidate |
@@ -30,13 +36,14 @@
 //! | `[1, 2}`: a closer of the wrong kind | `mismatched_closer` (closes the open containers up to its own kind, or is skipped when none is open) |
 //! | `{"a": 1}, "b": 2}`: an object closed before more members | `premature_closer` (a guess) |
 //! | `...` or `…` where an item or member would be | `ellipsis` (dropped) |
-//! | `{"a": }`: a key without its value | `missing_value` (an empty string; a guess) |
+//! | `{"a": }`: a key without its value | `missing_value` (`null`) |
 //! | `{\"a\": 1}` | `escaped_json` |
 //! | `{""a"": ''x''}` (quotes doubled as CSV escapes them) | `doubled_quotes` |
 //! | the input ends inside the value, or a fence closer (```` ``` ````) cuts it | `truncated_tail` (once, at the end) |
 //! | several values back to back, parsed whole | `concatenated_values` (a list; a guess) or `doubled_value` (the same value twice: one) |
 //!
-//! At a truncated end, open strings are closed, then open arrays and objects; a key
+//! At a truncated end, open strings are closed (a cut `\u` escape or surrogate pair is
+//! dropped), then open arrays and objects; a key
 //! without a value and a partial key are dropped; a partial number keeps its digits
 //! (`1.` → `1`, `-` is dropped) and a partial keyword that can only be one literal is
 //! completed (`tr` → `true`). A truncated value that holds no scalar and no object member
@@ -1181,6 +1188,74 @@ mod tests {
     }
 
     #[test]
+    fn unclosed_strings_end_before_the_closers_that_balance_them() {
+        check(r#"{"key": ["value]}"#, r#"{"key":["value"]} unclosed_string"#);
+        check("{\"a\": [{\"b\": \"x}]}\n```", r#"{"a":[{"b":"x"}]} unclosed_string"#);
+        check(r#"{"a": [{"t": "water'}]}"#, r#"{"a":[{"t":"water"}]} unclosed_string"#);
+        // One closer for one container: the closer may be the text cut off (a guess).
+        check(r#"{"time": "12:20}"#, r#"{"time":"12:20"} missing_quote"#);
+        check("{\"k\": \"v}\n", r#"{"k":"v"} missing_quote"#);
+        // Not when the closers do not balance the nesting, the text opens a bracket of
+        // its own, or nothing would be left.
+        check(r#"{"a": {"b": "x}"#, r#"{"a":{"b":"x}"}} truncated_tail"#);
+        check(r#"{"a": "if (x) {y}"#, r#"{"a":"if (x) {y}"} truncated_tail"#);
+        check(r#"{"a": "}"#, r#"{"a":"}"} truncated_tail"#);
+        check(r#"{"a": ["x]]}"#, r#"{"a":["x]"]} unclosed_string"#);
+    }
+
+    #[test]
+    fn round_two_repairs() {
+        // A missing value is `null`.
+        check(
+            r#"{"k": , "b": 1, "e":}"#,
+            r#"{"b":1,"e":null,"k":null} missing_value,missing_value"#,
+        );
+        // A `#` or `//` comment that runs into the closers that end its line.
+        check("{\"a\": 1 # note}\nthanks", r#"{"a":1} comment,missing_comma,truncated_tail"#);
+        check_prefix("{\"a\": 1 # note}\nthanks", r#"{"a":1} comment"#);
+        check_prefix("{\"a\": [1, 2 // two]}\nok", r#"{"a":[1,2]} comment"#);
+        // Closers in a comment stay comment when the value completes without them.
+        check("{\"a\": [ // list ]\n 1]}", r#"{"a":[1]} comment"#);
+        // A `\u` escape or a surrogate pair cut off by the end is dropped.
+        check(r#"{"a": "caf\u00"#, r#"{"a":"caf"} truncated_tail"#);
+        check(r#"{"a": "x\ud83d\ude"#, r#"{"a":"x"} truncated_tail"#);
+        check(r#"{"a": "x\"#, r#"{"a":"x"} truncated_tail"#);
+        // Members without the opening brace (only through `run_members`).
+        let text = r#""a": 1, "b": [2]}"#;
+        let found = Parser::new(text).run_members(0, text.len(), true).map(|f| f.value);
+        assert_eq!(found, Ok(json!({"a": 1, "b": [2]})));
+        assert!(Parser::new("Note: 50% {").run_members(0, 11, true).is_err());
+        assert!(Parser::new(r#""a": 1"#).run_members(0, 6, true).is_err());
+        // Keys with punctuation, backtick strings, HTML comments, garbage after a comma.
+        check(
+            "{te!st: 1, last.name: 2, @id: 3}",
+            r#"{"@id":3,"last.name":2,"te!st":1} unquoted_key,unquoted_key,unquoted_key"#,
+        );
+        check(
+            "{\"a\": `x\ny`, \"b\": `it\\`s`}",
+            r#"{"a":"x\ny","b":"it`s"} backtick_quotes,backtick_quotes"#,
+        );
+        check("{\"a\": 1, <!-- c --> \"b\": 2} <!-- d", r#"{"a":1,"b":2} comment,comment"#);
+        check(r#"{"a": 1, "b": 2, etc.}"#, r#"{"a":1,"b":2} stray_text,trailing_comma"#);
+        check(r#"{"a": 1,, "b": 2}"#, r#"{"a":1,"b":2} trailing_comma"#);
+        check("[1,, 2]", "[1,2] trailing_comma");
+        // An empty or cut-off value after a complete one is dropped.
+        check(r#"{"a": 2}{}"#, r#"{"a":2} trailing_fragment"#);
+        check(r#"{"a": 2}, []"#, r#"{"a":2} trailing_fragment"#);
+        check("{\"a\": 2}\n{\"a\": 2, \"b", r#"{"a":2} trailing_fragment"#);
+        check(r#"{"a": 2} {"b": 3}"#, r#"[{"a":2},{"b":3}] concatenated_values"#);
+        // Inner quotes of code: pairs across lines; a quoted word no `:` follows is no key.
+        check(
+            "{\"code\": \"f():\n  print(\"hi\")\", \"n\": 1}",
+            r#"{"code":"f():\n  print(\"hi\")","n":1} raw_control_character,unescaped_quote,unescaped_quote"#,
+        );
+        check(
+            r#"{"code": "log("a", "b");"}"#,
+            r#"{"code":"log(\"a\", \"b\");"} unescaped_quote,unescaped_quote,unescaped_quote,unescaped_quote"#,
+        );
+    }
+
+    #[test]
     fn truncated_tails_are_closed() {
         check(r#"{"a": [1, {"b": "te"#, r#"{"a":[1,{"b":"te"}]} truncated_tail"#);
         check(r#"{"a": 1, "b""#, r#"{"a":1} truncated_tail"#);
@@ -1508,6 +1583,58 @@ mod tests {
                 prop_assert!(found.span.1 <= text.len());
                 let truncated = found.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail);
                 prop_assert!(truncated || found.value == value, "{}", text);
+            }
+        }
+
+        /// The slips of round two, each made in a random object: the value meant comes
+        /// back, the slip is reported, and the value parses back to itself.
+        #[test]
+        fn round_two_slips_are_repaired_and_reported(
+            map in prop::collection::btree_map("[a-z]{1,5}", "[a-z]([a-z ]{0,6}[a-z])?", 1..5),
+            word in "[a-z]{1,6}",
+            inner in any::<bool>(),
+        ) {
+            let value = json!(map);
+            let json = value.to_string();
+            let body = &json[1..json.len() - 1];
+            let members: Vec<String> = map.iter().map(|(k, v)| format!("\"{k}\": \"{v}\"")).collect();
+            let nested = json!({"list": [value.clone()]});
+            let last = json.len() - 2; // the last string's closing quote
+            let cases: Vec<(String, Value, RepairKind)> = vec![
+                // The last string's quote missing before the closers.
+                if inner {
+                    (format!("{{\"list\": [{}{}]}}", &json[..last], "}"), nested.clone(), RepairKind::UnclosedString)
+                } else {
+                    (format!("{}}}", &json[..last]), value.clone(), RepairKind::MissingQuote)
+                },
+                (format!("{json}{{}}"), value.clone(), RepairKind::TrailingFragment),
+                (format!("{json}\n{}", &json[..json.len() / 2 + 1]), value.clone(), RepairKind::TrailingFragment),
+                (format!("{{{body}, \"{word}\": }}"), { let mut v = value.clone(); v[&word] = Value::Null; v }, RepairKind::MissingValue),
+                (format!("{{{body} # {word}}}\n{word}"), value.clone(), RepairKind::Comment),
+                (format!("{{{body}, \"{word}\": \"{word}\\u00"), { let mut v = value.clone(); v[&word] = json!(word); v }, RepairKind::TruncatedTail),
+                (format!("{body}}}"), value.clone(), RepairKind::MissingBrace),
+                (format!("{{{}}}", map.iter().map(|(k, v)| format!("{k}.{word}!: `{v}`")).collect::<Vec<_>>().join(", ")),
+                    Value::Object(map.iter().map(|(k, v)| (format!("{k}.{word}!"), json!(v))).collect()), RepairKind::BacktickQuotes),
+                (format!("{{<!-- {word} --> {}}}", members.join(&format!(", <!-- {word} --> "))), value.clone(), RepairKind::Comment),
+                (format!("{{{body}, {word} }}"), value.clone(), RepairKind::StrayText),
+            ];
+            for (text, want, kind) in cases {
+                let found = if kind == RepairKind::MissingBrace {
+                    Parser::new(&text).run_members(0, text.len(), true)
+                } else {
+                    Parser::new(&text).run(0, text.len(), kind != RepairKind::Comment || !text.ends_with(&word))
+                };
+                prop_assert!(found.is_ok(), "{:?} fails", text);
+                let found = found.unwrap_or_else(|_| unreachable!());
+                // A comment running into the closer on the value's last line: the prose
+                // after it is not part of the value.
+                prop_assert_eq!(&found.value, &want, "{}", text);
+                let reparsed: Value = serde_json::from_str(&found.value.to_string()).unwrap_or_default();
+                prop_assert_eq!(&reparsed, &found.value);
+                prop_assert!(found.repairs.iter().any(|r| r.kind == kind), "{:?} not in {:?} for {}", kind, found.repairs, text);
+                for repair in &found.repairs {
+                    prop_assert!(repair.span.0 <= repair.span.1 && repair.span.1 <= text.len());
+                }
             }
         }
 

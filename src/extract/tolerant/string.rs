@@ -5,7 +5,10 @@
 //! A quote ends a string when what follows can follow a value (the end, a comment, a
 //! comma before another item or member, a closer that is not followed by prose running
 //! into another quote and closer), when another item or member follows without a comma,
-//! or when no other such quote follows on its line. Every other quote is kept as text and
+//! or when no other such quote follows on its line, unless it pairs with a quote kept
+//! earlier and runs straight into text (`print("hi")` in code over several lines). After
+//! a comma, a quoted word that no `:` follows is not a key (`log("a", "b")`). A backtick
+//! string ends at its next unescaped backtick. Every other quote is kept as text and
 //! reported as `unescaped_quote` (a guess). The look-ahead of each check stops at the end
 //! of its line or at the quote that the caller then consumes, so reading a string stays
 //! linear.
@@ -381,7 +384,7 @@ impl Parser<'_> {
                         starts_member(after, true)
                             || (b == b'"' && !quoted_non_key(rest.get(next..).unwrap_or_default()))
                             || is_key_byte(b)
-                            || matches!(b, b'}' | b'\'' | b'\\' | b'/' | b'#')
+                            || matches!(b, b'}' | b'\'' | b'\\' | b'/' | b'#' | b'<' | b'`')
                     }
                     Some(&b) => !matches!(b, b':' | b','),
                 }
