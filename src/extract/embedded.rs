@@ -56,8 +56,8 @@ pub(super) fn regions(bytes: &[u8], from: usize) -> Vec<Region> {
 }
 
 /// Whether the `{` just before `from` is prose rather than an object: what follows it
-/// cannot begin a member. That is a word (letters, digits, punctuation) that no `:`
-/// follows (`{broken and …`, a line of prose after a stray `{`), another `{`, or a byte
+/// cannot begin a member. That is a word (letters, digits, punctuation) that no `:` (or
+/// quote, as after a key whose colon is missing) follows (`{broken and …`, a line of prose after a stray `{`), another `{`, or a byte
 /// that starts no key at all (`{%`, `{(`). A quote, a `}`, a comment, an ellipsis, a
 /// `[`, the end of the text or more than 64 blanks leave it an object: a truncated or
 /// broken JSON parent (`{"a": {"b": 1}, "c": …`) stays one region. Reads at most about
@@ -81,9 +81,11 @@ fn prose_brace(bytes: &[u8], from: usize) -> bool {
             }
             let gap = after.get(len..).unwrap_or_default();
             let spaces = gap.iter().take(64).take_while(|&&b| is_json_ws(b)).count();
+            // A quote after the word is a value whose colon is missing (`{a "x", …}`):
+            // a broken parent, not prose.
             match gap.get(spaces) {
                 None => false,
-                Some(&b) => b != b':',
+                Some(&b) => !matches!(b, b':' | b'"' | b'\''),
             }
         }
         b => b.is_ascii(),

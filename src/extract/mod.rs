@@ -1408,6 +1408,7 @@ mod tests {
         check("{{\"a\": 1}}", r#"embedded {"a":1}"#);
         check("{x: 1, \"b\": {\"a\": 1}", "fail fenced,embedded,direct");
         check("{\"x\" 1, \"b\": {\"a\": 1}}", "fail fenced,embedded,direct");
+        check("{x \"1\", \"b\": {\"a\": 1}}", "fail fenced,embedded,direct");
         // An empty or cut-off value after a complete one: not another reading.
         check("{\"a\": 2}{}", r#"embedded {"a":2}"#);
         check("{\"a\": 2}, []", r#"embedded {"a":2}"#);
