@@ -446,17 +446,8 @@ impl Root {
     /// — has no hidden component, so `.git/config`, `.pactum/ledger.jsonl`, `.env` and the
     /// like never reach a prompt.
     pub fn content(&self, path: &Path) -> std::result::Result<PathBuf, Refusal> {
-        let hidden = |parts: &[OsString]| {
-            parts.iter().find(|p| p.to_string_lossy().starts_with('.')).map(|p| {
-                Refusal::Escape(format!(
-                    "reaches the hidden path `{}`; context is read only from the project's own content, never from .git/, .pactum/ or dot-files",
-                    p.to_string_lossy()
-                ))
-            })
-        };
-        if let Some(refusal) = hidden(&self.parts(path)?) {
-            return Err(refusal);
-        }
+        let hidden = |parts: &[OsString]| hidden_part(parts);
+        self.visible(path)?;
         let real = self.file(path)?;
         match real.strip_prefix(&self.real) {
             Ok(rel) => {
@@ -465,6 +456,13 @@ impl Root {
             }
             Err(_) => Err(self.escape_to(&real)),
         }
+    }
+
+    /// Refuses `path` (as written, relative to the root) when a component of it is hidden:
+    /// `.git/`, `.pactum/`, `.ci/`, dot-files. What a project file names for pactum to read
+    /// or write (context, fixtures, cassettes) is the project's own content, never those.
+    pub fn visible(&self, path: &Path) -> std::result::Result<(), Refusal> {
+        hidden_part(&self.parts(path)?).map_or(Ok(()), Err)
     }
 
     /// For walking: the real path of an existing folder inside the root.
@@ -830,6 +828,16 @@ impl OutputArea {
     pub fn has_file(&self, rel: &str) -> bool {
         check_relative(rel).is_ok() && self.root.file(&self.dir.join(rel)).is_ok()
     }
+}
+
+/// The refusal for the first hidden component of `parts`, if any.
+fn hidden_part(parts: &[OsString]) -> Option<Refusal> {
+    parts.iter().find(|p| p.to_string_lossy().starts_with('.')).map(|p| {
+        Refusal::Escape(format!(
+            "reaches the hidden path `{}`; pactum reads and writes only the project's own content there, never .git/, .pactum/ or dot-files",
+            p.to_string_lossy()
+        ))
+    })
 }
 
 /// An exchange's folder name, `<CONTRACT>@<VERSION>`.

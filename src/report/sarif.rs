@@ -479,7 +479,32 @@ mod tests {
                         },
                         "columnKind": {"enum": ["utf16CodeUnits", "unicodeCodePoints"]},
                         "results": {"type": "array", "items": {"$ref": "#/$defs/result"}},
+                        "invocations": {
+                            "type": "array",
+                            "items": {"$ref": "#/$defs/invocation"}
+                        },
                         "properties": {"type": "object"}
+                    }
+                },
+                "invocation": {
+                    "type": "object",
+                    "required": ["executionSuccessful"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "executionSuccessful": {"type": "boolean"},
+                        "toolExecutionNotifications": {
+                            "type": "array",
+                            "items": {"$ref": "#/$defs/notification"}
+                        }
+                    }
+                },
+                "notification": {
+                    "type": "object",
+                    "required": ["message"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "message": {"$ref": "#/$defs/text"},
+                        "level": {"$ref": "#/$defs/level"}
                     }
                 },
                 "tool": {
@@ -728,6 +753,19 @@ mod tests {
                   ]
                 }
               },
+              "invocations": [
+                {
+                  "executionSuccessful": true,
+                  "toolExecutionNotifications": [
+                    {
+                      "level": "note",
+                      "message": {
+                        "text": "no registry.json found above contracts/: registry checks skipped"
+                      }
+                    }
+                  ]
+                }
+              ],
               "originalUriBaseIds": {
                 "%SRCROOT%": {
                   "description": {

@@ -67,7 +67,27 @@ pub fn validate_paths(
             }
         }
     };
+    let mut escapes: Vec<Diagnostic> = Vec::new();
     for path in paths {
+        // A path inside a project that leads out of it through a link (a committed
+        // `work_orders/x.json -> /proc/self/environ`, named by a CI step that validates the
+        // changed files) is refused by name, never read.
+        if let Some(root) = lexical_project(path)
+            && let Ok(absolute) = std::path::absolute(path)
+            && let Err(crate::confine::Refusal::Escape(reason)) =
+                crate::confine::Root::new(&root).locate(&absolute)
+        {
+            escapes.push(
+                Diagnostic::from_error(&Error::PathEscape {
+                    path: path.display().to_string(),
+                    reason,
+                })
+                .file(path.display().to_string())
+                .help("replace the symlink with the file itself, inside the project"),
+            );
+            checked_any = true;
+            continue;
+        }
         crate::confine::metadata(path)?;
         let in_project = options.registry.is_some() || registry::find_upwards(path).is_some();
         if in_project {
@@ -84,7 +104,7 @@ pub fn validate_paths(
             } else {
                 path.parent().map(Path::to_path_buf).unwrap_or_default()
             };
-            if super::discover::files(path, &base, None).is_empty() {
+            if !super::discover::files(path, &base, None).iter().any(governed) {
                 outside.push(path);
             } else {
                 add(validate(path, options, progress)?, &mut merged);
@@ -117,9 +137,33 @@ pub fn validate_paths(
             .help("validate it from inside its project, or make one with `pactum init`"),
         );
     }
+    merged.diagnostics.extend(escapes);
     merged.files.sort();
     merged.sort();
     Ok(merged)
+}
+
+/// Whether a file found outside any project is one pactum governs: in a conventional
+/// folder, or a document whose keys name its kind, or one that does not even parse (its
+/// error is worth showing). Other JSON and YAML (a `notes/a.json`) is not a document.
+fn governed(candidate: &super::discover::Candidate) -> bool {
+    candidate.dir_kind.is_some()
+        || candidate.escape.is_some()
+        || match crate::document::load(&candidate.path, None) {
+            Ok(doc) => super::file::FileKind::from_value(&doc.value).is_some(),
+            Err(_) => true,
+        }
+}
+
+/// The project a path lies in as written (its folders' own registry.json, found without
+/// resolving the path's links), if any.
+fn lexical_project(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    absolute
+        .ancestors()
+        .skip(1)
+        .find(|dir| crate::confine::entry_at(&dir.join(registry::FILE_NAME)).is_some())
+        .map(Path::to_path_buf)
 }
 
 fn shown(names: &Path, path: &Path) -> String {
