@@ -270,6 +270,17 @@ pub fn is_file(path: &Path) -> bool {
     target_of(path).is_some_and(|m| m.is_file())
 }
 
+/// Whether `path` leads to a file someone may execute (following symlinks).
+pub fn is_executable(path: &Path) -> bool {
+    target_of(path).is_some_and(|m| {
+        #[cfg(unix)]
+        let runnable = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0;
+        #[cfg(not(unix))]
+        let runnable = true;
+        m.is_file() && runnable
+    })
+}
+
 /// Whether `path` leads to a folder (following symlinks).
 pub fn is_dir(path: &Path) -> bool {
     target_of(path).is_some_and(|m| m.is_dir())

@@ -81,8 +81,9 @@ pub const KERNEL_FILES: &[(&str, &str)] = &[
     ("prompt_packs/synth/1.0.0.json", include_str!("../prompt_packs/synth/1.0.0.json")),
 ];
 
-/// Lines `init` makes sure `.gitignore` has: the lock and the run state.
-pub const GITIGNORE_LINES: &[&str] = &[".registry.lock", ".pactum/"];
+/// Lines `init` makes sure `.gitignore` has: the lock, the run state, and the folders work
+/// orders write their results to (`out/` beside each work order, by default).
+pub const GITIGNORE_LINES: &[&str] = &[".registry.lock", ".pactum/", "work_orders/**/out/"];
 
 /// What `init` did to one path.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

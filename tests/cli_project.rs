@@ -197,10 +197,14 @@ fn init_appends_missing_lines_to_existing_git_files_and_keeps_the_rest() {
     std::fs::write(r.root.join(".gitignore"), "target/\n.pactum/").unwrap();
     std::fs::write(r.root.join(".gitattributes"), "*.png binary\n").unwrap();
     let out = r.ok(&["init"]);
-    assert!(out.stdout.contains("updated   .gitignore (added .registry.lock)"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("updated   .gitignore (added .registry.lock, work_orders/**/out/)"),
+        "{}",
+        out.stdout
+    );
     assert_eq!(
         std::fs::read_to_string(r.root.join(".gitignore")).unwrap(),
-        "target/\n.pactum/\n.registry.lock\n"
+        "target/\n.pactum/\n.registry.lock\nwork_orders/**/out/\n"
     );
     assert_eq!(
         std::fs::read_to_string(r.root.join(".gitattributes")).unwrap(),

@@ -22,6 +22,7 @@ mod cli_exchange_http;
 mod cli_exchange_ledger;
 mod cli_file_results;
 mod cli_hints;
+mod cli_in_ci;
 mod cli_ledger;
 mod cli_project;
 mod cli_registry;

@@ -379,10 +379,42 @@ fn rename(report: &mut Report, base: &Path, root: &Path) {
         *file = renamed(file);
     }
     for d in &mut report.diagnostics {
-        if let Some(file) = &mut d.file {
-            *file = renamed(file);
+        let Some(file) = &mut d.file else { continue };
+        let new = renamed(file);
+        if new != *file && !file.is_empty() {
+            // Messages and hints name the file as the report does (one path base), so a
+            // suggested `git checkout -- FILE` runs from where the report's paths start.
+            d.message = replace_path(&d.message, file, &new);
+            d.help = d.help.as_deref().map(|help| replace_path(help, file, &new));
+        }
+        *file = new;
+    }
+}
+
+/// `text` with every whole-path occurrence of `old` (not part of a longer path) replaced by
+/// `new`; one pass.
+fn replace_path(text: &str, old: &str, new: &str) -> String {
+    let part = |c: char| c.is_alphanumeric() || matches!(c, '/' | '_' | '-' | '.');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    for (at, _) in text.match_indices(old) {
+        let end = at + old.len();
+        let before_ok = text[..at].chars().next_back().is_none_or(|c| !part(c));
+        let mut after = text[end..].chars();
+        let after_ok = match after.next() {
+            None => true,
+            // A full stop ends a sentence unless a name goes on after it (`a.json.bak`).
+            Some('.') => after.next().is_none_or(|c| !part(c)),
+            Some(c) => !part(c),
+        };
+        if at >= rest && before_ok && after_ok {
+            out.push_str(&text[rest..at]);
+            out.push_str(new);
+            rest = end;
         }
     }
+    out.push_str(&text[rest..]);
+    out
 }
 
 /// Findings for a registry.json that does not load: its parse error, or one finding per
@@ -702,6 +734,21 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_name_files_from_the_report_base() {
+        let r = |t: &str| replace_path(t, "contracts/a.json", "prompts/contracts/a.json");
+        assert_eq!(
+            r("restore it (`git checkout -- contracts/a.json`) and see contracts/a.json."),
+            "restore it (`git checkout -- prompts/contracts/a.json`) and see prompts/contracts/a.json."
+        );
+        assert_eq!(
+            r("x/contracts/a.json contracts/a.json.bak"),
+            "x/contracts/a.json contracts/a.json.bak"
+        );
+        assert_eq!(r("contracts/a.json:3"), "prompts/contracts/a.json:3");
+        assert_eq!(r("none here"), "none here");
+    }
 
     #[test]
     fn relative_names_are_slash_separated_and_normalized() {

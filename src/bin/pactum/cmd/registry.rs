@@ -130,6 +130,32 @@ fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
     })
 }
 
+/// The registry `registry add FILE...` writes: `--root`'s, else the one above the files
+/// (so the command a finding suggests works from the repository root as well as from the
+/// project folder), else the one above the current folder.
+fn add_registry_path(common: &Common, files: &[PathBuf]) -> Result<PathBuf> {
+    if common.root.is_some() {
+        return registry_path(common, true);
+    }
+    let mut found = files.iter().filter_map(|f| {
+        let dir = f.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        registry::find_upwards(dir)
+    });
+    match found.next() {
+        Some(first) => match found.find(|other| other != &first) {
+            Some(other) => Err(Error::Usage {
+                message: format!(
+                    "the files belong to two projects ({} and {}); add each project's files with its own `pactum registry add`",
+                    first.display(),
+                    other.display()
+                ),
+            }),
+            None => Ok(first),
+        },
+        None => registry_path(common, true),
+    }
+}
+
 /// An exact `ID@VERSION` pin.
 fn exact(pin: &str) -> Result<(EntryKind, String, semver::Version)> {
     let parsed = Pin::parse(pin)?;
@@ -190,8 +216,8 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
     };
     match &args.action {
         Action::Add { files } => {
-            let path = registry_path(&args.common, true)?;
-            let stamp = stamp()?;
+            let path = add_registry_path(&args.common, files)?;
+            let stamp = output::stamp(path.parent().unwrap_or(Path::new(".")));
             let added = store::update(&path, |reg| {
                 files.iter().map(|f| lifecycle::add(reg, f, &stamp)).collect::<Result<Vec<_>>>()
             })?;
