@@ -485,13 +485,35 @@ fn unreadable_folders_are_reported_not_skipped() {
     let locked = p.path("contracts/locked");
     std::fs::create_dir_all(&locked).unwrap();
     std::fs::write(locked.join("1.0.0.json"), "{}").unwrap();
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let readable_anyway = std::fs::read_dir(&locked).is_ok(); // root reads everything
-    let out = run(&p, &["validate", "--format", "json"]);
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
-    if readable_anyway {
-        return;
+    // Root reads every folder whatever its mode (CI runs as root): then the check runs as
+    // the unprivileged `nobody` (util-linux `setpriv`), on a tree that user may read.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        for entry in walkdir::WalkDir::new(p.root()) {
+            let entry = entry.unwrap();
+            let mode = if entry.file_type().is_dir() { 0o755 } else { 0o644 };
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        }
     }
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = if root {
+        let setpriv =
+            crate::common::require_tool("setpriv", "running a check as a user who is not root");
+        let bin = assert_cmd::cargo::cargo_bin("pactum");
+        Out::from(
+            std::process::Command::new(setpriv)
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&bin)
+                .args(["validate", "--format", "json"])
+                .current_dir(p.root())
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap(),
+        )
+    } else {
+        run(&p, &["validate", "--format", "json"])
+    };
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     let doc = out.json();
     let found = doc["diagnostics"].as_array().unwrap().iter().any(|d| {
         d["code"] == "io_error"

@@ -138,7 +138,15 @@ impl ScriptedProvider {
         if f.expect_prompt.is_empty() {
             return Ok(());
         }
-        let prompt: Vec<&str> = request.messages.iter().map(|m| m.content.as_str()).collect();
+        // Everything the model would see: the messages and, in a tool loop, the results of
+        // the calls it made (so an answer can be tied to what a tool computed).
+        let results = request.turns.iter().flat_map(|t| t.results.iter());
+        let prompt: Vec<&str> = request
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .chain(results.map(|r| r.content.as_str()))
+            .collect();
         let prompt = prompt.join("\n\n");
         let missing: Vec<String> = f
             .expect_prompt
