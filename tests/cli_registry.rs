@@ -497,6 +497,73 @@ fn promote_checks_the_bump_against_a_deprecated_previous_version() {
 }
 
 #[test]
+fn promote_and_validate_check_the_bump_against_a_removed_previous_version() {
+    // 1.0.0 is deprecated in favour of 2.0.0, then removed. What `^1` callers were promised
+    // is still 1.0.0's: a 1.0.1 "patch" that retypes the output must be refused by promote
+    // and reported by validate, however the removed version's file was treated since.
+    let t = Tree::active();
+    let retype = |c: &mut Value| {
+        c["output_schema"]["properties"]["result"]["type"] = json!("integer");
+        for example in c["examples"].as_array_mut().into_iter().flatten() {
+            example["response"] = json!("{\"result\": 1}");
+        }
+    };
+    let major = t.write_version("2.0.0", retype);
+    let patch = t.write_version("1.0.1", retype);
+    t.ok(&["registry", "add", &major, &patch]);
+    t.ok(&["registry", "promote", &format!("{ID}@2.0.0")]);
+    t.ok(&["registry", "deprecate", &format!("{ID}@1.0.0"), "--successor", "2.0.0"]);
+    t.ok(&["registry", "remove", &format!("{ID}@1.0.0")]);
+    assert_eq!(t.entry(ID, "1.0.0")["state"], json!("removed"));
+
+    let expect_refused = |needles: &[&str]| {
+        let (_, report) = validate_json(t.root(), &[]);
+        let found = diagnostics_with_code(&report, "incompatible_version_bump");
+        assert_eq!(found.len(), 1, "{report:#}");
+        assert_eq!(found[0]["file"], json!(patch), "{report:#}");
+        let v = t.refused(
+            &["registry", "promote", &format!("{ID}@1.0.1")],
+            "incompatible_version_bump",
+            1,
+        );
+        let message = v["message"].as_str().unwrap();
+        for needle in needles {
+            assert!(message.contains(needle), "promote's message lacks {needle:?}: {message}");
+            let finding = found[0]["message"].as_str().unwrap();
+            assert!(finding.contains(needle), "validate's finding lacks {needle:?}: {finding}");
+        }
+        found[0]["help"].as_str().unwrap_or_default().to_string()
+    };
+    // The removed file as frozen: compared, and the retype needs major.
+    expect_refused(&["/output_schema/properties/result", "1.0.0", "patch", "major"]);
+
+    // The removed file edited to look like the new version: not the frozen file, so it
+    // cannot be compared and only a major version may follow.
+    let old = t.path("contracts/notes/1.0.0.json");
+    let frozen = std::fs::read(&old).unwrap();
+    let mut edited = t.base_contract();
+    retype(&mut edited);
+    std::fs::write(&old, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+    expect_refused(&["no longer the one frozen", "only a major version may follow"]);
+
+    // The removed file deleted: the same, with a hint naming a free major version.
+    std::fs::remove_file(&old).unwrap();
+    let help = expect_refused(&["its file is gone", "only a major version may follow"]);
+    assert!(help.contains(&format!("pactum new version {ID}@3.0.0")), "{help}");
+
+    // Restored as frozen, the comparison is back; a major version is always accepted.
+    std::fs::write(&old, &frozen).unwrap();
+    expect_refused(&["/output_schema/properties/result"]);
+    let next = t.write_version("3.0.0", retype);
+    std::fs::remove_file(&old).unwrap();
+    t.ok(&["registry", "discard", &format!("{ID}@1.0.1"), "--delete"]);
+    t.ok(&["registry", "add", &next]);
+    let (_, report) = validate_json(t.root(), &[]);
+    assert!(diagnostics_with_code(&report, "incompatible_version_bump").is_empty(), "{report:#}");
+    t.ok(&["registry", "promote", &format!("{ID}@3.0.0")]);
+}
+
+#[test]
 fn remove_never_strands_a_deprecated_version_without_its_successor() {
     // 1.0.0 → successor 1.1.0 → successor 1.2.0. Removing 1.1.0 is legal on its own, but it
     // leaves 1.0.0 pointing at a removed successor: `registry verify` and `validate` would

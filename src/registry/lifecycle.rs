@@ -25,6 +25,7 @@ use crate::digest::ZERO_HASH;
 use crate::document;
 use crate::error::{DocKind, Error, Result};
 use crate::pack::PromptPack;
+use crate::registry::baseline::{self, Baseline};
 use crate::registry::{Action, Entry, EntryKind, Event, Registry, State, check_relative};
 use crate::resolve::{ResolveOptions, resolve};
 use crate::schema::graph::{self, ProjectFiles};
@@ -275,27 +276,6 @@ fn entry_in(
     Ok(entry)
 }
 
-/// Loads an entry's document with the hash check, of its file and of the files its
-/// schemas referenced when it was promoted. Returns the document and its folder.
-fn load_entry_value(registry: &Registry, entry: &Entry) -> Result<(Value, std::path::PathBuf)> {
-    let path = registry.file_of(entry)?;
-    let doc = document::load(&path, Some(entry.kind.doc_kind()))?;
-    if doc.sha256 != entry.sha256 {
-        return Err(Error::HashMismatch {
-            path: entry.path.clone().into(),
-            id: entry.id.clone(),
-            version: entry.version.to_string(),
-            expected: entry.sha256.clone(),
-            actual: doc.sha256,
-        });
-    }
-    if let Some((_, e)) = registry.changed_refs(entry).into_iter().next() {
-        return Err(e);
-    }
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok((doc.value, dir))
-}
-
 /// What `promote` checked.
 #[derive(Clone, Debug)]
 pub struct Promoted {
@@ -347,13 +327,8 @@ pub fn promote(
         EntryKind::Contract => graph::referenced_files(&value, &dir, &files, &doc.path)?,
         EntryKind::PromptPack => Default::default(),
     };
-    let previous = registry
-        .versions(kind, id)
-        .filter(|e| {
-            matches!(e.state, State::Active | State::Deprecated) && e.version < entry.version
-        })
-        .last()
-        .cloned();
+    // The highest lower version ever promoted, removed ones included (SPEC §7).
+    let previous = baseline::of(registry, kind, id, &entry.version).cloned();
     let (mut required, mut declared) = (Bump::None, Bump::None);
     if kind == EntryKind::Contract {
         let contract = Contract::from_value(value.clone(), &frozen, Path::new(&entry.path))?;
@@ -384,15 +359,24 @@ pub fn promote(
             ));
         }
         if let Some(prev) = &previous {
-            let (old, old_dir) = load_entry_value(registry, prev)?;
-            let (old_base, new_base) = (graph::folder_uri(&old_dir), graph::folder_uri(&dir));
-            let origins = Origins {
-                old: Origin::new(&old_base, &files),
-                new: Origin::new(&new_base, &files),
-            };
-            let changes = diff_contracts_at(&old, &value, &origins);
-            required = required_bump(&changes);
             declared = declared_bump(&prev.version, &entry.version);
+            let changes = match baseline::load(registry, prev)? {
+                Baseline::Frozen { value: old, dir: old_dir } => {
+                    let old_base = graph::folder_uri(&old_dir);
+                    let new_base = graph::folder_uri(&dir);
+                    let origins = Origins {
+                        old: Origin::new(&old_base, &files),
+                        new: Origin::new(&new_base, &files),
+                    };
+                    let changes = diff_contracts_at(&old, &value, &origins);
+                    required = required_bump(&changes);
+                    crate::compat::beyond(&changes, declared)
+                }
+                Baseline::Lost { reason } => {
+                    required = Bump::Major;
+                    vec![Baseline::lost_change(id, &prev.version, &reason)]
+                }
+            };
             if declared < required {
                 return Err(Error::IncompatibleBump {
                     id: id.to_string(),
@@ -400,7 +384,7 @@ pub fn promote(
                     to: entry.version.to_string(),
                     declared: declared.as_str().to_string(),
                     required: required.as_str().to_string(),
-                    changes: crate::compat::beyond(&changes, declared),
+                    changes,
                 });
             }
         }

@@ -20,6 +20,7 @@ use crate::error::{Code, DocKind, Error, Finding, Result};
 use crate::id::parse_version;
 use crate::schema;
 
+pub mod baseline;
 pub mod gate;
 pub mod lifecycle;
 pub mod list;
@@ -576,10 +577,16 @@ impl Registry {
     /// naming the file when its bytes differ or it is gone; `path_escape` or `io_error`
     /// when it cannot be read). Drafts and removed entries have nothing to check.
     pub fn changed_refs(&self, entry: &Entry) -> Vec<(String, Error)> {
-        let Some(refs) = &entry.refs else { return Vec::new() };
         if matches!(entry.state, State::Draft | State::Removed) {
             return Vec::new();
         }
+        self.changed_refs_whatever_state(entry)
+    }
+
+    /// [`Registry::changed_refs`] for an entry in any state: a removed version read as a
+    /// compatibility baseline ([`baseline`]) must still be what was frozen.
+    pub fn changed_refs_whatever_state(&self, entry: &Entry) -> Vec<(String, Error)> {
+        let Some(refs) = &entry.refs else { return Vec::new() };
         let mut out = Vec::new();
         for (rel, expected) in refs {
             let changed = |actual: Option<String>| Error::ReferenceChanged {
