@@ -832,6 +832,20 @@ fn the_merge_driver_refuses_unrelated_histories() {
     std::fs::write(rewritten_root.join("registry.json"), &base).unwrap();
     let mut theirs: Value = serde_json::from_str(&base).unwrap();
     theirs["history"][0]["at"] = json!("2020-01-01T00:00:00Z");
+    // The entry it registered says so too: theirs replays on its own (timestamps are
+    // replayed), and only the rewritten history is wrong.
+    assert_eq!(theirs["history"][0]["action"], json!("add"));
+    let (first, version) =
+        (theirs["history"][0]["id"].clone(), theirs["history"][0]["version"].clone());
+    for list in ["contracts", "prompt_packs"] {
+        for entry in theirs[list].as_array_mut().into_iter().flatten() {
+            if (entry["contract_id"] == first || entry["prompt_pack_id"] == first)
+                && entry["version"] == version
+            {
+                entry["registered_at"] = json!("2020-01-01T00:00:00Z");
+            }
+        }
+    }
     rechain(&mut theirs);
     let paths = ["base.json", "ours.json", "theirs.json"].map(|n| rewritten_root.join(n));
     std::fs::write(&paths[0], &base).unwrap();

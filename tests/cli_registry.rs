@@ -826,6 +826,71 @@ fn verify_passes_on_a_good_tree_and_fails_after_a_file_or_event_edit() {
 }
 
 #[test]
+fn verify_and_the_runtime_replay_entry_timestamps() {
+    // 1.0.0 promoted, then deprecated in favour of 1.1.0. Each timestamp of an entry is the
+    // time of the history event that made it; a hand edit (a migration period stretched
+    // by moving `deprecated_at`, an older `registered_at`, a `removed_at` on a version
+    // never removed, an `activated_at` dropped) is a `registry_history_mismatch` at that
+    // field, from `verify`, `validate` and the runtime alike.
+    let t = Tree::active();
+    let rel = t.write_version("1.1.0", add_optional_input);
+    t.ok(&["registry", "add", &rel]);
+    t.ok(&["registry", "promote", &format!("{ID}@1.1.0")]);
+    t.ok(&["registry", "deprecate", &format!("{ID}@1.0.0"), "--successor", "1.1.0"]);
+    t.ok(&["registry", "verify"]);
+    let good = t.registry_bytes();
+    let index = |version: &str| {
+        t.registry()["contracts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|e| e["version"] == json!(version))
+            .unwrap()
+    };
+    let (old, new) = (index("1.0.0"), index("1.1.0"));
+    let far = json!("2099-01-01T00:00:00Z");
+    let cases: Vec<(usize, &str, Option<Value>)> = vec![
+        (old, "deprecated_at", Some(far.clone())),
+        (old, "registered_at", Some(json!("2020-01-01T00:00:00Z"))),
+        (old, "activated_at", Some(far.clone())),
+        (old, "activated_at", None),
+        (old, "removed_at", Some(far.clone())),
+        (new, "activated_at", Some(far.clone())),
+        (new, "deprecated_at", Some(far.clone())),
+    ];
+    for (at, field, value) in cases {
+        let mut reg: Value = serde_json::from_slice(&good).unwrap();
+        let entry = reg["contracts"][at].as_object_mut().unwrap();
+        match &value {
+            Some(v) => entry.insert(field.to_string(), v.clone()),
+            None => entry.remove(field),
+        };
+        std::fs::write(t.path("registry.json"), serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+        let case = format!("{field} of /contracts/{at} set to {value:?}");
+        let (status, v) = t.json(&["registry", "verify"]);
+        assert_eq!(status, 1, "{case}: {v:#}");
+        assert_eq!(v["code"], json!("registry_history_mismatch"), "{case}: {v:#}");
+        let pointer = json!(format!("/contracts/{at}/{field}"));
+        let found: Vec<&Value> =
+            v["errors"].as_array().unwrap().iter().filter(|e| e["pointer"] == pointer).collect();
+        assert_eq!(found.len(), 1, "{case}: {v:#}");
+        assert!(found[0]["message"].as_str().unwrap().contains(field), "{case}: {v:#}");
+        let (_, report) = validate_json(t.root(), &[]);
+        let mismatches = diagnostics_with_code(&report, "registry_history_mismatch");
+        assert!(mismatches.iter().any(|d| d["pointer"] == pointer), "{case}: {report:#}");
+        if at == new {
+            // The runtime refuses the entry it would use.
+            let (status, v) = t.json(&["resolve", ID]);
+            assert_ne!(status, 0, "{case}: {v:#}");
+            assert_eq!(v["code"], json!("registry_history_mismatch"), "{case}: {v:#}");
+        }
+    }
+    std::fs::write(t.path("registry.json"), &good).unwrap();
+    t.ok(&["registry", "verify"]);
+    t.ok(&["resolve", ID]);
+}
+
+#[test]
 fn log_lists_events_in_order_and_filters_by_id() {
     let t = Tree::active();
     let rel = t.write_version("1.1.0", add_optional_input);
