@@ -745,6 +745,40 @@ fn add_refuses_files_outside_the_root() {
     }
 }
 
+#[test]
+fn add_refuses_files_with_a_hidden_component_anywhere_in_their_path() {
+    // A governed file never lives in `.git/`, `.pactum/` or any dot-folder, nor is it a
+    // dot-file: `registry add` refuses it as it refuses a path leaving the root.
+    let t = Tree::active();
+    let mut c = t.base_contract();
+    c["version"] = json!("1.1.0");
+    let bytes = serde_json::to_vec_pretty(&c).unwrap();
+    for rel in [
+        "contracts/.secret/1.1.0.json",
+        ".drafts/1.1.0.json",
+        ".git/hooks/1.1.0.json",
+        "contracts/notes/.1.1.0.json",
+    ] {
+        std::fs::create_dir_all(t.path(rel).parent().unwrap()).unwrap();
+        std::fs::write(t.path(rel), &bytes).unwrap();
+        let v = t.refused(&["registry", "add", rel], "path_escape", 1);
+        assert!(v["message"].as_str().unwrap().contains("hidden"), "{rel}: {v:#}");
+        // Spelled through `./` and `..`, or absolute: the same.
+        let dotted = format!("./contracts/../{rel}");
+        t.refused(&["registry", "add", &dotted], "path_escape", 1);
+        t.refused(&["registry", "add", t.path(rel).to_str().unwrap()], "path_escape", 1);
+    }
+    // A visible link to a hidden file: what would be registered is the hidden file.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(".secret/1.1.0.json", t.path("contracts/link.json")).unwrap();
+        t.refused(&["registry", "add", "contracts/link.json"], "path_escape", 1);
+    }
+    // The same file in a visible folder is registered.
+    let rel = t.write_version("1.1.0", |_| {});
+    t.ok(&["registry", "add", &rel]);
+}
+
 // ---------------------------------------------------------------------------------------
 // verify and log
 // ---------------------------------------------------------------------------------------

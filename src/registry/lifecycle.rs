@@ -477,14 +477,16 @@ pub fn discard(
 }
 
 /// Checks that the file of `entry`, a draft just discarded from `registry`, is one the
-/// entry owns and may be deleted: never `registry.json`, `pactum.toml`, a hidden file, or
+/// entry owns and may be deleted: never `registry.json`, `pactum.toml`, a path with a hidden
+/// component anywhere (`.git/hooks/x.json`, `contracts/.secret/a.json`), or
 /// a file another entry names, however spelled or linked. [`delete_discarded`] deletes it.
 pub fn check_deletable(registry: &Registry, entry: &Entry) -> Result<()> {
     let refuse = |reason: String| Error::PathEscape { path: entry.path.clone(), reason };
-    crate::confine::check_relative(&entry.path).map_err(refuse)?;
+    // No `..`, and no hidden component anywhere (`.git/hooks/x.json`): the entry-path rule.
+    check_relative(&entry.path).map_err(refuse)?;
     let root = crate::confine::Root::new(&registry.root);
     let name = Path::new(&entry.path).file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name.starts_with('.') || [crate::config::FILE_NAME, "registry.json"].contains(&name) {
+    if [crate::config::FILE_NAME, "registry.json"].contains(&name) {
         return Err(refuse(format!(
             "`{name}` is not a contract or pack file the draft owns; nothing was deleted (remove the file by hand if you meant to)"
         )));

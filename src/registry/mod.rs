@@ -831,10 +831,14 @@ pub enum PathProblem {
     Missing,
 }
 
-/// Syntactic checks of a relative path: not empty, not absolute, no `..`
-/// ([`crate::confine::check_relative`]).
+/// The checks of an entry's path (and of a referenced file's): not empty, not absolute,
+/// no `..` ([`crate::confine::check_relative`]), and no hidden component anywhere
+/// ([`crate::confine::check_visible`]): a governed file never lives in `.git/`, `.pactum/`
+/// or any dot-folder, and is never a dot-file — so `registry add` cannot register one and
+/// `registry discard --delete` cannot delete one.
 pub fn check_relative(path: &str) -> std::result::Result<(), String> {
-    crate::confine::check_relative(path)
+    crate::confine::check_relative(path)?;
+    crate::confine::check_visible(path)
 }
 
 /// Joins a relative path to `root`, requiring that the real (symlink-resolved) path exists
@@ -1281,6 +1285,13 @@ mod tests {
         for bad in ["", "/etc/passwd", "../x.json", "contracts/../../x", "C:\\x", "a\\..\\..\\b"] {
             assert!(check_relative(bad).is_err(), "{bad}");
         }
+        // A hidden component anywhere, not only the last one.
+        for hidden in [".env", ".git/hooks/x.json", "contracts/.secret/a.json", "./.pactum/a.json"]
+        {
+            let refused = check_relative(hidden).expect_err(hidden);
+            assert!(refused.contains("hidden"), "{hidden}: {refused}");
+        }
+        assert!(check_relative("./contracts/a.b/1.0.0.json").is_ok());
     }
 
     #[cfg(unix)]
