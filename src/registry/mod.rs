@@ -596,7 +596,7 @@ impl Registry {
                 expected: expected.clone(),
                 actual,
             };
-            let actual = match resolve_under(self.real_root(), rel) {
+            let actual = match resolve_reference(self.real_root(), rel) {
                 Ok(path) => match document::read_limited(&path, document::MAX_FILE_BYTES) {
                     Ok(bytes) => crate::digest::sha256_hex(&bytes),
                     Err(e) => {
@@ -851,8 +851,21 @@ pub fn resolve_inside(root: &Path, path: &str) -> std::result::Result<PathBuf, P
 /// [`resolve_inside`] for a root whose symlinks are already resolved, through the one
 /// confinement rule ([`crate::confine::Root::locate`]).
 fn resolve_under(real_root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
-    use crate::confine::{Refusal, Root};
     check_relative(path).map_err(PathProblem::Escape)?;
+    locate_under(real_root, path)
+}
+
+/// A file a contract's schemas referenced at promote ([`Entry::refs`]), resolved as
+/// [`resolve_under`] but without the entry-path rule on hidden components: the schema
+/// graph reads references through [`crate::confine::Root::file`], and `refs` records what
+/// it read.
+fn resolve_reference(real_root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
+    crate::confine::check_relative(path).map_err(PathProblem::Escape)?;
+    locate_under(real_root, path)
+}
+
+fn locate_under(real_root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
+    use crate::confine::{Refusal, Root};
     match Root::canonical(real_root).locate(Path::new(path)) {
         Ok(real) => Ok(real),
         Err(Refusal::Escape(reason)) => Err(PathProblem::Escape(reason)),
