@@ -945,6 +945,51 @@ fn verify_and_the_runtime_replay_entry_timestamps() {
 }
 
 #[test]
+fn adopted_entries_keep_their_timestamps_in_the_adopt_event() {
+    // A registry without a history (hand-written, or from before histories) is adopted:
+    // each entry's timestamps, which predate the history, are recorded in its `adopt`
+    // event, so a later hand edit of them is a mismatch like any other.
+    let t = Tree::active();
+    let mut reg = t.registry();
+    reg.as_object_mut().unwrap().remove("history");
+    reg["contracts"][0]["activated_at"] = json!("2025-06-01T12:00:00Z");
+    std::fs::write(t.path("registry.json"), serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+    t.ok(&["registry", "adopt"]);
+    let adopted = t.registry();
+    let event = adopted["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == json!("adopt") && e["id"] == json!(ID))
+        .cloned()
+        .unwrap();
+    assert_eq!(event["times"]["activated_at"], json!("2025-06-01T12:00:00Z"), "{event:#}");
+    assert_eq!(event["times"]["registered_at"], reg["contracts"][0]["registered_at"]);
+    t.ok(&["registry", "verify"]);
+    let good = t.registry_bytes();
+    for (field, value) in [
+        ("activated_at", json!("2026-06-01T12:00:00Z")),
+        ("registered_at", json!("2020-01-01T00:00:00Z")),
+        ("deprecated_at", json!("2099-01-01T00:00:00Z")),
+    ] {
+        let mut reg: Value = serde_json::from_slice(&good).unwrap();
+        reg["contracts"][0][field] = value;
+        std::fs::write(t.path("registry.json"), serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+        let (status, v) = t.json(&["registry", "verify"]);
+        assert_eq!((status, v["code"].clone()), (1, json!("registry_history_mismatch")), "{v:#}");
+        let pointer = json!(format!("/contracts/0/{field}"));
+        assert!(v["errors"].as_array().unwrap().iter().any(|e| e["pointer"] == pointer), "{v:#}");
+    }
+    std::fs::write(t.path("registry.json"), &good).unwrap();
+    // A transition after the adoption is replayed from its own event.
+    let rel = t.write_version("1.1.0", add_optional_input);
+    t.ok(&["registry", "add", &rel]);
+    t.ok(&["registry", "promote", &format!("{ID}@1.1.0")]);
+    t.ok(&["registry", "deprecate", &format!("{ID}@1.0.0"), "--successor", "1.1.0"]);
+    t.ok(&["registry", "verify"]);
+}
+
+#[test]
 fn log_lists_events_in_order_and_filters_by_id() {
     let t = Tree::active();
     let rel = t.write_version("1.1.0", add_optional_input);

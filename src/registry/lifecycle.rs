@@ -85,6 +85,7 @@ fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: 
             event.state = Some(entry.state);
             event.successor = entry.successor_version.as_ref().map(ToString::to_string);
             event.refs = entry.refs.clone();
+            event.times = Some(crate::registry::EventTimes::of(entry));
         }
         Action::Promote => event.refs = entry.refs.clone(),
         Action::Remove | Action::Discard | Action::Merge | Action::Labeled | Action::Unlabeled => {}

@@ -192,8 +192,65 @@ pub struct Event {
     /// The version a `labeled` event moved the label from, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous: Option<String>,
+    /// An adopted entry's timestamps as they stood (`adopt`): they predate the history,
+    /// so the event records them for the replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<EventTimes>,
     pub prev: String,
     pub hash: String,
+}
+
+/// The timestamps of an entry, as an `adopt` event records them ([`Event::times`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventTimes {
+    pub registered_at: String,
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub activated_at: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub deprecated_at: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub removed_at: Option<String>,
+}
+
+impl EventTimes {
+    /// The timestamps of `entry`.
+    pub fn of(entry: &Entry) -> EventTimes {
+        EventTimes {
+            registered_at: entry.registered_at.clone(),
+            activated_at: entry.activated_at.clone(),
+            deprecated_at: entry.deprecated_at.clone(),
+            removed_at: entry.removed_at.clone(),
+        }
+    }
+
+    /// Canonical JSON: keys in code-point order, absent ones left out.
+    fn canonical(&self) -> String {
+        let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let fields = [
+            ("activated_at", self.activated_at.as_deref()),
+            ("deprecated_at", self.deprecated_at.as_deref()),
+            ("registered_at", Some(self.registered_at.as_str())),
+            ("removed_at", self.removed_at.as_deref()),
+        ];
+        let pairs: Vec<String> = fields
+            .into_iter()
+            .filter_map(|(key, value)| value.map(|v| format!("\"{key}\":{}", quote(v))))
+            .collect();
+        format!("{{{}}}", pairs.join(","))
+    }
 }
 
 impl Event {
@@ -248,6 +305,9 @@ impl Event {
         }
         if let Some(successor) = &self.successor {
             field("successor", quote(successor));
+        }
+        if let Some(times) = &self.times {
+            field("times", times.canonical());
         }
         if !self.version.is_empty() {
             field("version", quote(&self.version));

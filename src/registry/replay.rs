@@ -49,7 +49,7 @@ pub struct Implied {
 /// When the history says an entry was registered, promoted, deprecated and removed: for
 /// each, the `at` of every event that made that transition (more than one when both sides
 /// of a merge made it; the merged entry keeps one side's time), or `None` when the history
-/// cannot know (an entry adopted as it stood: its times predate the history). An entry's
+/// cannot know (an entry adopted before `adopt` events recorded its times). An entry's
 /// timestamp must be one of them, or absent when there is none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Times {
@@ -68,6 +68,17 @@ impl Times {
             activated: Some(Vec::new()),
             deprecated: Some(Vec::new()),
             removed: Some(Vec::new()),
+        }
+    }
+
+    /// An entry adopted with these times.
+    fn adopted(times: &crate::registry::EventTimes) -> Times {
+        let known = |at: &Option<String>| Some(at.iter().cloned().collect());
+        Times {
+            registered: Some(vec![times.registered_at.clone()]),
+            activated: known(&times.activated_at),
+            deprecated: known(&times.deprecated_at),
+            removed: known(&times.removed_at),
         }
     }
 
@@ -448,9 +459,11 @@ fn apply(
         state: s,
         successor,
         refs: event.refs.clone(),
-        times: match event.action {
-            Action::Add => Times::registered(&event.at),
-            // An adopted entry's times predate the history.
+        times: match (event.action, &event.times) {
+            (Action::Add, _) => Times::registered(&event.at),
+            // An adopted entry's times predate the history: the event records them.
+            (_, Some(times)) => Times::adopted(times),
+            // Adopted before adopt events recorded them: unknown.
             _ => Times::default(),
         },
         seq: event.seq,
