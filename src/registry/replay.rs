@@ -697,3 +697,85 @@ pub fn check(registry: &Registry) -> Vec<Diagnostic> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHA: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    fn event(action: Action, at: &str) -> Event {
+        Event {
+            at: at.into(),
+            action,
+            id: "PRC-A-001".into(),
+            version: "1.0.0".into(),
+            path: matches!(action, Action::Add).then(|| "contracts/a.json".to_string()),
+            sha256: SHA.into(),
+            successor: matches!(action, Action::Deprecate).then(|| "2.0.0".to_string()),
+            ..Event::default()
+        }
+    }
+
+    fn entry(registered: &str, activated: Option<&str>, deprecated: Option<&str>) -> Entry {
+        Entry {
+            kind: EntryKind::Contract,
+            id: "PRC-A-001".into(),
+            version: Version::new(1, 0, 0),
+            path: "contracts/a.json".into(),
+            sha256: SHA.into(),
+            state: if deprecated.is_some() { State::Deprecated } else { State::Active },
+            registered_at: registered.into(),
+            activated_at: activated.map(Into::into),
+            deprecated_at: deprecated.map(Into::into),
+            successor_version: deprecated.map(|_| Version::new(2, 0, 0)),
+            removed_at: None,
+            refs: None,
+        }
+    }
+
+    fn fields(history: &[Event], entry: &Entry) -> Vec<&'static str> {
+        let (implied, problems) = fold(history);
+        assert!(problems.is_empty(), "{problems:?}");
+        let key = key_of_entry(entry);
+        differences(entry, &implied[&key]).into_iter().map(|(field, _)| field).collect()
+    }
+
+    #[test]
+    fn timestamps_are_those_of_the_events_and_a_merge_allows_either_sides() {
+        let (t0, t1, t2, t3) = (
+            "2026-01-01T00:00:00Z",
+            "2026-01-02T00:00:00Z",
+            "2026-01-03T00:00:00Z",
+            "2026-01-04T00:00:00Z",
+        );
+        let straight = [event(Action::Add, t0), event(Action::Promote, t1)];
+        assert!(fields(&straight, &entry(t0, Some(t1), None)).is_empty());
+        assert_eq!(fields(&straight, &entry(t1, Some(t1), None)), ["registered_at"]);
+        assert_eq!(fields(&straight, &entry(t0, Some(t2), None)), ["activated_at"]);
+        assert_eq!(fields(&straight, &entry(t0, None, None)), ["activated_at"]);
+        // Both sides of a merge promoted (ours at t1, theirs at t2), theirs also
+        // deprecated: the merged entry is theirs, with theirs' promote time.
+        let merged = [
+            event(Action::Add, t0),
+            event(Action::Promote, t1),
+            event(Action::Promote, t2),
+            event(Action::Deprecate, t3),
+        ];
+        assert!(fields(&merged, &entry(t0, Some(t2), Some(t3))).is_empty());
+        assert!(fields(&merged, &entry(t0, Some(t1), Some(t3))).is_empty());
+        assert_eq!(fields(&merged, &entry(t0, Some(t3), Some(t3))), ["activated_at"]);
+        assert_eq!(fields(&merged, &entry(t0, Some(t1), Some(t2))), ["deprecated_at"]);
+        // Adopted without recorded times (older adopt events): not checked; with them: checked.
+        let mut adopt = event(Action::Adopt, t3);
+        adopt.state = Some(State::Active);
+        adopt.path = Some("contracts/a.json".into());
+        assert!(fields(std::slice::from_ref(&adopt), &entry(t0, Some(t1), None)).is_empty());
+        adopt.times = Some(crate::registry::EventTimes::of(&entry(t0, Some(t1), None)));
+        assert!(fields(std::slice::from_ref(&adopt), &entry(t0, Some(t1), None)).is_empty());
+        assert_eq!(
+            fields(std::slice::from_ref(&adopt), &entry(t0, Some(t2), None)),
+            ["activated_at"]
+        );
+    }
+}
