@@ -841,6 +841,23 @@ impl OutputArea {
     }
 }
 
+/// Refuses a relative path (as a registry entry names its file) with a hidden component
+/// anywhere in it — `.git/hooks/x.json`, `contracts/.secret/a.json`, `.env` — for a caller
+/// that has no [`Root`] at hand: the rule of [`Root::visible`], with its reason.
+pub fn check_visible(path: &str) -> std::result::Result<(), String> {
+    let parts: Vec<OsString> = Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_os_string()),
+            _ => None,
+        })
+        .collect();
+    match hidden_part(&parts) {
+        Some(Refusal::Escape(reason)) => Err(reason),
+        _ => Ok(()),
+    }
+}
+
 /// The refusal for the first hidden component of `parts`, if any.
 fn hidden_part(parts: &[OsString]) -> Option<Refusal> {
     parts.iter().find(|p| p.to_string_lossy().starts_with('.')).map(|p| {
