@@ -232,6 +232,12 @@ pub trait Provider: Send + Sync {
         false
     }
 
+    /// The model this provider is configured to ask, when it names one (replay cassettes
+    /// key their recordings on it).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// Answers one request.
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse>;
 }

@@ -18,7 +18,9 @@
 //! instead of answering (SPEC §15); each call's `id` defaults to `call_N`, N its position.
 //!
 //! Responses are consumed in order: a request takes the first unused response whose
-//! `contract_id` is absent or equal to its own. A response may simulate a provider failure
+//! `contract_id` is absent or equal to its own (and whose `contract_version`, when given, is
+//! the request's: two versions of one contract can be scripted apart, the way an eval
+//! compares them). A response may simulate a provider failure
 //! (`error.code` is one of the provider codes). When none is left: `script_exhausted`.
 //!
 //! A scripted reply is only true for the prompt it was written for. `expect_prompt` lists
@@ -43,6 +45,8 @@ use crate::gateway::{
 #[serde(deny_unknown_fields)]
 struct Fixture {
     contract_id: Option<String>,
+    /// Answers only this version of the contract.
+    contract_version: Option<String>,
     text: Option<String>,
     envelope: Option<Value>,
     finish_reason: Option<String>,
@@ -191,6 +195,9 @@ impl Provider for ScriptedProvider {
             let next = queue.iter_mut().enumerate().find(|(_, slot)| {
                 slot.as_ref().is_some_and(|f| {
                     f.contract_id.as_ref().is_none_or(|id| id == &request.contract_id)
+                        && f.contract_version
+                            .as_ref()
+                            .is_none_or(|v| v == &request.contract_version)
                 })
             });
             match next {
@@ -316,6 +323,19 @@ mod tests {
         assert_eq!(text(&p.complete(&request("PRC-B-001", "", "x")).unwrap()), "any 2");
         let e = p.complete(&request("PRC-A-001", "", "x")).unwrap_err();
         assert_eq!(e.code(), Code::ScriptExhausted, "{e}");
+    }
+
+    #[test]
+    fn a_response_may_answer_one_version_only() {
+        let (_dir, p) = provider(json!([
+            {"contract_id": "PRC-A-001", "contract_version": "1.1.0", "text": "new"},
+            {"contract_id": "PRC-A-001", "contract_version": "1.0.0", "text": "old"},
+        ]));
+        let mut newer = request("PRC-A-001", "", "x");
+        newer.contract_version = "1.1.0".into();
+        assert_eq!(text(&p.complete(&request("PRC-A-001", "", "x")).unwrap()), "old");
+        assert_eq!(text(&p.complete(&newer).unwrap()), "new");
+        assert_eq!(p.complete(&newer).unwrap_err().code(), Code::ScriptExhausted);
     }
 
     #[test]
