@@ -122,6 +122,7 @@ codes! {
     BudgetExceeded = "budget_exceeded", Error, "the work order's token budget cannot pay for the next call";
     DisclosureLimitExceeded = "disclosure_limit_exceeded", Error, "the model kept calling tools (open_sections, read_file, section tools) past max_disclosures";
     SecretLimitExceeded = "secret_limit_exceeded", Error, "a run met more values marked x-secret than pactum masks, or finding them cost too much; no exchange starts after it";
+    SemanticRejected = "semantic_rejected", Error, "the judge of a contract's or work order's semantic_check rejected the output, and on_fail is escalate (or retries ran out)";
     // Providers.
     ProviderError = "provider_error", Error, "the provider answered with an error status";
     ProviderTimeout = "provider_timeout", Error, "the provider did not answer in time";
@@ -141,6 +142,10 @@ codes! {
     // Ledger.
     LedgerBroken = "ledger_broken", Error, "a ledger record was edited, removed or reordered";
     LedgerCorrupt = "ledger_corrupt", Error, "a ledger line is not a record in the one form pactum writes (cut off by an interrupted write, over the line budget, not canonical JSON, not a record); nothing is appended after such a last line";
+    // Evaluation.
+    EvalSuiteInvalid = "eval_suite_invalid", Error, "an eval suite does not fit eval_suite.schema.json, or an assertion in it cannot be checked (a pointer output_schema does not have, a regex that does not compile, a judge without the judge's output shape)";
+    EvalDatasetInvalid = "eval_dataset_invalid", Error, "a line of an eval dataset is not a case (id, input, expect, tags), is too long or too deep, or repeats an id; or the dataset cannot be read";
+    EvalRegression = "eval_regression", Error, "an evaluated version falls below its suite's thresholds, or answers significantly worse than the version it is compared with (exact McNemar p < 0.05)";
     // Internal.
     InternalError = "internal_error", Error, "pactum hit a bug (a panic); nothing it reported in this run can be trusted as a success";
 }
@@ -531,6 +536,27 @@ pub enum Error {
     #[error("{path}:{line}: {}", corrupt_line(path, *line, reason, *torn))]
     LedgerCorrupt { path: PathBuf, line: usize, reason: String, torn: bool },
 
+    /// A contract's or work order's `semantic_check` judge said no (SPEC §19).
+    #[error(
+        "the judge {judge} rejected the output of {contract}: {reason}; the semantic check escalates (on_fail = escalate, or its retries ran out): fix the prompt or the criteria, or set on_fail to retry or accept"
+    )]
+    SemanticRejected { contract: String, judge: String, reason: String },
+
+    /// An eval suite that does not load; every finding at its pointer.
+    #[error(
+        "{path}: eval suite does not fit eval_suite.schema.json: {}; fix the suite at these pointers",
+        list_findings(findings)
+    )]
+    EvalSuiteInvalid { path: PathBuf, findings: Vec<Finding> },
+
+    /// A line of an eval dataset that is not a case (`line` 0: the file as a whole).
+    #[error("{}: {message}", if *line == 0 { path.display().to_string() } else { format!("{}:{line}", path.display()) })]
+    EvalDatasetInvalid { path: PathBuf, line: usize, message: String },
+
+    /// An evaluation that failed its suite's bar (`pactum eval`, `registry promote --eval`).
+    #[error("{subject}: {}", reasons.join("; "))]
+    EvalRegression { subject: String, reasons: Vec<String> },
+
     /// A bug: a panic caught at a thread or at the top of the binary.
     #[error("internal error: {message}; this is a bug in pactum, please report it")]
     Internal { message: String },
@@ -667,6 +693,10 @@ impl Error {
             Error::TtlExpired { .. } => Code::TtlExpired,
             Error::LedgerBroken { .. } => Code::LedgerBroken,
             Error::LedgerCorrupt { .. } => Code::LedgerCorrupt,
+            Error::SemanticRejected { .. } => Code::SemanticRejected,
+            Error::EvalSuiteInvalid { .. } => Code::EvalSuiteInvalid,
+            Error::EvalDatasetInvalid { .. } => Code::EvalDatasetInvalid,
+            Error::EvalRegression { .. } => Code::EvalRegression,
             Error::Internal { .. } => Code::InternalError,
         }
     }
@@ -680,7 +710,8 @@ impl Error {
             | Error::OutputSchemaInvalid { findings, .. }
             | Error::ToolInputInvalid { findings, .. }
             | Error::SchemaLimit { findings, .. }
-            | Error::SchemaTooCostly { findings, .. } => findings,
+            | Error::SchemaTooCostly { findings, .. }
+            | Error::EvalSuiteInvalid { findings, .. } => findings,
             _ => &[],
         }
     }

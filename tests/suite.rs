@@ -17,6 +17,7 @@ mod scorecard;
 mod cli_ci_output;
 mod cli_context;
 mod cli_disclosure;
+mod cli_eval;
 mod cli_exchange;
 mod cli_exchange_http;
 mod cli_exchange_ledger;

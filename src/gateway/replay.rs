@@ -16,6 +16,9 @@
 //!   "recorded_from": "openai" } ] }
 //! ```
 //!
+//! A recording keeps the call's `latency_ms`, which replaying reports as the call's
+//! latency (an evaluation's p50/p95 in CI are the recorded model's).
+//!
 //! Cassettes of version 1 (recorded before the model was in the key) stay readable: their
 //! recordings answer only a replay provider that names no model; one that names a model
 //! misses them with a message saying to re-record.
@@ -62,6 +65,10 @@ struct Recording {
     body: Value,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// How long the recorded call took; replayed as the call's latency, so an evaluation
+    /// in CI reports the model's latency, not the cassette's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<u64>,
     recorded_from: Option<String>,
     /// Tools the model called instead of answering.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -307,6 +314,13 @@ impl Provider for ReplayProvider {
         self.inner.as_ref().is_none_or(|p| p.supports_system_messages())
     }
 
+    fn default_jobs(&self) -> usize {
+        match &self.inner {
+            Some(inner) if self.mode == Mode::Record => inner.default_jobs(),
+            _ => std::thread::available_parallelism().map(usize::from).unwrap_or(1),
+        }
+    }
+
     fn is_offline(&self) -> bool {
         self.mode == Mode::Replay
     }
@@ -327,7 +341,9 @@ impl Provider for ReplayProvider {
                 body,
                 finish_reason: r.finish_reason.as_deref().map(FinishReason::from_api),
                 usage: r.usage,
-                latency: started.elapsed(),
+                latency: r
+                    .latency_ms
+                    .map_or_else(|| started.elapsed(), std::time::Duration::from_millis),
                 model: Some(r.model.unwrap_or_else(|| "replay".into())),
                 attempts: 1,
                 tool_calls: r.tool_calls,
@@ -356,6 +372,7 @@ impl Provider for ReplayProvider {
                 FinishReason::Other(o) => o.clone(),
             }),
             usage: response.usage,
+            latency_ms: Some(response.latency.as_millis() as u64),
             recorded_from: Some(inner.name().to_string()),
             tool_calls: response.tool_calls.clone(),
         };

@@ -14,6 +14,8 @@
 //! ] }
 //! ```
 //!
+//! A response may give the `latency_ms` it reports (it is still served at once).
+//!
 //! A response with `tool_calls` (and optionally `text`) stands for a model that calls tools
 //! instead of answering (SPEC §15); each call's `id` defaults to `call_N`, N its position.
 //!
@@ -54,6 +56,9 @@ struct Fixture {
     error: Option<FixtureError>,
     /// Tool calls the model makes instead of answering.
     tool_calls: Option<Vec<FixtureToolCall>>,
+    /// The latency the response reports (it is served at once): for evaluations whose
+    /// p50/p95 a test checks.
+    latency_ms: Option<u64>,
     /// Substrings the prompt this response answers must contain.
     #[serde(default)]
     expect_prompt: Vec<String>,
@@ -184,6 +189,11 @@ impl Provider for ScriptedProvider {
         "scripted"
     }
 
+    fn default_jobs(&self) -> usize {
+        // Responses are served in order: calls at once would take them in any order.
+        1
+    }
+
     fn is_offline(&self) -> bool {
         true
     }
@@ -252,7 +262,10 @@ impl Provider for ScriptedProvider {
                 fixture.finish_reason.as_deref().unwrap_or(default_finish),
             )),
             usage: fixture.usage,
-            latency: started.elapsed().max(Duration::from_micros(1)),
+            latency: fixture
+                .latency_ms
+                .map(Duration::from_millis)
+                .unwrap_or_else(|| started.elapsed().max(Duration::from_micros(1))),
             model: Some("scripted".into()),
             attempts: 1,
             tool_calls,

@@ -497,6 +497,10 @@ impl Provider for WithoutSystemMessages {
         false
     }
 
+    fn default_jobs(&self) -> usize {
+        self.0.default_jobs()
+    }
+
     fn is_offline(&self) -> bool {
         self.0.is_offline()
     }

@@ -1,0 +1,1 @@
+//! `pactum new eval PRC-...`: a suite and a dataset scaffolded from a contract's examples.
