@@ -122,7 +122,6 @@ codes! {
     BudgetExceeded = "budget_exceeded", Error, "the work order's token budget cannot pay for the next call";
     DisclosureLimitExceeded = "disclosure_limit_exceeded", Error, "the model kept calling tools (open_sections, read_file, section tools) past max_disclosures";
     SecretLimitExceeded = "secret_limit_exceeded", Error, "a run met more values marked x-secret than pactum masks, or finding them cost too much; no exchange starts after it";
-    SemanticRejected = "semantic_rejected", Error, "the judge of a contract's or work order's semantic_check rejected the output, and on_fail is escalate (or retries ran out)";
     // Providers.
     ProviderError = "provider_error", Error, "the provider answered with an error status";
     ProviderTimeout = "provider_timeout", Error, "the provider did not answer in time";
@@ -536,12 +535,6 @@ pub enum Error {
     #[error("{path}:{line}: {}", corrupt_line(path, *line, reason, *torn))]
     LedgerCorrupt { path: PathBuf, line: usize, reason: String, torn: bool },
 
-    /// A contract's or work order's `semantic_check` judge said no (SPEC §19).
-    #[error(
-        "the judge {judge} rejected the output of {contract}: {reason}; the semantic check escalates (on_fail = escalate, or its retries ran out): fix the prompt or the criteria, or set on_fail to retry or accept"
-    )]
-    SemanticRejected { contract: String, judge: String, reason: String },
-
     /// An eval suite that does not load; every finding at its pointer.
     #[error(
         "{path}: eval suite does not fit eval_suite.schema.json: {}; fix the suite at these pointers",
@@ -693,7 +686,6 @@ impl Error {
             Error::TtlExpired { .. } => Code::TtlExpired,
             Error::LedgerBroken { .. } => Code::LedgerBroken,
             Error::LedgerCorrupt { .. } => Code::LedgerCorrupt,
-            Error::SemanticRejected { .. } => Code::SemanticRejected,
             Error::EvalSuiteInvalid { .. } => Code::EvalSuiteInvalid,
             Error::EvalDatasetInvalid { .. } => Code::EvalDatasetInvalid,
             Error::EvalRegression { .. } => Code::EvalRegression,

@@ -34,6 +34,14 @@ impl EvalProject {
         let dir = tempfile::Builder::new().prefix("pactum-eval-").tempdir().unwrap();
         common::copy_shipped(dir.path());
         common::copy_tree(&common::repo().join("tests/fixtures/eval"), dir.path());
+        // What the shipped refund contract requires, so the project validates clean.
+        common::copy_tree(&common::repo().join("frameworks"), &dir.path().join("frameworks"));
+        std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+        std::fs::copy(
+            common::repo().join("docs/refund-policy.md"),
+            dir.path().join("docs/refund-policy.md"),
+        )
+        .unwrap();
         let p = EvalProject { dir };
         p.pactum(&[
             "registry",
@@ -605,4 +613,126 @@ fn no_suite_and_unknown_suites_are_usage_errors() {
     let out = run(&p, vec!["eval".into(), "--contract".into(), "PRC-CLASSIFY-001@1.0.0".into()]);
     out.status(2);
     assert!(out.stderr.contains("no eval suite under evals/ evaluates PRC-CLASSIFY-001"), "{out}");
+}
+
+#[test]
+fn validate_checks_suites_their_pins_pointers_judges_and_every_dataset_line() {
+    let p = EvalProject::new();
+    p.pactum(&["validate"]).status(0);
+    p.write(
+        "evals/triage/EVAL-TRIAGE-002.yaml",
+        "eval_id: EVAL-TRIAGE-002\ncontract: PRC-TRIAGE-001@^1\ndataset: evals/triage/more.jsonl\nassertions:\n  - kind: equals\n    pointer: /labl\n    value: billing\n  - kind: judge\n    contract: PRC-TRIAGE-001@^1\n    criteria: right queue\n  - kind: matches\n    pointer: /label\n    pattern: \"(a)\\\\1\"\n",
+    );
+    p.write(
+        "evals/triage/more.jsonl",
+        "{\"id\": \"a\", \"input\": {\"message\": \"\"}}\n\n{\"id\": \"a\", \"input\": {\"message\": \"x\"}}\nnot json\n{\"id\": \"c\", \"input\": {\"message\": \"x\"}, \"expect\": [{\"kind\": \"length\", \"pointer\": \"/confidence/x\", \"max\": 1}]}\n",
+    );
+    p.write(
+        "evals/triage/EVAL-TRIAGE-003.json",
+        "{\"eval_id\": \"EVAL-TRIAGE-003\", \"contract\": \"PRC-TRIAGE-009@^1\", \"dataset\": \"../outside.jsonl\", \"repeat\": 0}",
+    );
+
+    let out = p.pactum(&["validate", "--json"]);
+
+    out.status(1);
+    let doc = out.json();
+    let found: Vec<(String, String, u64)> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let has = |code: &str, file: &str, line: u64| {
+        assert!(
+            found.contains(&(code.to_string(), file.to_string(), line)),
+            "no {code} at {file}:{line} in {found:#?}"
+        );
+    };
+    has("eval_suite_invalid", "evals/triage/EVAL-TRIAGE-002.yaml", 6);
+    has("eval_suite_invalid", "evals/triage/EVAL-TRIAGE-002.yaml", 9);
+    has("eval_suite_invalid", "evals/triage/EVAL-TRIAGE-002.yaml", 13);
+    has("input_schema_invalid", "evals/triage/more.jsonl", 1);
+    has("eval_dataset_invalid", "evals/triage/more.jsonl", 3);
+    has("eval_dataset_invalid", "evals/triage/more.jsonl", 4);
+    has("eval_suite_invalid", "evals/triage/more.jsonl", 5);
+    // The third suite fails its schema (repeat 0), so its pin is not looked at yet.
+    has("eval_suite_invalid", "evals/triage/EVAL-TRIAGE-003.json", 1);
+    let messages: Vec<&str> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert!(messages.iter().any(|m| m.contains("did you mean `/label`?")), "{messages:#?}");
+    assert!(
+        messages.iter().any(|m| m.contains("PRC-TRIAGE-001@1.1.0 cannot judge")),
+        "{messages:#?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("backreferences are not supported")),
+        "{messages:#?}"
+    );
+    assert!(doc["summary"]["files"].as_u64().unwrap() > 0);
+
+    // Fixed schema, an unknown pin and a dataset outside the project.
+    p.write(
+        "evals/triage/EVAL-TRIAGE-003.json",
+        "{\"eval_id\": \"EVAL-TRIAGE-003\", \"contract\": \"PRC-TRIAGE-009@^1\", \"dataset\": \"evals/none.jsonl\"}",
+    );
+    let doc =
+        p.pactum(&["validate", "evals/triage/EVAL-TRIAGE-003.json", "--json"]).status(1).json();
+    let codes: Vec<&str> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["contract_not_found", "eval_dataset_invalid"], "{doc:#}");
+}
+
+#[test]
+fn new_eval_scaffolds_a_suite_from_the_contract_examples_that_validates_and_runs() {
+    let p = EvalProject::new();
+    let out = p.pactum(&["new", "eval", "PRC-CLASSIFY-001"]);
+    out.status(0);
+    assert!(out.stdout.contains("created evals/classify/EVAL-CLASSIFY-001.json and evals/classify/cases.jsonl (3 cases from the contract's examples)"), "{out}");
+    let suite: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path("evals/classify/EVAL-CLASSIFY-001.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(suite["contract"], "PRC-CLASSIFY-001@^1");
+    assert_eq!(suite["$schema"], "../../schemas/eval_suite.schema.json");
+    let lines: Vec<Value> = std::fs::read_to_string(p.path("evals/classify/cases.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    // The example that expects `ok` pins its label (an enum), not its confidence.
+    assert_eq!(
+        lines[0]["expect"],
+        json!([{"kind": "equals", "pointer": "/label", "value": "billing"}])
+    );
+    assert_eq!(
+        lines[0]["input"]["user_input"],
+        "I was charged twice for my subscription this month."
+    );
+    assert!(lines[1].get("expect").is_none());
+    p.pactum(&["validate"]).status(0);
+    // A contract without examples gets one case with the smallest valid input.
+    let out = p.pactum(&["new", "eval", "PRC-TRIAGE-001@1.0.0", "--json"]);
+    let doc = out.status(0).json();
+    assert_eq!(doc["eval_id"], "EVAL-TRIAGE-002", "EVAL-TRIAGE-001 is taken: {doc:#}");
+    assert_eq!(doc["cases"], 1);
+    let line = std::fs::read_to_string(p.path(doc["dataset"].as_str().unwrap())).unwrap();
+    assert_eq!(line, "{\"id\":\"case-1\",\"input\":{\"message\":\"x\"}}\n");
+    p.pactum(&["validate"]).status(0);
+    // The scaffold runs (offline, dry-run answers).
+    p.pactum(&["eval", "EVAL-CLASSIFY-001", "--provider", "dry-run"]).status(0);
 }

@@ -282,7 +282,7 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     // Again: the kernel files are kept and not registered twice.
     let out = r.ok(&["init", "--kernel"]);
     assert!(!out.stdout.contains("registered"), "{}", out.stdout);
-    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 25);
+    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 26);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -95,6 +95,8 @@ pub struct Assertion {
     pub kind: Kind,
     /// Into the output; empty for the whole output.
     pub pointer: String,
+    /// Where the assertion is written (`/assertions/2`, `/expect/0`).
+    pub at: String,
     check: Check,
 }
 
@@ -188,7 +190,7 @@ impl Assertion {
                 })
             }
         };
-        Ok(Assertion { kind, pointer: text("pointer").to_string(), check })
+        Ok(Assertion { kind, pointer: text("pointer").to_string(), at: at.to_string(), check })
     }
 
     /// The judge this assertion asks, for a `judge` assertion.
@@ -294,7 +296,10 @@ pub fn compile_regex(pattern: &str) -> Result<regex::Regex, String> {
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build()
-        .map_err(|e| e.to_string().lines().last().unwrap_or_default().trim().to_string())
+        .map_err(|e| {
+            let last = e.to_string().lines().last().unwrap_or_default().trim().to_string();
+            last.strip_prefix("error: ").map(str::to_string).unwrap_or(last)
+        })
 }
 
 /// JSON equality where numbers compare by value (`1` equals `1.0`).

@@ -52,14 +52,21 @@ impl Suite {
     /// Checks a parsed suite; every problem is a finding at its pointer
     /// (`eval_suite_invalid`).
     pub fn from_value(value: &Value, path: &Path, root: &Path) -> Result<Suite> {
-        let invalid =
-            |findings: Vec<Finding>| Error::EvalSuiteInvalid { path: path.to_path_buf(), findings };
-        let found = crate::schema::check_eval_suite(value);
-        if !found.is_empty() {
-            return Err(invalid(found));
+        match Suite::read(value, path, root) {
+            (Some(suite), found) if found.is_empty() => Ok(suite),
+            (_, findings) => Err(Error::EvalSuiteInvalid { path: path.to_path_buf(), findings }),
+        }
+    }
+
+    /// Reads a parsed suite as far as it goes: the suite (its assertions that compiled)
+    /// when it fits its schema and its pin parses, and every finding — so `validate` checks
+    /// the parts that are sound beside the findings of the others.
+    pub fn read(value: &Value, path: &Path, root: &Path) -> (Option<Suite>, Vec<Finding>) {
+        let mut findings = crate::schema::check_eval_suite(value);
+        if !findings.is_empty() {
+            return (None, findings);
         }
         let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
-        let mut findings = Vec::new();
         let contract = match Pin::parse(text("contract")) {
             Ok(pin) => Some(pin),
             Err(e) => {
@@ -76,24 +83,21 @@ impl Suite {
         }
         let dir = path.parent().unwrap_or(root);
         let mut assertions = Vec::new();
-        for (i, a) in
-            value.get("assertions").and_then(Value::as_array).into_iter().flatten().enumerate()
-        {
+        let listed = value.get("assertions").and_then(Value::as_array);
+        for (i, a) in listed.into_iter().flatten().enumerate() {
             match Assertion::from_value(a, &format!("/assertions/{i}"), dir, root) {
                 Ok(a) => assertions.push(a),
                 Err(found) => findings.extend(found),
             }
         }
-        let (Some(contract), true) = (contract, findings.is_empty()) else {
-            return Err(invalid(findings));
-        };
+        let Some(contract) = contract else { return (None, findings) };
         let thresholds = value.get("thresholds");
         let rate = |key: &str| thresholds.and_then(|t| t.get(key)).and_then(Value::as_f64);
         let rel = crate::validate::relative_name(
             &crate::confine::real_or_given(root),
             &crate::confine::real_or_given(path),
         );
-        Ok(Suite {
+        let suite = Suite {
             eval_id: text("eval_id").to_string(),
             rel,
             path: path.to_path_buf(),
@@ -106,7 +110,8 @@ impl Suite {
             },
             repeat: value.get("repeat").and_then(Value::as_u64).map_or(1, |n| n as u32),
             token_budget: value.get("token_budget").and_then(Value::as_u64),
-        })
+        };
+        (Some(suite), findings)
     }
 }
 
