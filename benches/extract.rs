@@ -119,3 +119,40 @@ fn hostile_distinct_fences(bencher: Bencher, mode: &str) {
 fn hostile_same_fences(bencher: Bencher, mode: &str) {
     run(bencher, fill("```json\n{'a': 1}\n```\n"), mode, false);
 }
+
+// The shapes of issue 26's repairs.
+
+#[divan::bench(args = MODES)]
+fn hostile_prose_braces(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{ see {"), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_comments_into_closers(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\": [1 # x]}\n"), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_unclosed_html_comments(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\": <!-- "), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_strings_before_closers(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\": [\"x]}"), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_trailing_fragments(bencher: Bencher, mode: &str) {
+    run(bencher, fill("{\"a\": 1}{} "), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_code_quotes(bencher: Bencher, mode: &str) {
+    run(bencher, format!("{{\"c\": \"{}\"}}", fill("p(\"x\")\n")), mode, false);
+}
+
+#[divan::bench(args = MODES)]
+fn hostile_members_without_brace(bencher: Bencher, mode: &str) {
+    run(bencher, format!("{}}}", fill("\"k\": `a`, ")), mode, false);
+}

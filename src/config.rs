@@ -100,6 +100,19 @@ pub struct ProviderSettings {
     pub system_messages: Option<bool>,
 }
 
+/// Which findings `validate` reports (SPEC §21): `[lint]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LintSettings {
+    /// Only these codes (all when absent).
+    pub select: Option<Vec<String>>,
+    /// Never these codes.
+    pub ignore: Vec<String>,
+    /// Path glob (relative to the project root) → codes not reported under it.
+    #[serde(rename = "per-path-ignores")]
+    pub per_path_ignores: BTreeMap<String, Vec<String>>,
+}
+
 /// HTTP retry settings.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -154,6 +167,7 @@ pub struct Config {
     /// Prices per model name, for the cost of an evaluation.
     pub prices: BTreeMap<String, Price>,
     pub gate: GateSettings,
+    pub lint: LintSettings,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]
     pub env: EnvSettings,

@@ -1,4 +1,4 @@
-//! Confinement (SPEC §18): the one rule for every path pactum reads or writes on behalf of
+//! Confinement: the one rule for every path pactum reads or writes on behalf of
 //! a project.
 //!
 //! Contracts, packs, registries, work orders and configs may come from an untrusted pull
@@ -446,17 +446,8 @@ impl Root {
     /// — has no hidden component, so `.git/config`, `.pactum/ledger.jsonl`, `.env` and the
     /// like never reach a prompt.
     pub fn content(&self, path: &Path) -> std::result::Result<PathBuf, Refusal> {
-        let hidden = |parts: &[OsString]| {
-            parts.iter().find(|p| p.to_string_lossy().starts_with('.')).map(|p| {
-                Refusal::Escape(format!(
-                    "reaches the hidden path `{}`; context is read only from the project's own content, never from .git/, .pactum/ or dot-files",
-                    p.to_string_lossy()
-                ))
-            })
-        };
-        if let Some(refusal) = hidden(&self.parts(path)?) {
-            return Err(refusal);
-        }
+        let hidden = |parts: &[OsString]| hidden_part(parts);
+        self.visible(path)?;
         let real = self.file(path)?;
         match real.strip_prefix(&self.real) {
             Ok(rel) => {
@@ -465,6 +456,13 @@ impl Root {
             }
             Err(_) => Err(self.escape_to(&real)),
         }
+    }
+
+    /// Refuses `path` (as written, relative to the root) when a component of it is hidden:
+    /// `.git/`, `.pactum/`, `.ci/`, dot-files. What a project file names for pactum to read
+    /// or write (context, fixtures, cassettes) is the project's own content, never those.
+    pub fn visible(&self, path: &Path) -> std::result::Result<(), Refusal> {
+        hidden_part(&self.parts(path)?).map_or(Ok(()), Err)
     }
 
     /// For walking: the real path of an existing folder inside the root.
@@ -694,7 +692,7 @@ pub const OUTPUT_MARKER: &str = ".pactum-output";
 pub const GOVERNED_FOLDERS: &[&str] =
     &["contracts", "prompt_packs", "work_orders", "schemas", "evals", "frameworks"];
 
-/// A folder pactum owns for files a model supplies (SPEC §8.5, §18): never the root or
+/// A folder pactum owns for files a model supplies: never the root or
 /// above it, never a hidden folder (`.git/`, `.pactum/`, `.ci/`, ...) or inside one, never
 /// a governed folder, and never a folder pactum did not create (it carries
 /// [`OUTPUT_MARKER`]). Inside it, a model's path may not be hidden, climb out, pass a
@@ -768,7 +766,7 @@ impl Root {
         let real = self.writable_folder(dir, true)?;
         if !existed {
             let marker = real.join(OUTPUT_MARKER);
-            let text = "pactum made this folder for the files a model's reply carries (SPEC §8.5); it writes model-supplied files only into folders that hold this file.\n";
+            let text = "pactum made this folder for the files a model's reply carries; it writes model-supplied files only into folders that hold this file.\n";
             write_atomic(&marker, text.as_bytes())?;
         }
         Ok(OutputArea { root: self.clone(), dir: real })
@@ -830,6 +828,16 @@ impl OutputArea {
     pub fn has_file(&self, rel: &str) -> bool {
         check_relative(rel).is_ok() && self.root.file(&self.dir.join(rel)).is_ok()
     }
+}
+
+/// The refusal for the first hidden component of `parts`, if any.
+fn hidden_part(parts: &[OsString]) -> Option<Refusal> {
+    parts.iter().find(|p| p.to_string_lossy().starts_with('.')).map(|p| {
+        Refusal::Escape(format!(
+            "reaches the hidden path `{}`; pactum reads and writes only the project's own content there, never .git/, .pactum/ or dot-files",
+            p.to_string_lossy()
+        ))
+    })
 }
 
 /// An exchange's folder name, `<CONTRACT>@<VERSION>`.

@@ -74,6 +74,8 @@ codes! {
     FileTooLarge = "file_too_large", Error, "a file is larger than pactum accepts";
     PathEscape = "path_escape", Error, "a path leaves the project root (.., absolute path or symlink)";
     OutputDirProtected = "output_dir_protected", Error, "a work order's output folder would be the project root, a hidden or governed folder, or a folder pactum did not create";
+    SuppressionUnused = "suppression_unused", Warning, "a file's x-pactum-ignore names a code the file has no finding for (or no code at all)";
+    NoProject = "no_project", Error, "a path given to validate is in no project: no registry.json above it or below it";
     IoError = "io_error", Error, "a file could not be read or written";
     InputParseError = "input_parse_error", Error, "the input given on the command line is not valid JSON or YAML";
     PinInvalid = "pin_invalid", Error, "an id or an ID@REQUIREMENT pin is malformed";
@@ -354,6 +356,13 @@ pub enum Error {
     #[error("{path}: {reason}")]
     PathEscape { path: String, reason: String },
 
+    /// A command-line argument pactum refuses (an unknown code in `--select`, say).
+    #[error("{message}")]
+    Usage { message: String },
+
+    #[error("{} in no project: no registry.json above or below, so nothing was checked; run validate inside a project, or make one with `pactum init`", paths.join(", "))]
+    NoProject { paths: Vec<String> },
+
     #[error("output folder {path} {reason}")]
     OutputDirProtected { path: String, reason: String },
 
@@ -617,6 +626,8 @@ impl Error {
             Error::FileTooLarge { .. } => Code::FileTooLarge,
             Error::PathEscape { .. } => Code::PathEscape,
             Error::OutputDirProtected { .. } => Code::OutputDirProtected,
+            Error::NoProject { .. } => Code::NoProject,
+            Error::Usage { .. } => Code::UsageError,
             Error::Io { .. } => Code::IoError,
             Error::InputParse { .. } => Code::InputParseError,
             Error::PinInvalid { .. } | Error::IdInvalid { .. } => Code::PinInvalid,

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use notify_debouncer_full::DebounceEventResult;
 use notify_debouncer_full::notify::RecursiveMode;
-use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 
 use crate::config::Config;
 use crate::diagnostic::Diagnostic;
@@ -299,7 +299,15 @@ pub fn watch_tree(
             on_change(paths);
         }
     };
-    let mut debouncer = new_debouncer(debounce, None, handler)
+    // Links are never followed: a committed `docs -> /usr` (or `-> /`) would otherwise
+    // make the watch walk and watch whatever it points at (SPEC §18).
+    let config = notify_debouncer_full::notify::Config::default().with_follow_symlinks(false);
+    let mut debouncer =
+        notify_debouncer_full::new_debouncer_opt::<
+            _,
+            notify_debouncer_full::notify::RecommendedWatcher,
+            notify_debouncer_full::RecommendedCache,
+        >(debounce, None, handler, notify_debouncer_full::RecommendedCache::new(), config)
         .map_err(|e| Error::io(root, std::io::Error::other(e.to_string())))?;
     debouncer
         .watch(root, RecursiveMode::Recursive)

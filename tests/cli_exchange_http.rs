@@ -993,3 +993,41 @@ fn the_api_key_never_leaves_the_request_headers() {
     let ledger = std::fs::read_to_string(p.ledger()).unwrap();
     assert!(ledger.contains("[redacted]"), "echoed keys are redacted, not dropped silently");
 }
+
+#[test]
+fn a_contracts_provider_id_never_takes_an_offline_or_explicit_run_online() {
+    let server = MockServer::start(vec![openai_ok("online"), openai_ok("online")]);
+    let p = Project::new();
+    p.register_pinned();
+    p.config(&format!(
+        "[providers.pinned]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n",
+        server.url()
+    ));
+    p.fixtures("offline.fx.json", json!([{"text": "offline"}]));
+    let ctx = json!({"frameworks": {"FMWK-E2E-1": "be kind"}});
+    // A work order that names offline fixtures stays offline.
+    let wo = p.write_json(
+        "wo/offline.json",
+        &json!({"work_order_id": "WO-OFF", "kind": "exchange", "contract": "PRC-PINNED-001",
+                "input": {"name": "Ada"}, "assembled_context": ctx, "provider": {"fixtures": "offline.fx.json"}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &openai_env(&server.url(), KEY));
+    out.status(0);
+    assert_eq!(
+        (r["provider"].as_str(), r["output"].as_str()),
+        (Some("scripted"), Some("offline")),
+        "{r:#}"
+    );
+    // The environment's choice holds too.
+    let wo = p.write_json(
+        "wo/env.json",
+        &json!({"work_order_id": "WO-ENV", "kind": "exchange", "contract": "PRC-PINNED-001",
+                "input": {"name": "Ada"}, "assembled_context": ctx}),
+    );
+    let mut env = openai_env(&server.url(), KEY);
+    env.push(("PACTUM_PROVIDER", "dry-run".to_string()));
+    let (out, r) = p.run_json(&wo, &[], &env);
+    out.status(0);
+    assert_eq!(r["provider"], "dry-run", "{r:#}");
+    assert_eq!(server.hits(), 0, "nothing went online");
+}

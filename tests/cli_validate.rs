@@ -815,7 +815,7 @@ fn validate_treats_a_draft_as_a_working_copy_and_a_promoted_file_as_frozen() {
     let (doc, _) = tree.validate_json(&[]);
     let d = one(&doc, "contract_hash_mismatch", rel);
     let help = d["help"].as_str().unwrap();
-    assert!(help.contains("pactum new version PRC-GREET-001@NEXT"), "{d:#}");
+    assert!(help.contains("pactum new version PRC-GREET-001@1.2.1"), "{d:#}");
     assert!(help.contains(&format!("git checkout -- {rel}")), "{d:#}");
 }
 

@@ -586,6 +586,30 @@ fn reproduces_path_escape() {
 }
 
 #[test]
+fn reproduces_suppression_unused() {
+    let mut c = contract();
+    c["x-pactum-ignore"] = json!(["example_failed"]);
+    let dir = project_with(c, pack());
+
+    let d = finding(&validate_tree(dir.path()), Code::SuppressionUnused);
+
+    assert_eq!(d.pointer.as_deref(), Some("/x-pactum-ignore"), "{d:?}");
+    doc_example(dir.path(), Code::SuppressionUnused, 0);
+}
+
+#[test]
+fn reproduces_no_project() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("notes")).unwrap();
+    fs::write(dir.path().join("notes/a.json"), "{}").unwrap();
+
+    let (out, status) = json_of(pactum(dir.path()).args(["validate", "notes", "--json"]));
+
+    assert_eq!((out["code"].as_str(), status), (Some("no_project"), 2), "{out:#}");
+    doc_example(dir.path(), Code::NoProject, 2);
+}
+
+#[test]
 fn reproduces_io_error() {
     let dir = tempfile::tempdir().unwrap();
 

@@ -743,3 +743,34 @@ fn only_confine_may_touch_the_file_system() {
     }
     assert_eq!(allowed, ["src/confine.rs"], "only confine.rs may allow std::fs module-wide");
 }
+
+/// What users read never cites the product specification, which they do not have: not the
+/// error-code docs (`explain` prints them), not the schemas (editors show their
+/// descriptions), not a message in the sources.
+#[test]
+fn no_user_facing_text_cites_the_spec() {
+    let mut offenders = Vec::new();
+    let mut texts: Vec<(String, String)> = vec![(
+        "docs/error-codes.md".into(),
+        std::fs::read_to_string(repo().join("docs/error-codes.md")).unwrap(),
+    )];
+    for file in files_under("schemas", "json") {
+        texts.push((file.display().to_string(), std::fs::read_to_string(&file).unwrap()));
+    }
+    for (name, text) in &texts {
+        for (i, line) in text.lines().enumerate() {
+            if line.contains("SPEC §") {
+                offenders.push(format!("{name}:{}: {line}", i + 1));
+            }
+        }
+    }
+    for path in files_under("src", "rs") {
+        let source = std::fs::read_to_string(&path).unwrap();
+        for literal in string_literals(&source) {
+            if !literal.in_test_module && literal.text.contains("SPEC §") {
+                offenders.push(format!("{}:{}: {:?}", path.display(), literal.line, literal.text));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "user-facing text cites SPEC:\n{}", offenders.join("\n"));
+}

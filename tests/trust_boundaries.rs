@@ -56,6 +56,7 @@ fn register(p: &Project, name: &str, contract: &Value, pack: &Value) {
 
 #[cfg(unix)]
 fn symlink(target: &Path, link: &Path) {
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(target, link).unwrap();
 }
 
@@ -1190,4 +1191,56 @@ fn the_context_folder_holds_every_file_the_model_could_read() {
     let text =
         std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}\n{r:#}", file.display()));
     assert!(text.contains("E204 means retry."), "{text}");
+}
+
+#[cfg(unix)]
+#[test]
+fn links_named_on_the_command_line_or_nested_in_folders_never_lead_out() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("token.json"), "{\"token\": \"ghp_SECRET_1234567890\"}")
+        .unwrap();
+    let p = Project::new();
+    // A committed link named by a CI step that validates the changed files.
+    symlink(&outside.path().join("token.json"), &p.path("work_orders/WO-LINK.json"));
+    let out = run(&p, &["validate", "work_orders/WO-LINK.json"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stdout.contains("error[path_escape]"), "{out}");
+    assert!(!out.stdout.contains("ghp_SECRET") && !out.stderr.contains("ghp_SECRET"), "{out}");
+    std::fs::remove_file(p.path("work_orders/WO-LINK.json")).unwrap();
+    // Links to folders below a walked folder: out of the project, or into .git.
+    std::fs::create_dir_all(p.path(".git")).unwrap();
+    symlink(outside.path(), &p.path("contracts/sub"));
+    symlink(&p.path(".git"), &p.path("contracts/gitlink"));
+    let doc = run(&p, &["validate", "--format", "json"]).json();
+    let escapes: Vec<&str> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "path_escape")
+        .map(|d| d["file"].as_str().unwrap())
+        .collect();
+    assert!(
+        escapes.contains(&"contracts/sub") && escapes.contains(&"contracts/gitlink"),
+        "{doc:#}"
+    );
+    std::fs::remove_file(p.path("contracts/sub")).unwrap();
+    std::fs::remove_file(p.path("contracts/gitlink")).unwrap();
+    // A cassette or fixtures in a hidden folder: refused, nothing written there.
+    p.config(
+        "[providers.rec]\nkind = \"replay\"\nmode = \"record\"\ncassette = \".git/hooks/pre-commit\"\nrecord_with = \"scr\"\n\
+         [providers.scr]\nkind = \"scripted\"\nfixtures = \"fx.json\"\n",
+    );
+    p.write(
+        "fx.json",
+        r#"{"responses": [{"text": "{\"label\": \"billing\", \"confidence\": 0.9}"}]}"#,
+    );
+    let wo = p.classify_wo("WO-REC", json!({}));
+    let (out, r) = p.run_json(&wo, &["--provider", "rec"], &[]);
+    assert_eq!(harness::first_code(&r), "path_escape", "{out}");
+    assert!(!p.path(".git/hooks/pre-commit").exists());
+    p.write(".secrets/fx.json", r#"{"responses": [{"text": "x"}]}"#);
+    let wo =
+        p.classify_wo("WO-HIDDEN-FX", json!({"provider": {"fixtures": "../.secrets/fx.json"}}));
+    let (_, r) = p.run_json(&wo, &[], &[]);
+    assert_eq!(harness::first_code(&r), "path_escape", "{r:#}");
 }

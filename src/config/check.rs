@@ -26,6 +26,8 @@ enum Kind {
     NonNegative(f64),
     /// One of these strings.
     OneOf(&'static [&'static str]),
+    /// An array of strings.
+    TextList,
 }
 
 const PROJECT: &[(&str, Kind)] = &[("deprecation_days", Kind::Integer(0, 36_500))];
@@ -54,7 +56,8 @@ const PRICE: &[(&str, Kind)] = &[
     ("completion_per_mtok", Kind::NonNegative(1_000_000.0)),
 ];
 const GATE: &[(&str, Kind)] = &[("eval", Kind::Flag), ("provider", Kind::Text)];
-const SECTIONS: &[&str] = &["project", "defaults", "providers", "retry", "prices", "gate"];
+const LINT: &[(&str, Kind)] = &[("select", Kind::TextList), ("ignore", Kind::TextList)];
+const SECTIONS: &[&str] = &["project", "defaults", "providers", "retry", "lint", "prices", "gate"];
 
 struct Checker<'t> {
     text: &'t str,
@@ -101,6 +104,10 @@ impl Checker<'_> {
         let problem = match kind {
             Kind::Text => (!v.is_str()).then(|| format!("`{key}` must be a string")),
             Kind::Flag => (!v.is_bool()).then(|| format!("`{key}` must be true or false")),
+            Kind::TextList => match v.as_array() {
+                Some(items) if items.iter().all(|i| i.get_ref().is_str()) => None,
+                _ => Some(format!("`{key}` must be a list of strings")),
+            },
             Kind::OneOf(allowed) => match v.as_str() {
                 Some(s) if allowed.contains(&s) => None,
                 Some(s) => Some(format!("`{key}` = `{s}` is not one of {}", allowed.join(", "))),
@@ -161,6 +168,29 @@ pub(super) fn check(text: &str) -> Vec<Located> {
             "project" => c.table(value, "project", PROJECT),
             "defaults" => c.table(value, "defaults", DEFAULTS),
             "retry" => c.table(value, "retry", RETRY),
+            "lint" => match value.get_ref().as_table() {
+                Some(lint) => {
+                    for (name, v) in lint.iter() {
+                        let key = format!("lint.{}", name.get_ref());
+                        match name.get_ref().as_ref() {
+                            "per-path-ignores" => match v.get_ref().as_table() {
+                                Some(paths) => {
+                                    for (glob, codes) in paths.iter() {
+                                        let at = format!("{key}.\"{}\"", glob.get_ref());
+                                        c.value(codes, &at, Kind::TextList);
+                                    }
+                                }
+                                None => c.push(v.span(), &key, format!("`{key}` must be a table of path globs to code lists")),
+                            },
+                            other => match LINT.iter().find(|(k, _)| *k == other) {
+                                Some((_, kind)) => c.value(v, &key, *kind),
+                                None => c.push(name.span(), &key, format!("unknown setting `{key}`; expected one of select, ignore, per-path-ignores")),
+                            },
+                        }
+                    }
+                }
+                None => c.push(value.span(), "lint", "`lint` must be a table ([lint])".into()),
+            },
             "gate" => c.table(value, "gate", GATE),
             "prices" => match value.get_ref().as_table() {
                 Some(prices) => {

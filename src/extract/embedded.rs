@@ -1,6 +1,7 @@
 //! Step 2: embedded JSON, found as the *outermost* bracket regions of the text (SPEC §6.3).
 //!
-//! One left-to-right pass. Outside any region, every `{` or `[` opens a region; inside a
+//! One left-to-right pass. Outside any region, every `{` or `[` opens a region (but a `{`
+//! that prose follows, where no member can begin, is prose: see [`prose_brace`]); inside a
 //! region the scan tracks JSON string state (`"` toggles it, `\` escapes the next byte
 //! inside a string) and a stack of open brackets; a closer of the wrong kind is skipped
 //! (a broken region stays whole), and the region ends at the closer that empties the
@@ -14,7 +15,7 @@
 //! of all candidates add up to at most the text's length, and the pass visits each byte
 //! once: bytes that cannot change the state are skipped with a vectorised search.
 
-use super::scan::find_any;
+use super::scan::{find_any, is_json_ws};
 
 /// One outermost bracket region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,10 @@ pub(super) fn regions(bytes: &[u8], from: usize) -> Vec<Region> {
     while let Some(skip) = bytes.get(pos..).and_then(|rest| find_any([b'{', b'['], rest)) {
         let start = pos + skip;
         let array = bytes.get(start) == Some(&b'[');
+        if !array && prose_brace(bytes, start + 1) {
+            pos = start + 1;
+            continue;
+        }
         match region_end(bytes, start + 1) {
             Some(end) => {
                 found.push(Region { start, end, array, closed: true });
@@ -48,6 +53,43 @@ pub(super) fn regions(bytes: &[u8], from: usize) -> Vec<Region> {
         }
     }
     found
+}
+
+/// Whether the `{` just before `from` is prose rather than an object: what follows it
+/// cannot begin a member. That is a word (letters, digits, punctuation) that no `:` (or
+/// quote, as after a key whose colon is missing) follows (`{broken and …`, a line of prose after a stray `{`), another `{`, or a byte
+/// that starts no key at all (`{%`, `{(`). A quote, a `}`, a comment, an ellipsis, a
+/// `[`, the end of the text or more than 64 blanks leave it an object: a truncated or
+/// broken JSON parent (`{"a": {"b": 1}, "c": …`) stays one region. Reads at most about
+/// 130 bytes.
+fn prose_brace(bytes: &[u8], from: usize) -> bool {
+    let rest = bytes.get(from..).unwrap_or_default();
+    let blanks = rest.iter().take(65).take_while(|&&b| is_json_ws(b)).count();
+    let Some(&first) = rest.get(blanks).filter(|_| blanks <= 64) else { return false };
+    let word = |b: u8| {
+        b.is_ascii_graphic()
+            && !matches!(b, b'{' | b'}' | b'[' | b']' | b':' | b',' | b'"' | b'\'' | b'`' | b'\\')
+    };
+    match first {
+        b'{' => true,
+        b'}' | b'"' | b'\'' | b'`' | b'\\' | b'/' | b'#' | b'<' | b'.' | b'[' => false,
+        b if word(b) => {
+            let after = rest.get(blanks..).unwrap_or_default();
+            let len = after.iter().take(65).take_while(|&&b| word(b)).count();
+            if len > 64 {
+                return false;
+            }
+            let gap = after.get(len..).unwrap_or_default();
+            let spaces = gap.iter().take(64).take_while(|&&b| is_json_ws(b)).count();
+            // A quote after the word is a value whose colon is missing (`{a "x", …}`):
+            // a broken parent, not prose.
+            match gap.get(spaces) {
+                None => false,
+                Some(&b) => !matches!(b, b':' | b'"' | b'\''),
+            }
+        }
+        b => b.is_ascii(),
+    }
 }
 
 /// One past the bracket that closes the region opened just before `from`, if any.
@@ -110,10 +152,10 @@ mod tests {
     fn outermost_regions_only() {
         assert_eq!(render(r#"{"a":{"b":"}"}}"#), [r#"{"a":{"b":"}"}}"#]);
         assert_eq!(render(r#"x {"a":"\"{"} y"#), [r#"{"a":"\"{"}"#]);
-        assert_eq!(render(r#"{x} {"a":1"#), ["{x}", r#"{"a":1…"#]);
+        assert_eq!(render(r#"{x} {"a":1"#), [r#"{"a":1…"#]);
         assert_eq!(render(r#"[1, [2], "]"] {}"#), [r#"[1, [2], "]"]"#, "{}"]);
         assert_eq!(render(r#"[{"a": 1}, {"b": 2}]"#), [r#"[{"a": 1}, {"b": 2}]"#]);
-        assert_eq!(render("{{{{"), ["{{{{…"]);
+        assert_eq!(render("{{{{"), ["{…"]);
         assert_eq!(render("no brackets } ] here"), Vec::<String>::new());
         // A truncated parent is one unclosed region: its complete children are not regions.
         assert_eq!(render(r#"{"a": {"b": 1}, "c": {"d": 2"#), [r#"{"a": {"b": 1}, "c": {"d": 2…"#]);
@@ -146,7 +188,7 @@ mod tests {
         let mut found = vec![];
         let mut i = 0;
         while i < bytes.len() {
-            if !matches!(bytes[i], b'{' | b'[') {
+            if !matches!(bytes[i], b'{' | b'[') || (bytes[i] == b'{' && prose_brace(bytes, i + 1)) {
                 i += 1;
                 continue;
             }

@@ -4,7 +4,10 @@
 //! included, up to the end of the text, reported as `unclosed_fence`), which must hold one
 //! value and nothing else but comments; then each outermost region of the wanted kind
 //! (`embedded.rs`), the unclosed last one included, whole, with text after the value
-//! ignored; then the whole trimmed text, where values back to back are read as a list.
+//! ignored; then the whole trimmed text, where values back to back are read as a list
+//! (`joined_values`, no guess, when the schema's top-level type is `array`). A block or
+//! whole text that fails and starts with `"key":` and ends with `}` is read once more as
+//! an object whose opening brace is missing (`missing_brace`).
 //! A region is skipped when the next non-blank byte cannot continue it (`{{`, `{ (`), and
 //! never searched for a nested candidate: regions do not overlap, and after a value the
 //! search resumes past its end, so the region candidates read each byte a bounded number
@@ -16,7 +19,7 @@
 use super::embedded::Region;
 use super::fence::Block;
 use super::scan::skip_json_ws;
-use super::tolerant::{Parser, Repaired, is_key_byte};
+use super::tolerant::{Parser, Repaired, starts_bare_key};
 use super::{Repair, RepairKind};
 
 /// Offers the repair candidates in order until `offer` returns true; on running out,
@@ -32,15 +35,25 @@ pub(super) fn repair(
 ) -> Result<(), String> {
     let mut parser = Parser::new(text);
     let mut offered = 0usize;
-    let mut give = |found: Repaired, offered: &mut usize| {
+    let mut give = |mut found: Repaired, offered: &mut usize| {
         if found.repairs.is_empty() {
             return false;
+        }
+        // Values back to back are the list a schema of top-level type `array` wants.
+        if want_array && found.value.is_array() {
+            for repair in &mut found.repairs {
+                if repair.kind == RepairKind::ConcatenatedValues {
+                    repair.kind = RepairKind::JoinedValues;
+                }
+            }
         }
         *offered += 1;
         offer(found)
     };
     for block in blocks {
-        if let Ok(mut found) = parser.run(block.content.start, block.content.end, true) {
+        let (start, end) = (block.content.start, block.content.end);
+        let found = parser.run(start, end, true).or_else(|_| parser.run_members(start, end, true));
+        if let Ok(mut found) = found {
             if !block.closed {
                 found.repairs.push(Repair::at(RepairKind::UnclosedFence, (text.len(), text.len())));
             }
@@ -74,7 +87,9 @@ pub(super) fn repair(
     let trimmed = body.trim();
     if !trimmed.is_empty() {
         let start = text.len() - body.trim_start().len();
-        if let Ok(found) = parser.run(start, start + trimmed.len(), true)
+        let end = start + trimmed.len();
+        let found = parser.run(start, end, true).or_else(|_| parser.run_members(start, end, true));
+        if let Ok(found) = found
             && give(found, &mut offered)
         {
             return Ok(());
@@ -95,11 +110,11 @@ pub(super) fn repair(
 fn may_open(bytes: &[u8], at: usize, want_array: bool) -> bool {
     let next = bytes.get(skip_json_ws(bytes, at + 1)).copied();
     match next {
-        Some(b'"' | b'\'' | b'/' | b'#' | b'\\' | 0xE2) => true,
+        Some(b'"' | b'\'' | b'/' | b'#' | b'\\' | b'`' | b'<' | 0xE2) => true,
         Some(b) if want_array => {
             b.is_ascii_alphanumeric() || matches!(b, b'[' | b'{' | b']' | b'-' | b'.' | b'(')
         }
-        Some(b) => is_key_byte(b) || b == b'}',
+        Some(b) => starts_bare_key(b) || b == b'}',
         None => false,
     }
 }
@@ -135,17 +150,22 @@ mod tests {
         // Strictly valid candidates are the strict steps' business.
         assert_eq!(first(r#"{"a": 1}"#, false), "no candidate could be repaired");
         assert_eq!(
-            first("{x y z} then", false),
+            first("{x:: y} then", false),
             "no candidate could be repaired (the first `{` region fails at byte 3)"
         );
+        // A `{` that prose follows opens no region.
+        assert_eq!(first("{x y z} then", false), "no candidate could be repaired");
     }
 
     #[test]
     fn the_whole_text_reads_values_back_to_back() {
+        // The list is what a schema of top-level type `array` wants: no guess.
         assert_eq!(
             first(r#"{"a": 1}, {'b': 2}"#, true),
-            r#"[{"a":1},{"b":2}] single_quotes,concatenated_values"#
+            r#"[{"a":1},{"b":2}] single_quotes,joined_values"#
         );
+        // An empty or cut-off value after a complete one is dropped.
+        assert_eq!(first(r#"{'a': 1}, []"#, true), r#"{"a":1} single_quotes,trailing_fragment"#);
         assert_eq!(
             first(r#"{'a': 1}{'a': 1}"#, true),
             r#"{"a":1} single_quotes,single_quotes,doubled_value"#

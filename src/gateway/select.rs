@@ -47,8 +47,9 @@ pub struct Selected {
     pub provider: Arc<dyn Provider>,
     /// Set when the run is offline because nothing named a provider: why, and what answers.
     pub offline: Option<String>,
-    /// True when `--provider` or the work order named the provider: a contract's
-    /// `boundary.provider_id` then does not override it.
+    /// True when the command line, the work order (a provider name, or offline fixtures) or
+    /// the environment chose the provider: a contract's `boundary.provider_id` then does not
+    /// override it.
     pub explicit: bool,
     /// What the user should know about the choice (an API key withheld, and why).
     pub notices: Vec<String>,
@@ -69,7 +70,13 @@ fn not_configured(provider: &str, message: String) -> Error {
 
 /// Picks and builds the provider for a run (see the module docs).
 pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Selected> {
-    let explicit = choice.cli.is_some() || choice.work_order.name.is_some();
+    // A contract's provider_id overrides only what pactum.toml (or nothing) chose: the
+    // command line, the work order (its provider, or its offline fixtures: such a run stays
+    // offline, SPEC §18) and the environment are explicit.
+    let explicit = choice.cli.is_some()
+        || choice.work_order.name.is_some()
+        || choice.work_order.fixtures.is_some()
+        || config.env.provider.is_some();
     // Offline fixtures the work order names keep it offline: only the command line or the
     // work order itself can send it to a model (SPEC §18).
     let fallback = || match &choice.work_order.fixtures {
@@ -215,7 +222,7 @@ fn timeout(config: &Config, default: Duration) -> Duration {
 /// `path` when it stays inside `boundary` (a missing file is left to the loader, which
 /// says it is not configured); `path_escape` or `io_error` otherwise.
 fn confined_read(boundary: &Root, path: std::path::PathBuf) -> Result<std::path::PathBuf> {
-    match boundary.file(&path) {
+    match boundary.content(&path) {
         Ok(real) => Ok(real),
         Err(crate::confine::Refusal::Missing) => Ok(path),
         Err(refusal) => Err(refusal.into_error(&path)),
@@ -243,6 +250,7 @@ fn confined_write(
     path: std::path::PathBuf,
     create: bool,
 ) -> Result<std::path::PathBuf> {
+    boundary.visible(&path).map_err(|r| r.into_error(&path))?;
     match boundary.writable(&path, create) {
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(path),
         other => other,

@@ -349,6 +349,15 @@ impl Registry {
         }
     }
 
+    /// The version a hint suggests for a change of `id`: a patch above its highest
+    /// version (the bump the change needs is what `diff` and `promote` check).
+    pub fn next_version(&self, kind: EntryKind, id: &str) -> String {
+        self.versions(kind, id).map(|e| &e.version).max().map_or_else(
+            || "1.0.0".to_string(),
+            |v| format!("{}.{}.{}", v.major, v.minor, v.patch + 1),
+        )
+    }
+
     /// Whether the history accounts for `entry` as it stands — its state, hash, path and
     /// referenced files are what the replay of the events gives (SPEC §20: the runtime
     /// trusts only what the history accounts for) — and, for `label`, for the label naming

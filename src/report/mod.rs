@@ -104,19 +104,21 @@ pub struct RenderOptions {
     pub color: bool,
     /// The version SARIF output gives as `tool.driver.version`.
     pub tool_version: &'static str,
+    /// `text` output without its notes and summary line (`-q`): the findings only.
+    pub quiet: bool,
 }
 
 impl Default for RenderOptions {
     /// No color, and this crate's version.
     fn default() -> Self {
-        RenderOptions { color: false, tool_version: env!("CARGO_PKG_VERSION") }
+        RenderOptions { color: false, tool_version: env!("CARGO_PKG_VERSION"), quiet: false }
     }
 }
 
 /// Renders `report` in `format`.
 pub fn render(report: &Report, format: Format, options: &RenderOptions) -> String {
     match format {
-        Format::Text => text(report, options.color),
+        Format::Text => text(report, options.color, options.quiet),
         Format::Json => json(report),
         Format::Sarif => sarif(report, options.tool_version),
         Format::Junit => junit(report),
@@ -241,14 +243,14 @@ mod tests {
     #[test]
     fn render_dispatches_to_each_format() {
         let report = fixtures::representative();
-        let options = RenderOptions { color: false, tool_version: "9.9.9" };
-        assert_eq!(render(&report, Format::Text, &options), text(&report, false));
+        let options = RenderOptions { color: false, tool_version: "9.9.9", quiet: false };
+        assert_eq!(render(&report, Format::Text, &options), text(&report, false, false));
         assert_eq!(render(&report, Format::Json, &options), json(&report));
         assert_eq!(render(&report, Format::Sarif, &options), sarif(&report, "9.9.9"));
         assert_eq!(render(&report, Format::Junit, &options), junit(&report));
         assert_eq!(render(&report, Format::Github, &options), github(&report));
         let colored = RenderOptions { color: true, ..options };
-        assert_eq!(render(&report, Format::Text, &colored), text(&report, true));
+        assert_eq!(render(&report, Format::Text, &colored), text(&report, true, false));
     }
 
     #[test]

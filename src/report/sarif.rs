@@ -69,11 +69,28 @@ struct Log<'a> {
 #[serde(rename_all = "camelCase")]
 struct Run<'a> {
     tool: Tool<'a>,
+    /// The run's notes (registry checks skipped, findings baselined) as notifications, so a
+    /// consumer sees why a run has few results (SPEC §21: never a silent pass).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    invocations: Vec<Invocation>,
     original_uri_base_ids: BTreeMap<&'static str, BaseId>,
     column_kind: &'static str,
     results: Vec<SarifResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     properties: Option<RunProperties>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+    tool_execution_notifications: Vec<Notification>,
+}
+
+#[derive(Serialize)]
+struct Notification {
+    level: &'static str,
+    message: Text,
 }
 
 #[derive(Serialize)]
@@ -260,6 +277,18 @@ pub fn sarif(report: &Report, tool_version: &str) -> String {
                     information_uri: INFORMATION_URI,
                     rules: codes.iter().map(|&code| rule(code)).collect(),
                 },
+            },
+            invocations: if report.notes.is_empty() {
+                Vec::new()
+            } else {
+                vec![Invocation {
+                    execution_successful: true,
+                    tool_execution_notifications: report
+                        .notes
+                        .iter()
+                        .map(|n| Notification { level: "note", message: Text::new(n.clone()) })
+                        .collect(),
+                }]
             },
             original_uri_base_ids: BTreeMap::from([(
                 SRCROOT,
@@ -450,7 +479,32 @@ mod tests {
                         },
                         "columnKind": {"enum": ["utf16CodeUnits", "unicodeCodePoints"]},
                         "results": {"type": "array", "items": {"$ref": "#/$defs/result"}},
+                        "invocations": {
+                            "type": "array",
+                            "items": {"$ref": "#/$defs/invocation"}
+                        },
                         "properties": {"type": "object"}
+                    }
+                },
+                "invocation": {
+                    "type": "object",
+                    "required": ["executionSuccessful"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "executionSuccessful": {"type": "boolean"},
+                        "toolExecutionNotifications": {
+                            "type": "array",
+                            "items": {"$ref": "#/$defs/notification"}
+                        }
+                    }
+                },
+                "notification": {
+                    "type": "object",
+                    "required": ["message"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "message": {"$ref": "#/$defs/text"},
+                        "level": {"$ref": "#/$defs/level"}
                     }
                 },
                 "tool": {
@@ -699,6 +753,19 @@ mod tests {
                   ]
                 }
               },
+              "invocations": [
+                {
+                  "executionSuccessful": true,
+                  "toolExecutionNotifications": [
+                    {
+                      "level": "note",
+                      "message": {
+                        "text": "no registry.json found above contracts/: registry checks skipped"
+                      }
+                    }
+                  ]
+                }
+              ],
               "originalUriBaseIds": {
                 "%SRCROOT%": {
                   "description": {

@@ -38,12 +38,21 @@ const EMPHASIS: Style = Style::new().bold();
 const TAB_WIDTH: usize = 4;
 
 /// Renders `report` as compiler-style text; with `color`, adds ANSI styles like rustc's.
-pub fn text(report: &Report, color: bool) -> String {
+pub fn text(report: &Report, color: bool, quiet: bool) -> String {
     let painter = Painter { color };
     let mut lines = Vec::new();
     for diagnostic in &report.diagnostics {
         diagnostic_lines(diagnostic, &painter, &mut lines);
         lines.push(String::new());
+    }
+    if quiet {
+        // The findings only: no notes, no summary (and nothing at all when clean).
+        lines.pop();
+        let mut out = lines.join("\n");
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        return out;
     }
     for note in &report.notes {
         lines.push(format!("{}: {}", painter.paint(NOTE, "note"), escape(note)));
@@ -173,7 +182,7 @@ mod tests {
 
     #[test]
     fn representative_report() {
-        insta::assert_snapshot!(text(&fixtures::representative(), false), @r#"
+        insta::assert_snapshot!(text(&fixtures::representative(), false, false), @r#"
         error[contract_schema_invalid]: /boundary/temperature: 3 is greater than the maximum of 2
          --> contracts/classify/1.0.0.json:7:20
           |
@@ -194,8 +203,14 @@ mod tests {
 
     #[test]
     fn empty_report_is_only_the_summary() {
-        assert_eq!(text(&Report::default(), false), "checked 0 files: 0 errors, 0 warnings\n");
-        assert_eq!(text(&Report::default(), true), "checked 0 files: 0 errors, 0 warnings\n");
+        assert_eq!(
+            text(&Report::default(), false, false),
+            "checked 0 files: 0 errors, 0 warnings\n"
+        );
+        assert_eq!(
+            text(&Report::default(), true, false),
+            "checked 0 files: 0 errors, 0 warnings\n"
+        );
     }
 
     #[test]
@@ -211,7 +226,7 @@ mod tests {
             diagnostics: vec![d.help("fix it")],
             notes: vec![],
         };
-        let out = text(&report, false);
+        let out = text(&report, false, false);
         assert!(out.starts_with(
             "error[contract_parse_error]: bad\n    --> a.yaml:1234:3\n     |\n1234 |   x: 1\n     |   ^\n     = help: fix it\n"
         ), "{out}");
@@ -232,7 +247,7 @@ mod tests {
             ],
             notes: vec![],
         };
-        let out = text(&report, false);
+        let out = text(&report, false, false);
         assert!(out.contains("error[file_too_large]: too big\n --> a.json\n\n"), "{out}");
         assert!(out.contains(" --> a.json:3\n  |\n3 | {\n\n"), "{out}");
     }
@@ -262,13 +277,14 @@ mod tests {
         let out = text(
             &Report { files: vec!["c.json".into()], diagnostics: vec![d], notes: vec![] },
             false,
+            false,
         );
         assert!(out.contains("2 |   \"名前\": 5,\n  |         ^\n"), "{out}");
     }
 
     #[test]
     fn no_escape_bytes_without_color_even_from_hostile_input() {
-        let out = text(&fixtures::hostile(), false);
+        let out = text(&fixtures::hostile(), false, false);
         assert!(!out.contains('\u{1b}'), "{out}");
         assert!(!out.contains('\r'), "{out}");
         assert!(!out.contains('\0'), "{out}");
@@ -280,7 +296,7 @@ mod tests {
 
     #[test]
     fn color_paints_levels_and_gutter_like_rustc() {
-        let out = text(&fixtures::representative(), true);
+        let out = text(&fixtures::representative(), true, false);
         let red = ERROR.render().to_string();
         let yellow = WARNING.render().to_string();
         let blue = GUTTER.render().to_string();
@@ -291,25 +307,26 @@ mod tests {
         assert!(out.contains(&format!("{red}^")), "{out:?}");
         // Stripping the styles gives back the plain output.
         let plain = strip_ansi(&out);
-        assert_eq!(plain, text(&fixtures::representative(), false));
+        assert_eq!(plain, text(&fixtures::representative(), false, false));
     }
 
     #[test]
     fn hostile_escape_sequences_cannot_reset_colors() {
-        let out = text(&fixtures::hostile(), true);
+        let out = text(&fixtures::hostile(), true, false);
         assert!(out.contains('\u{1b}'));
-        assert_eq!(strip_ansi(&out), text(&fixtures::hostile(), false));
+        assert_eq!(strip_ansi(&out), text(&fixtures::hostile(), false, false));
     }
 
     #[test]
     fn note_severity_and_warnings_only() {
         let d = Diagnostic::new(Code::ContractDeprecated, "old").severity(Severity::Note);
-        let out = text(&Report { files: vec![], diagnostics: vec![d], notes: vec![] }, false);
+        let out =
+            text(&Report { files: vec![], diagnostics: vec![d], notes: vec![] }, false, false);
         assert_eq!(
             out,
             "note[contract_deprecated]: old\n\nchecked 0 files: 0 errors, 0 warnings\n"
         );
-        let out = text(&fixtures::warnings_only(), false);
+        let out = text(&fixtures::warnings_only(), false, false);
         assert!(out.ends_with("checked 1 file: 0 errors, 1 warning\n"), "{out}");
     }
 

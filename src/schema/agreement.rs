@@ -93,6 +93,7 @@ struct Shape {
 fn full_contract() -> Value {
     json!({
         "$schema": "../../schemas/prompt_contract.schema.json",
+        "x-pactum-ignore": ["template_input_unused"],
         "contract_id": "PRC-FULL-001",
         "version": "1.2.3",
         "prompt_pack_id": "PRM-FULL-001",
@@ -130,6 +131,7 @@ fn full_contract() -> Value {
 fn full_pack() -> Value {
     json!({
         "$schema": "../../schemas/prompt_pack.schema.json",
+        "x-pactum-ignore": ["template_input_unused"],
         "prompt_pack_id": "PRM-FULL-001",
         "version": "1.0.0",
         "description": "d",
@@ -149,6 +151,7 @@ fn full_pack() -> Value {
 fn full_work_order() -> Value {
     json!({
         "$schema": "../schemas/work_order.schema.json",
+        "x-pactum-ignore": ["contract_deprecated"],
         "work_order_id": "WO-FULL-001",
         "kind": "exchange",
         "contract": "PRC-FULL-001@^1",
@@ -208,7 +211,8 @@ fn shapes() -> Vec<Shape> {
             schema_at: "",
             fields: fields_of::<RawContract>(),
             parse: parses::<RawContract>,
-            ignored: &["$schema"],
+            // Suppressions are read by validate's filter from the document itself.
+            ignored: &["$schema", "x-pactum-ignore"],
             also_read: &[],
             required_by_schema_only: &[],
             exactly_one_of: &[],
@@ -287,7 +291,7 @@ fn shapes() -> Vec<Shape> {
             fields: fields_of::<RawPack>(),
             parse: parses::<RawPack>,
             // Pack metadata is for people and tools; rendering does not use it.
-            ignored: &["$schema", "metadata"],
+            ignored: &["$schema", "metadata", "x-pactum-ignore"],
             also_read: &[],
             required_by_schema_only: &[],
             exactly_one_of: &["template", "sections"],
@@ -313,7 +317,7 @@ fn shapes() -> Vec<Shape> {
             schema_at: "",
             fields: fields_of::<RawWorkOrder>(),
             parse: parses::<RawWorkOrder>,
-            ignored: &["$schema"],
+            ignored: &["$schema", "x-pactum-ignore"],
             also_read: &[],
             // Required by `kind` (the schema's if/then): exchange needs both.
             required_by_schema_only: &["contract", "input"],

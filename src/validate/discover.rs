@@ -101,6 +101,24 @@ fn walk(dir: &Path, base: &Path, root: &Path, kind: Option<FileKind>, out: &mut 
         if entry.depth() == 0 {
             through_link = entry.path_is_symlink();
         }
+        // A link to a folder below the start is never followed; one that leads out of the
+        // project (or into a hidden folder such as .git) would hide files from the check,
+        // so it is a finding rather than a silent skip.
+        if entry.depth() > 0
+            && entry.path_is_symlink()
+            && crate::confine::is_dir(path)
+            && let Some(reason) = folder_link_escape(path, root)
+        {
+            out.push(Candidate {
+                dir_kind: kind_of(path),
+                path: path.to_path_buf(),
+                escape: Some(reason),
+                canonical: false,
+                unreadable: None,
+                regular: false,
+            });
+            continue;
+        }
         if entry.file_type().is_dir() || !is_document(entry.file_name()) {
             continue;
         }
@@ -132,6 +150,23 @@ fn walk(dir: &Path, base: &Path, root: &Path, kind: Option<FileKind>, out: &mut 
             unreadable: None,
             regular: canonical && entry.file_type().is_file(),
         });
+    }
+}
+
+/// Why a link to a folder met in a walk is refused: it leads out of the project, or into a
+/// hidden folder of it; `None` for a link to an ordinary folder inside (walked there).
+fn folder_link_escape(path: &Path, root: &Path) -> Option<String> {
+    match crate::confine::real_path(path) {
+        Ok(real) if real.starts_with(root) => {
+            let hidden =
+                real.strip_prefix(root).ok()?.iter().any(|c| c.to_string_lossy().starts_with('.'));
+            hidden.then(|| format!("is a link to the hidden folder {}", real.display()))
+        }
+        Ok(real) => Some(format!(
+            "is a link to the folder {}, outside the project root; pactum does not follow it",
+            real.display()
+        )),
+        Err(_) => None,
     }
 }
 

@@ -117,6 +117,8 @@ pub struct Analyzed {
     pub pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
     pub work_order: Option<WorkOrder>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The codes the file's own `x-pactum-ignore` suppresses, if it has one.
+    pub suppress: Option<Vec<String>>,
 }
 
 impl Analyzed {
@@ -134,6 +136,7 @@ impl Analyzed {
             pack_variables: None,
             work_order: None,
             diagnostics: Vec::new(),
+            suppress: None,
         }
     }
 
@@ -232,6 +235,10 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
     if a.kind.is_none() {
         a.kind = FileKind::from_value(&value);
     }
+    a.suppress = value
+        .get("x-pactum-ignore")
+        .and_then(Value::as_array)
+        .map(|codes| codes.iter().filter_map(Value::as_str).map(str::to_string).collect());
     a.parsed = true;
     let id_key = match a.kind {
         Some(FileKind::Contract) => Some("contract_id"),

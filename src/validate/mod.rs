@@ -33,6 +33,8 @@ pub mod discover;
 pub mod evals;
 pub mod examples;
 pub mod file;
+pub mod filter;
+pub mod paths;
 pub mod registry_rules;
 pub mod work_orders;
 
@@ -56,6 +58,8 @@ pub struct ValidateOptions {
     /// the registry as it would be after a change, so the gate of `registry promote` sees
     /// what `validate` will see once the version is active (SPEC §20).
     pub registry_override: Option<std::sync::Arc<Registry>>,
+    /// Which codes are reported (`--select`, `--ignore`); pactum.toml's `[lint]` adds to it.
+    pub filter: filter::CodeFilter,
 }
 
 impl Default for ValidateOptions {
@@ -66,6 +70,7 @@ impl Default for ValidateOptions {
             jobs: 0,
             names_from: None,
             registry_override: None,
+            filter: filter::CodeFilter::default(),
         }
     }
 }
@@ -258,6 +263,26 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     diagnostics.extend(registry_findings);
     diagnostics.extend(other_findings);
     frozen(&ctx, &mut diagnostics);
+    // What the run reports: the command line's and [lint]'s codes, each file's own
+    // `x-pactum-ignore`.
+    match filter::with_config(&options.filter, &ctx.config.lint) {
+        Ok(codes) => {
+            let suppressions = ctx
+                .files
+                .iter()
+                .filter_map(|f| {
+                    let codes = f.suppress.clone()?;
+                    Some((f.rel.clone(), filter::Suppression { codes }))
+                })
+                .collect();
+            filter::apply(&mut diagnostics, &codes, &suppressions);
+        }
+        Err(e) => diagnostics.push(
+            Diagnostic::new(crate::Code::ConfigInvalid, e.to_string())
+                .file(crate::config::FILE_NAME)
+                .help("fix the code names in [lint] (`pactum explain --list` lists them)"),
+        ),
+    }
 
     place(&ctx, registry_text.as_deref(), &mut diagnostics);
     report.diagnostics = diagnostics;
@@ -315,12 +340,7 @@ fn frozen(ctx: &Context, diagnostics: &mut Vec<Diagnostic>) {
         if entry.state == State::Removed {
             return false;
         }
-        // The next free version (a patch above the highest; the bump the change needs is
-        // what `pactum diff` and promote check).
-        let next = registry.versions(entry.kind, &entry.id).map(|e| &e.version).max().map_or_else(
-            || "1.0.0".to_string(),
-            |v| format!("{}.{}.{}", v.major, v.minor, v.patch + 1),
-        );
+        let next = registry.next_version(entry.kind, &entry.id);
         let fix = format!(
             "{} is {} and its file never changes: make the fix in a new version (`pactum new version {}@{next}`)",
             entry.key(),

@@ -48,7 +48,7 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
             continue;
         };
         for &entry in entries {
-            check_entry_file(f, kind, &registry.entries[entry], out);
+            check_entry_file(f, kind, &registry.entries[entry], registry, out);
         }
     }
     changed_references(ctx, out);
@@ -70,7 +70,13 @@ fn changed_references(ctx: &Context, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mut Vec<Diagnostic>) {
+fn check_entry_file(
+    f: &super::Analyzed,
+    kind: FileKind,
+    entry: &Entry,
+    registry: &crate::registry::Registry,
+    out: &mut Vec<Diagnostic>,
+) {
     let expected_kind = match entry.kind {
         EntryKind::Contract => FileKind::Contract,
         EntryKind::PromptPack => FileKind::Pack,
@@ -105,11 +111,12 @@ fn check_entry_file(f: &super::Analyzed, kind: FileKind, entry: &Entry, out: &mu
             actual: sha.clone(),
         };
         out.push(Diagnostic::from_error(&e).file(f.rel.clone()).help(format!(
-            "{} is {}: its file never changes; restore it (`git checkout -- {}`) and put the change in a new version (`pactum new version {}@NEXT`)",
+            "{} is {}: its file never changes; restore it (`git checkout -- {}`) and put the change in a new version (`pactum new version {}@{}`)",
             entry.key(),
             entry.state.as_str(),
             f.rel,
-            entry.id
+            entry.id,
+            registry.next_version(entry.kind, &entry.id)
         )));
     }
     if let Some((id, version)) = f.declared_id() {

@@ -23,6 +23,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// When to use colors: auto (a terminal without NO_COLOR), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
 }
 
 #[derive(Subcommand)]
@@ -54,8 +57,16 @@ enum Command {
     New(cmd::new::Args),
     /// List, print or write the JSON Schemas embedded in pactum.
     Schemas(cmd::schemas::Args),
-    /// Explain an error code: what it means and how to fix it.
+    /// Explain an error code: what it means and how to fix it (`--list`: every code).
     Explain(cmd::explain::Args),
+    /// Print a shell completion script: bash, zsh, fish, powershell or elvish.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff); `pactum man | man -l -` shows it.
+    Man,
 }
 
 /// mimalloc's defaults trade memory for speed: freed pages are given back 10 ms later and
@@ -102,6 +113,11 @@ fn main() -> ExitCode {
 
 fn exec(cli: Cli) -> u8 {
     output::inject_panic("main");
+    match cli.color.as_str() {
+        "always" => anstream::ColorChoice::Always.write_global(),
+        "never" => anstream::ColorChoice::Never.write_global(),
+        _ => {}
+    }
     match cli.command {
         Command::Init(args) => cmd::init::exec(args),
         Command::Validate(args) => cmd::validate::exec(args),
@@ -117,6 +133,23 @@ fn exec(cli: Cli) -> u8 {
         Command::New(args) => cmd::new::exec(args),
         Command::Schemas(args) => cmd::schemas::exec(args),
         Command::Explain(args) => cmd::explain::exec(args),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut command, "pactum", &mut out);
+            output::print_exact(&String::from_utf8_lossy(&out));
+            output::OK
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
+                Ok(()) => {
+                    output::print_exact(&String::from_utf8_lossy(&out));
+                    output::OK
+                }
+                Err(e) => output::fail(&pactum::Error::io("stdout", e), false),
+            }
+        }
     }
 }
 

@@ -5,7 +5,10 @@
 //! A quote ends a string when what follows can follow a value (the end, a comment, a
 //! comma before another item or member, a closer that is not followed by prose running
 //! into another quote and closer), when another item or member follows without a comma,
-//! or when no other such quote follows on its line. Every other quote is kept as text and
+//! or when no other such quote follows on its line, unless it pairs with a quote kept
+//! earlier and runs straight into text (`print("hi")` in code over several lines). After
+//! a comma, a quoted word that no `:` follows is not a key (`log("a", "b")`). A backtick
+//! string ends at its next unescaped backtick. Every other quote is kept as text and
 //! reported as `unescaped_quote` (a guess). The look-ahead of each check stops at the end
 //! of its line or at the quote that the caller then consumes, so reading a string stays
 //! linear.
@@ -103,6 +106,29 @@ fn word_then_quote(rest: &[u8], quote: &[u8]) -> bool {
         return false;
     }
     matches!(rest.get(blanks(end + quote.len())), Some(b',' | b']'))
+}
+
+/// Whether `rest` is a short quoted text on one line (the quote closing within 64
+/// bytes) that no `:` follows: not a key. Reads at most about 80 bytes.
+fn quoted_non_key(rest: &[u8]) -> bool {
+    let text = rest.get(1..).unwrap_or_default();
+    let mut at = 0;
+    let len = loop {
+        match text.get(at) {
+            _ if at >= 64 => return false,
+            None | Some(b'\n') => return false,
+            Some(b'"') => break at,
+            Some(b'\\') => at += 2,
+            Some(_) => at += 1,
+        }
+    };
+    // `""key""`: doubled quotes open a key.
+    if len == 0 || text.get(len) != Some(&b'"') {
+        return false;
+    }
+    let after = text.get(len + 1..).unwrap_or_default();
+    let next = after.iter().take(16).find(|&&b| !is_json_ws(b));
+    next.is_some_and(|&b| b != b':')
 }
 
 /// Whether `rest` starts with `, "key":` (blanks allowed; a short key on one line): the
@@ -207,6 +233,7 @@ impl Parser<'_> {
             [b'\'', b'\'', c, ..] if doubled(*c) => (&[b"''"], 2, Some(RepairKind::DoubledQuotes)),
             [b'"', ..] => (&[b"\""], 1, None),
             [b'\'', ..] => (&[b"'"], 1, Some(RepairKind::SingleQuotes)),
+            [b'`', ..] => (&[b"`"], 1, Some(RepairKind::BacktickQuotes)),
             [b'\\', b'"', ..] => (&[b"\\\""], 2, Some(RepairKind::EscapedJson)),
             _ if rest.starts_with(LEFT_DOUBLE) || rest.starts_with(RIGHT_DOUBLE) => {
                 (&[RIGHT_DOUBLE, LEFT_DOUBLE], 3, Some(RepairKind::SmartQuotes))
@@ -216,7 +243,9 @@ impl Parser<'_> {
             }
             _ => return Err(start),
         };
-        let single = rest.first() == Some(&b'\'');
+        let opener = rest.first().copied().unwrap_or(b'"');
+        // A template literal may hold raw line breaks.
+        let backtick = opener == b'`';
         let escaped_quotes = kind == Some(RepairKind::EscapedJson);
         let value_in_object = self.in_object;
         self.pos += width;
@@ -262,11 +291,11 @@ impl Parser<'_> {
             }
             if byte == b'\\' && !escaped_quotes {
                 out.push_str(self.slice(run));
-                run = self.escape(&mut out, single);
+                run = self.escape(&mut out, opener);
                 continue;
             }
             if byte < 0x20 {
-                if !control_noted {
+                if !control_noted && !backtick {
                     control_noted = true;
                     self.note_span(RepairKind::RawControlCharacter, here, here + 1);
                 }
@@ -289,7 +318,8 @@ impl Parser<'_> {
     /// when no other such quote follows on the same line. `kept` counts the quotes
     /// already kept as text in this string.
     fn ends_string(&self, quote: &[u8], after: usize, kept: usize) -> bool {
-        if !self.nested || self.in_key {
+        // A template literal cannot hold a backtick that is not escaped.
+        if !self.nested || self.in_key || quote == b"`" {
             return true;
         }
         let rest = self.bytes.get(after..).unwrap_or_default();
@@ -312,11 +342,18 @@ impl Parser<'_> {
         // or closer is the next item, its comma and opening quote missing; unless a quote
         // kept earlier in this string waits for its pair (`"say "hi" now"`).
         let word_item = !self.in_object && kept.is_multiple_of(2) && word_then_quote(rest, quote);
+        // `"print("hi")⏎…"`: a quote that pairs with one kept earlier and runs straight
+        // into text that cannot follow a value closes the inner quotation, even when no
+        // other quote follows on its line (code over several lines).
+        let pairs_inner = !kept.is_multiple_of(2)
+            && rest.first().is_some_and(|&b| {
+                !is_json_ws(b) && !matches!(b, b',' | b'}' | b']' | b':' | b'/' | b'#')
+            });
         self.plausible_end(rest, quote)
             || next_item
             || word_item
             || starts_member(rest, false)
-            || !quote_later_on_line(rest, quote)
+            || (!pairs_inner && !quote_later_on_line(rest, quote))
     }
 
     /// Whether `rest`, what follows a closing quote, can follow a string value: the end,
@@ -342,9 +379,12 @@ impl Parser<'_> {
                 match rest.get(next) {
                     None => true,
                     Some(&b) if self.in_object => {
-                        starts_member(rest.get(at..).unwrap_or_default(), true)
+                        let after = rest.get(at..).unwrap_or_default();
+                        // `, "b");`: a quoted word that no `:` follows is no key.
+                        starts_member(after, true)
+                            || (b == b'"' && !quoted_non_key(rest.get(next..).unwrap_or_default()))
                             || is_key_byte(b)
-                            || matches!(b, b'}' | b'"' | b'\'' | b'\\' | b'/' | b'#')
+                            || matches!(b, b'}' | b'\'' | b'\\' | b'/' | b'#' | b'<' | b'`')
                     }
                     Some(&b) => !matches!(b, b':' | b','),
                 }
@@ -371,10 +411,14 @@ impl Parser<'_> {
 
     /// Decodes the escape at the current backslash into `out`; returns where the next
     /// literal run starts.
-    fn escape(&mut self, out: &mut String, single: bool) -> usize {
+    fn escape(&mut self, out: &mut String, opener: u8) -> usize {
         let at = self.pos;
+        // A backslash or a `\u` escape cut off by the end: dropped.
+        if super::cut_unicode_escape(self.bytes.get(at..).unwrap_or_default()) {
+            self.pos = self.bytes.len();
+            return self.pos;
+        }
         let Some(&code) = self.bytes.get(at + 1) else {
-            // A backslash cut off by the end: dropped.
             self.pos = self.bytes.len();
             return self.pos;
         };
@@ -388,11 +432,11 @@ impl Parser<'_> {
             b'n' => Some('\n'),
             b'r' => Some('\r'),
             b't' => Some('\t'),
-            b'\'' => {
-                if !single {
+            b'\'' | b'`' => {
+                if opener != code {
                     self.note_span(RepairKind::InvalidEscape, at, at + 2);
                 }
-                Some('\'')
+                Some(char::from(code))
             }
             _ => None,
         };
@@ -404,6 +448,14 @@ impl Parser<'_> {
             && let Some(unit) = self.hex4(at + 2)
         {
             self.pos = at + 6;
+            let rest = self.bytes.get(at + 6..).unwrap_or_default();
+            if (0xD800..0xDC00).contains(&unit)
+                && (rest.is_empty() || super::cut_unicode_escape(rest))
+            {
+                // A surrogate pair cut off by the end: dropped whole.
+                self.pos = self.bytes.len();
+                return self.pos;
+            }
             let decoded = if (0xD800..0xDC00).contains(&unit) {
                 let low = (self.bytes.get(at + 6..at + 8) == Some(b"\\u"))
                     .then(|| self.hex4(at + 8))

@@ -12,7 +12,11 @@ const DOCS: &str = include_str!("../../../../docs/error-codes.md");
 #[derive(clap::Args)]
 pub struct Args {
     /// An error code, e.g. registry_history_mismatch (as printed in `error[CODE]`).
-    code: String,
+    #[arg(required_unless_present = "list")]
+    code: Option<String>,
+    /// List every code with its severity and what it means.
+    #[arg(long, conflicts_with = "code")]
+    list: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -41,7 +45,30 @@ pub fn section(code: &str) -> Option<&'static str> {
 
 pub fn exec(args: Args) -> u8 {
     let json = args.json || args.format == Format::Json;
-    let code = args.code.trim().trim_start_matches("error[").trim_end_matches(']');
+    if args.list {
+        if json {
+            let codes: Vec<_> = Code::ALL
+                .iter()
+                .map(|c| json!({"code": c.as_str(), "severity": c.default_severity().as_str(), "summary": c.summary()}))
+                .collect();
+            output::print_json(&json!({"ok": true, "codes": codes}));
+        } else {
+            let width = Code::ALL.iter().map(|c| c.as_str().len()).max().unwrap_or(0);
+            let mut text = String::new();
+            for c in Code::ALL {
+                text.push_str(&format!(
+                    "{:<width$}  {:<7}  {}\n",
+                    c.as_str(),
+                    c.default_severity().as_str(),
+                    c.summary()
+                ));
+            }
+            output::print_text(&text);
+        }
+        return OK;
+    }
+    let code = args.code.as_deref().unwrap_or_default();
+    let code = code.trim().trim_start_matches("error[").trim_end_matches(']');
     let Some(known) = Code::from_name(code) else {
         let close: Vec<&str> = Code::ALL
             .iter()
@@ -49,8 +76,7 @@ pub fn exec(args: Args) -> u8 {
             .filter(|c| pactum::id::levenshtein(code, c) <= 3 || c.contains(code))
             .collect();
         let hint = if close.is_empty() {
-            "`pactum explain --help` lists nothing; see docs/error-codes.md for every code"
-                .to_string()
+            "`pactum explain --list` lists every code".to_string()
         } else {
             format!("did you mean {}?", close.join(", "))
         };

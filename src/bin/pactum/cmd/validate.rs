@@ -1,11 +1,15 @@
-//! `pactum validate [PATH]`: every finding about contracts, packs, work orders and the
-//! registry, as text, JSON, SARIF, JUnit or GitHub annotations.
+//! `pactum validate [PATH...]`: every finding about contracts, packs, work orders and the
+//! registry, as text, JSON, SARIF, JUnit or GitHub annotations; many paths (each checked
+//! in its project; a monorepo root finds the projects below it), codes selected or ignored,
+//! a baseline of accepted findings, the report to a file.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use pactum::report::{self, Format, RenderOptions};
-use pactum::validate::{NoProgress, Progress, ValidateOptions, validate};
+use pactum::validate::filter::{self, Baseline, CodeFilter};
+use pactum::validate::paths::validate_paths;
+use pactum::validate::{NoProgress, Progress, ValidateOptions};
 
 use crate::output::{self, FAILED, OK};
 
@@ -14,9 +18,10 @@ const PROGRESS_THRESHOLD: usize = 200;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A project root, a folder of contracts, or one file (default: --root, else the current
-    /// folder).
-    path: Option<PathBuf>,
+    /// Project roots, folders of contracts, or files (default: --root, else the current
+    /// folder). A folder with no registry.json above it is searched for the projects below
+    /// it (a monorepo root); a path in no project is a finding (`no_project`).
+    paths: Vec<PathBuf>,
     /// Project root (the folder of registry.json); PATH defaults to it.
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
@@ -39,6 +44,27 @@ pub struct Args {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     jobs: usize,
+    /// Write the report to FILE (any format); the text summary goes to stderr.
+    #[arg(long, value_name = "FILE")]
+    output_file: Option<PathBuf>,
+    /// Exit 0 even when there are findings (errors of pactum itself still exit 2).
+    #[arg(long)]
+    exit_zero: bool,
+    /// Report only these codes (comma-separated or repeated); pactum.toml: [lint] select.
+    #[arg(long, value_name = "CODES")]
+    select: Vec<String>,
+    /// Never report these codes (comma-separated or repeated); pactum.toml: [lint] ignore.
+    #[arg(long, value_name = "CODES")]
+    ignore: Vec<String>,
+    /// Report only findings that are not in this baseline file.
+    #[arg(long, value_name = "FILE", conflicts_with = "write_baseline")]
+    baseline: Option<PathBuf>,
+    /// Record today's findings in FILE as the baseline (and exit 0).
+    #[arg(long, value_name = "FILE")]
+    write_baseline: Option<PathBuf>,
+    /// Print only the findings (no notes, no summary).
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
@@ -63,21 +89,38 @@ impl Progress for Bar {
 
 pub fn exec(args: Args) -> u8 {
     let format = if args.json { Format::Json } else { args.format };
-    let path =
-        args.path.clone().or_else(|| args.root.clone()).unwrap_or_else(|| PathBuf::from("."));
+    let paths: Vec<PathBuf> = if args.paths.is_empty() {
+        vec![args.root.clone().unwrap_or_else(|| PathBuf::from("."))]
+    } else {
+        args.paths.clone()
+    };
+    let fail = |e: &pactum::Error| {
+        if format == Format::Json {
+            output::print_json(&output::error_json(e));
+        } else {
+            output::eprint_error(e);
+        }
+        output::USAGE
+    };
     if args.watch {
-        return crate::cmd::watch::watch(&path, args.strict, format);
+        return crate::cmd::watch::watch(&paths[0], args.strict, format);
     }
     let registry = args
         .registry
         .clone()
         .or_else(|| args.root.as_ref().map(|r| r.join(pactum::registry::FILE_NAME)));
+    let filter = match code_filter(&args) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
     let options = ValidateOptions {
         registry,
         jobs: args.jobs,
         names_from: std::env::current_dir().ok(),
+        filter,
         ..Default::default()
     };
+    let path = paths[0].clone();
     let bar = Bar(indicatif::ProgressBar::hidden());
     let use_bar = std::io::stderr().is_terminal() && count_hint(&path) > PROGRESS_THRESHOLD;
     if use_bar {
@@ -93,31 +136,95 @@ pub fn exec(args: Args) -> u8 {
     // test hook reaches the workers.
     let progress: &dyn Progress =
         if use_bar || cfg!(debug_assertions) { &bar } else { &NoProgress };
-    let mut report = match validate(&path, &options, progress) {
+    let mut report = match validate_paths(&paths, &options, progress) {
         Ok(r) => r,
-        Err(e) => {
-            if format == Format::Json {
-                output::print_json(&output::error_json(&e));
-            } else {
-                output::eprint_error(&e);
-            }
-            return output::USAGE;
-        }
+        Err(e) => return fail(&e),
     };
     if args.strict {
         report.make_strict();
     }
-    write_report(&report, format);
-    if report.errors() > 0 { FAILED } else { OK }
+    if let Some(file) = &args.write_baseline {
+        let baseline = Baseline::of(&report);
+        if let Err(e) = write_file(file, baseline.to_json().as_bytes()) {
+            return fail(&e);
+        }
+        eprintln!(
+            "wrote {} finding(s) to the baseline {}; `pactum validate --baseline {}` reports only new ones",
+            baseline.findings.len(),
+            file.display(),
+            file.display()
+        );
+        return OK;
+    }
+    if let Some(file) = &args.baseline {
+        let read = pactum::document::read_limited(file, pactum::document::MAX_FILE_BYTES)
+            .and_then(|bytes| pactum::document::utf8(bytes, file, None))
+            .and_then(|text| Baseline::parse(&text, file));
+        match read {
+            Ok(baseline) => {
+                let known = baseline.filter(&mut report);
+                if known > 0 {
+                    report.notes.push(format!(
+                        "{known} finding(s) in the baseline {} not shown",
+                        file.display()
+                    ));
+                }
+            }
+            Err(e) => return fail(&e),
+        }
+    }
+    let render = RenderOptions { quiet: args.quiet, ..RenderOptions::default() };
+    match &args.output_file {
+        Some(file) => {
+            let text = report::render(&report, format, &render);
+            if let Err(e) = write_file(file, text.as_bytes()) {
+                return fail(&e);
+            }
+            if !args.quiet {
+                let summary = report::render(
+                    &report,
+                    Format::Text,
+                    &RenderOptions { color: true, quiet: false, ..render },
+                );
+                let last = summary.lines().last().unwrap_or_default();
+                let mut err = anstream::stderr().lock();
+                let _ = writeln!(err, "{last} (report written to {})", file.display());
+            }
+        }
+        None => write_report(&report, format, args.quiet),
+    }
+    if report.errors() > 0 && !args.exit_zero { FAILED } else { OK }
+}
+
+/// The codes the command line selects and ignores.
+fn code_filter(args: &Args) -> pactum::Result<CodeFilter> {
+    let select =
+        if args.select.is_empty() { None } else { Some(filter::codes(&args.select, "--select")?) };
+    Ok(CodeFilter {
+        select,
+        ignore: filter::codes(&args.ignore, "--ignore")?,
+        per_path: Vec::new(),
+    })
+}
+
+/// Writes a file the user named on the command line (a report, a baseline), atomically.
+fn write_file(path: &std::path::Path, bytes: &[u8]) -> pactum::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        pactum::confine::create_folders(dir)?;
+    }
+    pactum::confine::write_atomic(path, bytes)
 }
 
 /// Writes a rendered report to stdout: text through `anstream` (which keeps the colors
 /// only on a terminal without `NO_COLOR`; the renderer has already escaped what came from
 /// files), every other format byte for byte, whatever stdout is.
-pub fn write_report(report: &pactum::Report, format: Format) {
+pub fn write_report(report: &pactum::Report, format: Format, quiet: bool) {
     if format == Format::Text {
-        let text =
-            report::render(report, format, &RenderOptions { color: true, ..Default::default() });
+        let text = report::render(
+            report,
+            format,
+            &RenderOptions { color: true, quiet, ..Default::default() },
+        );
         let mut out = anstream::stdout().lock();
         let _ = out.write_all(output::redacted(&text).as_bytes());
         let _ = out.flush();

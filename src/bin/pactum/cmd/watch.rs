@@ -34,7 +34,7 @@ fn run_once(path: &Path, strict: bool, format: Format) {
             if format == Format::Json {
                 output::print_exact(&report::json_line(&r));
             } else {
-                crate::cmd::validate::write_report(&r, format);
+                crate::cmd::validate::write_report(&r, format, false);
             }
         }
         Err(e) if format == Format::Json => {

@@ -1,0 +1,173 @@
+//! `pactum validate PATH...` (SPEC §21): many paths, each checked in the project that holds
+//! it; a folder with no registry.json above it is searched for the projects below it (a
+//! monorepo root). A path in no project whose documents can still be checked on their own
+//! is checked without registry rules, with a note saying so (SPEC §5); a path with neither a
+//! project nor a document is a finding, `no_project` — never a silent pass. When nothing at
+//! all could be checked the run is `no_project` (exit 2).
+//!
+//! Each path goes through [`super::validate`] (so a file is checked with the registry rules
+//! of its project, a folder with everything below it); the reports are merged, a finding
+//! two paths share (about registry.json, say) listed once.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::{Diagnostic, Report};
+use crate::error::{Code, Error, Result};
+use crate::registry;
+
+use super::{Progress, ValidateOptions, relative_name, validate};
+
+/// Folders a search for projects below a path never enters.
+fn skipped(name: &str) -> bool {
+    name.starts_with('.') || name == "target" || name == "node_modules"
+}
+
+/// The registry.json files below `dir` (not `dir`'s own), in path order.
+pub fn projects_below(dir: &Path) -> Vec<PathBuf> {
+    crate::confine::walk(dir)
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0 || !(e.file_type().is_dir() && skipped(&e.file_name().to_string_lossy()))
+        })
+        .flatten()
+        .filter(|e| {
+            e.depth() > 0 && e.file_type().is_file() && e.file_name() == registry::FILE_NAME
+        })
+        .map(walkdir::DirEntry::into_path)
+        .collect()
+}
+
+/// Checks every path (see the module docs). `names_root` is the folder report paths are
+/// relative to (the git work tree's top, else the current folder).
+pub fn validate_paths(
+    paths: &[PathBuf],
+    options: &ValidateOptions,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    let mut merged = Report::default();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut outside: Vec<&Path> = Vec::new();
+    let mut checked_any = false;
+    let mut add = |report: Report, merged: &mut Report| {
+        for file in report.files {
+            if !merged.files.contains(&file) {
+                merged.files.push(file);
+            }
+        }
+        for d in report.diagnostics {
+            let key = format!("{}|{:?}|{:?}|{}|{:?}", d.code, d.file, d.pointer, d.message, d.line);
+            if seen.insert(key) {
+                merged.diagnostics.push(d);
+            }
+        }
+        for note in report.notes {
+            if !merged.notes.contains(&note) {
+                merged.notes.push(note);
+            }
+        }
+    };
+    let mut escapes: Vec<Diagnostic> = Vec::new();
+    for path in paths {
+        // A path inside a project that leads out of it through a link (a committed
+        // `work_orders/x.json -> /proc/self/environ`, named by a CI step that validates the
+        // changed files) is refused by name, never read.
+        if let Some(root) = lexical_project(path)
+            && let Ok(absolute) = std::path::absolute(path)
+            && let Err(crate::confine::Refusal::Escape(reason)) =
+                crate::confine::Root::new(&root).locate(&absolute)
+        {
+            escapes.push(
+                Diagnostic::from_error(&Error::PathEscape {
+                    path: path.display().to_string(),
+                    reason,
+                })
+                .file(path.display().to_string())
+                .help("replace the symlink with the file itself, inside the project"),
+            );
+            checked_any = true;
+            continue;
+        }
+        crate::confine::metadata(path)?;
+        let in_project = options.registry.is_some() || registry::find_upwards(path).is_some();
+        if in_project {
+            add(validate(path, options, progress)?, &mut merged);
+            checked_any = true;
+            continue;
+        }
+        let below = if crate::confine::is_dir(path) { projects_below(path) } else { Vec::new() };
+        if below.is_empty() {
+            // Documents outside any project are checked on their own (with the note that
+            // registry checks were skipped); a path with none is in no project at all.
+            let base = if crate::confine::is_dir(path) {
+                path.clone()
+            } else {
+                path.parent().map(Path::to_path_buf).unwrap_or_default()
+            };
+            if !super::discover::files(path, &base, None).iter().any(governed) {
+                outside.push(path);
+            } else {
+                add(validate(path, options, progress)?, &mut merged);
+                checked_any = true;
+            }
+            continue;
+        }
+        for registry_path in below {
+            let project = registry_path.parent().unwrap_or(path).to_path_buf();
+            let mut one = options.clone();
+            one.registry = Some(registry_path);
+            add(validate(&project, &one, progress)?, &mut merged);
+            checked_any = true;
+        }
+    }
+    let names = options.names_from.clone().unwrap_or_else(|| PathBuf::from("."));
+    let names = super::names_root(&names, options.names_from.as_deref(), &names);
+    if !checked_any {
+        let shown: Vec<String> = outside.iter().map(|p| shown(&names, p)).collect();
+        return Err(Error::NoProject { paths: shown });
+    }
+    for path in outside {
+        let name = shown(&names, path);
+        merged.diagnostics.push(
+            Diagnostic::new(
+                Code::NoProject,
+                format!("{name} is in no project: no registry.json above it or below it, so nothing here was checked"),
+            )
+            .file(name)
+            .help("validate it from inside its project, or make one with `pactum init`"),
+        );
+    }
+    merged.diagnostics.extend(escapes);
+    merged.files.sort();
+    merged.sort();
+    Ok(merged)
+}
+
+/// Whether a file found outside any project is one pactum governs: in a conventional
+/// folder, or a document whose keys name its kind, or one that does not even parse (its
+/// error is worth showing). Other JSON and YAML (a `notes/a.json`) is not a document.
+fn governed(candidate: &super::discover::Candidate) -> bool {
+    candidate.dir_kind.is_some()
+        || candidate.escape.is_some()
+        || match crate::document::load(&candidate.path, None) {
+            Ok(doc) => super::file::FileKind::from_value(&doc.value).is_some(),
+            Err(_) => true,
+        }
+}
+
+/// The project a path lies in as written (its folders' own registry.json, found without
+/// resolving the path's links), if any.
+fn lexical_project(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    absolute
+        .ancestors()
+        .skip(1)
+        .find(|dir| crate::confine::entry_at(&dir.join(registry::FILE_NAME)).is_some())
+        .map(Path::to_path_buf)
+}
+
+fn shown(names: &Path, path: &Path) -> String {
+    let real = crate::confine::real_or_given(path);
+    let name = relative_name(names, &real);
+    if name.is_empty() { ".".to_string() } else { name }
+}
