@@ -31,6 +31,13 @@ pub struct EvalProject {
 
 impl EvalProject {
     pub fn new() -> EvalProject {
+        let p = EvalProject::with_draft();
+        p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]).status(0);
+        p
+    }
+
+    /// The same project with PRC-TRIAGE-001@1.1.0 still a draft (a candidate to promote).
+    pub fn with_draft() -> EvalProject {
         let dir = tempfile::Builder::new().prefix("pactum-eval-").tempdir().unwrap();
         common::copy_shipped(dir.path());
         common::copy_tree(&common::repo().join("tests/fixtures/eval"), dir.path());
@@ -52,12 +59,7 @@ impl EvalProject {
             "contracts/triage/1.1.0.json",
         ])
         .status(0);
-        for pin in [
-            "PRM-TRIAGE-001@1.0.0",
-            "PRC-TRIAGE-001@1.0.0",
-            "PRM-TRIAGE-001@2.0.0",
-            "PRC-TRIAGE-001@1.1.0",
-        ] {
+        for pin in ["PRM-TRIAGE-001@1.0.0", "PRC-TRIAGE-001@1.0.0", "PRM-TRIAGE-001@2.0.0"] {
             p.pactum(&["registry", "promote", pin]).status(0);
         }
         p
@@ -735,4 +737,156 @@ fn new_eval_scaffolds_a_suite_from_the_contract_examples_that_validates_and_runs
     p.pactum(&["validate"]).status(0);
     // The scaffold runs (offline, dry-run answers).
     p.pactum(&["eval", "EVAL-CLASSIFY-001", "--provider", "dry-run"]).status(0);
+}
+
+// --- The eval gate (registry promote --eval, [gate] eval = true) ---------------------------
+
+/// The last event of the registry's history.
+fn last_event(p: &EvalProject) -> Value {
+    let registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path("registry.json")).unwrap()).unwrap();
+    registry["history"].as_array().unwrap().last().unwrap().clone()
+}
+
+fn state_of(p: &EvalProject, version: &str) -> String {
+    let registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path("registry.json")).unwrap()).unwrap();
+    registry["contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["contract_id"] == "PRC-TRIAGE-001" && e["version"] == version)
+        .unwrap()["state"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn promote_eval_refuses_a_regressing_candidate_and_records_the_evidence_of_a_good_one() {
+    let p = EvalProject::with_draft();
+    p.config("");
+    p.model(&SIX_WRONG);
+
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0", "--eval", "--json"]);
+
+    out.status(1);
+    let doc = out.json();
+    assert_eq!(doc["code"], "eval_regression", "{doc:#}");
+    let message = doc["message"].as_str().unwrap();
+    assert!(message.starts_with("the eval gate refuses PRC-TRIAGE-001@1.1.0: "), "{message}");
+    assert!(message.contains("regressed against PRC-TRIAGE-001@1.0.0 on 6 case(s)"), "{message}");
+    assert_eq!(state_of(&p, "1.1.0"), "draft");
+    // The measurement is in the ledger even though the promotion was refused.
+    let records = p.records();
+    let evals: Vec<&Value> = records.iter().filter(|r| r["event"] == "eval_completed").collect();
+    assert_eq!(evals.len(), 1);
+    assert_eq!(evals[0]["ok"], false);
+
+    // The same candidate, answered well: promoted, with the evidence in the promote event.
+    p.model(&[("1.1.0", "office", "billing")]);
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0", "--eval", "--json"]);
+    let doc = out.status(0).json();
+    assert_eq!(state_of(&p, "1.1.0"), "active");
+    let dataset = std::fs::read(p.path("evals/triage/cases.jsonl")).unwrap();
+    let sha = pactum::digest::sha256_hex(&dataset);
+    let expected = json!({
+        "provider": "scripted",
+        "suites": [{
+            "eval_id": "EVAL-TRIAGE-001", "file": "evals/triage/EVAL-TRIAGE-001.json",
+            "dataset": "evals/triage/cases.jsonl", "dataset_sha256": sha,
+            "candidate": {"version": "1.1.0", "cases": 8, "passed": 7, "pass_rate": 0.875},
+            "baseline": {"version": "1.0.0", "cases": 8, "passed": 8, "pass_rate": 1.0},
+            "regressions": 1, "improvements": 0, "p_value": 1.0,
+        }],
+    });
+    assert_eq!(doc["eval"], expected, "{doc:#}");
+    let event = last_event(&p);
+    assert_eq!(event["action"], "promote");
+    assert_eq!(event["version"], "1.1.0");
+    assert_eq!(event["eval"], expected);
+    p.pactum(&["registry", "verify"]).status(0);
+    let text = p.pactum(&["registry", "log", "PRC-TRIAGE-001"]);
+    text.status(0);
+    // The evidence is hashed into the history: a pass rate edited afterwards is caught.
+    let registry = std::fs::read_to_string(p.path("registry.json")).unwrap();
+    assert_eq!(registry.matches("\"pass_rate\": 0.875").count(), 1, "{registry}");
+    std::fs::write(
+        p.path("registry.json"),
+        registry.replace("\"pass_rate\": 0.875", "\"pass_rate\": 1.0"),
+    )
+    .unwrap();
+    let out = p.pactum(&["registry", "verify", "--json"]);
+    out.status(1);
+    assert_eq!(out.json()["code"], "registry_history_broken", "{out}");
+}
+
+#[test]
+fn gate_eval_in_pactum_toml_gates_every_contract_promotion_without_the_flag() {
+    let p = EvalProject::with_draft();
+    p.config("[gate]\neval = true\n");
+    p.model(&SIX_WRONG);
+
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]);
+
+    out.status(1);
+    assert!(
+        out.stderr.contains("error[eval_regression]: the eval gate refuses PRC-TRIAGE-001@1.1.0"),
+        "{out}"
+    );
+    assert_eq!(state_of(&p, "1.1.0"), "draft");
+    p.model(&[]);
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]);
+    out.status(0);
+    assert!(
+        out.stdout.contains("eval gate: EVAL-TRIAGE-001: 1.1.0 passes 8/8 (100.0%), 1.0.0 passes 8/8 (100.0%); 0 regression(s), 0 improvement(s), McNemar p = 1.0000\npromoted PRC-TRIAGE-001@1.1.0 to active"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_gate_evaluates_with_the_gate_provider_and_only_contracts_with_suites() {
+    let p = EvalProject::with_draft();
+    // The default provider would answer badly; the gate's provider answers well.
+    p.model(&SIX_WRONG);
+    std::fs::rename(p.path("model.json"), p.path("bad.json")).unwrap();
+    p.model(&[]);
+    p.write(
+        "pactum.toml",
+        "[defaults]\nprovider = \"bad\"\n\n[providers.bad]\nkind = \"scripted\"\nfixtures = \"bad.json\"\n\n\
+         [providers.good]\nkind = \"scripted\"\nfixtures = \"model.json\"\n\n[gate]\neval = true\nprovider = \"good\"\n",
+    );
+    // A pack has no suites: --eval on it is a usage error, and the configured gate lets it be.
+    let pack = std::fs::read_to_string(p.path("prompt_packs/triage/2.0.0.json"))
+        .unwrap()
+        .replace("\"2.0.0\"", "\"2.1.0\"");
+    p.write("prompt_packs/triage/2.1.0.json", &pack);
+    p.pactum(&["registry", "add", "prompt_packs/triage/2.1.0.json"]).status(0);
+    let out = p.pactum(&["registry", "promote", "PRM-TRIAGE-001@2.1.0", "--eval", "--json"]);
+    assert_eq!(out.status(2).json()["code"], "pin_invalid", "{out}");
+    p.pactum(&["registry", "promote", "PRM-TRIAGE-001@2.1.0"]).status(0);
+    assert!(last_event(&p).get("eval").is_none());
+    p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]).status(0);
+    assert_eq!(last_event(&p)["eval"]["suites"][0]["candidate"]["passed"], 8);
+
+    // A contract no suite evaluates: --eval has nothing to measure and refuses; the
+    // configured gate notes it and promotes.
+    std::fs::remove_dir_all(p.path("evals")).unwrap();
+    let draft = std::fs::read_to_string(p.path("contracts/triage/1.1.0.json"))
+        .unwrap()
+        .replace("\"1.1.0\"", "\"1.2.0\"");
+    p.write("contracts/triage/1.2.0.json", &draft);
+    p.pactum(&["registry", "add", "contracts/triage/1.2.0.json"]).status(0);
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.2.0", "--eval"]);
+    out.status(2);
+    assert!(
+        out.stderr.contains(
+            "no eval suite under evals/ evaluates PRC-TRIAGE-001, so --eval has nothing to measure"
+        ),
+        "{out}"
+    );
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.2.0"]);
+    out.status(0);
+    assert!(out.stderr.contains("promoted without evaluation"), "{out}");
+    assert!(last_event(&p).get("eval").is_none());
 }

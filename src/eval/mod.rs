@@ -37,6 +37,7 @@ use crate::work_order::{Constraints, ProviderChoice, Task, WorkOrder};
 
 pub mod assert;
 pub mod dataset;
+pub mod gate;
 pub mod judge;
 pub mod report;
 pub mod scaffold;

@@ -80,6 +80,8 @@ struct HistoryEvent {
     label: Option<String>,
     #[serde(default, deserialize_with = "present")]
     previous: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    eval: Option<serde_json::Value>,
     prev: String,
     hash: String,
 }
@@ -100,6 +102,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         && e.refs.as_ref().is_none_or(refs)
         && e.label.as_deref().is_none_or(super::is_label)
         && e.previous.as_deref().is_none_or(version)
+        && e.eval.as_ref().is_none_or(serde_json::Value::is_object)
         && sha256(&e.prev)
         && sha256(&e.hash);
     if !ok {
@@ -120,6 +123,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         refs: e.refs,
         label: e.label,
         previous: e.previous,
+        eval: e.eval,
         prev: e.prev,
         hash: e.hash,
     })

@@ -85,6 +85,125 @@ impl Progress for Bar {
     }
 }
 
+impl Bar {
+    /// A bar drawn on stderr when it is a terminal (hidden otherwise).
+    fn on_stderr() -> Option<Bar> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = Bar(indicatif::ProgressBar::hidden());
+        bar.0.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        bar.0.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} evaluating {pos}/{len} cases {wide_bar}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(bar)
+    }
+}
+
+/// The bar, or nothing drawn.
+fn progress_of(bar: &Option<Bar>) -> &dyn Progress {
+    match bar {
+        Some(bar) => bar,
+        None => &NoProgress,
+    }
+}
+
+/// The provider's notes (offline, replay mode) on stderr.
+fn print_notes(providers: &ProviderSet) {
+    let selected = providers.selected();
+    for note in selected.offline.iter().chain(&selected.notices) {
+        note_line(note);
+    }
+}
+
+fn note_line(note: &str) {
+    let mut err = anstream::stderr().lock();
+    let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
+    let _ = std::io::Write::write_fmt(
+        &mut err,
+        format_args!("{style}note{style:#}: {}\n", output::shown_line(note)),
+    );
+}
+
+/// What the eval gate of a promotion measured: the evidence for the promote event, and
+/// the lines the command prints.
+pub struct Gated {
+    pub evidence: serde_json::Value,
+    pub text: String,
+}
+
+/// The eval gate of `registry promote ID@VERSION --eval` (`asked`) or `[gate] eval = true`:
+/// every suite of `id` on the candidate and the current active version, through `[gate]
+/// provider` (else the project's default provider), each exchange and one
+/// `eval_completed` record in the ledger. `Err(eval_regression)` refuses the promotion.
+/// `None` when the gate is only configured and no suite evaluates `id` (a note says so);
+/// asked for with `--eval`, no suite is an error.
+pub fn promotion_gate(
+    project: &Project,
+    id: &str,
+    candidate: &semver::Version,
+    asked: bool,
+) -> Result<Option<Gated>, Error> {
+    let root = project.root.clone();
+    let suites = eval::gate::suites_of(&root, id)?;
+    if suites.is_empty() {
+        let what = format!("no eval suite under evals/ evaluates {id}");
+        if !asked {
+            note_line(&format!(
+                "{what}; [gate] eval = true has nothing to run, so {id}@{candidate} is promoted without evaluation"
+            ));
+            return Ok(None);
+        }
+        return Err(Error::Io {
+            path: root.join(eval::suite::FOLDER),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{what}, so --eval has nothing to measure; scaffold one with `pactum new eval {id}`"
+                ),
+            ),
+        });
+    }
+    let baseline = eval::gate::baseline_of(&project.registry, id, candidate);
+    let choice = Choice {
+        cli: project.config.gate.provider.as_deref(),
+        work_order: &ProviderChoice::default(),
+        work_order_dir: &root,
+    };
+    let providers = ProviderSet::new(&project.config, &root, choice)?;
+    print_notes(&providers);
+    let selected = providers.selected();
+    let ledger = Ledger::open(&Location::project(&root))?.redacting(output::redactor().clone());
+    let evaluator = Evaluator {
+        project,
+        providers: &providers,
+        ledger: Some(&ledger),
+        options: Options { jobs: selected.provider.default_jobs(), repeat: None, filter: None },
+    };
+    let bar = Bar::on_stderr();
+    let outcomes =
+        eval::gate::run(&evaluator, &suites, id, candidate, baseline.as_ref(), progress_of(&bar))?;
+    let cassette = project
+        .config
+        .gate
+        .provider
+        .as_ref()
+        .or(project.config.env.provider.as_ref())
+        .or(project.config.defaults.provider.as_ref())
+        .and_then(|name| project.config.providers.get(name))
+        .filter(|p| p.kind == "replay")
+        .and_then(|p| p.cassette.clone());
+    eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
+    eval::gate::verdict(&format!("{id}@{candidate}"), &outcomes)?;
+    Ok(Some(Gated {
+        evidence: eval::gate::evidence(&outcomes, selected.provider.name()),
+        text: eval::gate::summary_lines(&outcomes),
+    }))
+}
+
 pub fn exec(args: Args) -> u8 {
     let format = if args.json { EvalFormat::Json } else { args.format };
     let json = format == EvalFormat::Json;
@@ -152,14 +271,7 @@ fn run(args: &Args) -> Result<Vec<eval::SuiteOutcome>, Error> {
     };
     let providers = ProviderSet::new(&project.config, &root, choice)?;
     let selected = providers.selected();
-    for note in selected.offline.iter().chain(&selected.notices) {
-        let mut err = anstream::stderr().lock();
-        let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
-        let _ = std::io::Write::write_fmt(
-            &mut err,
-            format_args!("{style}note{style:#}: {}\n", output::shown_line(note)),
-        );
-    }
+    print_notes(&providers);
     let jobs = args.jobs.map_or_else(|| selected.provider.default_jobs(), |j| j as usize);
     let ledger = Ledger::open(&Location::project(&root))?.redacting(output::redactor().clone());
     let evaluator = Evaluator {
@@ -168,18 +280,8 @@ fn run(args: &Args) -> Result<Vec<eval::SuiteOutcome>, Error> {
         ledger: Some(&ledger),
         options: Options { jobs, repeat: args.repeat, filter: args.filter.clone() },
     };
-    let bar = Bar(indicatif::ProgressBar::hidden());
-    let on_terminal = std::io::stderr().is_terminal();
-    if on_terminal {
-        bar.0.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        bar.0.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} evaluating {pos}/{len} cases {wide_bar}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-    }
-    let progress: &dyn Progress = if on_terminal { &bar } else { &NoProgress };
+    let bar = Bar::on_stderr();
+    let progress = progress_of(&bar);
     let mut outcomes = Vec::new();
     for suite in &suites {
         let candidate = Version {
