@@ -890,3 +890,26 @@ fn the_gate_evaluates_with_the_gate_provider_and_only_contracts_with_suites() {
     assert!(out.stderr.contains("promoted without evaluation"), "{out}");
     assert!(last_event(&p).get("eval").is_none());
 }
+
+#[test]
+fn promotion_is_refused_while_a_suite_of_the_contract_does_not_validate() {
+    let p = EvalProject::with_draft();
+    p.config("");
+    p.model(&[]);
+    let suite = p.path("evals/triage/EVAL-TRIAGE-001.json");
+    let good = std::fs::read_to_string(&suite).unwrap();
+    std::fs::write(&suite, good.replace("\"pointer\": \"/label\"", "\"pointer\": \"/labl\""))
+        .unwrap();
+
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0", "--json"]);
+
+    let doc = out.status(1).json();
+    assert_eq!(doc["code"], "eval_suite_invalid", "{doc:#}");
+    assert!(
+        doc["message"].as_str().unwrap().contains("evals/triage/EVAL-TRIAGE-001.json"),
+        "{doc:#}"
+    );
+    assert_eq!(state_of(&p, "1.1.0"), "draft");
+    std::fs::write(&suite, good).unwrap();
+    p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]).status(0);
+}
