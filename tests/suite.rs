@@ -40,6 +40,7 @@ mod kernel_limits;
 mod kernel_phase_e;
 mod library_exchange;
 mod providers_http;
+mod readme_eval;
 mod readme_tour;
 mod registry_crash;
 mod render_trees;

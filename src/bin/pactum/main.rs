@@ -53,7 +53,7 @@ enum Command {
     Ledger(cmd::ledger::Args),
     /// Re-validate on every change (debounced) and print fresh diagnostics.
     Watch(cmd::watch::Args),
-    /// Scaffold a contract and its pack, or the next version of one, registered as drafts.
+    /// Scaffold a contract and its pack, or the next version of one, registered as drafts; or an eval suite from a contract's examples.
     New(cmd::new::Args),
     /// List, print or write the JSON Schemas embedded in pactum.
     Schemas(cmd::schemas::Args),
