@@ -326,12 +326,14 @@ mod tests {
             started.elapsed()
         };
         let (small, large) = (make(2_500), make(10_000));
-        let median = |text: &str| {
-            let mut t: Vec<_> = (0..3).map(|_| time(text)).collect();
-            t.sort();
-            t[1]
-        };
-        let ratio = median(&large).as_secs_f64() / median(&small).as_secs_f64().max(1e-9);
+        // The fastest of five runs, the sizes interleaved: on a loaded machine the slow runs
+        // measure the other processes, the fastest the reading.
+        let (mut fast_small, mut fast_large) = (std::time::Duration::MAX, std::time::Duration::MAX);
+        for _ in 0..5 {
+            fast_small = fast_small.min(time(&small));
+            fast_large = fast_large.min(time(&large));
+        }
+        let ratio = fast_large.as_secs_f64() / fast_small.as_secs_f64().max(1e-9);
         assert!(ratio < 8.0, "4x the lines took {ratio:.1}x the time");
     }
 }

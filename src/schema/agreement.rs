@@ -195,6 +195,7 @@ fn full_registry() -> Value {
             "version": "1.0.0", "path": "contracts/f/1.0.0.json", "sha256": sha, "state": "removed",
             "successor": "2.0.0", "heads": [sha, sha], "refs": {"schemas/common/address.json": sha},
             "label": "production", "previous": "0.9.0",
+            "eval": {"provider": "replay", "suites": [{"eval_id": "EVAL-FULL-001", "dataset_sha256": sha}]},
             "prev": "0".repeat(64), "hash": sha,
         }],
         "labels": {"PRC-FULL-001": {"production": "1.0.0"}},
