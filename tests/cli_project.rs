@@ -248,14 +248,17 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     let r = Repo::new("");
     let out = r.ok(&["init", "--kernel"]);
     assert!(
-        out.stdout.contains("registered 50 kernel contracts and packs (active)"),
+        out.stdout.contains("registered 52 kernel contracts and packs (active)"),
         "{}",
         out.stdout
     );
     let reg = r.registry();
     // 13 roles at 1.0.0, and 12 of them again at 1.1.0 (the versions that take the run
-    // limits); each with its pack.
-    assert_eq!(reg["contracts"].as_array().unwrap().len(), 25);
+    // limits), and the judge; each with its pack.
+    assert_eq!(reg["contracts"].as_array().unwrap().len(), 26);
+    assert!(
+        reg["contracts"].as_array().unwrap().iter().any(|e| e["contract_id"] == "PRC-JUDGE-001")
+    );
     let plan: Vec<&Value> = reg["contracts"]
         .as_array()
         .unwrap()
@@ -283,7 +286,7 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     // Again: the kernel files are kept and not registered twice.
     let out = r.ok(&["init", "--kernel"]);
     assert!(!out.stdout.contains("registered"), "{}", out.stdout);
-    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 25);
+    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 26);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -66,6 +66,11 @@ pub(crate) fn chain(history: &mut Vec<Event>, mut event: Event) -> Event {
 }
 
 fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: &Entry) -> Event {
+    chain(history, event_for(stamp, action, entry))
+}
+
+/// The event `action` on `entry` records (not yet chained).
+fn event_for(stamp: &Stamp, action: Action, entry: &Entry) -> Event {
     let mut event = Event {
         at: stamp.at.clone(),
         action,
@@ -90,7 +95,7 @@ fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: 
         Action::Promote => event.refs = entry.refs.clone(),
         Action::Remove | Action::Discard | Action::Merge | Action::Labeled | Action::Unlabeled => {}
     }
-    chain(history, event)
+    event
 }
 
 /// A registry with entries but no history (hand-written, or from before histories) gets
@@ -236,6 +241,18 @@ fn transit(
     stamp: &Stamp,
     change: impl FnOnce(&mut Entry),
 ) -> Entry {
+    transit_with(registry, entry, action, stamp, None, change)
+}
+
+/// [`transit`], the event carrying the eval gate's `evidence` when there is one.
+fn transit_with(
+    registry: &mut Registry,
+    entry: &Entry,
+    action: Action,
+    stamp: &Stamp,
+    evidence: Option<serde_json::Value>,
+    change: impl FnOnce(&mut Entry),
+) -> Entry {
     registry.edit(|entries, history| {
         let found = entries
             .iter_mut()
@@ -247,7 +264,9 @@ fn transit(
             }
             None => entry.clone(),
         };
-        append_event(history, stamp, action, &changed);
+        let mut event = event_for(stamp, action, &changed);
+        event.eval = evidence;
+        chain(history, event);
         changed
     })
 }
@@ -312,6 +331,20 @@ pub fn promote(
     id: &str,
     version: &Version,
     stamp: &Stamp,
+) -> Result<Promoted> {
+    promote_with_evidence(registry, kind, id, version, stamp, None)
+}
+
+/// [`promote`], with the evidence of the eval gate the version passed recorded in the
+/// `promote` event (an object: [`crate::eval::gate::evidence`]), hashed into the history
+/// like every other field.
+pub fn promote_with_evidence(
+    registry: &mut Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    stamp: &Stamp,
+    evidence: Option<serde_json::Value>,
 ) -> Result<Promoted> {
     adopt(registry, stamp);
     let entry = entry_in(registry, (kind, id, version), "promote", State::Draft, |entry| {
@@ -390,7 +423,7 @@ pub fn promote(
             }
         }
     }
-    let entry = transit(registry, &entry, Action::Promote, stamp, |e| {
+    let entry = transit_with(registry, &entry, Action::Promote, stamp, evidence, |e| {
         e.state = State::Active;
         e.sha256 = frozen;
         e.activated_at = Some(stamp.at.clone());

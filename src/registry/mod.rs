@@ -196,6 +196,12 @@ pub struct Event {
     /// so the event records them for the replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times: Option<EventTimes>,
+    /// The evidence of the eval gate a `promote` event passed (`registry promote --eval`):
+    /// the provider and, per suite, its id, the dataset's SHA-256, the pass rates of the
+    /// candidate and the baseline and the McNemar p-value ([`crate::eval::gate::evidence`]).
+    /// An object; hashed as canonical JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval: Option<serde_json::Value>,
     pub prev: String,
     pub hash: String,
 }
@@ -273,6 +279,9 @@ impl Event {
             field("actor", quote(actor));
         }
         field("at", quote(&self.at));
+        if let Some(eval) = &self.eval {
+            field("eval", crate::digest::canonical_json(eval));
+        }
         if let Some(heads) = &self.heads {
             let list: Vec<String> = heads.iter().map(|h| quote(h)).collect();
             field("heads", format!("[{}]", list.join(",")));
@@ -1399,6 +1408,20 @@ mod tests {
         value.as_object_mut().unwrap().remove("hash");
         assert_eq!(promote.compute_hash(), chain_hash(&value));
         assert_ne!(promote.compute_hash(), Event { refs: None, ..promote.clone() }.compute_hash());
+        // The eval gate's evidence is hashed too: a pass rate edited afterwards breaks the chain.
+        let evidenced = Event {
+            eval: Some(serde_json::json!({"suites": [{"pass_rate": 1.0}]})),
+            ..promote.clone()
+        };
+        let edited = Event {
+            eval: Some(serde_json::json!({"suites": [{"pass_rate": 0.5}]})),
+            ..promote.clone()
+        };
+        assert_ne!(evidenced.compute_hash(), promote.compute_hash());
+        assert_ne!(evidenced.compute_hash(), edited.compute_hash());
+        let mut value = serde_json::to_value(&evidenced).unwrap();
+        value.as_object_mut().unwrap().remove("hash");
+        assert_eq!(evidenced.compute_hash(), chain_hash(&value));
     }
 
     #[test]

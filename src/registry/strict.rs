@@ -82,6 +82,8 @@ struct HistoryEvent {
     previous: Option<String>,
     #[serde(default, deserialize_with = "present")]
     times: Option<super::EventTimes>,
+    #[serde(default, deserialize_with = "present")]
+    eval: Option<serde_json::Value>,
     prev: String,
     hash: String,
 }
@@ -108,6 +110,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
                     .into_iter()
                     .all(|at| at.as_deref().is_none_or(timestamp))
         })
+        && e.eval.as_ref().is_none_or(serde_json::Value::is_object)
         && sha256(&e.prev)
         && sha256(&e.hash);
     if !ok {
@@ -129,6 +132,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         label: e.label,
         previous: e.previous,
         times: e.times,
+        eval: e.eval,
         prev: e.prev,
         hash: e.hash,
     })

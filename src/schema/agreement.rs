@@ -196,6 +196,7 @@ fn full_registry() -> Value {
             "successor": "2.0.0", "heads": [sha, sha], "refs": {"schemas/common/address.json": sha},
             "label": "production", "previous": "0.9.0",
             "times": {"registered_at": at, "activated_at": at, "deprecated_at": at, "removed_at": at},
+            "eval": {"provider": "replay", "suites": [{"eval_id": "EVAL-FULL-001", "dataset_sha256": sha}]},
             "prev": "0".repeat(64), "hash": sha,
         }],
         "labels": {"PRC-FULL-001": {"production": "1.0.0"}},

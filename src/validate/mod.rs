@@ -11,7 +11,8 @@
 //! 3. **across files** (one module per rule family): the registry ([`registry`], checks 4
 //!    and 7), pack bindings and template variables ([`binding`], checks 5 and 6),
 //!    compatibility of consecutive versions ([`compat`], check 8), contract examples run
-//!    offline ([`examples`], check 9), and work-order pins ([`work_orders`], check 10).
+//!    offline ([`examples`], check 9), work-order pins ([`work_orders`], check 10), and
+//!    eval suites with their datasets ([`evals`], SPEC §19).
 //!
 //! Finally every finding with a JSON pointer gets its `line:column` and source line.
 
@@ -29,6 +30,7 @@ pub mod binding;
 pub mod compat;
 pub mod context;
 pub mod discover;
+pub mod evals;
 pub mod examples;
 pub mod file;
 pub mod filter;
@@ -93,6 +95,8 @@ impl Progress for NoProgress {
 pub struct Context {
     /// Folder that file names are relative to (the registry's folder when there is one).
     pub base: PathBuf,
+    /// PATH, the file or folder being validated (canonical).
+    pub target: PathBuf,
     pub registry: Option<Registry>,
     /// registry.json's name relative to `base`.
     pub registry_name: String,
@@ -219,8 +223,17 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         by_path.insert(f.abs.clone().into_os_string(), i);
     }
     let jobs = threads(options.jobs);
-    let ctx =
-        Context { base, registry, registry_name, config, files, by_path, now: options.now, jobs };
+    let ctx = Context {
+        base,
+        target: path.clone(),
+        registry,
+        registry_name,
+        config,
+        files,
+        by_path,
+        now: options.now,
+        jobs,
+    };
 
     for f in &ctx.files {
         report.files.push(f.rel.clone());
@@ -242,6 +255,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         examples::check(&ctx, &bound_packs, &mut out);
         work_orders::check(&ctx, &mut report.notes, &mut out);
         context::check(&ctx, &mut out);
+        evals::check(&ctx, &mut report.files, &mut out);
         let registry_rules =
             registry_rules.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (registry_rules, out)
