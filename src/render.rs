@@ -953,6 +953,92 @@ mod tests {
         assert_eq!(names, ["a", "b", "c", "f"]);
     }
 
+    /// The median time of five runs of `f(n)`.
+    fn median(f: &impl Fn(usize), n: usize) -> std::time::Duration {
+        let mut times: Vec<std::time::Duration> = (0..5)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                f(n);
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[2]
+    }
+
+    /// Asserts that `f(4n)` takes well under 16 times `f(n)` (linear, not quadratic).
+    fn assert_linear(what: &str, f: impl Fn(usize), n: usize) {
+        let (small, large) = (median(&f, n), median(&f, 4 * n));
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(
+            ratio < 8.0,
+            "{what}: {small:?} for {n}, {large:?} for {}: ratio {ratio:.1}",
+            4 * n
+        );
+    }
+
+    #[test]
+    fn deeply_nested_expressions_are_refused_before_they_are_parsed() {
+        // In a spawned thread (2 MiB of stack) of a debug build: without the pre-scan each
+        // of these overflows the stack of the parser, the code generator, the rewrite or
+        // the drop of the syntax tree, or is refused by the parser with another message.
+        const N: usize = 100_000;
+        let hostile = [
+            format!("{}x", "not ".repeat(N)),
+            format!("{}x{}", "(".repeat(N), ")".repeat(N)),
+            format!("{}1", "- ".repeat(N)),
+            format!("x{}", " | upper".repeat(N)),
+            format!("x{}", " ~ x".repeat(N)),
+            format!("x{}", ".a".repeat(N)),
+            format!("x{}", "[0]".repeat(N)),
+            format!("{}{}", "[".repeat(N), "]".repeat(N)),
+            format!("{}x{}", "f(".repeat(N), ")".repeat(N)),
+        ];
+        for expr in hostile {
+            for source in [format!("{{{{ {expr} }}}}"), format!("{{% if {expr} %}}y{{% endif %}}")]
+            {
+                let head: String = source.chars().take(24).collect();
+                let e = std::thread::spawn(move || {
+                    CompiledPack::compile(&pack(json!({"template": source}))).map(|_| ())
+                })
+                .join()
+                .expect("no stack overflow")
+                .unwrap_err();
+                assert_eq!(e.code(), Code::PromptPackInvalid, "{head}: {e}");
+                assert!(e.to_string().contains("nests deeper than"), "{head}: {e}");
+            }
+            // As an `enabled` expression too.
+            let e = std::thread::spawn(move || {
+                CompiledPack::compile(&wide_tree(1, "x", Some(&expr))).map(|_| ())
+            })
+            .join()
+            .expect("no stack overflow")
+            .unwrap_err();
+            assert!(e.to_string().contains("nests deeper than"), "{e}");
+        }
+        // Ordinary templates, long ones included, are not refused: nesting resets at each
+        // separator and each tag; text outside tags is never counted.
+        let list: Vec<String> = (0..5000).map(|i| format!("a.b{i} ~ '(' ~ c[{i}]")).collect();
+        let conditions: Vec<String> = (0..30).map(|i| format!("mode == 'm{i}'")).collect();
+        for ok in [
+            format!("{}text{}", "(".repeat(N), ")".repeat(N)),
+            format!("{{{{ [{}] | length }}}}", list.join(", ")),
+            format!("{{% if {} %}}y{{% endif %}}", conditions.join(" or ")),
+            "{% raw %}{{ ((((((((((((((((((((((((((((((((((((x)))))))))))))))))))))))))))))))))))) }}{% endraw %}".repeat(100),
+        ] {
+            CompiledPack::compile(&pack(json!({"template": ok}))).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_nesting_scan_is_linear() {
+        let scan = |n: usize| {
+            let source = "{{ ((a ~ b) | upper)[0] if not x else y }} (text) ".repeat(n);
+            bounds::nesting(&source).unwrap();
+        };
+        assert_linear("nesting scan", scan, 20_000);
+    }
+
     #[test]
     fn syntax_errors_are_pack_errors() {
         let p = pack(json!({"template": "{% if %}"}));

@@ -658,6 +658,84 @@ impl Rewriter<'_> {
     }
 }
 
+/// The deepest an expression of a pack template may nest: brackets, operator chains and
+/// prefix operators together (see [`nesting`]).
+pub const MAX_EXPRESSION_DEPTH: usize = 100;
+
+/// Refuses a template whose expressions nest deeper than [`MAX_EXPRESSION_DEPTH`], before
+/// anything recursive (minijinja's parser and code generator, the rewrite, dropping the
+/// syntax tree) sees it: 100,000 nested parentheses, `not not not …` or a chain of
+/// thousands of filters or operators would overflow the stack.
+///
+/// One pass over the tokens, no recursion. Within each bracket (and at the top of each
+/// `{{ }}` or `{% %}`) it counts the operator, postfix and prefix tokens since the last
+/// separator (`,`, `:`, `=`): each can add a level to the syntax tree (left-deep chains
+/// such as `a ~ b ~ c` and `x | f | g` included). The sum of those counts over the open
+/// brackets, plus the number of open brackets, bounds the depth of the tree.
+pub fn nesting(source: &str) -> Result<(), Refused> {
+    use minijinja::machinery::{Token, tokenize};
+    let mut levels: Vec<usize> = vec![0];
+    let mut sum = 0usize;
+    for token in tokenize(source, false, Default::default()) {
+        // A template that does not tokenize is left to the compiler's syntax error.
+        let Ok((token, span)) = token else { return Ok(()) };
+        match token {
+            Token::VariableStart | Token::VariableEnd | Token::BlockStart | Token::BlockEnd => {
+                levels.clear();
+                levels.push(0);
+                sum = 0;
+            }
+            Token::TemplateData(_)
+            | Token::Str(_)
+            | Token::String(_)
+            | Token::Int(_)
+            | Token::Int128(_)
+            | Token::Float(_) => {}
+            Token::Ident(word) => {
+                if matches!(word, "not" | "and" | "or" | "is" | "in" | "if" | "else") {
+                    *levels.last_mut().unwrap_or(&mut 0) += 1;
+                    sum += 1;
+                }
+            }
+            Token::Comma | Token::Colon | Token::Assign => {
+                if let Some(top) = levels.last_mut() {
+                    sum -= *top;
+                    *top = 0;
+                }
+            }
+            Token::ParenOpen | Token::BracketOpen | Token::BraceOpen => {
+                // The bracket is a call, an index or a literal of the level it opens in.
+                if let Some(top) = levels.last_mut() {
+                    *top += 1;
+                }
+                sum += 1;
+                levels.push(0);
+            }
+            Token::ParenClose | Token::BracketClose | Token::BraceClose => {
+                if levels.len() > 1 {
+                    sum -= levels.pop().unwrap_or(0);
+                }
+            }
+            _ => {
+                if let Some(top) = levels.last_mut() {
+                    *top += 1;
+                }
+                sum += 1;
+            }
+        }
+        let depth = sum + levels.len();
+        if depth > MAX_EXPRESSION_DEPTH {
+            return Err(Refused {
+                line: usize::from(span.start_line),
+                message: format!(
+                    "an expression nests deeper than {MAX_EXPRESSION_DEPTH} levels (brackets, operators and filters chained together); split it with `{{% set %}}`"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The text of operand `index` in a checked call (`__pactum_concat(x , y)`), for naming
 /// an undefined variable.
 pub fn operand(call: &str, index: usize) -> Option<&str> {
@@ -688,6 +766,7 @@ pub fn operand(call: &str, index: usize) -> Option<&str> {
 /// refused. A template that does not parse is returned unchanged: compiling it reports
 /// the syntax error as usual.
 pub fn prepare(source: &str, name: &str) -> Result<String, Refused> {
+    nesting(source)?;
     let Ok(ast) = minijinja::machinery::parse(source, name, Default::default()) else {
         return Ok(source.to_string());
     };
