@@ -7,10 +7,13 @@
 //! - **verbatim**: values are inserted as they are and never expanded again (a value
 //!   containing `{{ x }}` stays literal); no HTML escaping; strings print as-is, every
 //!   other value prints as compact JSON;
-//! - **bounded**: execution has fuel, recursion is limited, output is capped, and every
-//!   value a template builds is bounded in size ([`bounds`]), so a hostile template stops
-//!   with `template_limit_exceeded`; constructs that capture output outside the cap
-//!   (macros, set and filter blocks, recursive loops, includes) are refused.
+//! - **bounded**: execution has fuel, recursion is limited, output is capped, every value
+//!   a template builds is bounded in size, and the native work of filters, tests and
+//!   operators is charged to the fuel by the size of their operands ([`bounds`]), so a
+//!   hostile template stops with `template_limit_exceeded`; a template that fails still
+//!   pays for what it ran; constructs that capture output outside the cap (macros, set and
+//!   filter blocks, recursive loops, includes) and expressions nested deeper than
+//!   [`bounds::MAX_EXPRESSION_DEPTH`] are refused.
 //!
 //! A pass-through pack (`template`) renders to one user message. A structured pack puts
 //! role, constraints and output format in the system message and required inputs, context,
@@ -48,7 +51,10 @@ pub const MAX_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
 /// tree, its `enabled` expressions, summaries and context files — and, when a caller passes
 /// one budget to several renders, by all of them (a contract's examples in `validate`).
 /// Each template still runs under the engine's own fuel, so a budget is overrun by at most
-/// one template's [`FUEL`].
+/// one template's [`FUEL`]. Native work (filters, tests, comparisons on large values) is
+/// charged to the same fuel ([`bounds::WORK_PER_FUEL`]), and a template that fails is
+/// charged too: what it had consumed when pactum's own check failed, or a whole [`FUEL`]
+/// when it ran out or the engine failed without saying how far it got.
 #[derive(Debug)]
 pub struct RenderBudget {
     fuel: std::cell::Cell<u64>,
@@ -175,13 +181,15 @@ fn configured_environment() -> Environment<'static> {
     env
 }
 
-/// Prints a value: a string as it is, anything else as compact JSON; undefined is an error.
+/// Prints a value: a string as it is, anything else as compact JSON. A missing value never
+/// gets here (every printed expression goes through `__pactum_emit`, which refuses it): an
+/// undefined value is the empty result of `x if c` without `else`, and prints nothing.
 fn print(
     out: &mut minijinja::Output<'_>,
     value: &JinjaValue,
 ) -> std::result::Result<(), minijinja::Error> {
     if value.is_undefined() {
-        return Err(minijinja::Error::new(ErrorKind::UndefinedError, "undefined value printed"));
+        return Ok(());
     }
     let mut write = |text: &str| {
         out.write_str(text)
@@ -963,8 +971,29 @@ mod tests {
                 "ba",
             ),
             ("{{ range(3) | list }} {{ dict(a=1).a }}", "[0,1,2] 1"),
+            // Keyword arguments reach the wrapped filters, tests and functions.
+            ("{{ data | tojson(indent=1) }}", "{\n \"k\": [\n  1,\n  2\n ]\n}"),
+            ("{{ text | indent(width=1) }} {{ namespace(a=2).a }}", "one\n two 2"),
+            ("{{ items | selectattr('x', 'defined') | list }}", "[]"),
+            // Charged operands keep their meaning.
+            (
+                "{{ name == 'Ada' }} {{ 'd' in name }} {{ 'x' not in items }} {{ n < 5 <= 5 }}",
+                "true true true true",
+            ),
+            ("{{ name[0] }}{{ name[1:] }} {{ data['k'][1] }} {{ (name|upper)[-1] }}", "Ada 2 A"),
+            ("{{ '!' if n > 9 }}|{{ name if n }}", "|Ada"),
+            (
+                "{% for x in items %}{{ loop.cycle('-', '+') }}{{ loop.changed(x) }}{% endfor %}",
+                "-true+true",
+            ),
+            (
+                "{{ items is sameas(items) }} {{ name is startingwith('A') }} {{ n is divisibleby(2) }}",
+                "true true true",
+            ),
         ] {
-            assert_eq!(render_text(template, vars.clone()).unwrap(), expected, "{template}");
+            let rendered =
+                render_text(template, vars.clone()).unwrap_or_else(|e| panic!("{template}: {e}"));
+            assert_eq!(rendered, expected, "{template}");
         }
         let e = render_text("{{ 'x' ~ missing }}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateVariableMissing, "{e}");

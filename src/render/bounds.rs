@@ -7,15 +7,30 @@
 //! `{% set x = x ~ x %}` thirty times, `"a" * 100000000`, `x | indent(10**8)` or a list
 //! nested in itself grow to gigabytes well within the fuel. So:
 //!
-//! - before compiling, each template is parsed and **rewritten**: every `~`, `+` and `*`
+//! Nor does fuel bound what one instruction *does*: `'zz' in big`, `a == b`, `big[-1]`,
+//! `x | sort` or `x | join` each cost one instruction and run natively in time linear in
+//! (or, sorting, `n log n` of) their operands, so a loop over a 1 MB input did hundreds of
+//! gigabytes of work within the fuel. Every such operation is charged to the render's fuel
+//! in proportion to the size of what it touches ([`WORK_PER_FUEL`], [`ITEM_WORK`]) before
+//! it runs, by a walk that stops as soon as the fuel is spent.
+//!
+//! - before compiling, a template whose expressions nest deeper than
+//!   [`MAX_EXPRESSION_DEPTH`] is refused by one pass over its tokens ([`nesting`]): the
+//!   parser, the code generator and the rewrite below recurse;
+//! - then each template is parsed and **rewritten**: every `~`, `+` and `*`
 //!   becomes a call of a checking function (`__pactum_concat(a, b)`), and every list, map
 //!   and tuple literal and every function call is wrapped in `__pactum_value(...)`, which
 //!   measures the value (iteratively, stopping at the limits) and charges it to the render;
+//!   the operands of comparisons and `in`, of indexes and slices, and the arguments of
+//!   calls are wrapped in charging calls (`__pactum_deep(a) == __pactum_deep(b)`), and
+//!   every printed value in `__pactum_emit(...)` (a missing one fails in pactum's check);
 //!   line numbers are kept, so errors still point at the author's line;
-//! - every built-in **filter** is replaced by a wrapper that checks the arguments of the
-//!   filters whose output can outgrow their input (`indent`, `replace`, `join`, `format`,
-//!   `batch`, `slice`, `tojson`, `pprint`), runs the original filter, and measures its
-//!   result;
+//! - the prompt environment starts from minijinja's **empty** environment ([`environment`]):
+//!   every filter ([`FILTERS`]), test ([`TESTS`]) and function ([`FUNCTIONS`]) a pack
+//!   template can call is a wrapper that charges its arguments, checks the arguments of
+//!   the filters whose output can outgrow their input (`indent`, `replace`, `join`,
+//!   `format`, `batch`, `slice`, `tojson`, `pprint`), runs the original, and measures its
+//!   result; a callable left out of the lists does not exist;
 //! - constructs whose output is **captured** instead of written to the capped prompt —
 //!   macros, call blocks, `{% set %}` and `{% filter %}` blocks, recursive loops —
 //!   and `include`/`import`/`extends`/`block` are refused when the pack is compiled
@@ -547,7 +562,6 @@ const FILTERS: &[&str] = &[
     "pprint",
     "format",
     "tojson",
-    "urlencode",
 ];
 
 fn usize_arg(args: &[Value], index: usize, kwarg: &str) -> Option<usize> {
@@ -1393,6 +1407,64 @@ mod tests {
         assert_eq!(rewritten("{{ 'a)' ~ x }}"), e("__pactum_concat('a)' , x)"));
         // `x if c` without `else` prints nothing when `c` is false: only `x` is checked.
         assert_eq!(rewritten("{{ x if c }}"), "{{ __pactum_emit(x) if c }}");
+        assert_eq!(
+            rewritten("{{ '!' if n > 9 }}"),
+            "{{ __pactum_emit('!') if __pactum_deep(n) > __pactum_deep(9) }}"
+        );
+    }
+
+    #[test]
+    fn every_callable_of_the_prompt_environment_is_charged() {
+        let big = "x".repeat(1 << 16);
+        let least = (1 << 16) / WORK_PER_FUEL;
+        let env = environment();
+        let pristine = |expression: &str, name: &str| {
+            PRISTINE
+                .compile_expression(expression)
+                .unwrap()
+                .eval(minijinja::context! { n => name })
+                .unwrap()
+                .is_true()
+        };
+        let charged = |template: String| {
+            start(u64::MAX / 2, 0);
+            let _ = env.render_str(&template, minijinja::context! { big => big.clone() });
+            spent().work_fuel
+        };
+        // The lists are minijinja's callables, and each one, whatever its arguments, is
+        // charged for the size of its input before it runs.
+        for &name in FILTERS {
+            assert!(pristine("n is filter", name), "`{name}` is not a minijinja filter");
+            let spent = charged(format!("{{% if big | {name} %}}{{% endif %}}"));
+            assert!(spent >= least, "filter `{name}`: {spent}");
+        }
+        for &name in TESTS {
+            assert!(pristine("n is test", name), "`{name}` is not a minijinja test");
+            // `==`, `<`, …: only `select` and its kind can name them (and are charged).
+            let template = if name.chars().all(|c| c.is_ascii_alphabetic()) {
+                format!("{{% if big is {name} %}}{{% endif %}}")
+            } else {
+                format!("{{% if [big] | select('{name}', big) | first %}}{{% endif %}}")
+            };
+            let spent = charged(template);
+            assert!(spent >= least, "test `{name}`: {spent}");
+        }
+        for &name in FUNCTIONS {
+            let spent = charged(format!("{{% if {name}(big) %}}{{% endif %}}"));
+            assert!(spent >= least, "function `{name}`: {spent}");
+        }
+        // The environment starts empty: a callable minijinja has but the lists leave out
+        // does not exist in a pack template, so none can run uncharged.
+        for template in ["{{ debug() }}", "{{ x | nosuchfilter }}", "{{ x is nosuchtest }}"] {
+            let e = env.render_str(template, minijinja::context! { x => 1 }).unwrap_err();
+            assert!(
+                matches!(
+                    e.kind(),
+                    ErrorKind::UnknownFunction | ErrorKind::UnknownFilter | ErrorKind::UnknownTest
+                ),
+                "{template}: {e}"
+            );
+        }
     }
 
     #[test]
