@@ -983,6 +983,10 @@ mod tests {
             ("{{ name[0] }}{{ name[1:] }} {{ data['k'][1] }} {{ (name|upper)[-1] }}", "Ada 2 A"),
             ("{{ '!' if n > 9 }}|{{ name if n }}", "|Ada"),
             (
+                "{{ missing is defined }} {{ missing is undefined }} {{ name is defined }} {{ missing is none }}",
+                "false true true false",
+            ),
+            (
                 "{% for x in items %}{{ loop.cycle('-', '+') }}{{ loop.changed(x) }}{% endfor %}",
                 "-true+true",
             ),
