@@ -1153,6 +1153,7 @@ mod tests {
             "{% if list is eq(other) %}{% endif %}",
             "{% if big is startingwith(big) %}{% endif %}",
             "{% if loop.changed(big) %}{% endif %}",
+            "{% do loop.changed(big) %}",
             "{% if dict(a=big) %}{% endif %}",
         ];
         for body in hostile {

@@ -924,9 +924,22 @@ impl Rewriter<'_> {
             Stmt::CallBlock(c) => self.refuse(c.span().start_line, "`{% call %}`"),
             Stmt::Do(d) => {
                 self.expr(&d.call.expr);
-                self.args(&d.call.args);
+                self.charged_args(&d.call.args);
             }
         }
+    }
+
+    /// The arguments of a call (an expression or `{% do %}`): what a callable does with
+    /// them (`loop.changed(x)` compares them) is charged where it is called.
+    fn charged_args(&mut self, args: &[CallArg<'_>]) {
+        for arg in args {
+            let (CallArg::Pos(e)
+            | CallArg::Kwarg(_, e)
+            | CallArg::PosSplat(e)
+            | CallArg::KwargSplat(e)) = arg;
+            self.wrap_operand(e, "__pactum_deep(", ")");
+        }
+        self.args(args);
     }
 
     fn args(&mut self, args: &[CallArg<'_>]) {
@@ -1049,16 +1062,7 @@ impl Rewriter<'_> {
             Expr::Call(c) => {
                 self.wrap_operand(expr, "__pactum_value(", ")");
                 self.expr(&c.expr);
-                // What a callable does with its arguments (`loop.changed(x)` compares
-                // them) is charged where it is called.
-                for arg in &c.args {
-                    let (CallArg::Pos(e)
-                    | CallArg::Kwarg(_, e)
-                    | CallArg::PosSplat(e)
-                    | CallArg::KwargSplat(e)) = arg;
-                    self.wrap_operand(e, "__pactum_deep(", ")");
-                }
-                self.args(&c.args);
+                self.charged_args(&c.args);
             }
             Expr::List(l) => {
                 self.wrap(l.span(), "__pactum_value(", ")");
