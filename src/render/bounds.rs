@@ -980,7 +980,14 @@ impl Rewriter<'_> {
                     self.expr(e);
                 }
             }
-            Expr::UnaryOp(u) => self.expr(&u.expr),
+            Expr::UnaryOp(u) => {
+                // Constant time (truthiness, a number's sign); named so a new kind does
+                // not compile unbounded.
+                match u.op {
+                    UnaryOpKind::Not | UnaryOpKind::Neg => {}
+                }
+                self.expr(&u.expr);
+            }
             Expr::BinOp(b) => {
                 match b.op {
                     BinOpKind::Eq
@@ -996,7 +1003,17 @@ impl Rewriter<'_> {
                         self.wrap_operand(&b.left, "__pactum_deep(", ")");
                         self.wrap_operand(&b.right, "__pactum_container(", ")");
                     }
-                    _ => {}
+                    // Rewritten into checked calls below.
+                    BinOpKind::Concat | BinOpKind::Add | BinOpKind::Mul => {}
+                    // Constant time: truthiness, and arithmetic minijinja does on numbers
+                    // only. Every kind is named, so a new one does not compile unbounded.
+                    BinOpKind::ScAnd
+                    | BinOpKind::ScOr
+                    | BinOpKind::Sub
+                    | BinOpKind::Div
+                    | BinOpKind::FloorDiv
+                    | BinOpKind::Rem
+                    | BinOpKind::Pow => {}
                 }
                 let function = match b.op {
                     BinOpKind::Concat => Some(("__pactum_concat(", b'~')),
@@ -1029,7 +1046,12 @@ impl Rewriter<'_> {
                 for op in &c.ops {
                     let open = match op.op {
                         CompareOpKind::In | CompareOpKind::NotIn => "__pactum_container(",
-                        _ => "__pactum_deep(",
+                        CompareOpKind::Eq
+                        | CompareOpKind::Ne
+                        | CompareOpKind::Lt
+                        | CompareOpKind::Lte
+                        | CompareOpKind::Gt
+                        | CompareOpKind::Gte => "__pactum_deep(",
                     };
                     self.wrap_operand(&op.expr, open, ")");
                     self.expr(&op.expr);
