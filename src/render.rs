@@ -1246,6 +1246,10 @@ mod tests {
                 compiled.render_within(&json!({}), true, &BTreeSet::new(), &budget).unwrap_err();
             assert_eq!(e.code(), Code::TemplateVariableMissing);
         }
+        // Iterating a missing value fails in pactum's check too: cheap.
+        let (spent, r) = fuel_spent("{% for x in missing %}{% endfor %}", &json!({}));
+        assert_eq!(r, Err(Code::TemplateVariableMissing));
+        assert!(spent < 100, "{spent}");
         // Running out of engine fuel, or an error the engine raises without saying how far
         // it got, charges a whole template's fuel.
         for template in [

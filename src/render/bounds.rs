@@ -486,8 +486,8 @@ fn operand_deep(state: &State, v: Value) -> Result<Value, Error> {
     Ok(v)
 }
 
-/// A printed value: a missing one is the template's error (named by the caller from the
-/// call's text).
+/// A printed or iterated value: a missing one is the template's error (named by the caller
+/// from the call's text).
 fn emit(state: &State, v: Value) -> Result<Value, Error> {
     hooked(state, || {
         if v.is_undefined() {
@@ -890,6 +890,8 @@ impl Rewriter<'_> {
                 if f.recursive {
                     self.refuse(f.span().start_line, "a recursive loop");
                 }
+                // A missing sequence fails in pactum's check, like a missing printed value.
+                self.wrap_operand(&f.iter, "__pactum_emit(", ")");
                 self.expr(&f.iter);
                 if let Some(e) = &f.filter_expr {
                     self.expr(e);
@@ -1401,7 +1403,7 @@ mod tests {
         );
         assert_eq!(
             rewritten("line 1\n{% for x in xs %}\n{{ x ~ '!' }}\n{% endfor %}"),
-            "line 1\n{% for x in xs %}\n{{ __pactum_emit(__pactum_concat(x , '!')) }}\n{% endfor %}"
+            "line 1\n{% for x in __pactum_emit(xs) %}\n{{ __pactum_emit(__pactum_concat(x , '!')) }}\n{% endfor %}"
         );
         assert_eq!(rewritten("plain {{ x }} text"), "plain {{ __pactum_emit(x) }} text");
         assert_eq!(rewritten("plain text"), "plain text");
