@@ -1013,12 +1013,20 @@ mod tests {
 
     /// The CPU time of this thread: what the other processes and tests of a loaded
     /// machine take does not count.
+    #[cfg(unix)]
     #[allow(unsafe_code)]
     fn thread_cpu() -> std::time::Duration {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: clock_gettime only writes the timespec it is given.
         unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
         std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// Elsewhere, wall-clock time since the first call.
+    #[cfg(not(unix))]
+    fn thread_cpu() -> std::time::Duration {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START.get_or_init(std::time::Instant::now).elapsed()
     }
 
     /// The least CPU time of five runs each of `f(n)` and `f(4n)`, interleaved.
