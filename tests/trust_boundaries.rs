@@ -593,6 +593,45 @@ fn template_values_are_bounded_even_from_validate() {
 }
 
 #[test]
+fn template_native_work_and_deep_nesting_are_bounded_even_from_validate() {
+    let p = Project::new();
+    // Each `in` is one instruction searching 2 MB natively: 100,000 of them were 200 GB
+    // of work within the fuel. Charged by the size of its operands, the example stops.
+    let searching = "{% set big = x * 1000000 %}{% for i in range(100000) %}{% if 'zz' in big %}{% endif %}{% endfor %}";
+    contract_with_template(&p, "searching", searching, json!({"type": "object"}), true);
+    let comparing = "{% set l = range(50000) | list %}{% for i in range(100000) %}{% if l == l %}{% endif %}{% endfor %}";
+    contract_with_template(&p, "comparing", comparing, json!({"type": "object"}), true);
+    // 100,000 `not`s overflowed the stack of the template parser, aborting the process.
+    let nested = format!("{{{{ {}x }}}}", "not ".repeat(100_000));
+    contract_with_template(&p, "nested", &nested, json!({"type": "object"}), false);
+    let mut cmd = p.cmd();
+    cmd.args(["validate", "--format", "json"]).timeout(Duration::from_secs(60));
+    let out = Out::of(&mut cmd);
+    out.status(1);
+    let doc = out.json();
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    for name in ["searching", "comparing"] {
+        let d = diagnostics
+            .iter()
+            .find(|d| {
+                d["file"] == format!("contracts/{name}/1.0.0.json") && d["code"] == "example_failed"
+            })
+            .unwrap_or_else(|| panic!("{name}: no failing example:\n{out}"));
+        assert!(
+            d["message"].as_str().unwrap().contains("template_limit_exceeded"),
+            "{name}: {d:#}"
+        );
+    }
+    let d = diagnostics
+        .iter()
+        .find(|d| {
+            d["file"] == "prompt_packs/nested/1.0.0.json" && d["code"] == "prompt_pack_invalid"
+        })
+        .unwrap_or_else(|| panic!("the nested pack is refused:\n{out}"));
+    assert!(d["message"].as_str().unwrap().contains("nests deeper than 100"), "{d:#}");
+}
+
+#[test]
 fn exploding_schemas_are_refused_in_validate_and_in_run() {
     let p = Project::new();
     let mut defs = serde_json::Map::new();
