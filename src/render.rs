@@ -260,8 +260,14 @@ fn undefined_name(env: &Environment<'_>, e: &minijinja::Error) -> Option<String>
         Some(index) => bounds::operand(text.trim_start(), index)?,
         None => text,
     };
-    // An operand pactum wrapped in a check (`__pactum_deep(x) == y`).
+    // The expression of an `if` (an `enabled` expression is one), not its keyword.
     let mut text = text.trim();
+    for keyword in ["if ", "elif ", "not "] {
+        if let Some(rest) = text.strip_prefix(keyword) {
+            text = rest.trim_start();
+        }
+    }
+    // An operand pactum wrapped in a check (`__pactum_deep(x) == y`).
     while let Some(rest) = text.strip_prefix("__pactum_") {
         text = rest.split_once('(').map_or("", |(_, inner)| inner).trim_start();
     }
@@ -288,7 +294,17 @@ impl Builder<'_> {
     }
 
     fn add(&mut self, pointer: &str, source: &str) -> Result<String> {
-        let name = format!("{}{pointer}", self.key);
+        self.add_named(format!("{}{pointer}", self.key), pointer, source)
+    }
+
+    /// [`Builder::add`] for a part of a tree section: its name (shown in messages) says
+    /// which section by its key path, not only by its index.
+    fn add_section_part(&mut self, pointer: &str, key: &str, source: &str) -> Result<String> {
+        let part = pointer.rsplit('/').next().unwrap_or_default();
+        self.add_named(format!("{}, section {key}, {part}", self.key), pointer, source)
+    }
+
+    fn add_named(&mut self, name: String, pointer: &str, source: &str) -> Result<String> {
         let source = bounds::prepare(source, &name).map_err(|refused| {
             self.invalid(pointer, format!("{} (template line {})", refused.message, refused.line))
         })?;
@@ -334,8 +350,9 @@ impl Builder<'_> {
                             "`enabled` is an expression (`mode == 'careful'`), not a template; drop the `{{ }}`".into(),
                         ));
                     }
-                    Some(self.add(
+                    Some(self.add_section_part(
                         &format!("{here}/enabled"),
+                        &key,
                         &format!("{{% if {expr} %}}1{{% endif %}}"),
                     )?)
                 }
@@ -344,12 +361,18 @@ impl Builder<'_> {
             let body = if s.template.is_empty() {
                 None
             } else {
-                Some(Part::Template(self.add(&format!("{here}/template"), &s.template)?))
+                Some(Part::Template(self.add_section_part(
+                    &format!("{here}/template"),
+                    &key,
+                    &s.template,
+                )?))
             };
             let summary = match (s.visibility, &s.summary) {
-                (Visibility::Summary, Some(text)) => {
-                    Some(Part::Template(self.add(&format!("{here}/summary"), text)?))
-                }
+                (Visibility::Summary, Some(text)) => Some(Part::Template(self.add_section_part(
+                    &format!("{here}/summary"),
+                    &key,
+                    text,
+                )?)),
                 (Visibility::Summary, None) => {
                     return Err(self.invalid(
                         &here,
@@ -1343,6 +1366,28 @@ mod tests {
             Ok(p) => CompiledPack::compile(&p).unwrap_err(),
             Err(e) => e,
         }
+    }
+
+    #[test]
+    fn a_missing_variable_in_a_section_is_named_with_the_sections_key() {
+        let p = tree(json!([
+            {"key": "intro", "title": "Intro", "template": "Hi."},
+            {"key": "task", "title": "Task", "template": "x", "children": [
+                {"key": "careful", "title": "Careful", "template": "y", "enabled": "mode == 'careful'"},
+                {"key": "terse", "title": "Terse", "template": "Style: {{ style }}"}
+            ]}
+        ]));
+        let compiled = CompiledPack::compile(&p).unwrap();
+        let message = compiled.render(&json!({}), true).unwrap_err().to_string();
+        assert!(
+            message.contains("section task.careful, enabled") && message.contains("uses `mode`"),
+            "{message}"
+        );
+        let message = compiled.render(&json!({"mode": "fast"}), true).unwrap_err().to_string();
+        assert!(
+            message.contains("section task.terse, template") && message.contains("uses `style`"),
+            "{message}"
+        );
     }
 
     #[test]
