@@ -127,6 +127,11 @@ impl Validator {
         Ok(cost)
     }
 
+    /// What validating `instance` costs (see [`Validator`]), or why it is not validated.
+    pub fn cost(&self, instance: &Value) -> Result<u64, TooCostly> {
+        self.charge(instance, &Budget::new())
+    }
+
     /// Whether `instance` fits the schema (no errors collected), within one
     /// [`VALIDATION_BUDGET`].
     pub fn accepts(&self, instance: &Value) -> Result<bool, TooCostly> {
