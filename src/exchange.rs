@@ -261,6 +261,23 @@ mod tests {
     }
 
     #[test]
+    fn costly_outputs_are_refused_before_validation() {
+        // 300 branches applied to every item: within the schema's own bound; 250,000 items
+        // of a 2.6 MB reply: seconds in release, minutes in debug, unbounded.
+        let branches: Vec<Value> =
+            (0..300).map(|i| json!({"type": "object", "required": [format!("k{i}")]})).collect();
+        let (c, v) = contract(Some(json!({"type": "array", "items": {"anyOf": branches}})));
+        let ok = serde_json::to_string(&vec![json!({"k299": 1}); 100]).unwrap();
+        assert!(check_output(&c, &v, &ResponseBody::Text(ok), None).is_ok());
+        let reply = serde_json::to_string(&vec![json!({"k299": 1}); 250_000]).unwrap();
+        let start = std::time::Instant::now();
+        let e = check_output(&c, &v, &ResponseBody::Text(reply), None).unwrap_err();
+        assert_eq!(e.code(), Code::ValidationTooCostly);
+        assert!(e.to_string().starts_with("the output of PRC-T-001@1.0.0: validating"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+    }
+
+    #[test]
     fn output_steps() {
         let schema = json!({"type": "object", "required": ["label"], "properties": {"label": {"enum": ["a", "b"]}}});
         let (c, v) = contract(Some(schema));
