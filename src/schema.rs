@@ -13,6 +13,13 @@
 //! beyond [`cost::MAX_EXPANSION`] subschemas (`schema_limit_exceeded`) or whose cost it
 //! cannot bound (`schema_too_costly`); the compiler is then served only the documents the
 //! graph read. Regexes use the linear-time `regex` engine.
+//!
+//! **Bounded validation:** an instance is validated only through [`Validator`], which
+//! weighs it against the schema's [`cost::Profile`] in one linear pass and refuses it
+//! (`validation_too_costly`) when the product of the value and the schema would cost more
+//! than [`VALIDATION_BUDGET`]; error collection is bounded by [`FINDINGS_BUDGET`] and
+//! [`MAX_FINDINGS`]. `clippy.toml` forbids `jsonschema`'s own validation and compilation
+//! methods outside this file.
 
 use std::collections::HashMap;
 use std::path::Path;

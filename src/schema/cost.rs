@@ -243,7 +243,9 @@ fn list_len(map: &serde_json::Map<String, Value>, key: &str) -> u64 {
     map.get(key).and_then(Value::as_array).map_or(0, |a| a.len() as u64)
 }
 
-fn edges(graph: &Graph<'_>) -> (Edges, bool) {
+/// The edges of every subschema the root reaches, found by walking the values from the
+/// root (a reference target is looked up once), so the work is linear in the graph.
+fn edges(graph: &Graph<'_>, schema: &Value) -> (Edges, bool) {
     let n = graph.len();
     let mut e = Edges {
         in_place: vec![Vec::new(); n],
@@ -252,31 +254,43 @@ fn edges(graph: &Graph<'_>) -> (Edges, bool) {
         walk: vec![0; n],
     };
     let mut unevaluated = false;
-    for node in 0..n {
-        let Value::Object(map) = graph.value(node) else { continue };
+    let mut seen = vec![false; n];
+    let mut stack: Vec<&Value> = vec![schema];
+    while let Some(value) = stack.pop() {
+        let Some(node) = graph.node_of(value) else { continue };
+        if std::mem::replace(&mut seen[node], true) {
+            continue;
+        }
+        let Value::Object(map) = value else { continue };
         let mut in_place = Vec::new();
         let mut children: Vec<Vec<NodeId>> = Vec::new();
         let mut by_name_or_position: Vec<(&str, Vec<NodeId>)> = Vec::new();
         for_each_subschema(map, false, &mut |keyword, slot, child| {
-            let Some(child) = graph.node_of(child) else { return };
+            let Some(id) = graph.node_of(child) else { return };
+            stack.push(child);
             if is_in_place(keyword) {
-                in_place.push(child);
+                in_place.push(id);
             } else if matches!(
                 (keyword, slot),
                 ("properties" | "prefixItems" | "items", Slot::Named(_) | Slot::Item(_))
             ) {
                 match by_name_or_position.iter_mut().find(|(k, _)| *k == keyword) {
-                    Some((_, group)) => group.push(child),
-                    None => by_name_or_position.push((keyword, vec![child])),
+                    Some((_, group)) => group.push(id),
+                    None => by_name_or_position.push((keyword, vec![id])),
                 }
             } else {
-                children.push(vec![child]);
+                children.push(vec![id]);
             }
         });
         children.extend(by_name_or_position.into_iter().map(|(_, group)| group));
         for reference in graph.references(node) {
             if let Targets::Resolved(targets) = &reference.targets {
-                in_place.extend(targets.iter().copied());
+                for &target in targets {
+                    in_place.push(target);
+                    if !seen[target] {
+                        stack.push(graph.value(target));
+                    }
+                }
             }
         }
         unevaluated |=
@@ -338,7 +352,7 @@ impl Profile {
         let Some(root) = graph.node_of(schema) else {
             return Profile { evaluations: vec![1], walks: vec![0] };
         };
-        let (edges, unevaluated) = edges(graph);
+        let (edges, unevaluated) = edges(graph, schema);
         let hop: u64 = if unevaluated { 2 } else { 1 };
         // Only what the root reaches is ever evaluated.
         let mut reachable = vec![false; graph.len()];
