@@ -196,11 +196,12 @@ pub const MAX_INSTANCE_DEPTH: usize = 128;
 /// *one* node at depth `d`: it counts every path of the resolved graph that crosses
 /// exactly `d` keywords that apply to children (`items`, `properties`, `contains`, ...),
 /// each in-place keyword (`anyOf`, `allOf`, `$ref`, ...) once per branch, each subschema
-/// weighted by the lists it checks (`required`, `enum`, `dependentRequired`). A recursive
+/// weighted by the lists and literals it checks (`required`, `dependentRequired`, the
+/// values of `enum` and `const`: a comparison stops where the literal ends). A recursive
 /// schema has paths at every depth, possibly more at each level (`anyOf` of two branches
-/// that both recurse into `items` doubles per level): the table shows it. Keywords that
-/// walk the instance below them (`uniqueItems`, `const`, `enum`) are charged to every
-/// node under the one they evaluate (`walks`, cumulative by depth). When the schema uses
+/// that both recurse into `items` doubles per level): the table shows it. `uniqueItems`,
+/// which hashes the whole array below it, is charged to every node under the one it
+/// evaluates (`walks`, cumulative by depth). When the schema uses
 /// `unevaluatedProperties` or `unevaluatedItems`, the validator may evaluate in-place
 /// subschemas again to learn what they evaluated, so every in-place hop counts twice.
 ///
@@ -237,6 +238,24 @@ fn is_in_place(keyword: &str) -> bool {
             | "dependentSchemas"
             | "dependencies"
     )
+}
+
+/// The nodes of a literal value in a schema (no recursion).
+fn literal_size(value: &Value) -> u64 {
+    let mut size = 0u64;
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        size += 1;
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                size += map.len() as u64;
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    size
 }
 
 fn list_len(map: &serde_json::Map<String, Value>, key: &str) -> u64 {
@@ -299,11 +318,12 @@ fn edges(graph: &Graph<'_>, schema: &Value) -> (Edges, bool) {
             .get("dependentRequired")
             .and_then(Value::as_object)
             .map_or(0, |m| m.values().map(|v| v.as_array().map_or(0, |a| a.len() as u64)).sum());
-        let enum_len = list_len(map, "enum");
-        e.base[node] = 1 + list_len(map, "required") + enum_len + dependent;
-        e.walk[node] = enum_len
-            + u64::from(map.contains_key("const"))
-            + u64::from(map.get("uniqueItems") == Some(&Value::Bool(true)));
+        // Comparing a value with `enum` or `const` stops where the schema's literal ends:
+        // its cost is the literal's size, whatever the value's.
+        let literals =
+            map.get("enum").map_or(0, literal_size) + map.get("const").map_or(0, literal_size);
+        e.base[node] = 1 + list_len(map, "required") + literals + dependent;
+        e.walk[node] = u64::from(map.get("uniqueItems") == Some(&Value::Bool(true)));
         e.in_place[node] = in_place;
         e.children[node] = children;
     }
