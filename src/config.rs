@@ -19,6 +19,14 @@
 //! attempts = 3
 //! base_delay_ms = 500
 //! max_delay_ms = 8000
+//!
+//! [prices."gpt-4o-mini"]         # per model, for the cost `pactum eval` reports
+//! prompt_per_mtok = 0.15         # per million prompt tokens
+//! completion_per_mtok = 0.60     # per million completion tokens
+//!
+//! [gate]
+//! eval = true                    # `registry promote` runs the id's eval suites (as --eval)
+//! provider = "ci"                # the provider `promote --eval` evaluates with
 //! ```
 //!
 //! The library never reads the environment: the binary passes a lookup function to
@@ -121,6 +129,33 @@ impl Default for RetrySettings {
     }
 }
 
+/// What one model costs, per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Price {
+    pub prompt_per_mtok: f64,
+    pub completion_per_mtok: f64,
+}
+
+impl Price {
+    /// The cost of `usage` at this price.
+    pub fn cost(&self, usage: crate::gateway::Usage) -> f64 {
+        (usage.prompt_tokens as f64 * self.prompt_per_mtok
+            + usage.completion_tokens as f64 * self.completion_per_mtok)
+            / 1_000_000.0
+    }
+}
+
+/// What `registry promote` requires besides validation (SPEC §20).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateSettings {
+    /// Run the eval suites of the promoted id (as `promote --eval`).
+    pub eval: bool,
+    /// The provider the gate evaluates with (default: the project's default provider).
+    pub provider: Option<String>,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -129,6 +164,9 @@ pub struct Config {
     pub defaults: Defaults,
     pub providers: BTreeMap<String, ProviderSettings>,
     pub retry: RetrySettings,
+    /// Prices per model name, for the cost of an evaluation.
+    pub prices: BTreeMap<String, Price>,
+    pub gate: GateSettings,
     pub lint: LintSettings,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]
@@ -226,6 +264,18 @@ impl Config {
         Ok(config)
     }
 
+    /// The price of `model`: its own entry, else the longest priced name the model's name
+    /// starts with (`gpt-4o-mini` prices `gpt-4o-mini-2024-07-18`).
+    pub fn price_of(&self, model: &str) -> Option<&Price> {
+        self.prices.get(model).or_else(|| {
+            self.prices
+                .iter()
+                .filter(|(name, _)| model.starts_with(name.as_str()))
+                .max_by_key(|(name, _)| name.len())
+                .map(|(_, price)| price)
+        })
+    }
+
     /// Applies environment overrides through `lookup` (the binary passes `std::env::var`).
     pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) {
         let get = |name: &str| lookup(name).filter(|v| !v.is_empty());
@@ -273,6 +323,23 @@ api_key_env = "LOCAL_API_KEY"
         assert_eq!(c.project.deprecation_days, 14);
         assert_eq!(c.providers["local"].model.as_deref(), Some("llama3.1"));
         assert_eq!(c.retry.attempts, 3);
+    }
+
+    #[test]
+    fn prices_and_the_gate() {
+        let c = Config::parse(
+            "[prices.\"gpt-4o-mini\"]\nprompt_per_mtok = 0.15\ncompletion_per_mtok = 0.6\n[prices.gpt-4o]\nprompt_per_mtok = 2.5\ncompletion_per_mtok = 10\n[gate]\neval = true\nprovider = \"ci\"\n",
+            Path::new("pactum.toml"),
+        )
+        .unwrap();
+        assert!(c.gate.eval);
+        assert_eq!(c.gate.provider.as_deref(), Some("ci"));
+        let usage = crate::gateway::Usage { prompt_tokens: 1_000_000, completion_tokens: 500_000 };
+        assert_eq!(c.price_of("gpt-4o-mini").unwrap().cost(usage), 0.45);
+        // A dated model takes the longest priced name it starts with.
+        assert_eq!(c.price_of("gpt-4o-mini-2024-07-18").unwrap().prompt_per_mtok, 0.15);
+        assert_eq!(c.price_of("gpt-4o-2024-08-06").unwrap().prompt_per_mtok, 2.5);
+        assert!(c.price_of("claude").is_none());
     }
 
     #[test]

@@ -270,6 +270,17 @@ pub fn is_file(path: &Path) -> bool {
     target_of(path).is_some_and(|m| m.is_file())
 }
 
+/// Whether `path` leads to a file someone may execute (following symlinks).
+pub fn is_executable(path: &Path) -> bool {
+    target_of(path).is_some_and(|m| {
+        #[cfg(unix)]
+        let runnable = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0;
+        #[cfg(not(unix))]
+        let runnable = true;
+        m.is_file() && runnable
+    })
+}
+
 /// Whether `path` leads to a folder (following symlinks).
 pub fn is_dir(path: &Path) -> bool {
     target_of(path).is_some_and(|m| m.is_dir())
@@ -827,6 +838,23 @@ impl OutputArea {
     /// while it stays inside the project).
     pub fn has_file(&self, rel: &str) -> bool {
         check_relative(rel).is_ok() && self.root.file(&self.dir.join(rel)).is_ok()
+    }
+}
+
+/// Refuses a relative path (as a registry entry names its file) with a hidden component
+/// anywhere in it — `.git/hooks/x.json`, `contracts/.secret/a.json`, `.env` — for a caller
+/// that has no [`Root`] at hand: the rule of [`Root::visible`], with its reason.
+pub fn check_visible(path: &str) -> std::result::Result<(), String> {
+    let parts: Vec<OsString> = Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_os_string()),
+            _ => None,
+        })
+        .collect();
+    match hidden_part(&parts) {
+        Some(Refusal::Escape(reason)) => Err(reason),
+        _ => Ok(()),
     }
 }
 

@@ -144,6 +144,10 @@ codes! {
     // Ledger.
     LedgerBroken = "ledger_broken", Error, "a ledger record was edited, removed or reordered";
     LedgerCorrupt = "ledger_corrupt", Error, "a ledger line is not a record in the one form pactum writes (cut off by an interrupted write, over the line budget, not canonical JSON, not a record); nothing is appended after such a last line";
+    // Evaluation.
+    EvalSuiteInvalid = "eval_suite_invalid", Error, "an eval suite does not fit eval_suite.schema.json, or an assertion in it cannot be checked (a pointer output_schema does not have, a regex that does not compile, a judge without the judge's output shape)";
+    EvalDatasetInvalid = "eval_dataset_invalid", Error, "a line of an eval dataset is not a case (id, input, expect, tags), is too long or too deep, or repeats an id; or the dataset cannot be read";
+    EvalRegression = "eval_regression", Error, "an evaluated version falls below its suite's thresholds, or answers significantly worse than the version it is compared with (exact McNemar p < 0.05)";
     // Internal.
     InternalError = "internal_error", Error, "pactum hit a bug (a panic); nothing it reported in this run can be trusted as a success";
 }
@@ -546,6 +550,21 @@ pub enum Error {
     #[error("{path}:{line}: {}", corrupt_line(path, *line, reason, *torn))]
     LedgerCorrupt { path: PathBuf, line: usize, reason: String, torn: bool },
 
+    /// An eval suite that does not load; every finding at its pointer.
+    #[error(
+        "{path}: eval suite does not fit eval_suite.schema.json: {}; fix the suite at these pointers",
+        list_findings(findings)
+    )]
+    EvalSuiteInvalid { path: PathBuf, findings: Vec<Finding> },
+
+    /// A line of an eval dataset that is not a case (`line` 0: the file as a whole).
+    #[error("{}: {message}", if *line == 0 { path.display().to_string() } else { format!("{}:{line}", path.display()) })]
+    EvalDatasetInvalid { path: PathBuf, line: usize, message: String },
+
+    /// An evaluation that failed its suite's bar (`pactum eval`, `registry promote --eval`).
+    #[error("{subject}: {}", reasons.join("; "))]
+    EvalRegression { subject: String, reasons: Vec<String> },
+
     /// A bug: a panic caught at a thread or at the top of the binary.
     #[error("internal error: {message}; this is a bug in pactum, please report it")]
     Internal { message: String },
@@ -685,6 +704,9 @@ impl Error {
             Error::TtlExpired { .. } => Code::TtlExpired,
             Error::LedgerBroken { .. } => Code::LedgerBroken,
             Error::LedgerCorrupt { .. } => Code::LedgerCorrupt,
+            Error::EvalSuiteInvalid { .. } => Code::EvalSuiteInvalid,
+            Error::EvalDatasetInvalid { .. } => Code::EvalDatasetInvalid,
+            Error::EvalRegression { .. } => Code::EvalRegression,
             Error::Internal { .. } => Code::InternalError,
         }
     }
@@ -698,7 +720,8 @@ impl Error {
             | Error::OutputSchemaInvalid { findings, .. }
             | Error::ToolInputInvalid { findings, .. }
             | Error::SchemaLimit { findings, .. }
-            | Error::SchemaTooCostly { findings, .. } => findings,
+            | Error::SchemaTooCostly { findings, .. }
+            | Error::EvalSuiteInvalid { findings, .. } => findings,
             _ => &[],
         }
     }

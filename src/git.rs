@@ -61,3 +61,33 @@ pub fn register_merge_driver(dir: &Path) -> Result<bool> {
     }
     Ok(true)
 }
+
+/// Why git cannot run the registry merge driver in the repository `dir` is in, if it
+/// cannot: it is not registered in git's config, or the program of its command is on no
+/// folder of `path_var` (the `PATH` git runs it with; the caller passes it, the library
+/// reads no environment). Without a working driver git merges registry.json as text: a
+/// conflict on every concurrent change. `None` outside a work tree, or when it works.
+pub fn merge_driver_problem(dir: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<String> {
+    toplevel(dir)?;
+    let command = config_get(dir, &format!("merge.{MERGE_DRIVER}.driver"));
+    let Some(command) = command else {
+        return Some(format!(
+            "the registry.json merge driver is not registered in this clone's git config; run `pactum init` in the project once per clone (or `git config merge.{MERGE_DRIVER}.driver \"{MERGE_DRIVER_COMMAND}\"`)"
+        ));
+    };
+    let program = command.split_whitespace().next().unwrap_or_default();
+    let found = if program.contains('/') {
+        crate::confine::is_executable(Path::new(program))
+    } else {
+        path_var
+            .map(|p| {
+                std::env::split_paths(p).any(|d| crate::confine::is_executable(&d.join(program)))
+            })
+            .unwrap_or(false)
+    };
+    (!found).then(|| {
+        format!(
+            "git runs the registry.json merge driver as `{command}`, but `{program}` is not on PATH: until it is (`cargo install --locked --path .` puts pactum in ~/.cargo/bin), git merges registry.json as text and concurrent changes conflict"
+        )
+    })
+}

@@ -21,7 +21,8 @@ use crate::registry::{self, Registry, State, store};
 
 /// The kernel role contracts and packs as shipped, by path relative to a project root: each
 /// role's 1.0.0 contract and pack, and (all roles but synthesis) the 1.1.0 contract and 2.0.0
-/// pack that take the run limits. `init` registers packs first, lower versions first.
+/// pack that take the run limits; then the judge (`PRC-JUDGE-001`) that eval suites' `judge`
+/// assertions and semantic checks call. `init` registers packs first, lower versions first.
 pub const KERNEL_FILES: &[(&str, &str)] = &[
     ("contracts/converge/1.0.0.json", include_str!("../contracts/converge/1.0.0.json")),
     ("prompt_packs/converge/1.0.0.json", include_str!("../prompt_packs/converge/1.0.0.json")),
@@ -79,10 +80,13 @@ pub const KERNEL_FILES: &[(&str, &str)] = &[
     ("prompt_packs/subplan/2.0.0.json", include_str!("../prompt_packs/subplan/2.0.0.json")),
     ("contracts/synth/1.0.0.json", include_str!("../contracts/synth/1.0.0.json")),
     ("prompt_packs/synth/1.0.0.json", include_str!("../prompt_packs/synth/1.0.0.json")),
+    ("contracts/judge/1.0.0.json", include_str!("../contracts/judge/1.0.0.json")),
+    ("prompt_packs/judge/1.0.0.json", include_str!("../prompt_packs/judge/1.0.0.json")),
 ];
 
-/// Lines `init` makes sure `.gitignore` has: the lock and the run state.
-pub const GITIGNORE_LINES: &[&str] = &[".registry.lock", ".pactum/"];
+/// Lines `init` makes sure `.gitignore` has: the lock, the run state, and the folders work
+/// orders write their results to (`out/` beside each work order, by default).
+pub const GITIGNORE_LINES: &[&str] = &[".registry.lock", ".pactum/", "work_orders/**/out/"];
 
 /// What `init` did to one path.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

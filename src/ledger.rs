@@ -64,6 +64,8 @@ pub enum Kind {
     Cycle,
     /// A work order's start or end.
     WorkOrder,
+    /// An evaluation's summary (`eval_completed`, SPEC §19).
+    Eval,
 }
 
 impl Kind {
@@ -72,6 +74,7 @@ impl Kind {
             Kind::Exchange => "exchange",
             Kind::Cycle => "cycle",
             Kind::WorkOrder => "work_order",
+            Kind::Eval => "eval",
         }
     }
 }

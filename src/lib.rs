@@ -42,6 +42,7 @@ pub mod digest;
 pub mod disclosure;
 pub mod document;
 pub mod error;
+pub mod eval;
 pub mod exchange;
 pub mod executor;
 pub mod extract;

@@ -144,11 +144,22 @@ impl PromptPack {
 
     /// Converts a parsed value, checking it against `prompt_pack.schema.json` first.
     pub fn from_value(value: &Value, sha256: &str, path: &Path) -> Result<PromptPack> {
-        let invalid = |findings: Vec<Finding>| Error::SchemaInvalid {
-            doc: DocKind::PromptPack,
-            path: path.to_path_buf(),
-            findings,
-        };
+        match PromptPack::read(value, sha256, path) {
+            (Some(pack), findings) if findings.is_empty() => Ok(pack),
+            (_, findings) => Err(Error::SchemaInvalid {
+                doc: DocKind::PromptPack,
+                path: path.to_path_buf(),
+                findings,
+            }),
+        }
+    }
+
+    /// Reads a pack as far as it can, with every finding at once: the schema's, and the
+    /// tree's own (duplicate keys, messages, bounds) for whatever parts of the tree are
+    /// readable, so `validate` shows every mistake in one run rather than in layers. The
+    /// pack is `None` only when no body can be read; with findings it is for checks that
+    /// still make sense on the readable parts (template syntax, variables), never for use.
+    pub fn read(value: &Value, sha256: &str, path: &Path) -> (Option<PromptPack>, Vec<Finding>) {
         let mut findings = schema::check_document(DocKind::PromptPack, value);
         if findings.iter().any(|f| f.pointer.is_empty() && f.message.contains("oneOf")) {
             // The oneOf message quotes the whole pack; say what it means instead.
@@ -166,51 +177,46 @@ impl PromptPack {
                 },
             ));
         }
-        if !findings.is_empty() {
-            return Err(invalid(findings));
+        let text = |name: &str| value.get(name).and_then(Value::as_str);
+        let id = text("prompt_pack_id").unwrap_or_default().to_string();
+        let version = text("version").and_then(parse_version);
+        if version.is_none() && !findings.iter().any(|f| f.pointer == "/version") {
+            findings.push(Finding::new("/version", "not a version"));
         }
-        if let Some(tree) = value.get("sections").and_then(Value::as_array) {
-            let mut findings = Vec::new();
+        let body = if let Some(tree) = value.get("sections").and_then(Value::as_array) {
             let mut walk = TreeWalk { count: 0, paths: std::collections::HashSet::new() };
-            let sections = parse_tree(tree, "/sections", "", 1, None, &mut walk, &mut findings);
+            let mut tree = parse_tree(tree, "/sections", "", 1, None, &mut walk, &mut findings);
             if !findings.is_empty() {
-                return Err(invalid(findings));
+                // What the schema already reported is not reported again by the checks
+                // that run on the readable parts: a summarized section without a summary
+                // is read as a full one.
+                let mut stack: Vec<&mut Section> = tree.iter_mut().collect();
+                while let Some(section) = stack.pop() {
+                    if section.visibility == Visibility::Summary && section.summary.is_none() {
+                        section.visibility = Visibility::Full;
+                    }
+                    stack.extend(section.children.iter_mut());
+                }
             }
-            let id = value["prompt_pack_id"].as_str().unwrap_or_default().to_string();
-            let version = value["version"].as_str().and_then(parse_version);
-            let version =
-                version.ok_or_else(|| invalid(vec![Finding::new("/version", "not a version")]))?;
-            return Ok(PromptPack {
-                id,
-                version,
-                description: value.get("description").and_then(Value::as_str).map(str::to_string),
-                body: PackBody::Tree(sections),
-                sha256: sha256.to_string(),
-                path: path.to_path_buf(),
-            });
-        }
-        let raw = RawPack::deserialize(value)
-            .map_err(|e| invalid(vec![Finding::new("", e.to_string())]))?;
-        let version = parse_version(&raw.version)
-            .ok_or_else(|| invalid(vec![Finding::new("/version", "not a version")]))?;
-        let body = match (raw.template, raw.sections) {
-            (Some(t), None) => PackBody::Template(t),
-            (None, Some(s)) => PackBody::Sections(s),
-            _ => {
-                return Err(invalid(vec![Finding::new(
-                    "",
-                    "needs exactly one of `template` and `sections`",
-                )]));
-            }
+            Some(PackBody::Tree(tree))
+        } else {
+            // The flat forms: as the pack's serde type reads them (the type
+            // `schema::agreement` keeps in step with the schema).
+            RawPack::deserialize(value).ok().and_then(|raw| match (raw.template, raw.sections) {
+                (Some(t), None) => Some(PackBody::Template(t)),
+                (None, Some(s)) => Some(PackBody::Sections(s)),
+                _ => None,
+            })
         };
-        Ok(PromptPack {
-            id: raw.prompt_pack_id,
-            version,
-            description: raw.description,
+        let pack = body.map(|body| PromptPack {
+            id,
+            version: version.unwrap_or_else(|| semver::Version::new(0, 0, 0)),
+            description: text("description").map(str::to_string),
             body,
             sha256: sha256.to_string(),
             path: path.to_path_buf(),
-        })
+        });
+        (pack, findings)
     }
 }
 
@@ -343,10 +349,14 @@ fn parse_tree(
     out
 }
 
+/// A flat pack as serde reads it; `read` takes its body from here.
 #[derive(Deserialize)]
 pub(crate) struct RawPack {
+    #[allow(dead_code)] // read leniently by `read`; declared for `schema::agreement`
     prompt_pack_id: String,
+    #[allow(dead_code)]
     version: String,
+    #[allow(dead_code)]
     description: Option<String>,
     template: Option<String>,
     sections: Option<Sections>,

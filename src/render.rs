@@ -7,10 +7,13 @@
 //! - **verbatim**: values are inserted as they are and never expanded again (a value
 //!   containing `{{ x }}` stays literal); no HTML escaping; strings print as-is, every
 //!   other value prints as compact JSON;
-//! - **bounded**: execution has fuel, recursion is limited, output is capped, and every
-//!   value a template builds is bounded in size ([`bounds`]), so a hostile template stops
-//!   with `template_limit_exceeded`; constructs that capture output outside the cap
-//!   (macros, set and filter blocks, recursive loops, includes) are refused.
+//! - **bounded**: execution has fuel, recursion is limited, output is capped, every value
+//!   a template builds is bounded in size, and the native work of filters, tests and
+//!   operators is charged to the fuel by the size of their operands ([`bounds`]), so a
+//!   hostile template stops with `template_limit_exceeded`; a template that fails still
+//!   pays for what it ran; constructs that capture output outside the cap (macros, set and
+//!   filter blocks, recursive loops, includes) and expressions nested deeper than
+//!   [`bounds::MAX_EXPRESSION_DEPTH`] are refused.
 //!
 //! A pass-through pack (`template`) renders to one user message. A structured pack puts
 //! role, constraints and output format in the system message and required inputs, context,
@@ -48,7 +51,10 @@ pub const MAX_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
 /// tree, its `enabled` expressions, summaries and context files — and, when a caller passes
 /// one budget to several renders, by all of them (a contract's examples in `validate`).
 /// Each template still runs under the engine's own fuel, so a budget is overrun by at most
-/// one template's [`FUEL`].
+/// one template's [`FUEL`]. Native work (filters, tests, comparisons on large values) is
+/// charged to the same fuel ([`bounds::WORK_PER_FUEL`]), and a template that fails is
+/// charged too: what it had consumed when pactum's own check failed, or a whole [`FUEL`]
+/// when it ran out or the engine failed without saying how far it got.
 #[derive(Debug)]
 pub struct RenderBudget {
     fuel: std::cell::Cell<u64>,
@@ -155,7 +161,7 @@ fn environment() -> Environment<'static> {
 }
 
 fn configured_environment() -> Environment<'static> {
-    let mut env = Environment::new();
+    let mut env = bounds::environment();
     env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_fuel(Some(FUEL));
@@ -164,27 +170,40 @@ fn configured_environment() -> Environment<'static> {
     // messages and rendering cost are the same in debug and release builds (names of missing
     // variables come from the template source pactum keeps, see `undefined_name`).
     env.set_debug(false);
-    bounds::install(&mut env);
-    env.set_formatter(|out, _state, value| {
-        if value.is_undefined() {
-            return Err(minijinja::Error::new(
-                ErrorKind::UndefinedError,
-                "undefined value printed",
-            ));
+    env.set_formatter(|out, state, value| {
+        let printed = print(out, value);
+        if printed.is_err() {
+            // The template ends here: its render charges the fuel consumed so far.
+            bounds::failed(state);
         }
-        if let Some(s) = value.as_str() {
-            out.write_str(s)
-                .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
-        } else {
-            let json = serde_json::to_string(value).map_err(|e| {
-                minijinja::Error::new(ErrorKind::BadSerialization, "value cannot be printed")
-                    .with_source(e)
-            })?;
-            out.write_str(&json)
-                .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
-        }
+        printed
     });
     env
+}
+
+/// Prints a value: a string as it is, anything else as compact JSON. A missing value never
+/// gets here (every printed expression goes through `__pactum_emit`, which refuses it): an
+/// undefined value is the empty result of `x if c` without `else`, and prints nothing.
+fn print(
+    out: &mut minijinja::Output<'_>,
+    value: &JinjaValue,
+) -> std::result::Result<(), minijinja::Error> {
+    if value.is_undefined() {
+        return Ok(());
+    }
+    let mut write = |text: &str| {
+        out.write_str(text)
+            .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+    };
+    if let Some(s) = value.as_str() {
+        write(s)
+    } else {
+        let json = serde_json::to_string(value).map_err(|e| {
+            minijinja::Error::new(ErrorKind::BadSerialization, "value cannot be printed")
+                .with_source(e)
+        })?;
+        write(&json)
+    }
 }
 
 /// Turns a minijinja error into pactum's error for a template. `env` holds the template
@@ -241,8 +260,13 @@ fn undefined_name(env: &Environment<'_>, e: &minijinja::Error) -> Option<String>
         Some(index) => bounds::operand(text.trim_start(), index)?,
         None => text,
     };
+    // An operand pactum wrapped in a check (`__pactum_deep(x) == y`).
+    let mut text = text.trim();
+    while let Some(rest) = text.strip_prefix("__pactum_") {
+        text = rest.split_once('(').map_or("", |(_, inner)| inner).trim_start();
+    }
     let name: String =
-        text.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
+        text.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
     (!name.is_empty()).then_some(name)
 }
 
@@ -507,14 +531,23 @@ impl CompiledPack {
                 "the render ran out of fuel ({FUEL} instructions for the whole pack: every section, enabled expression and summary together); simplify its loops and conditions"
             )));
         }
-        bounds::set_built(budget.built.get());
+        bounds::start(budget.fuel.get(), budget.built.get());
         let mut out = Capped { buf: Vec::with_capacity(512), limit: budget.output.get() };
         let rendered = template.render_captured_to(ctx.clone(), &mut out);
-        budget.built.set(bounds::built());
-        let captured = rendered.map_err(|e| template_error(&self.env, name, &e))?;
-        let consumed = captured.state().fuel_levels().map_or(0, |(consumed, _)| consumed);
-        budget.fuel.set(budget.fuel.get().saturating_sub(consumed));
+        let spent = bounds::spent();
+        budget.built.set(spent.built);
+        // The instructions the template ran, whether it succeeded or failed: when it ends
+        // in an error of pactum's own checks, what it had consumed then; when it ran out
+        // of engine fuel or the engine failed elsewhere, the whole fuel of a template (the
+        // engine does not say how much it had run).
+        let consumed = match &rendered {
+            Ok(captured) => captured.state().fuel_levels().map_or(0, |(consumed, _)| consumed),
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => FUEL,
+            Err(_) => spent.failed_at.unwrap_or(FUEL),
+        };
+        budget.fuel.set(budget.fuel.get().saturating_sub(consumed.saturating_add(spent.work_fuel)));
         budget.output.set(budget.output.get().saturating_sub(out.buf.len()));
+        rendered.map_err(|e| template_error(&self.env, name, &e))?;
         String::from_utf8(out.buf).map_err(|_| Error::TemplateRender {
             template: name.to_string(),
             message: "rendered text is not UTF-8".into(),
@@ -938,8 +971,33 @@ mod tests {
                 "ba",
             ),
             ("{{ range(3) | list }} {{ dict(a=1).a }}", "[0,1,2] 1"),
+            // Keyword arguments reach the wrapped filters, tests and functions.
+            ("{{ data | tojson(indent=1) }}", "{\n \"k\": [\n  1,\n  2\n ]\n}"),
+            ("{{ text | indent(width=1) }} {{ namespace(a=2).a }}", "one\n two 2"),
+            ("{{ items | selectattr('x', 'defined') | list }}", "[]"),
+            // Charged operands keep their meaning.
+            (
+                "{{ name == 'Ada' }} {{ 'd' in name }} {{ 'x' not in items }} {{ n < 5 <= 5 }}",
+                "true true true true",
+            ),
+            ("{{ name[0] }}{{ name[1:] }} {{ data['k'][1] }} {{ (name|upper)[-1] }}", "Ada 2 A"),
+            ("{{ '!' if n > 9 }}|{{ name if n }}", "|Ada"),
+            (
+                "{{ missing is defined }} {{ missing is undefined }} {{ name is defined }} {{ missing is none }}",
+                "false true true false",
+            ),
+            (
+                "{% for x in items %}{{ loop.cycle('-', '+') }}{{ loop.changed(x) }}{% endfor %}",
+                "-true+true",
+            ),
+            (
+                "{{ items is sameas(items) }} {{ name is startingwith('A') }} {{ n is divisibleby(2) }}",
+                "true true true",
+            ),
         ] {
-            assert_eq!(render_text(template, vars.clone()).unwrap(), expected, "{template}");
+            let rendered =
+                render_text(template, vars.clone()).unwrap_or_else(|e| panic!("{template}: {e}"));
+            assert_eq!(rendered, expected, "{template}");
         }
         let e = render_text("{{ 'x' ~ missing }}", json!({})).unwrap_err();
         assert_eq!(e.code(), Code::TemplateVariableMissing, "{e}");
@@ -951,6 +1009,272 @@ mod tests {
         .unwrap();
         let names: Vec<String> = compiled.variables().into_iter().collect();
         assert_eq!(names, ["a", "b", "c", "f"]);
+    }
+
+    /// The CPU time of this thread: what the other processes and tests of a loaded
+    /// machine take does not count.
+    #[cfg(unix)]
+    #[allow(unsafe_code)]
+    fn thread_cpu() -> std::time::Duration {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime only writes the timespec it is given.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// Elsewhere, wall-clock time since the first call.
+    #[cfg(not(unix))]
+    fn thread_cpu() -> std::time::Duration {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START.get_or_init(std::time::Instant::now).elapsed()
+    }
+
+    /// The least CPU time of five runs each of `f(n)` and `f(4n)`, interleaved.
+    fn fastest(f: &impl Fn(usize), n: usize) -> (std::time::Duration, std::time::Duration) {
+        let run = |n| {
+            let started = thread_cpu();
+            f(n);
+            thread_cpu().saturating_sub(started)
+        };
+        let (mut small, mut large) = (std::time::Duration::MAX, std::time::Duration::MAX);
+        for _ in 0..5 {
+            small = small.min(run(n));
+            large = large.min(run(4 * n));
+        }
+        (small, large)
+    }
+
+    /// Asserts that `f(4n)` takes well under 16 times `f(n)` (linear, not quadratic).
+    fn assert_linear(what: &str, f: impl Fn(usize), n: usize) {
+        let (small, large) = fastest(&f, n);
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(
+            ratio < 8.0,
+            "{what}: {small:?} for {n}, {large:?} for {}: ratio {ratio:.1}",
+            4 * n
+        );
+    }
+
+    #[test]
+    fn deeply_nested_expressions_are_refused_before_they_are_parsed() {
+        // In a spawned thread (2 MiB of stack) of a debug build: without the pre-scan each
+        // of these overflows the stack of the parser, the code generator, the rewrite or
+        // the drop of the syntax tree, or is refused by the parser with another message.
+        const N: usize = 100_000;
+        let hostile = [
+            format!("{}x", "not ".repeat(N)),
+            format!("{}x{}", "(".repeat(N), ")".repeat(N)),
+            format!("{}1", "- ".repeat(N)),
+            format!("x{}", " | upper".repeat(N)),
+            format!("x{}", " ~ x".repeat(N)),
+            format!("x{}", ".a".repeat(N)),
+            format!("x{}", "[0]".repeat(N)),
+            format!("{}{}", "[".repeat(N), "]".repeat(N)),
+            format!("{}x{}", "f(".repeat(N), ")".repeat(N)),
+        ];
+        for expr in hostile {
+            for source in [format!("{{{{ {expr} }}}}"), format!("{{% if {expr} %}}y{{% endif %}}")]
+            {
+                let head: String = source.chars().take(24).collect();
+                let e = std::thread::spawn(move || {
+                    CompiledPack::compile(&pack(json!({"template": source}))).map(|_| ())
+                })
+                .join()
+                .expect("no stack overflow")
+                .unwrap_err();
+                assert_eq!(e.code(), Code::PromptPackInvalid, "{head}: {e}");
+                assert!(e.to_string().contains("nests deeper than"), "{head}: {e}");
+            }
+            // As an `enabled` expression too.
+            let e = std::thread::spawn(move || {
+                CompiledPack::compile(&wide_tree(1, "x", Some(&expr))).map(|_| ())
+            })
+            .join()
+            .expect("no stack overflow")
+            .unwrap_err();
+            assert!(e.to_string().contains("nests deeper than"), "{e}");
+        }
+        // Ordinary templates, long ones included, are not refused: nesting resets at each
+        // separator and each tag; text outside tags is never counted.
+        let list: Vec<String> = (0..5000).map(|i| format!("a.b{i} ~ '(' ~ c[{i}]")).collect();
+        let conditions: Vec<String> = (0..30).map(|i| format!("mode == 'm{i}'")).collect();
+        for ok in [
+            format!("{}text{}", "(".repeat(N), ")".repeat(N)),
+            format!("{{{{ [{}] | length }}}}", list.join(", ")),
+            format!("{{% if {} %}}y{{% endif %}}", conditions.join(" or ")),
+            "{% raw %}{{ ((((((((((((((((((((((((((((((((((((x)))))))))))))))))))))))))))))))))))) }}{% endraw %}".repeat(100),
+        ] {
+            CompiledPack::compile(&pack(json!({"template": ok}))).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_nesting_scan_is_linear() {
+        let scan = |n: usize| {
+            let source = "{{ ((a ~ b) | upper)[0] if not x else y }} (text) ".repeat(n);
+            bounds::nesting(&source).unwrap();
+        };
+        assert_linear("nesting scan", scan, 2_000);
+    }
+
+    /// The fuel one render of `template` with `vars` takes from a fresh budget, and its
+    /// result's code.
+    fn fuel_spent(template: &str, vars: &Value) -> (u64, std::result::Result<(), Code>) {
+        let compiled = CompiledPack::compile(&pack(json!({"template": template}))).unwrap();
+        let budget = RenderBudget::default();
+        let r = compiled.render_within(vars, true, &BTreeSet::new(), &budget);
+        (FUEL - budget.fuel.get(), r.map(|_| ()).map_err(|e| e.code()))
+    }
+
+    #[test]
+    fn native_work_on_large_values_is_charged_to_the_render_fuel() {
+        // Each of these runs a few thousand instructions, but each instruction works
+        // natively on a 256 KiB value: uncharged, a loop of them ran for minutes (a 1 MiB
+        // string searched 1,000 times took 10 s in a debug build, indexed 1,000 times 58
+        // s). Charged to the fuel in proportion to the size of the operands, the render
+        // stops with a limit after a bounded amount of work.
+        let big = "x".repeat(1 << 18);
+        let list: Vec<String> = (0..(1 << 14)).map(|i| format!("item {i}")).collect();
+        let vars = json!({"big": big, "list": list, "other": list, "k": "x"});
+        let hostile = [
+            "{% if 'zz' in big %}{% endif %}",
+            "{% if 'zz' not in big %}{% endif %}",
+            "{% if list == other %}{% endif %}",
+            "{% if list != other %}{% endif %}",
+            "{% if list < other %}{% endif %}",
+            "{% if 'zz' in list %}{% endif %}",
+            "{% if list == other == list %}{% endif %}",
+            "{% if big|length > 3 %}{% endif %}",
+            "{% if big[-1] %}{% endif %}",
+            "{% if big[1:2] %}{% endif %}",
+            "{% if (list|sort)[0] %}{% endif %}",
+            "{% if list|unique|list %}{% endif %}",
+            "{% if list|reverse|first %}{% endif %}",
+            "{% if list|join(',') %}{% endif %}",
+            "{% if big|replace('y', 'z') %}{% endif %}",
+            "{% if list|map('upper')|first %}{% endif %}",
+            "{% if list|select('eq', 'a')|list %}{% endif %}",
+            "{% if list|tojson %}{% endif %}",
+            "{% if big|upper %}{% endif %}",
+            "{% if (big ~ '')|length %}{% endif %}",
+            "{% if list is in([list]) %}{% endif %}",
+            "{% if list is eq(other) %}{% endif %}",
+            "{% if big is startingwith(big) %}{% endif %}",
+            "{% if loop.changed(big) %}{% endif %}",
+            "{% do loop.changed(big) %}",
+            "{% if dict(a=big) %}{% endif %}",
+        ];
+        for body in hostile {
+            let template = format!("{{% for i in range(200) %}}{body}{{% endfor %}}");
+            let compiled = CompiledPack::compile(&pack(json!({"template": template}))).unwrap();
+            // An eighth of a render's fuel: a quicker test, the same charge. The loop's
+            // own instructions (a few thousand) fit in it many times over: only the
+            // charged work can exhaust it.
+            let budget = RenderBudget::with_fuel(FUEL / 8, MAX_OUTPUT_BYTES);
+            let started = std::time::Instant::now();
+            let r = compiled
+                .render_within(&vars, true, &BTreeSet::new(), &budget)
+                .map(|_| ())
+                .map_err(|e| e.code());
+            assert_eq!(r, Err(Code::TemplateLimitExceeded), "{body}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "{body}: {:?}",
+                started.elapsed()
+            );
+        }
+        // Once, the same work fits the budget and costs fuel in proportion to the operand.
+        let cost = |n: usize, body: &str| {
+            let vars = json!({"big": "x".repeat(n), "list": vec!["ab"; n / 4], "k": "x"});
+            let (spent, r) = fuel_spent(body, &vars);
+            assert_eq!(r, Ok(()), "{body}");
+            spent
+        };
+        for body in [
+            "{% if 'zz' in big %}{% endif %}",
+            "{% if list == list %}{% endif %}",
+            "{{ list | sort | length }}",
+            "{{ big[3] }}",
+        ] {
+            let (small, large) = (cost(1 << 14, body), cost(1 << 16, body));
+            let work = (1 << 16) - (1 << 14);
+            assert!(
+                large - small >= work / bounds::WORK_PER_FUEL / 2,
+                "{body}: {small} then {large} fuel"
+            );
+        }
+        // Cheap operations on small values stay cheap: a comparison of short strings,
+        // a map looked up by key.
+        let (spent, r) = fuel_spent(
+            "{% for k in keys %}{% if k in map and map[k] == 'v' %}{% endif %}{% endfor %}",
+            &json!({"keys": (0..2000).map(|i| format!("k{i}")).collect::<Vec<_>>(),
+                    "map": (0..2000).map(|i| (format!("k{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()}),
+        );
+        assert_eq!(r, Ok(()));
+        assert!(spent < FUEL / 2, "{spent}");
+    }
+
+    #[test]
+    fn native_work_costs_linear_time() {
+        let template = "{% if 'zz' in big %}{% endif %}{{ list | join(',') | length }}{{ big[n] }}{% if list == list %}{% endif %}";
+        let compiled = CompiledPack::compile(&pack(json!({"template": template}))).unwrap();
+        // Sizes below the allocator's mmap threshold: page faults of huge allocations
+        // contend with the tests running alongside and blur the ratio.
+        let render = |n: usize| {
+            let vars = json!({"big": "ab".repeat(n), "list": vec!["ab"; n / 8], "n": n});
+            compiled.render(&vars, true).unwrap();
+        };
+        assert_linear("native work", render, 12_000);
+    }
+
+    #[test]
+    fn failing_templates_charge_the_fuel_they_consumed() {
+        // Renders sharing a budget (the examples of one file): each burns most of a
+        // template's fuel, then fails. Uncharged, every one of them ran for free.
+        let burn = "{% for i in range(30000) %}{% endfor %}";
+        let budget = RenderBudget::for_file();
+        let codes: Vec<Code> = (0..40)
+            .map(|_| {
+                let template = format!("{burn}{{{{ missing }}}}");
+                let compiled = CompiledPack::compile(&pack(json!({"template": template}))).unwrap();
+                compiled
+                    .render_within(&json!({}), true, &BTreeSet::new(), &budget)
+                    .unwrap_err()
+                    .code()
+            })
+            .collect();
+        assert_eq!(codes[0], Code::TemplateVariableMissing);
+        assert_eq!(codes[39], Code::TemplateLimitExceeded, "{codes:?}");
+        // Failing in pactum's checks (printing a missing value) charges what was consumed,
+        // not more: many cheap failures do not exhaust a file's budget.
+        let budget = RenderBudget::for_file();
+        let compiled = CompiledPack::compile(&pack(json!({"template": "{{ missing }}"}))).unwrap();
+        for _ in 0..200 {
+            let e =
+                compiled.render_within(&json!({}), true, &BTreeSet::new(), &budget).unwrap_err();
+            assert_eq!(e.code(), Code::TemplateVariableMissing);
+        }
+        // Iterating a missing value fails in pactum's check too: cheap.
+        let (spent, r) = fuel_spent("{% for x in missing %}{% endfor %}", &json!({}));
+        assert_eq!(r, Err(Code::TemplateVariableMissing));
+        assert!(spent < 100, "{spent}");
+        // Running out of engine fuel, or an error the engine raises without saying how far
+        // it got, charges a whole template's fuel.
+        for template in [
+            "{% for a in range(100000) %}{% for b in range(100) %}{% endfor %}{% endfor %}",
+            "{{ missing.x }}",
+        ] {
+            let (spent, r) = fuel_spent(template, &json!({}));
+            assert!(r.is_err(), "{template}");
+            assert_eq!(spent, FUEL, "{template}");
+        }
+        // Native work before a failure is charged too.
+        let (spent, r) = fuel_spent(
+            "{% if 'zz' in big %}{% endif %}{{ missing }}",
+            &json!({"big": "x".repeat(1 << 20)}),
+        );
+        assert_eq!(r, Err(Code::TemplateVariableMissing));
+        assert!(spent >= (1 << 20) / bounds::WORK_PER_FUEL, "{spent}");
     }
 
     #[test]

@@ -101,7 +101,7 @@ struct PackSections {
 /// Creates `rel` under `root` exclusively: through the one confinement rule (no folder on
 /// the way is a symlink, nothing is written outside the project), and never over an
 /// existing file or a dangling link (`create_new`). Returns the file's path.
-fn write_new(root: &Root, rel: &str, text: &str) -> Result<PathBuf> {
+pub(crate) fn write_new(root: &Root, rel: &str, text: &str) -> Result<PathBuf> {
     let path = root.writable(Path::new(rel), true)?;
     crate::confine::create_new(&path, text.as_bytes()).map_err(|e| match e {
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {

@@ -38,6 +38,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("work_order.schema.json", include_str!("../schemas/work_order.schema.json")),
     ("final_answer.schema.json", include_str!("../schemas/final_answer.schema.json")),
     ("ledger_entry.schema.json", include_str!("../schemas/ledger_entry.schema.json")),
+    ("eval_suite.schema.json", include_str!("../schemas/eval_suite.schema.json")),
 ];
 
 /// The embedded schema text with this file name.
@@ -304,7 +305,12 @@ pub enum RegistryPart {
 /// A validator for one `$defs` item of `registry.schema.json`: the same document with its
 /// root replaced by a reference to the item, so every `$ref` inside still resolves.
 fn compile_registry_part(def: &str) -> Validator {
-    let text = embedded("registry.schema.json").unwrap_or("true");
+    compile_part("registry.schema.json", def)
+}
+
+/// A validator for one `$defs` item of an embedded schema (see [`compile_registry_part`]).
+fn compile_part(name: &str, def: &str) -> Validator {
+    let text = embedded(name).unwrap_or("true");
     let mut schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
     if let Value::Object(root) = &mut schema {
         root.retain(|k, _| matches!(k.as_str(), "$schema" | "$id" | "$defs"));
@@ -333,6 +339,28 @@ pub fn check_registry_part(part: RegistryPart, value: &Value, at: &str) -> Vec<F
         f.pointer.insert_str(0, at);
     }
     out
+}
+
+static EVAL_SUITE: LazyLock<Validator> =
+    LazyLock::new(|| compile_embedded("eval_suite.schema.json"));
+static EVAL_CASE: LazyLock<Validator> =
+    LazyLock::new(|| compile_part("eval_suite.schema.json", "case"));
+static EVAL_ASSERTION: LazyLock<Validator> =
+    LazyLock::new(|| compile_part("eval_suite.schema.json", "assertion"));
+
+/// Checks an eval suite against `eval_suite.schema.json`.
+pub fn check_eval_suite(value: &Value) -> Vec<Finding> {
+    check_governed(&EVAL_SUITE, value)
+}
+
+/// Checks one dataset line (a case) against `eval_suite.schema.json`'s `$defs/case`.
+pub fn check_eval_case(value: &Value) -> Vec<Finding> {
+    check_governed(&EVAL_CASE, value)
+}
+
+/// Checks one assertion against `eval_suite.schema.json`'s `$defs/assertion`.
+pub fn check_eval_assertion(value: &Value) -> Vec<Finding> {
+    check_governed(&EVAL_ASSERTION, value)
 }
 
 /// Checks a Phase E answer against `final_answer.schema.json`.

@@ -179,6 +179,11 @@ fn the_runbook_demo_reads_opens_calls_a_tool_and_answers() {
 
 /// A project copy whose runbook work order is answered by `responses`.
 fn run_with(responses: Value, max: u32) -> (Value, Vec<Value>) {
+    run_constrained(responses, json!({"max_disclosures": max}))
+}
+
+/// The same with the work order's `constraints` set to `constraints`.
+fn run_constrained(responses: Value, constraints: Value) -> (Value, Vec<Value>) {
     let dir = shipped();
     std::fs::write(
         dir.path().join("fixtures/demo_runbook.json"),
@@ -187,7 +192,9 @@ fn run_with(responses: Value, max: u32) -> (Value, Vec<Value>) {
     .unwrap();
     let wo_path = dir.path().join("work_orders/WO-DEMO-RUNBOOK-001.json");
     let mut wo: Value = serde_json::from_str(&std::fs::read_to_string(&wo_path).unwrap()).unwrap();
-    wo["constraints"]["max_disclosures"] = json!(max);
+    for (name, value) in constraints.as_object().unwrap() {
+        wo["constraints"][name] = value.clone();
+    }
     std::fs::write(&wo_path, serde_json::to_string(&wo).unwrap()).unwrap();
     let (_, stdout, stderr) = output(common::pactum_in(dir.path()).args([
         "run",
@@ -265,6 +272,63 @@ fn a_model_that_keeps_asking_stops_at_max_disclosures() {
         let findings = pactum::schema::check_ledger_entry(r);
         assert!(findings.is_empty(), "{findings:?}");
     }
+}
+
+#[test]
+fn calls_of_a_sections_own_tools_count_against_max_disclosures() {
+    let open = json!({"tool_calls": [
+        {"name": "open_sections", "arguments": {"section_keys": ["capacity"], "reason": "r"}}
+    ]});
+    let calc = |e: &str| json!({"name": "calculator", "arguments": {"expression": e}});
+    let two = json!({"tool_calls": [calc("500 / 96"), calc("500 / 80")]});
+    let answer = json!({"text": ANSWER});
+    // Three calls, two allowed: the second calculator call is refused, not run.
+    let (result, records) = run_with(json!([open, two, answer]), 2);
+    assert_eq!(result["errors"][0]["code"], "disclosure_limit_exceeded", "{result:#}");
+    let calls = records[1]["disclosures"].as_array().unwrap();
+    let tools: Vec<(&str, &Value)> =
+        calls.iter().map(|c| (c["tool"].as_str().unwrap(), &c["refused"])).collect();
+    assert_eq!(
+        tools,
+        [("calculator", &Value::Null), ("calculator", &json!("disclosure_limit_exceeded"))],
+        "{calls:#?}"
+    );
+    assert_eq!(calls[0]["result"], r#"{"result":5.208333333333333}"#);
+    // Three allowed: every call runs and the model answers.
+    let (result, _) = run_with(json!([open, two, answer]), 3);
+    assert_eq!(result["ok"], true, "{result:#}");
+}
+
+#[test]
+fn the_token_budget_is_checked_again_before_each_tool_round() {
+    let read = json!({"tool_calls": [
+        {"name": "read_file", "arguments": {"path": "/context/runbook.md"}}
+    ]});
+    let answer = json!({"text": ANSWER});
+    let usage = |result: &Value| {
+        let u = &result["usage"];
+        (u["prompt_tokens"].as_u64().unwrap(), u["completion_tokens"].as_u64().unwrap())
+    };
+    // What each round costs, measured with no budget.
+    let (one, _) = run_constrained(json!([answer]), json!({}));
+    let (p0, c_answer) = usage(&one);
+    let (two, _) = run_constrained(json!([read, answer]), json!({}));
+    assert_eq!(two["ok"], true, "{two:#}");
+    let (prompts, completions) = usage(&two);
+    let (p1, c_read) = (prompts - p0, completions - c_answer);
+    // Enough for the first round and its reply, not for the second round's prompt (which
+    // carries the file just read) plus the reply it may get.
+    let max_tokens = 400;
+    let budget = p0 + c_read + max_tokens + p1 / 2;
+    let (result, records) = run_constrained(json!([read, answer]), json!({"token_budget": budget}));
+    assert_eq!(result["errors"][0]["code"], "budget_exceeded", "{result:#}");
+    let verdicts: Vec<&str> = records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["tool_calls", "budget_exceeded"], "the second round never ran");
+    assert_eq!(usage(&result), (p0, c_read), "{result:#}");
+    // With the second round's cost in the budget, the same exchange completes.
+    let budget = p0 + c_read + 2 * (p1 + max_tokens);
+    let (result, _) = run_constrained(json!([read, answer]), json!({"token_budget": budget}));
+    assert_eq!(result["ok"], true, "{result:#}");
 }
 
 // --- Native tool calls over HTTP, against a mock server on 127.0.0.1 ----------------------

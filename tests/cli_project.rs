@@ -197,10 +197,14 @@ fn init_appends_missing_lines_to_existing_git_files_and_keeps_the_rest() {
     std::fs::write(r.root.join(".gitignore"), "target/\n.pactum/").unwrap();
     std::fs::write(r.root.join(".gitattributes"), "*.png binary\n").unwrap();
     let out = r.ok(&["init"]);
-    assert!(out.stdout.contains("updated   .gitignore (added .registry.lock)"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("updated   .gitignore (added .registry.lock, work_orders/**/out/)"),
+        "{}",
+        out.stdout
+    );
     assert_eq!(
         std::fs::read_to_string(r.root.join(".gitignore")).unwrap(),
-        "target/\n.pactum/\n.registry.lock\n"
+        "target/\n.pactum/\n.registry.lock\nwork_orders/**/out/\n"
     );
     assert_eq!(
         std::fs::read_to_string(r.root.join(".gitattributes")).unwrap(),
@@ -244,14 +248,17 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     let r = Repo::new("");
     let out = r.ok(&["init", "--kernel"]);
     assert!(
-        out.stdout.contains("registered 50 kernel contracts and packs (active)"),
+        out.stdout.contains("registered 52 kernel contracts and packs (active)"),
         "{}",
         out.stdout
     );
     let reg = r.registry();
     // 13 roles at 1.0.0, and 12 of them again at 1.1.0 (the versions that take the run
-    // limits); each with its pack.
-    assert_eq!(reg["contracts"].as_array().unwrap().len(), 25);
+    // limits), and the judge; each with its pack.
+    assert_eq!(reg["contracts"].as_array().unwrap().len(), 26);
+    assert!(
+        reg["contracts"].as_array().unwrap().iter().any(|e| e["contract_id"] == "PRC-JUDGE-001")
+    );
     let plan: Vec<&Value> = reg["contracts"]
         .as_array()
         .unwrap()
@@ -279,7 +286,7 @@ fn init_kernel_registers_the_role_contracts_active_and_a_kernel_work_order_runs(
     // Again: the kernel files are kept and not registered twice.
     let out = r.ok(&["init", "--kernel"]);
     assert!(!out.stdout.contains("registered"), "{}", out.stdout);
-    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 25);
+    assert_eq!(r.registry()["contracts"].as_array().unwrap().len(), 26);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -485,13 +492,21 @@ fn discard_delete_removes_only_what_the_draft_owns() {
     assert_eq!((code, v["deleted"].clone()), (0, json!(true)), "{v:#}");
     assert!(std::fs::symlink_metadata(&draft).is_err(), "the link is gone");
     assert_eq!(std::fs::read(&active).unwrap(), active_bytes, "its target is not");
-    // A draft whose path was edited to name registry.json, pactum.toml, a hidden file or
-    // another entry's file: refused, nothing changes.
+    // A draft whose path was edited to name registry.json, pactum.toml, a file with a
+    // hidden component anywhere in its path or another entry's file: refused, nothing
+    // changes.
+    std::fs::create_dir_all(r.root.join(".git/hooks")).unwrap();
+    std::fs::write(r.root.join(".git/hooks/x.json"), "{}").unwrap();
+    std::fs::create_dir_all(r.root.join("contracts/.secret")).unwrap();
+    std::fs::write(r.root.join("contracts/.secret/a.json"), "{}").unwrap();
     for (i, target) in [
         "registry.json",
         "./registry.json",
         "pactum.toml",
         ".gitignore",
+        ".git/hooks/x.json",
+        "contracts/.secret/a.json",
+        "./contracts/.secret/a.json",
         "contracts/summarize/1.0.0.json",
         "contracts/summarize/../summarize/1.0.0.json",
     ]
@@ -518,8 +533,14 @@ fn discard_delete_removes_only_what_the_draft_owns() {
             edited,
             "{target}"
         );
-        for kept in ["registry.json", "pactum.toml", ".gitignore", "contracts/summarize/1.0.0.json"]
-        {
+        for kept in [
+            "registry.json",
+            "pactum.toml",
+            ".gitignore",
+            ".git/hooks/x.json",
+            "contracts/.secret/a.json",
+            "contracts/summarize/1.0.0.json",
+        ] {
             assert!(r.root.join(kept).is_file(), "{target}: {kept} was deleted");
         }
         // Put the entry's path back and drop it, for the next round.
@@ -832,6 +853,20 @@ fn the_merge_driver_refuses_unrelated_histories() {
     std::fs::write(rewritten_root.join("registry.json"), &base).unwrap();
     let mut theirs: Value = serde_json::from_str(&base).unwrap();
     theirs["history"][0]["at"] = json!("2020-01-01T00:00:00Z");
+    // The entry it registered says so too: theirs replays on its own (timestamps are
+    // replayed), and only the rewritten history is wrong.
+    assert_eq!(theirs["history"][0]["action"], json!("add"));
+    let (first, version) =
+        (theirs["history"][0]["id"].clone(), theirs["history"][0]["version"].clone());
+    for list in ["contracts", "prompt_packs"] {
+        for entry in theirs[list].as_array_mut().into_iter().flatten() {
+            if (entry["contract_id"] == first || entry["prompt_pack_id"] == first)
+                && entry["version"] == version
+            {
+                entry["registered_at"] = json!("2020-01-01T00:00:00Z");
+            }
+        }
+    }
     rechain(&mut theirs);
     let paths = ["base.json", "ours.json", "theirs.json"].map(|n| rewritten_root.join(n));
     std::fs::write(&paths[0], &base).unwrap();

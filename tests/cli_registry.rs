@@ -497,6 +497,73 @@ fn promote_checks_the_bump_against_a_deprecated_previous_version() {
 }
 
 #[test]
+fn promote_and_validate_check_the_bump_against_a_removed_previous_version() {
+    // 1.0.0 is deprecated in favour of 2.0.0, then removed. What `^1` callers were promised
+    // is still 1.0.0's: a 1.0.1 "patch" that retypes the output must be refused by promote
+    // and reported by validate, however the removed version's file was treated since.
+    let t = Tree::active();
+    let retype = |c: &mut Value| {
+        c["output_schema"]["properties"]["result"]["type"] = json!("integer");
+        for example in c["examples"].as_array_mut().into_iter().flatten() {
+            example["response"] = json!("{\"result\": 1}");
+        }
+    };
+    let major = t.write_version("2.0.0", retype);
+    let patch = t.write_version("1.0.1", retype);
+    t.ok(&["registry", "add", &major, &patch]);
+    t.ok(&["registry", "promote", &format!("{ID}@2.0.0")]);
+    t.ok(&["registry", "deprecate", &format!("{ID}@1.0.0"), "--successor", "2.0.0"]);
+    t.ok(&["registry", "remove", &format!("{ID}@1.0.0")]);
+    assert_eq!(t.entry(ID, "1.0.0")["state"], json!("removed"));
+
+    let expect_refused = |needles: &[&str]| {
+        let (_, report) = validate_json(t.root(), &[]);
+        let found = diagnostics_with_code(&report, "incompatible_version_bump");
+        assert_eq!(found.len(), 1, "{report:#}");
+        assert_eq!(found[0]["file"], json!(patch), "{report:#}");
+        let v = t.refused(
+            &["registry", "promote", &format!("{ID}@1.0.1")],
+            "incompatible_version_bump",
+            1,
+        );
+        let message = v["message"].as_str().unwrap();
+        for needle in needles {
+            assert!(message.contains(needle), "promote's message lacks {needle:?}: {message}");
+            let finding = found[0]["message"].as_str().unwrap();
+            assert!(finding.contains(needle), "validate's finding lacks {needle:?}: {finding}");
+        }
+        found[0]["help"].as_str().unwrap_or_default().to_string()
+    };
+    // The removed file as frozen: compared, and the retype needs major.
+    expect_refused(&["/output_schema/properties/result", "1.0.0", "patch", "major"]);
+
+    // The removed file edited to look like the new version: not the frozen file, so it
+    // cannot be compared and only a major version may follow.
+    let old = t.path("contracts/notes/1.0.0.json");
+    let frozen = std::fs::read(&old).unwrap();
+    let mut edited = t.base_contract();
+    retype(&mut edited);
+    std::fs::write(&old, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+    expect_refused(&["no longer the one frozen", "only a major version may follow"]);
+
+    // The removed file deleted: the same, with a hint naming a free major version.
+    std::fs::remove_file(&old).unwrap();
+    let help = expect_refused(&["its file is gone", "only a major version may follow"]);
+    assert!(help.contains(&format!("pactum new version {ID}@3.0.0")), "{help}");
+
+    // Restored as frozen, the comparison is back; a major version is always accepted.
+    std::fs::write(&old, &frozen).unwrap();
+    expect_refused(&["/output_schema/properties/result"]);
+    let next = t.write_version("3.0.0", retype);
+    std::fs::remove_file(&old).unwrap();
+    t.ok(&["registry", "discard", &format!("{ID}@1.0.1"), "--delete"]);
+    t.ok(&["registry", "add", &next]);
+    let (_, report) = validate_json(t.root(), &[]);
+    assert!(diagnostics_with_code(&report, "incompatible_version_bump").is_empty(), "{report:#}");
+    t.ok(&["registry", "promote", &format!("{ID}@3.0.0")]);
+}
+
+#[test]
 fn remove_never_strands_a_deprecated_version_without_its_successor() {
     // 1.0.0 → successor 1.1.0 → successor 1.2.0. Removing 1.1.0 is legal on its own, but it
     // leaves 1.0.0 pointing at a removed successor: `registry verify` and `validate` would
@@ -678,6 +745,60 @@ fn add_refuses_files_outside_the_root() {
     }
 }
 
+#[test]
+fn add_refuses_files_with_a_hidden_component_anywhere_in_their_path() {
+    // A governed file never lives in `.git/`, `.pactum/` or any dot-folder, nor is it a
+    // dot-file: `registry add` refuses it as it refuses a path leaving the root.
+    let t = Tree::active();
+    let mut c = t.base_contract();
+    c["version"] = json!("1.1.0");
+    let bytes = serde_json::to_vec_pretty(&c).unwrap();
+    for rel in [
+        "contracts/.secret/1.1.0.json",
+        ".drafts/1.1.0.json",
+        ".git/hooks/1.1.0.json",
+        "contracts/notes/.1.1.0.json",
+    ] {
+        std::fs::create_dir_all(t.path(rel).parent().unwrap()).unwrap();
+        std::fs::write(t.path(rel), &bytes).unwrap();
+        let v = t.refused(&["registry", "add", rel], "path_escape", 1);
+        assert!(v["message"].as_str().unwrap().contains("hidden"), "{rel}: {v:#}");
+        // Spelled through `./` and `..`, or absolute: the same.
+        let dotted = format!("./contracts/../{rel}");
+        t.refused(&["registry", "add", &dotted], "path_escape", 1);
+        t.refused(&["registry", "add", t.path(rel).to_str().unwrap()], "path_escape", 1);
+    }
+    // A visible link to a hidden file: what would be registered is the hidden file.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(".secret/1.1.0.json", t.path("contracts/link.json")).unwrap();
+        t.refused(&["registry", "add", "contracts/link.json"], "path_escape", 1);
+    }
+    // The same file in a visible folder is registered.
+    let rel = t.write_version("1.1.0", |_| {});
+    t.ok(&["registry", "add", &rel]);
+}
+
+#[test]
+fn the_hidden_path_rule_is_for_entries_not_for_the_schema_files_they_reference() {
+    // A contract whose schema references `.schemas/lang.json` records that file in `refs`
+    // at promote; the entry-path rule on hidden components does not make it unreadable
+    // afterwards (verify and resolve still accept the entry).
+    let t = Tree::new();
+    std::fs::create_dir_all(t.path(".schemas")).unwrap();
+    std::fs::write(t.path(".schemas/lang.json"), br#"{"type": "string"}"#).unwrap();
+    let rel = "contracts/notes/1.0.0.json";
+    let mut c = t.base_contract();
+    c["input_schema"]["properties"]["lang"] = json!({"$ref": "../../.schemas/lang.json"});
+    std::fs::write(t.path(rel), serde_json::to_vec_pretty(&c).unwrap()).unwrap();
+    t.ok(&["registry", "add", rel]);
+    t.ok(&["registry", "promote", &format!("{PACK}@1.0.0")]);
+    t.ok(&["registry", "promote", &format!("{ID}@1.0.0")]);
+    assert!(t.entry(ID, "1.0.0")["refs"].get(".schemas/lang.json").is_some(), "{:#}", t.registry());
+    t.ok(&["registry", "verify"]);
+    t.ok(&["resolve", ID]);
+}
+
 // ---------------------------------------------------------------------------------------
 // verify and log
 // ---------------------------------------------------------------------------------------
@@ -755,6 +876,116 @@ fn verify_passes_on_a_good_tree_and_fails_after_a_file_or_event_edit() {
     );
 
     std::fs::write(t.path("registry.json"), &good_registry).unwrap();
+    t.ok(&["registry", "verify"]);
+}
+
+#[test]
+fn verify_and_the_runtime_replay_entry_timestamps() {
+    // 1.0.0 promoted, then deprecated in favour of 1.1.0. Each timestamp of an entry is the
+    // time of the history event that made it; a hand edit (a migration period stretched
+    // by moving `deprecated_at`, an older `registered_at`, a `removed_at` on a version
+    // never removed, an `activated_at` dropped) is a `registry_history_mismatch` at that
+    // field, from `verify`, `validate` and the runtime alike.
+    let t = Tree::active();
+    let rel = t.write_version("1.1.0", add_optional_input);
+    t.ok(&["registry", "add", &rel]);
+    t.ok(&["registry", "promote", &format!("{ID}@1.1.0")]);
+    t.ok(&["registry", "deprecate", &format!("{ID}@1.0.0"), "--successor", "1.1.0"]);
+    t.ok(&["registry", "verify"]);
+    let good = t.registry_bytes();
+    let index = |version: &str| {
+        t.registry()["contracts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|e| e["version"] == json!(version))
+            .unwrap()
+    };
+    let (old, new) = (index("1.0.0"), index("1.1.0"));
+    let far = json!("2099-01-01T00:00:00Z");
+    let cases: Vec<(usize, &str, Option<Value>)> = vec![
+        (old, "deprecated_at", Some(far.clone())),
+        (old, "registered_at", Some(json!("2020-01-01T00:00:00Z"))),
+        (old, "activated_at", Some(far.clone())),
+        (old, "activated_at", None),
+        (old, "removed_at", Some(far.clone())),
+        (new, "activated_at", Some(far.clone())),
+        (new, "deprecated_at", Some(far.clone())),
+    ];
+    for (at, field, value) in cases {
+        let mut reg: Value = serde_json::from_slice(&good).unwrap();
+        let entry = reg["contracts"][at].as_object_mut().unwrap();
+        match &value {
+            Some(v) => entry.insert(field.to_string(), v.clone()),
+            None => entry.remove(field),
+        };
+        std::fs::write(t.path("registry.json"), serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+        let case = format!("{field} of /contracts/{at} set to {value:?}");
+        let (status, v) = t.json(&["registry", "verify"]);
+        assert_eq!(status, 1, "{case}: {v:#}");
+        assert_eq!(v["code"], json!("registry_history_mismatch"), "{case}: {v:#}");
+        let pointer = json!(format!("/contracts/{at}/{field}"));
+        let found: Vec<&Value> =
+            v["errors"].as_array().unwrap().iter().filter(|e| e["pointer"] == pointer).collect();
+        assert_eq!(found.len(), 1, "{case}: {v:#}");
+        assert!(found[0]["message"].as_str().unwrap().contains(field), "{case}: {v:#}");
+        let (_, report) = validate_json(t.root(), &[]);
+        let mismatches = diagnostics_with_code(&report, "registry_history_mismatch");
+        assert!(mismatches.iter().any(|d| d["pointer"] == pointer), "{case}: {report:#}");
+        if at == new {
+            // The runtime refuses the entry it would use.
+            let (status, v) = t.json(&["resolve", ID]);
+            assert_ne!(status, 0, "{case}: {v:#}");
+            assert_eq!(v["code"], json!("registry_history_mismatch"), "{case}: {v:#}");
+        }
+    }
+    std::fs::write(t.path("registry.json"), &good).unwrap();
+    t.ok(&["registry", "verify"]);
+    t.ok(&["resolve", ID]);
+}
+
+#[test]
+fn adopted_entries_keep_their_timestamps_in_the_adopt_event() {
+    // A registry without a history (hand-written, or from before histories) is adopted:
+    // each entry's timestamps, which predate the history, are recorded in its `adopt`
+    // event, so a later hand edit of them is a mismatch like any other.
+    let t = Tree::active();
+    let mut reg = t.registry();
+    reg.as_object_mut().unwrap().remove("history");
+    reg["contracts"][0]["activated_at"] = json!("2025-06-01T12:00:00Z");
+    std::fs::write(t.path("registry.json"), serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+    t.ok(&["registry", "adopt"]);
+    let adopted = t.registry();
+    let event = adopted["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == json!("adopt") && e["id"] == json!(ID))
+        .cloned()
+        .unwrap();
+    assert_eq!(event["times"]["activated_at"], json!("2025-06-01T12:00:00Z"), "{event:#}");
+    assert_eq!(event["times"]["registered_at"], reg["contracts"][0]["registered_at"]);
+    t.ok(&["registry", "verify"]);
+    let good = t.registry_bytes();
+    for (field, value) in [
+        ("activated_at", json!("2026-06-01T12:00:00Z")),
+        ("registered_at", json!("2020-01-01T00:00:00Z")),
+        ("deprecated_at", json!("2099-01-01T00:00:00Z")),
+    ] {
+        let mut reg: Value = serde_json::from_slice(&good).unwrap();
+        reg["contracts"][0][field] = value;
+        std::fs::write(t.path("registry.json"), serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+        let (status, v) = t.json(&["registry", "verify"]);
+        assert_eq!((status, v["code"].clone()), (1, json!("registry_history_mismatch")), "{v:#}");
+        let pointer = json!(format!("/contracts/0/{field}"));
+        assert!(v["errors"].as_array().unwrap().iter().any(|e| e["pointer"] == pointer), "{v:#}");
+    }
+    std::fs::write(t.path("registry.json"), &good).unwrap();
+    // A transition after the adoption is replayed from its own event.
+    let rel = t.write_version("1.1.0", add_optional_input);
+    t.ok(&["registry", "add", &rel]);
+    t.ok(&["registry", "promote", &format!("{ID}@1.1.0")]);
+    t.ok(&["registry", "deprecate", &format!("{ID}@1.0.0"), "--successor", "1.1.0"]);
     t.ok(&["registry", "verify"]);
 }
 

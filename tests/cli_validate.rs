@@ -1938,3 +1938,63 @@ fn validate_reports_tree_findings_at_line_and_column() {
     assert_eq!(d["pointer"], "/sections/3/summary", "{d:#}");
     assert!(d["line"].as_u64().is_some(), "{d:#}");
 }
+
+/// Six mistakes in a pack and its contract's inputs, reported in one run: the schema's, the
+/// tree's (a duplicate key) and the variables its readable templates and `enabled`
+/// expressions use — not in layers that each need a fix before the next shows.
+#[test]
+fn every_finding_of_a_pack_comes_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    pactum_in(dir.path()).args(["init", "."]).assert().success();
+    pactum_in(dir.path()).args(["new", "contract", "PRC-L-001"]).assert().success();
+    let pack = json!({
+        "prompt_pack_id": "PRM-L-001",
+        "version": "1.0.0",
+        "sections": [
+            {"key": "role", "title": "Role", "template": "You classify.", "message": "system"},
+            {"key": "role", "title": "Again", "template": "dup"},
+            {"key": "task", "title": "Task", "template": "{{ input }} {{ topic }}",
+             "enabled": "mode == 'careful'",
+             "children": [{"key": "sub", "title": "Sub", "template": "x",
+                           "visibility": "summary", "enabled": "level > 2"}]},
+            {"key": "Bad Key", "title": "T", "template": "y"}
+        ]
+    });
+    fs::write(dir.path().join("prompt_packs/l/1.0.0.json"), pack.to_string()).unwrap();
+    let out = pactum_in(dir.path()).args(["validate", "--json"]).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: BTreeSet<(String, String)> = diagnostics(&doc)
+        .iter()
+        .map(|d| {
+            let pointer = d["pointer"].as_str().unwrap_or_default().to_string();
+            let name = d["message"]
+                .as_str()
+                .unwrap()
+                .split('`')
+                .nth(1)
+                .filter(|_| d["code"] == "template_variable_undeclared")
+                .map(|n| format!(" {n}"))
+                .unwrap_or_default();
+            (d["code"].as_str().unwrap().to_string(), format!("{pointer}{name}"))
+        })
+        .collect();
+    for expected in [
+        ("prompt_pack_invalid", "/sections/1/key"),
+        ("prompt_pack_invalid", "/sections/2/children/0/summary"),
+        ("prompt_pack_invalid", "/sections/3/key"),
+        ("template_variable_undeclared", "/input_schema/properties topic"),
+        ("template_variable_undeclared", "/input_schema/properties mode"),
+        ("template_variable_undeclared", "/input_schema/properties level"),
+    ] {
+        assert!(
+            found.contains(&(expected.0.to_string(), expected.1.to_string())),
+            "{expected:?} missing from {found:#?}"
+        );
+    }
+    // Each mistake once: the summary the schema requires is not reported again.
+    let summary = diagnostics(&doc)
+        .iter()
+        .filter(|d| d["pointer"].as_str().unwrap_or_default().starts_with("/sections/2/children/0"))
+        .count();
+    assert_eq!(summary, 1, "{doc:#}");
+}

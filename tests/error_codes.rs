@@ -1677,6 +1677,78 @@ fn reproduces_ledger_corrupt() {
     doc_example(dir.path(), Code::LedgerCorrupt, 1);
 }
 
+// --- Evaluation ---------------------------------------------------------------------------
+
+/// The standard project with an eval suite of PRC-T-001 (`evals/t/EVAL-T-001.json`, every
+/// case must pass) and its dataset `lines`.
+fn eval_project(suite_extra: Value, lines: &str) -> TempDir {
+    let dir = classify_project();
+    let mut suite = json!({"eval_id": "EVAL-T-001", "contract": "PRC-T-001@^1",
+                           "dataset": "evals/t/cases.jsonl"});
+    if let (Value::Object(s), Value::Object(extra)) = (&mut suite, suite_extra) {
+        s.extend(extra);
+    }
+    write_json(dir.path(), "evals/t/EVAL-T-001.json", &suite);
+    fs::write(dir.path().join("evals/t/cases.jsonl"), lines).unwrap();
+    dir
+}
+
+#[test]
+fn reproduces_eval_suite_invalid() {
+    let dir = eval_project(
+        json!({"assertions": [{"kind": "equals", "pointer": "/labl", "value": "greeting"}]}),
+        "{\"id\": \"hello\", \"input\": {\"text\": \"hello\"}}\n",
+    );
+    // The library refuses a suite whose assertion cannot compile.
+    let bad = json!({"eval_id": "EVAL-T-001", "contract": "PRC-T-001@^1", "dataset": "evals/t/cases.jsonl",
+                     "assertions": [{"kind": "matches", "pattern": "(a)\\1"}]});
+    let e = err(pactum::eval::Suite::from_value(&bad, Path::new("EVAL-T-001.json"), dir.path()));
+    let message = assert_code(&e, Code::EvalSuiteInvalid);
+    assert!(message.contains("/assertions/0/pattern: the regex does not compile"), "{message}");
+    // `validate` names a pointer the contract's output_schema does not have.
+    let report = validate_tree(dir.path());
+    let d = finding(&report, Code::EvalSuiteInvalid);
+    assert_eq!((d.file.as_deref(), d.line), (Some("evals/t/EVAL-T-001.json"), Some(5)), "{d:?}");
+    doc_example(dir.path(), Code::EvalSuiteInvalid, 1);
+}
+
+#[test]
+fn reproduces_eval_dataset_invalid() {
+    let dir = eval_project(
+        json!({}),
+        "{\"id\": \"hello\", \"input\": {\"text\": \"hello\"}}\n{\"input\": {\"text\": \"bye\"}}\n",
+    );
+    // The dataset reader names the line.
+    let mut dataset =
+        pactum::eval::dataset::Dataset::open(dir.path(), "evals/t/cases.jsonl").unwrap();
+    assert!(dataset.next().unwrap().is_ok());
+    let e = err(dataset.next().unwrap());
+    let message = assert_code(&e, Code::EvalDatasetInvalid);
+    assert!(message.starts_with("evals/t/cases.jsonl:2: not a case: /id:"), "{message}");
+    // `pactum eval` stops there (`validate` reports it at the line too).
+    let d = finding(&validate_tree(dir.path()), Code::EvalDatasetInvalid);
+    assert_eq!((d.file.as_deref(), d.line), (Some("evals/t/cases.jsonl"), Some(2)));
+    doc_example(dir.path(), Code::EvalDatasetInvalid, 1);
+}
+
+#[test]
+fn reproduces_eval_regression() {
+    // Offline, the dry-run provider answers the first label the schema allows (greeting):
+    // the case that expects `other` fails, and the suite wants every case to pass.
+    let dir = eval_project(
+        json!({}),
+        "{\"id\": \"hello\", \"input\": {\"text\": \"hello\"}, \"expect\": [{\"kind\": \"equals\", \"pointer\": \"/label\", \"value\": \"greeting\"}]}\n\
+         {\"id\": \"weather\", \"input\": {\"text\": \"it rains\"}, \"expect\": [{\"kind\": \"equals\", \"pointer\": \"/label\", \"value\": \"other\"}]}\n",
+    );
+
+    let (out, status) = json_of(pactum(dir.path()).args(["eval", "--json"]));
+
+    assert_eq!(status, 1);
+    assert_eq!(out["code"], "eval_regression", "{out:#}");
+    assert_eq!(out["suites"][0]["passed"], 1);
+    doc_example(dir.path(), Code::EvalRegression, 1);
+}
+
 // --- Internal -------------------------------------------------------------------------------
 
 #[test]

@@ -680,6 +680,39 @@ fn the_exchange_demo_classifies_offline() {
     assert_eq!(records[1]["contract_id"], "PRC-CLASSIFY-001");
 }
 
+/// The scripted classification answers the work order's question only: another input, and
+/// the demo fails instead of answering the old question.
+#[test]
+fn the_exchange_demo_answers_only_the_question_it_was_asked() {
+    let dir = demo_tree();
+    let file = dir.path().join("work_orders/WO-DEMO-CLASSIFY-001.json");
+    let mut wo = read_json(&file);
+    wo["input"]["user_input"] = Value::from("Where is my parcel? It has not arrived.");
+    std::fs::write(&file, serde_json::to_string_pretty(&wo).unwrap()).unwrap();
+    let (out, records) = run_demo_in(dir.path(), "WO-DEMO-CLASSIFY-001.json");
+    assert_eq!(out.code, 1, "{out}");
+    let exchange = records.iter().find(|r| r["kind"] == "exchange").expect("an exchange");
+    assert_eq!(exchange["errors"][0]["code"], "script_prompt_mismatch", "{exchange:#}");
+}
+
+/// The runbook demo's answer is served only after the calculator computed 500 / 96: a
+/// different computation, and the scripted answer is refused.
+#[test]
+fn the_runbook_demo_answers_from_what_the_calculator_computed() {
+    let (result, _) = run_demo("WO-DEMO-RUNBOOK-001.json");
+    assert_eq!(result["ok"], true, "{result:#}");
+    let dir = demo_tree();
+    let file = dir.path().join("fixtures/demo_runbook.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("500 / (120 * 0.8)"), "{text}");
+    std::fs::write(&file, text.replace("500 / (120 * 0.8)", "500 / (100 * 0.8)")).unwrap();
+    let (out, records) = run_demo_in(dir.path(), "WO-DEMO-RUNBOOK-001.json");
+    assert_eq!(out.code, 1, "{out}");
+    let last = records.iter().rfind(|r| r["kind"] == "exchange").expect("an exchange");
+    assert_eq!(last["errors"][0]["code"], "script_prompt_mismatch", "{last:#}");
+    assert!(last["errors"][0]["message"].as_str().unwrap().contains("5.208333333333333"));
+}
+
 // --- module docs -------------------------------------------------------------------------
 
 #[test]

@@ -11,15 +11,21 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 /// The ```sh blocks of the README section headed `heading`, in order.
-fn sh_blocks(heading: &str) -> Vec<String> {
+pub(crate) fn sh_blocks(heading: &str) -> Vec<String> {
+    fenced(heading, "sh")
+}
+
+/// The fenced blocks in `lang` of the README section headed `heading`, in order.
+pub(crate) fn fenced(heading: &str, lang: &str) -> Vec<String> {
     let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
     let start = readme.find(&format!("\n## {heading}")).expect("the section exists");
     let section = &readme[start + 1..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let open = format!("```{lang}\n");
     let mut blocks = Vec::new();
     let mut rest = section;
-    while let Some(at) = rest.find("```sh\n") {
-        let body = &rest[at + 6..];
+    while let Some(at) = rest.find(&open) {
+        let body = &rest[at + open.len()..];
         let end = body.find("\n```").unwrap();
         blocks.push(body[..end].to_string());
         rest = &body[end + 4..];
@@ -28,7 +34,7 @@ fn sh_blocks(heading: &str) -> Vec<String> {
 }
 
 /// Runs a block with bash in `dir`, the binary first on the PATH, no provider settings.
-fn bash(dir: &Path, script: &str) -> common::Out {
+pub(crate) fn bash(dir: &Path, script: &str) -> common::Out {
     let bin = Path::new(env!("CARGO_BIN_EXE_pactum")).parent().unwrap().to_path_buf();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let mut cmd = Command::new("bash");

@@ -485,13 +485,35 @@ fn unreadable_folders_are_reported_not_skipped() {
     let locked = p.path("contracts/locked");
     std::fs::create_dir_all(&locked).unwrap();
     std::fs::write(locked.join("1.0.0.json"), "{}").unwrap();
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let readable_anyway = std::fs::read_dir(&locked).is_ok(); // root reads everything
-    let out = run(&p, &["validate", "--format", "json"]);
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
-    if readable_anyway {
-        return;
+    // Root reads every folder whatever its mode (CI runs as root): then the check runs as
+    // the unprivileged `nobody` (util-linux `setpriv`), on a tree that user may read.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        for entry in walkdir::WalkDir::new(p.root()) {
+            let entry = entry.unwrap();
+            let mode = if entry.file_type().is_dir() { 0o755 } else { 0o644 };
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        }
     }
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = if root {
+        let setpriv =
+            crate::common::require_tool("setpriv", "running a check as a user who is not root");
+        let bin = assert_cmd::cargo::cargo_bin("pactum");
+        Out::from(
+            std::process::Command::new(setpriv)
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&bin)
+                .args(["validate", "--format", "json"])
+                .current_dir(p.root())
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap(),
+        )
+    } else {
+        run(&p, &["validate", "--format", "json"])
+    };
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     let doc = out.json();
     let found = doc["diagnostics"].as_array().unwrap().iter().any(|d| {
         d["code"] == "io_error"
@@ -568,6 +590,45 @@ fn template_values_are_bounded_even_from_validate() {
                 && d["code"] == "prompt_pack_invalid"),
         "a macro is refused:\n{out}"
     );
+}
+
+#[test]
+fn template_native_work_and_deep_nesting_are_bounded_even_from_validate() {
+    let p = Project::new();
+    // Each `in` is one instruction searching 2 MB natively: 100,000 of them were 200 GB
+    // of work within the fuel. Charged by the size of its operands, the example stops.
+    let searching = "{% set big = x * 1000000 %}{% for i in range(100000) %}{% if 'zz' in big %}{% endif %}{% endfor %}";
+    contract_with_template(&p, "searching", searching, json!({"type": "object"}), true);
+    let comparing = "{% set l = range(50000) | list %}{% for i in range(100000) %}{% if l == l %}{% endif %}{% endfor %}";
+    contract_with_template(&p, "comparing", comparing, json!({"type": "object"}), true);
+    // 100,000 `not`s overflowed the stack of the template parser, aborting the process.
+    let nested = format!("{{{{ {}x }}}}", "not ".repeat(100_000));
+    contract_with_template(&p, "nested", &nested, json!({"type": "object"}), false);
+    let mut cmd = p.cmd();
+    cmd.args(["validate", "--format", "json"]).timeout(Duration::from_secs(60));
+    let out = Out::of(&mut cmd);
+    out.status(1);
+    let doc = out.json();
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    for name in ["searching", "comparing"] {
+        let d = diagnostics
+            .iter()
+            .find(|d| {
+                d["file"] == format!("contracts/{name}/1.0.0.json") && d["code"] == "example_failed"
+            })
+            .unwrap_or_else(|| panic!("{name}: no failing example:\n{out}"));
+        assert!(
+            d["message"].as_str().unwrap().contains("template_limit_exceeded"),
+            "{name}: {d:#}"
+        );
+    }
+    let d = diagnostics
+        .iter()
+        .find(|d| {
+            d["file"] == "prompt_packs/nested/1.0.0.json" && d["code"] == "prompt_pack_invalid"
+        })
+        .unwrap_or_else(|| panic!("the nested pack is refused:\n{out}"));
+    assert!(d["message"].as_str().unwrap().contains("nests deeper than 100"), "{d:#}");
 }
 
 #[test]

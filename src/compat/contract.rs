@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::number::{self, Num};
 use super::{Change, ChangeKind, Origins, changed, child, object, schema, show};
 
 /// Adds every difference between two contract documents to `out` (unsorted). The
@@ -97,7 +98,7 @@ fn boundary(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Change>) {
         let change = format!("`boundary.{key}` {} → {}", show(old_value), show(new_value));
         let kind = match key.as_str() {
             "max_tokens" => {
-                let tokens = |value: Option<&Value>| value.and_then(Value::as_f64);
+                let tokens = |value: Option<&Value>| value.and_then(Num::of);
                 match (tokens(old_value), tokens(new_value)) {
                     (Some(old), Some(new)) if new > old => ChangeKind::BoundaryRelaxed,
                     (Some(old), Some(new)) if new < old => ChangeKind::BoundaryTightened,
@@ -141,7 +142,8 @@ fn required_context(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Chan
         // Pair equal entries; what is left over was added or removed.
         let mut old_free: Vec<usize> = (0..old_list.len()).collect();
         for (j, entry) in new_list.iter().enumerate() {
-            if let Some(at) = old_free.iter().position(|&i| old_list.get(i) == Some(entry)) {
+            let same = |i: usize| old_list.get(i).is_some_and(|old| number::same_value(old, entry));
+            if let Some(at) = old_free.iter().position(|&i| same(i)) {
                 old_free.remove(at);
             } else {
                 let detail = format!(

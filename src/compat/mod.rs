@@ -76,6 +76,7 @@ use serde_json::{Map, Value};
 pub use crate::schema::graph::Origin;
 
 mod contract;
+mod number;
 mod schema;
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
@@ -456,15 +457,18 @@ fn all_keys<'v>(old: &'v Map<String, Value>, new: &'v Map<String, Value>) -> BTr
 }
 
 /// The keys whose values differ between two objects, in order, with the old and new value
-/// (`None` where the key is absent).
+/// (`None` where the key is absent). Numbers differ by value, not by spelling
+/// ([`number::same_value`]: `0` is `0.0`).
 fn changed<'v>(
     old: &'v Map<String, Value>,
     new: &'v Map<String, Value>,
 ) -> impl Iterator<Item = (&'v String, Option<&'v Value>, Option<&'v Value>)> {
-    all_keys(old, new)
-        .into_iter()
-        .map(|key| (key, old.get(key), new.get(key)))
-        .filter(|(_, old, new)| old != new)
+    all_keys(old, new).into_iter().map(|key| (key, old.get(key), new.get(key))).filter(
+        |(_, old, new)| match (old, new) {
+            (Some(old), Some(new)) => !number::same_value(old, new),
+            _ => old != new,
+        },
+    )
 }
 
 /// An optional JSON object: absent reads as empty, anything but an object as `None`.

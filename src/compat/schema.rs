@@ -31,6 +31,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use super::number::{self, Limit, Num};
 use super::{Change, ChangeKind, Origins, all_keys, child, object, show};
 use crate::schema::graph::{Graph, NodeId, REFERENCE_KEYWORDS, Reference, Targets};
 
@@ -101,13 +102,13 @@ const HANDLED: &[&str] = &[
 ];
 
 /// Lower bounds (raising one tightens) with the value their absence means.
-const LOWER_BOUNDS: &[(&str, f64)] = &[
-    ("minimum", f64::NEG_INFINITY),
-    ("exclusiveMinimum", f64::NEG_INFINITY),
-    ("minLength", 0.0),
-    ("minItems", 0.0),
-    ("minProperties", 0.0),
-    ("minContains", 1.0),
+const LOWER_BOUNDS: &[(&str, Limit)] = &[
+    ("minimum", Limit::Below),
+    ("exclusiveMinimum", Limit::Below),
+    ("minLength", Limit::At(Num::Int(0))),
+    ("minItems", Limit::At(Num::Int(0))),
+    ("minProperties", Limit::At(Num::Int(0))),
+    ("minContains", Limit::At(Num::Int(1))),
 ];
 
 /// Upper bounds (lowering one tightens); absent means no bound.
@@ -415,7 +416,7 @@ impl<'a> Differ<'a, '_> {
             (Value::Array(a), Value::Array(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| self.same(x, y, depth + 1))
             }
-            _ => old == new,
+            _ => number::same_value(old, new),
         }
     }
 
@@ -471,7 +472,7 @@ impl<'a> Differ<'a, '_> {
             self.bound(key, *absent, true, o, n, loc);
         }
         for key in UPPER_BOUNDS {
-            self.bound(key, f64::INFINITY, false, o, n, loc);
+            self.bound(key, Limit::Above, false, o, n, loc);
         }
         let constraint = (ChangeKind::ConstraintAdded, ChangeKind::ConstraintRemoved);
         self.flag(o, n, loc, "uniqueItems", constraint);
@@ -587,10 +588,22 @@ impl<'a> Differ<'a, '_> {
                 (ChangeKind::EnumWidened, format!("values no longer restricted to {}", list(&old)))
             }
             (Some(old), Some(new)) => {
-                let removed: Vec<&Value> =
-                    old.iter().copied().filter(|value| !new.contains(value)).collect();
-                let added: Vec<&Value> =
-                    new.iter().copied().filter(|value| !old.contains(value)).collect();
+                // Values compared as the validator compares them (`1` is `1.0`), by key:
+                // linear in the number of values.
+                let keys = |values: &[&Value]| -> HashSet<String> {
+                    values.iter().map(|value| number::key(value)).collect()
+                };
+                let (old_keys, new_keys) = (keys(&old), keys(&new));
+                let removed: Vec<&Value> = old
+                    .iter()
+                    .copied()
+                    .filter(|value| !new_keys.contains(&number::key(value)))
+                    .collect();
+                let added: Vec<&Value> = new
+                    .iter()
+                    .copied()
+                    .filter(|value| !old_keys.contains(&number::key(value)))
+                    .collect();
                 match (removed.is_empty(), added.is_empty()) {
                     (true, true) => return,
                     (true, false) => {
@@ -799,14 +812,17 @@ impl<'a> Differ<'a, '_> {
         }
     }
 
-    fn bound(&mut self, key: &str, absent: f64, lower: bool, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
+    /// A numeric bound, compared exactly ([`Num`]): `maximum: 9007199254740992` below
+    /// `9007199254740993` is a tightening although both are the same `f64`.
+    fn bound(&mut self, key: &str, absent: Limit, lower: bool, o: Obj<'a>, n: Obj<'a>, loc: &Loc) {
         let (old, new) = (get(o, key), get(n, key));
         if old == new {
             return;
         }
         let pointer = loc.at(key, new.is_some());
         let change = format!("`{key}` {} → {}", show(old), show(new));
-        let number = |value: Option<&Value>| value.map_or(Some(absent), Value::as_f64);
+        let number =
+            |value: Option<&Value>| value.map_or(Some(absent), |v| Num::of(v).map(Limit::At));
         let (Some(old), Some(new)) = (number(old), number(new)) else {
             return self.push(pointer, ChangeKind::Unclassified, format!("{change}: not a number"));
         };
@@ -827,19 +843,16 @@ impl<'a> Differ<'a, '_> {
         }
         let pointer = loc.at("multipleOf", new.is_some());
         let change = format!("`multipleOf` {} → {}", show(old), show(new));
-        let kind = match (old.map(Value::as_f64), new.map(Value::as_f64)) {
+        let kind = match (old.map(Num::of), new.map(Num::of)) {
             (None, Some(_)) => ChangeKind::ConstraintAdded,
             (Some(_), None) => ChangeKind::ConstraintRemoved,
-            (Some(Some(old)), Some(Some(new))) if new > 0.0 => {
-                if old == new {
-                    return;
-                } else if (old / new).fract() == 0.0 {
-                    // Every multiple of the old step is a multiple of the new one.
-                    ChangeKind::BoundRelaxed
-                } else {
-                    ChangeKind::BoundTightened
-                }
-            }
+            (Some(Some(old)), Some(Some(new))) => match old.is_multiple_of(new) {
+                _ if old == new => return,
+                // Every multiple of the old step is a multiple of the new one.
+                Some(true) => ChangeKind::BoundRelaxed,
+                Some(false) => ChangeKind::BoundTightened,
+                None => ChangeKind::Unclassified,
+            },
             _ => ChangeKind::Unclassified,
         };
         self.push(pointer, kind, change);
@@ -1064,7 +1077,9 @@ fn allowed(schema: Obj<'_>) -> Result<Option<Vec<&Value>>, ()> {
         (None, None) => None,
         (Some(listed), None) => Some(listed),
         (None, Some(only)) => Some(vec![only]),
-        (Some(listed), Some(only)) => Some(listed.into_iter().filter(|v| *v == only).collect()),
+        (Some(listed), Some(only)) => {
+            Some(listed.into_iter().filter(|v| number::same_value(v, only)).collect())
+        }
     })
 }
 

@@ -1220,3 +1220,151 @@ fn the_diff_of_resolved_references_is_linear_in_the_schema() {
     let ratio = t4 / t1.max(1e-6);
     assert!(ratio < 8.0, "4× the schema took {ratio:.1}× the time ({t1:.4}s → {t4:.4}s)");
 }
+
+/// A property schema parsed from JSON text, as a contract file is read: big integers stay
+/// integers (`u64`/`i64`), never rounded through `f64`.
+fn prop_text(schema: &str) -> Value {
+    prop(serde_json::from_str(schema).unwrap())
+}
+
+#[test]
+fn numbers_beyond_f64_precision_are_compared_exactly() {
+    // 2^53 + 1 and 2^53 are the same f64: compared as f64 every one of these tightenings
+    // would read as "no change" and pass as a patch.
+    let cases: &[(&str, &str, &str, ChangeKind)] = &[
+        (
+            "maximum",
+            r#"{"maximum": 9007199254740993}"#,
+            r#"{"maximum": 9007199254740992}"#,
+            K::BoundTightened,
+        ),
+        (
+            "minimum",
+            r#"{"minimum": 9007199254740992}"#,
+            r#"{"minimum": 9007199254740993}"#,
+            K::BoundTightened,
+        ),
+        (
+            "exclusiveMaximum",
+            r#"{"exclusiveMaximum": 18446744073709551615}"#,
+            r#"{"exclusiveMaximum": 18446744073709551614}"#,
+            K::BoundTightened,
+        ),
+        (
+            "exclusiveMinimum",
+            r#"{"exclusiveMinimum": -9223372036854775807}"#,
+            r#"{"exclusiveMinimum": -9223372036854775806}"#,
+            K::BoundTightened,
+        ),
+        (
+            "maxLength",
+            r#"{"maxLength": 9007199254740993}"#,
+            r#"{"maxLength": 9007199254740992}"#,
+            K::BoundTightened,
+        ),
+        (
+            "minItems",
+            r#"{"minItems": 9007199254740992}"#,
+            r#"{"minItems": 9007199254740993}"#,
+            K::BoundTightened,
+        ),
+        (
+            "integer against float",
+            r#"{"maximum": 9007199254740993}"#,
+            r#"{"maximum": 9007199254740992.0}"#,
+            K::BoundTightened,
+        ),
+        (
+            "multipleOf",
+            r#"{"multipleOf": 9007199254740992}"#,
+            r#"{"multipleOf": 9007199254740993}"#,
+            K::BoundTightened,
+        ),
+        (
+            "enum",
+            r#"{"enum": [9007199254740992, 9007199254740993]}"#,
+            r#"{"enum": [9007199254740992]}"#,
+            K::EnumNarrowed,
+        ),
+        (
+            "const",
+            r#"{"const": 9007199254740993}"#,
+            r#"{"const": 9007199254740992}"#,
+            K::EnumNarrowed,
+        ),
+    ];
+    for (name, old, new, kind) in cases {
+        let (old, new) = (prop_text(old), prop_text(new));
+        let changes = diff_contracts(&old, &new);
+        assert!(
+            changes.iter().any(|c| c.kind == *kind),
+            "case `{name}`: expected {kind:?} in {changes:#?}"
+        );
+        assert_eq!(required_bump(&changes), Bump::Major, "case `{name}`: {changes:#?}");
+    }
+    // The same value spelled two ways is no change.
+    for (old, new) in [
+        (r#"{"maximum": 10}"#, r#"{"maximum": 10.0}"#),
+        (r#"{"enum": [1, 2]}"#, r#"{"enum": [2.0, 1.0]}"#),
+        (r#"{"const": 0}"#, r#"{"const": -0.0}"#),
+        (r#"{"multipleOf": 2}"#, r#"{"multipleOf": 2.0}"#),
+    ] {
+        let changes = diff_contracts(&prop_text(old), &prop_text(new));
+        assert!(changes.is_empty(), "{old} → {new}: {changes:#?}");
+    }
+    // A relaxation by one unit past 2^53 is still seen, and is minor.
+    let changes = diff_contracts(
+        &prop_text(r#"{"maximum": 9007199254740992}"#),
+        &prop_text(r#"{"maximum": 9007199254740993}"#),
+    );
+    assert_eq!(required_bump(&changes), Bump::Minor, "{changes:#?}");
+}
+
+#[test]
+fn max_tokens_beyond_f64_precision_is_compared_exactly() {
+    let with = |tokens: &str| {
+        let boundary: Value =
+            serde_json::from_str(&format!(r#"{{"max_tokens": {tokens}, "temperature": 0}}"#))
+                .unwrap();
+        contract(json!({ "boundary": boundary }))
+    };
+    let changes = diff_contracts(&with("9007199254740993"), &with("9007199254740992"));
+    let kinds: Vec<ChangeKind> = changes.iter().map(|c| c.kind).collect();
+    assert_eq!(kinds, vec![K::BoundaryTightened], "{changes:#?}");
+    assert_eq!(required_bump(&changes), Bump::Major);
+    assert!(diff_contracts(&with("256"), &with("256.0")).is_empty());
+}
+
+#[test]
+fn comparing_enums_is_linear_in_their_values() {
+    let median = |n: usize| {
+        // Big integers, a float spelling of each and strings: every value goes through the
+        // exact key.
+        let values = |skip: usize| -> Vec<Value> {
+            (0..n)
+                .filter(|i| *i != skip)
+                .map(|i| match i % 3 {
+                    0 => json!(9_007_199_254_740_993_u64 + i as u64),
+                    1 => json!(i as f64),
+                    _ => json!(format!("v{i}")),
+                })
+                .collect()
+        };
+        let old = prop(json!({"enum": values(usize::MAX)}));
+        let new = prop(json!({"enum": values(n / 2)}));
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let changes = diff_contracts(&old, &new);
+                assert_eq!(required_bump(&changes), Bump::Major);
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[1]
+    };
+    median(500);
+    let (t1, t4) = (median(4_000), median(16_000));
+    let ratio = t4 / t1.max(1e-6);
+    assert!(ratio < 8.0, "4× the values took {ratio:.1}× the time ({t1:.4}s → {t4:.4}s)");
+}

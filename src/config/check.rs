@@ -22,6 +22,8 @@ enum Kind {
     Integer(i64, i64),
     /// A number (integer or float) in `(0, max]`.
     Positive(f64),
+    /// A number (integer or float) in `[0, max]`.
+    NonNegative(f64),
     /// One of these strings.
     OneOf(&'static [&'static str]),
     /// An array of strings.
@@ -49,8 +51,13 @@ const PROVIDER: &[(&str, Kind)] = &[
     ("max_completion_tokens", Kind::Flag),
     ("system_messages", Kind::Flag),
 ];
+const PRICE: &[(&str, Kind)] = &[
+    ("prompt_per_mtok", Kind::NonNegative(1_000_000.0)),
+    ("completion_per_mtok", Kind::NonNegative(1_000_000.0)),
+];
+const GATE: &[(&str, Kind)] = &[("eval", Kind::Flag), ("provider", Kind::Text)];
 const LINT: &[(&str, Kind)] = &[("select", Kind::TextList), ("ignore", Kind::TextList)];
-const SECTIONS: &[&str] = &["project", "defaults", "providers", "retry", "lint"];
+const SECTIONS: &[&str] = &["project", "defaults", "providers", "retry", "lint", "prices", "gate"];
 
 struct Checker<'t> {
     text: &'t str,
@@ -110,6 +117,13 @@ impl Checker<'_> {
                 Some(n) if (i128::from(min)..=i128::from(max)).contains(&n) => None,
                 Some(_) => Some(format!("`{key}` = {written} is out of range; use {min} to {max}")),
                 None => Some(format!("`{key}` must be a whole number from {min} to {max}")),
+            },
+            Kind::NonNegative(max) => match number(v) {
+                Some(x) if (0.0..=max).contains(&x) => None,
+                Some(_) => Some(format!(
+                    "`{key}` = {written} is out of range; use a number from 0 to {max}"
+                )),
+                None => Some(format!("`{key}` must be a number from 0 to {max}")),
             },
             Kind::Positive(max) => match number(v) {
                 Some(x) if x > 0.0 && x <= max => None,
@@ -176,6 +190,15 @@ pub(super) fn check(text: &str) -> Vec<Located> {
                     }
                 }
                 None => c.push(value.span(), "lint", "`lint` must be a table ([lint])".into()),
+            },
+            "gate" => c.table(value, "gate", GATE),
+            "prices" => match value.get_ref().as_table() {
+                Some(prices) => {
+                    for (model, price) in prices.iter() {
+                        c.table(price, &format!("prices.\"{}\"", model.get_ref()), PRICE);
+                    }
+                }
+                None => c.push(value.span(), "prices", "`prices` must be a table".into()),
             },
             "providers" => match value.get_ref().as_table() {
                 Some(providers) => {
@@ -319,6 +342,15 @@ mod tests {
             ]
         );
         assert!(check("[project]\ndeprecation_days = 3\n").is_empty());
+        let prices = "[prices.\"gpt-4o\"]\nprompt_per_mtok = 2.5\ncompletion_per_mtok = -1\ncached = 1\n[gate]\neval = \"yes\"\nprovider = \"ci\"\n";
+        assert_eq!(
+            problems(prices),
+            vec![
+                (3, 23, "prices.\"gpt-4o\".completion_per_mtok".to_string()),
+                (4, 1, "prices.\"gpt-4o\".cached".to_string()),
+                (6, 8, "gate.eval".to_string()),
+            ]
+        );
         let syntax = check("[project\nx = \n");
         assert!(!syntax.is_empty() && syntax[0].line == 1, "{syntax:?}");
     }

@@ -277,6 +277,10 @@ impl AnthropicProvider {
 }
 
 impl Provider for AnthropicProvider {
+    fn model(&self) -> Option<&str> {
+        Some(self.config.model.as_str()).filter(|m| !m.trim().is_empty())
+    }
+
     fn name(&self) -> &str {
         &self.config.name
     }

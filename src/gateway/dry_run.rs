@@ -26,6 +26,10 @@ impl Provider for DryRunProvider {
         "dry-run"
     }
 
+    fn default_jobs(&self) -> usize {
+        std::thread::available_parallelism().map(usize::from).unwrap_or(1)
+    }
+
     fn is_offline(&self) -> bool {
         true
     }

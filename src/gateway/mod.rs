@@ -232,6 +232,18 @@ pub trait Provider: Send + Sync {
         false
     }
 
+    /// How many calls at once suit this provider when nobody says (`pactum eval --jobs`):
+    /// a few for an HTTP API, one for a script that answers in order.
+    fn default_jobs(&self) -> usize {
+        4
+    }
+
+    /// The model this provider is configured to ask, when it names one (replay cassettes
+    /// key their recordings on it).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// Answers one request.
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse>;
 }

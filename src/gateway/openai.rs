@@ -268,6 +268,10 @@ fn tool_calls(message: Option<&Value>) -> Vec<ToolCall> {
 }
 
 impl Provider for OpenAiProvider {
+    fn model(&self) -> Option<&str> {
+        Some(self.config.model.as_str()).filter(|m| !m.trim().is_empty())
+    }
+
     fn name(&self) -> &str {
         &self.config.name
     }

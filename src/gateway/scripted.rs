@@ -14,11 +14,15 @@
 //! ] }
 //! ```
 //!
+//! A response may give the `latency_ms` it reports (it is still served at once).
+//!
 //! A response with `tool_calls` (and optionally `text`) stands for a model that calls tools
 //! instead of answering (SPEC §15); each call's `id` defaults to `call_N`, N its position.
 //!
 //! Responses are consumed in order: a request takes the first unused response whose
-//! `contract_id` is absent or equal to its own. A response may simulate a provider failure
+//! `contract_id` is absent or equal to its own (and whose `contract_version`, when given, is
+//! the request's: two versions of one contract can be scripted apart, the way an eval
+//! compares them). A response may simulate a provider failure
 //! (`error.code` is one of the provider codes). When none is left: `script_exhausted`.
 //!
 //! A scripted reply is only true for the prompt it was written for. `expect_prompt` lists
@@ -43,6 +47,8 @@ use crate::gateway::{
 #[serde(deny_unknown_fields)]
 struct Fixture {
     contract_id: Option<String>,
+    /// Answers only this version of the contract.
+    contract_version: Option<String>,
     text: Option<String>,
     envelope: Option<Value>,
     finish_reason: Option<String>,
@@ -50,6 +56,9 @@ struct Fixture {
     error: Option<FixtureError>,
     /// Tool calls the model makes instead of answering.
     tool_calls: Option<Vec<FixtureToolCall>>,
+    /// The latency the response reports (it is served at once): for evaluations whose
+    /// p50/p95 a test checks.
+    latency_ms: Option<u64>,
     /// Substrings the prompt this response answers must contain.
     #[serde(default)]
     expect_prompt: Vec<String>,
@@ -138,7 +147,15 @@ impl ScriptedProvider {
         if f.expect_prompt.is_empty() {
             return Ok(());
         }
-        let prompt: Vec<&str> = request.messages.iter().map(|m| m.content.as_str()).collect();
+        // Everything the model would see: the messages and, in a tool loop, the results of
+        // the calls it made (so an answer can be tied to what a tool computed).
+        let results = request.turns.iter().flat_map(|t| t.results.iter());
+        let prompt: Vec<&str> = request
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .chain(results.map(|r| r.content.as_str()))
+            .collect();
         let prompt = prompt.join("\n\n");
         let missing: Vec<String> = f
             .expect_prompt
@@ -180,6 +197,11 @@ impl Provider for ScriptedProvider {
         "scripted"
     }
 
+    fn default_jobs(&self) -> usize {
+        // Responses are served in order: calls at once would take them in any order.
+        1
+    }
+
     fn is_offline(&self) -> bool {
         true
     }
@@ -191,6 +213,9 @@ impl Provider for ScriptedProvider {
             let next = queue.iter_mut().enumerate().find(|(_, slot)| {
                 slot.as_ref().is_some_and(|f| {
                     f.contract_id.as_ref().is_none_or(|id| id == &request.contract_id)
+                        && f.contract_version
+                            .as_ref()
+                            .is_none_or(|v| v == &request.contract_version)
                 })
             });
             match next {
@@ -245,7 +270,10 @@ impl Provider for ScriptedProvider {
                 fixture.finish_reason.as_deref().unwrap_or(default_finish),
             )),
             usage: fixture.usage,
-            latency: started.elapsed().max(Duration::from_micros(1)),
+            latency: fixture
+                .latency_ms
+                .map(Duration::from_millis)
+                .unwrap_or_else(|| started.elapsed().max(Duration::from_micros(1))),
             model: Some("scripted".into()),
             attempts: 1,
             tool_calls,
@@ -316,6 +344,19 @@ mod tests {
         assert_eq!(text(&p.complete(&request("PRC-B-001", "", "x")).unwrap()), "any 2");
         let e = p.complete(&request("PRC-A-001", "", "x")).unwrap_err();
         assert_eq!(e.code(), Code::ScriptExhausted, "{e}");
+    }
+
+    #[test]
+    fn a_response_may_answer_one_version_only() {
+        let (_dir, p) = provider(json!([
+            {"contract_id": "PRC-A-001", "contract_version": "1.1.0", "text": "new"},
+            {"contract_id": "PRC-A-001", "contract_version": "1.0.0", "text": "old"},
+        ]));
+        let mut newer = request("PRC-A-001", "", "x");
+        newer.contract_version = "1.1.0".into();
+        assert_eq!(text(&p.complete(&request("PRC-A-001", "", "x")).unwrap()), "old");
+        assert_eq!(text(&p.complete(&newer).unwrap()), "new");
+        assert_eq!(p.complete(&newer).unwrap_err().code(), Code::ScriptExhausted);
     }
 
     #[test]

@@ -229,11 +229,29 @@ fn confined_read(boundary: &Root, path: std::path::PathBuf) -> Result<std::path:
     }
 }
 
-/// `path` when it may be written inside `boundary` (a missing folder is left to the
-/// provider, which says the cassette does not exist).
-fn confined_write(boundary: &Root, path: std::path::PathBuf) -> Result<std::path::PathBuf> {
+/// The model a provider with `settings` asks: the work order's, else `PACTUM_MODEL`, else
+/// the provider's own, else the project's default (empty when none names one).
+fn model_of(config: &Config, settings: &ProviderSettings, choice: Choice<'_>) -> String {
+    choice
+        .work_order
+        .model
+        .clone()
+        .or_else(|| config.env.model.clone())
+        .or_else(|| settings.model.clone())
+        .or_else(|| config.defaults.model.clone())
+        .unwrap_or_default()
+}
+
+/// `path` when it may be written inside `boundary`. With `create`, missing folders on the
+/// way are made (a cassette being recorded); without, a missing folder is left to the
+/// provider, which says the cassette does not exist.
+fn confined_write(
+    boundary: &Root,
+    path: std::path::PathBuf,
+    create: bool,
+) -> Result<std::path::PathBuf> {
     boundary.visible(&path).map_err(|r| r.into_error(&path))?;
-    match boundary.writable(&path, false) {
+    match boundary.writable(&path, create) {
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(path),
         other => other,
     }
@@ -341,14 +359,7 @@ fn build(
             ));
         }
     };
-    let model = choice
-        .work_order
-        .model
-        .clone()
-        .or_else(|| config.env.model.clone())
-        .or_else(|| settings.model.clone())
-        .or_else(|| config.defaults.model.clone())
-        .unwrap_or_default();
+    let model = model_of(config, &settings, choice);
     let key_from = |fallback: &Option<crate::gateway::Secret>| match &settings.api_key_env {
         Some(var) => config.env.named_keys.get(var).cloned(),
         None => fallback.clone(),
@@ -423,20 +434,6 @@ fn build(
             Arc::new(ScriptedProvider::load(&path)?)
         }
         "replay" => {
-            // A cassette may not exist yet (record mode): checked as a file to write.
-            let path = match (&choice.work_order.cassette, &settings.cassette) {
-                (Some(c), _) => confined_write(
-                    &Root::for_document(root, choice.work_order_dir),
-                    Root::beside(choice.work_order_dir, c),
-                )?,
-                (None, Some(c)) => confined_write(&Root::new(root), root.join(c))?,
-                (None, None) => {
-                    return Err(not_configured(
-                        name,
-                        "the replay provider needs a cassette: the work order's provider.cassette or cassette in pactum.toml".into(),
-                    ));
-                }
-            };
             let mode = match settings.mode.as_deref() {
                 None | Some("replay") => Mode::Replay,
                 Some("record") => Mode::Record,
@@ -444,6 +441,23 @@ fn build(
                     return Err(not_configured(
                         name,
                         format!("mode `{other}` is neither replay nor record"),
+                    ));
+                }
+            };
+            // A cassette may not exist yet (record mode): checked as a file to write, its
+            // folder created when recording.
+            let record = mode == Mode::Record;
+            let path = match (&choice.work_order.cassette, &settings.cassette) {
+                (Some(c), _) => confined_write(
+                    &Root::for_document(root, choice.work_order_dir),
+                    Root::beside(choice.work_order_dir, c),
+                    record,
+                )?,
+                (None, Some(c)) => confined_write(&Root::new(root), root.join(c), record)?,
+                (None, None) => {
+                    return Err(not_configured(
+                        name,
+                        "the replay provider needs a cassette: the work order's provider.cassette or cassette in pactum.toml".into(),
                     ));
                 }
             };
@@ -459,7 +473,15 @@ fn build(
                 }
                 (Mode::Replay, _) => None,
             };
-            Arc::new(ReplayProvider::open(&path, mode, inner)?)
+            // Recordings are keyed on the model: this provider's, else the model of the
+            // provider it records with (the same whether recording or replaying).
+            let recorded_with = settings
+                .record_with
+                .as_deref()
+                .map(|with| config.providers.get(with).cloned().unwrap_or_default())
+                .map(|with| model_of(config, &with, choice));
+            let model = Some(model).filter(|m| !m.is_empty()).or(recorded_with);
+            Arc::new(ReplayProvider::open(&path, mode, inner)?.with_model(model))
         }
         _ => Arc::new(DryRunProvider),
     };
@@ -483,8 +505,16 @@ impl Provider for WithoutSystemMessages {
         false
     }
 
+    fn default_jobs(&self) -> usize {
+        self.0.default_jobs()
+    }
+
     fn is_offline(&self) -> bool {
         self.0.is_offline()
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.0.model()
     }
 
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {

@@ -1,7 +1,7 @@
 //! Promotion is the gate (SPEC §20): `registry promote` refuses a version that `validate`
 //! would report an error for once it is active — in the contract, the pack it binds, their
-//! examples, and every work order that would resolve to it (for a pack: the contracts that
-//! bind it) — listing those findings (the refusal's code is the first finding's, SPEC §12;
+//! examples, every work order that would resolve to it, and the eval suites of its id with
+//! their datasets (for a pack: the contracts that bind it) — listing those findings (the refusal's code is the first finding's, SPEC §12;
 //! every finding is in `errors`). The compatibility check and the eval gate come after it.
 //!
 //! The project is validated against the registry as it would be after the promotion
@@ -94,6 +94,20 @@ fn concerned_files(
                             .is_ok_and(|r| r.entry.version == *version)
                 });
                 if resolves_here {
+                    out.push(path);
+                }
+            }
+            // Its eval suites and their datasets (their shape; SPEC §20).
+            for path in crate::eval::suite::in_project(root) {
+                let Ok(doc) = crate::document::load(&path, None) else { continue };
+                let text = |key: &str| doc.value.get(key).and_then(serde_json::Value::as_str);
+                if text("contract")
+                    .and_then(|c| crate::id::Pin::parse(c).ok())
+                    .is_some_and(|pin| pin.id == id)
+                {
+                    if let Some(dataset) = text("dataset") {
+                        out.push(root.join(dataset));
+                    }
                     out.push(path);
                 }
             }

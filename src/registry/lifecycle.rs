@@ -25,6 +25,7 @@ use crate::digest::ZERO_HASH;
 use crate::document;
 use crate::error::{DocKind, Error, Result};
 use crate::pack::PromptPack;
+use crate::registry::baseline::{self, Baseline};
 use crate::registry::{Action, Entry, EntryKind, Event, Registry, State, check_relative};
 use crate::resolve::{ResolveOptions, resolve};
 use crate::schema::graph::{self, ProjectFiles};
@@ -65,6 +66,11 @@ pub(crate) fn chain(history: &mut Vec<Event>, mut event: Event) -> Event {
 }
 
 fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: &Entry) -> Event {
+    chain(history, event_for(stamp, action, entry))
+}
+
+/// The event `action` on `entry` records (not yet chained).
+fn event_for(stamp: &Stamp, action: Action, entry: &Entry) -> Event {
     let mut event = Event {
         at: stamp.at.clone(),
         action,
@@ -84,11 +90,12 @@ fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: 
             event.state = Some(entry.state);
             event.successor = entry.successor_version.as_ref().map(ToString::to_string);
             event.refs = entry.refs.clone();
+            event.times = Some(crate::registry::EventTimes::of(entry));
         }
         Action::Promote => event.refs = entry.refs.clone(),
         Action::Remove | Action::Discard | Action::Merge | Action::Labeled | Action::Unlabeled => {}
     }
-    chain(history, event)
+    event
 }
 
 /// A registry with entries but no history (hand-written, or from before histories) gets
@@ -234,6 +241,18 @@ fn transit(
     stamp: &Stamp,
     change: impl FnOnce(&mut Entry),
 ) -> Entry {
+    transit_with(registry, entry, action, stamp, None, change)
+}
+
+/// [`transit`], the event carrying the eval gate's `evidence` when there is one.
+fn transit_with(
+    registry: &mut Registry,
+    entry: &Entry,
+    action: Action,
+    stamp: &Stamp,
+    evidence: Option<serde_json::Value>,
+    change: impl FnOnce(&mut Entry),
+) -> Entry {
     registry.edit(|entries, history| {
         let found = entries
             .iter_mut()
@@ -245,7 +264,9 @@ fn transit(
             }
             None => entry.clone(),
         };
-        append_event(history, stamp, action, &changed);
+        let mut event = event_for(stamp, action, &changed);
+        event.eval = evidence;
+        chain(history, event);
         changed
     })
 }
@@ -273,27 +294,6 @@ fn entry_in(
         return Err(transition(&entry, action, why(&entry)));
     }
     Ok(entry)
-}
-
-/// Loads an entry's document with the hash check, of its file and of the files its
-/// schemas referenced when it was promoted. Returns the document and its folder.
-fn load_entry_value(registry: &Registry, entry: &Entry) -> Result<(Value, std::path::PathBuf)> {
-    let path = registry.file_of(entry)?;
-    let doc = document::load(&path, Some(entry.kind.doc_kind()))?;
-    if doc.sha256 != entry.sha256 {
-        return Err(Error::HashMismatch {
-            path: entry.path.clone().into(),
-            id: entry.id.clone(),
-            version: entry.version.to_string(),
-            expected: entry.sha256.clone(),
-            actual: doc.sha256,
-        });
-    }
-    if let Some((_, e)) = registry.changed_refs(entry).into_iter().next() {
-        return Err(e);
-    }
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok((doc.value, dir))
 }
 
 /// What `promote` checked.
@@ -332,6 +332,20 @@ pub fn promote(
     version: &Version,
     stamp: &Stamp,
 ) -> Result<Promoted> {
+    promote_with_evidence(registry, kind, id, version, stamp, None)
+}
+
+/// [`promote`], with the evidence of the eval gate the version passed recorded in the
+/// `promote` event (an object: [`crate::eval::gate::evidence`]), hashed into the history
+/// like every other field.
+pub fn promote_with_evidence(
+    registry: &mut Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    stamp: &Stamp,
+    evidence: Option<serde_json::Value>,
+) -> Result<Promoted> {
     adopt(registry, stamp);
     let entry = entry_in(registry, (kind, id, version), "promote", State::Draft, |entry| {
         format!("it is {}, and only drafts are promoted", entry.state.as_str())
@@ -347,13 +361,8 @@ pub fn promote(
         EntryKind::Contract => graph::referenced_files(&value, &dir, &files, &doc.path)?,
         EntryKind::PromptPack => Default::default(),
     };
-    let previous = registry
-        .versions(kind, id)
-        .filter(|e| {
-            matches!(e.state, State::Active | State::Deprecated) && e.version < entry.version
-        })
-        .last()
-        .cloned();
+    // The highest lower version ever promoted, removed ones included (SPEC §7).
+    let previous = baseline::of(registry, kind, id, &entry.version).cloned();
     let (mut required, mut declared) = (Bump::None, Bump::None);
     if kind == EntryKind::Contract {
         let contract = Contract::from_value(value.clone(), &frozen, Path::new(&entry.path))?;
@@ -384,15 +393,24 @@ pub fn promote(
             ));
         }
         if let Some(prev) = &previous {
-            let (old, old_dir) = load_entry_value(registry, prev)?;
-            let (old_base, new_base) = (graph::folder_uri(&old_dir), graph::folder_uri(&dir));
-            let origins = Origins {
-                old: Origin::new(&old_base, &files),
-                new: Origin::new(&new_base, &files),
-            };
-            let changes = diff_contracts_at(&old, &value, &origins);
-            required = required_bump(&changes);
             declared = declared_bump(&prev.version, &entry.version);
+            let changes = match baseline::load(registry, prev)? {
+                Baseline::Frozen { value: old, dir: old_dir } => {
+                    let old_base = graph::folder_uri(&old_dir);
+                    let new_base = graph::folder_uri(&dir);
+                    let origins = Origins {
+                        old: Origin::new(&old_base, &files),
+                        new: Origin::new(&new_base, &files),
+                    };
+                    let changes = diff_contracts_at(&old, &value, &origins);
+                    required = required_bump(&changes);
+                    crate::compat::beyond(&changes, declared)
+                }
+                Baseline::Lost { reason } => {
+                    required = Bump::Major;
+                    vec![Baseline::lost_change(id, &prev.version, &reason)]
+                }
+            };
             if declared < required {
                 return Err(Error::IncompatibleBump {
                     id: id.to_string(),
@@ -400,12 +418,12 @@ pub fn promote(
                     to: entry.version.to_string(),
                     declared: declared.as_str().to_string(),
                     required: required.as_str().to_string(),
-                    changes: crate::compat::beyond(&changes, declared),
+                    changes,
                 });
             }
         }
     }
-    let entry = transit(registry, &entry, Action::Promote, stamp, |e| {
+    let entry = transit_with(registry, &entry, Action::Promote, stamp, evidence, |e| {
         e.state = State::Active;
         e.sha256 = frozen;
         e.activated_at = Some(stamp.at.clone());
@@ -493,14 +511,16 @@ pub fn discard(
 }
 
 /// Checks that the file of `entry`, a draft just discarded from `registry`, is one the
-/// entry owns and may be deleted: never `registry.json`, `pactum.toml`, a hidden file, or
+/// entry owns and may be deleted: never `registry.json`, `pactum.toml`, a path with a hidden
+/// component anywhere (`.git/hooks/x.json`, `contracts/.secret/a.json`), or
 /// a file another entry names, however spelled or linked. [`delete_discarded`] deletes it.
 pub fn check_deletable(registry: &Registry, entry: &Entry) -> Result<()> {
     let refuse = |reason: String| Error::PathEscape { path: entry.path.clone(), reason };
-    crate::confine::check_relative(&entry.path).map_err(refuse)?;
+    // No `..`, and no hidden component anywhere (`.git/hooks/x.json`): the entry-path rule.
+    check_relative(&entry.path).map_err(refuse)?;
     let root = crate::confine::Root::new(&registry.root);
     let name = Path::new(&entry.path).file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name.starts_with('.') || [crate::config::FILE_NAME, "registry.json"].contains(&name) {
+    if [crate::config::FILE_NAME, "registry.json"].contains(&name) {
         return Err(refuse(format!(
             "`{name}` is not a contract or pack file the draft owns; nothing was deleted (remove the file by hand if you meant to)"
         )));

@@ -45,7 +45,7 @@ fn side(path: &Path, text: &str) -> Result<Registry> {
 /// is refused (the merge would carry its hand edit into the result unnoticed).
 fn verified(name: &str, registry: &Registry) -> Result<()> {
     for e in &registry.entries {
-        if let Err(reason) = crate::confine::check_relative(&e.path) {
+        if let Err(reason) = crate::registry::check_relative(&e.path) {
             return Err(conflict(
                 format!("{name}'s {}", e.key()),
                 format!(

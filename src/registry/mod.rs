@@ -20,6 +20,7 @@ use crate::error::{Code, DocKind, Error, Finding, Result};
 use crate::id::parse_version;
 use crate::schema;
 
+pub mod baseline;
 pub mod gate;
 pub mod lifecycle;
 pub mod list;
@@ -191,8 +192,71 @@ pub struct Event {
     /// The version a `labeled` event moved the label from, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous: Option<String>,
+    /// An adopted entry's timestamps as they stood (`adopt`): they predate the history,
+    /// so the event records them for the replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<EventTimes>,
+    /// The evidence of the eval gate a `promote` event passed (`registry promote --eval`):
+    /// the provider and, per suite, its id, the dataset's SHA-256, the pass rates of the
+    /// candidate and the baseline and the McNemar p-value ([`crate::eval::gate::evidence`]).
+    /// An object; hashed as canonical JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval: Option<serde_json::Value>,
     pub prev: String,
     pub hash: String,
+}
+
+/// The timestamps of an entry, as an `adopt` event records them ([`Event::times`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventTimes {
+    pub registered_at: String,
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub activated_at: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub deprecated_at: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "strict::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub removed_at: Option<String>,
+}
+
+impl EventTimes {
+    /// The timestamps of `entry`.
+    pub fn of(entry: &Entry) -> EventTimes {
+        EventTimes {
+            registered_at: entry.registered_at.clone(),
+            activated_at: entry.activated_at.clone(),
+            deprecated_at: entry.deprecated_at.clone(),
+            removed_at: entry.removed_at.clone(),
+        }
+    }
+
+    /// Canonical JSON: keys in code-point order, absent ones left out.
+    fn canonical(&self) -> String {
+        let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let fields = [
+            ("activated_at", self.activated_at.as_deref()),
+            ("deprecated_at", self.deprecated_at.as_deref()),
+            ("registered_at", Some(self.registered_at.as_str())),
+            ("removed_at", self.removed_at.as_deref()),
+        ];
+        let pairs: Vec<String> = fields
+            .into_iter()
+            .filter_map(|(key, value)| value.map(|v| format!("\"{key}\":{}", quote(v))))
+            .collect();
+        format!("{{{}}}", pairs.join(","))
+    }
 }
 
 impl Event {
@@ -215,6 +279,9 @@ impl Event {
             field("actor", quote(actor));
         }
         field("at", quote(&self.at));
+        if let Some(eval) = &self.eval {
+            field("eval", crate::digest::canonical_json(eval));
+        }
         if let Some(heads) = &self.heads {
             let list: Vec<String> = heads.iter().map(|h| quote(h)).collect();
             field("heads", format!("[{}]", list.join(",")));
@@ -247,6 +314,9 @@ impl Event {
         }
         if let Some(successor) = &self.successor {
             field("successor", quote(successor));
+        }
+        if let Some(times) = &self.times {
+            field("times", times.canonical());
         }
         if !self.version.is_empty() {
             field("version", quote(&self.version));
@@ -576,10 +646,16 @@ impl Registry {
     /// naming the file when its bytes differ or it is gone; `path_escape` or `io_error`
     /// when it cannot be read). Drafts and removed entries have nothing to check.
     pub fn changed_refs(&self, entry: &Entry) -> Vec<(String, Error)> {
-        let Some(refs) = &entry.refs else { return Vec::new() };
         if matches!(entry.state, State::Draft | State::Removed) {
             return Vec::new();
         }
+        self.changed_refs_whatever_state(entry)
+    }
+
+    /// [`Registry::changed_refs`] for an entry in any state: a removed version read as a
+    /// compatibility baseline ([`baseline`]) must still be what was frozen.
+    pub fn changed_refs_whatever_state(&self, entry: &Entry) -> Vec<(String, Error)> {
+        let Some(refs) = &entry.refs else { return Vec::new() };
         let mut out = Vec::new();
         for (rel, expected) in refs {
             let changed = |actual: Option<String>| Error::ReferenceChanged {
@@ -589,7 +665,7 @@ impl Registry {
                 expected: expected.clone(),
                 actual,
             };
-            let actual = match resolve_under(self.real_root(), rel) {
+            let actual = match resolve_reference(self.real_root(), rel) {
                 Ok(path) => match document::read_limited(&path, document::MAX_FILE_BYTES) {
                     Ok(bytes) => crate::digest::sha256_hex(&bytes),
                     Err(e) => {
@@ -824,10 +900,14 @@ pub enum PathProblem {
     Missing,
 }
 
-/// Syntactic checks of a relative path: not empty, not absolute, no `..`
-/// ([`crate::confine::check_relative`]).
+/// The checks of an entry's path (and of a referenced file's): not empty, not absolute,
+/// no `..` ([`crate::confine::check_relative`]), and no hidden component anywhere
+/// ([`crate::confine::check_visible`]): a governed file never lives in `.git/`, `.pactum/`
+/// or any dot-folder, and is never a dot-file — so `registry add` cannot register one and
+/// `registry discard --delete` cannot delete one.
 pub fn check_relative(path: &str) -> std::result::Result<(), String> {
-    crate::confine::check_relative(path)
+    crate::confine::check_relative(path)?;
+    crate::confine::check_visible(path)
 }
 
 /// Joins a relative path to `root`, requiring that the real (symlink-resolved) path exists
@@ -840,8 +920,21 @@ pub fn resolve_inside(root: &Path, path: &str) -> std::result::Result<PathBuf, P
 /// [`resolve_inside`] for a root whose symlinks are already resolved, through the one
 /// confinement rule ([`crate::confine::Root::locate`]).
 fn resolve_under(real_root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
-    use crate::confine::{Refusal, Root};
     check_relative(path).map_err(PathProblem::Escape)?;
+    locate_under(real_root, path)
+}
+
+/// A file a contract's schemas referenced at promote ([`Entry::refs`]), resolved as
+/// [`resolve_under`] but without the entry-path rule on hidden components: the schema
+/// graph reads references through [`crate::confine::Root::file`], and `refs` records what
+/// it read.
+fn resolve_reference(real_root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
+    crate::confine::check_relative(path).map_err(PathProblem::Escape)?;
+    locate_under(real_root, path)
+}
+
+fn locate_under(real_root: &Path, path: &str) -> std::result::Result<PathBuf, PathProblem> {
+    use crate::confine::{Refusal, Root};
     match Root::canonical(real_root).locate(Path::new(path)) {
         Ok(real) => Ok(real),
         Err(Refusal::Escape(reason)) => Err(PathProblem::Escape(reason)),
@@ -1274,6 +1367,13 @@ mod tests {
         for bad in ["", "/etc/passwd", "../x.json", "contracts/../../x", "C:\\x", "a\\..\\..\\b"] {
             assert!(check_relative(bad).is_err(), "{bad}");
         }
+        // A hidden component anywhere, not only the last one.
+        for hidden in [".env", ".git/hooks/x.json", "contracts/.secret/a.json", "./.pactum/a.json"]
+        {
+            let refused = check_relative(hidden).expect_err(hidden);
+            assert!(refused.contains("hidden"), "{hidden}: {refused}");
+        }
+        assert!(check_relative("./contracts/a.b/1.0.0.json").is_ok());
     }
 
     #[cfg(unix)]
@@ -1308,6 +1408,20 @@ mod tests {
         value.as_object_mut().unwrap().remove("hash");
         assert_eq!(promote.compute_hash(), chain_hash(&value));
         assert_ne!(promote.compute_hash(), Event { refs: None, ..promote.clone() }.compute_hash());
+        // The eval gate's evidence is hashed too: a pass rate edited afterwards breaks the chain.
+        let evidenced = Event {
+            eval: Some(serde_json::json!({"suites": [{"pass_rate": 1.0}]})),
+            ..promote.clone()
+        };
+        let edited = Event {
+            eval: Some(serde_json::json!({"suites": [{"pass_rate": 0.5}]})),
+            ..promote.clone()
+        };
+        assert_ne!(evidenced.compute_hash(), promote.compute_hash());
+        assert_ne!(evidenced.compute_hash(), edited.compute_hash());
+        let mut value = serde_json::to_value(&evidenced).unwrap();
+        value.as_object_mut().unwrap().remove("hash");
+        assert_eq!(evidenced.compute_hash(), chain_hash(&value));
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Verification is a replay (SPEC §17): the history is folded into the state it implies
-//! for every id@version (registered, path, hash frozen at promote, state, successor), and
-//! that state is compared with the entries (the files a contract's schemas reference,
-//! frozen at promote, included). A hand edit of registry.json (a new hash for
-//! an active file, a state flipped to `active`, an entry added or deleted) passes the hash
-//! chain, because it does not touch the history, but not the replay:
-//! `registry_history_mismatch`, naming the entry and the event.
+//! for every id@version (registered, path, hash frozen at promote, state, successor, and
+//! the times of its transitions), and that state is compared with the entries (the files a
+//! contract's schemas reference, frozen at promote, included) by one function,
+//! [`differences`]. A hand edit of registry.json (a new hash for an active file, a state
+//! flipped to `active`, a `deprecated_at` moved to stretch a migration period, an entry
+//! added or deleted) passes the hash chain, because it does not touch the history, but
+//! not the replay: `registry_history_mismatch`, naming the entry, the field and the event.
 //!
 //! The fold is tolerant of what the merge driver produces: two branches that made the same
 //! change (both promoted one draft, say) leave both events in the merged history, so an
@@ -37,10 +38,166 @@ pub struct Implied {
     pub successor: Option<Option<String>>,
     /// The files its schemas referenced, frozen at promote (or recorded by adopt).
     pub refs: Option<BTreeMap<String, String>>,
+    /// The times of the events that made its transitions.
+    pub times: Times,
     /// Sequence number and index in `history` of the last event about it.
     pub seq: u64,
     pub index: usize,
     pub action: Action,
+}
+
+/// When the history says an entry was registered, promoted, deprecated and removed: for
+/// each, the `at` of every event that made that transition (more than one when both sides
+/// of a merge made it; the merged entry keeps one side's time), or `None` when the history
+/// cannot know (an entry adopted before `adopt` events recorded its times). An entry's
+/// timestamp must be one of them, or absent when there is none.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Times {
+    pub registered: Option<Vec<String>>,
+    pub activated: Option<Vec<String>>,
+    pub deprecated: Option<Vec<String>>,
+    pub removed: Option<Vec<String>>,
+}
+
+impl Times {
+    /// A version the history registers itself: its registration time is the event's, and
+    /// it has no other transition yet.
+    fn registered(at: &str) -> Times {
+        Times {
+            registered: Some(vec![at.to_string()]),
+            activated: Some(Vec::new()),
+            deprecated: Some(Vec::new()),
+            removed: Some(Vec::new()),
+        }
+    }
+
+    /// An entry adopted with these times.
+    fn adopted(times: &crate::registry::EventTimes) -> Times {
+        let known = |at: &Option<String>| Some(at.iter().cloned().collect());
+        Times {
+            registered: Some(vec![times.registered_at.clone()]),
+            activated: known(&times.activated_at),
+            deprecated: known(&times.deprecated_at),
+            removed: known(&times.removed_at),
+        }
+    }
+
+    /// The times of the transition `action` makes.
+    fn of(&mut self, action: Action) -> Option<&mut Option<Vec<String>>> {
+        match action {
+            Action::Promote => Some(&mut self.activated),
+            Action::Deprecate => Some(&mut self.deprecated),
+            Action::Remove => Some(&mut self.removed),
+            _ => None,
+        }
+    }
+
+    /// `action` moved the entry at `at`: this is now the time of that transition.
+    fn transition(&mut self, action: Action, at: &str) {
+        if let Some(times) = self.of(action) {
+            *times = Some(vec![at.to_string()]);
+        }
+    }
+
+    /// `action` was made again (the other side of a merge made it too): its time is one
+    /// the entry may keep. A transition whose time the history does not know stays unknown.
+    fn again(&mut self, action: Action, at: &str) {
+        if let Some(Some(times)) = self.of(action)
+            && !times.iter().any(|t| t == at)
+        {
+            times.push(at.to_string());
+        }
+    }
+}
+
+/// Every field in which `entry` differs from what the history says about it (`said`), with
+/// the reason: registry.json's field name, then the message. The one comparison behind
+/// `registry verify`, `validate` and the runtime ([`Replayed::accounts_for`]).
+pub fn differences(entry: &Entry, said: &Implied) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let event = format!("event #{} ({})", said.seq, said.action.as_str());
+    if entry.state != said.state {
+        out.push((
+            "state",
+            format!(
+                "the entry says {}, but the history leaves it {} ({event})",
+                entry.state.as_str(),
+                said.state.as_str()
+            ),
+        ));
+    }
+    if entry.sha256 != said.sha256 {
+        let how = if said.state == State::Draft { "registered" } else { "frozen at promote" };
+        out.push((
+            "sha256",
+            format!(
+                "the entry's sha256 is {}, but the hash {how} is {} ({event})",
+                short(&entry.sha256),
+                short(&said.sha256)
+            ),
+        ));
+    }
+    if entry.refs != said.refs {
+        out.push((
+            "refs",
+            format!(
+                "the entry's referenced files are {}, but the history froze {} ({event})",
+                show_refs(entry.refs.as_ref()),
+                show_refs(said.refs.as_ref())
+            ),
+        ));
+    }
+    if let Some(path) = &said.path
+        && path != &entry.path
+    {
+        out.push((
+            "path",
+            format!(
+                "the entry's path is {}, but the history registered {path} ({event})",
+                entry.path
+            ),
+        ));
+    }
+    if let Some(successor) = &said.successor {
+        let actual = entry.successor_version.as_ref().map(ToString::to_string);
+        if &actual != successor {
+            out.push((
+                "successor_version",
+                format!(
+                    "the entry's successor is {}, but the history says {} ({event})",
+                    actual.as_deref().unwrap_or("(none)"),
+                    successor.as_deref().unwrap_or("(none)")
+                ),
+            ));
+        }
+    }
+    let times = [
+        ("registered_at", Some(entry.registered_at.as_str()), &said.times.registered, "add"),
+        ("activated_at", entry.activated_at.as_deref(), &said.times.activated, "promote"),
+        ("deprecated_at", entry.deprecated_at.as_deref(), &said.times.deprecated, "deprecate"),
+        ("removed_at", entry.removed_at.as_deref(), &said.times.removed, "remove"),
+    ];
+    for (field, actual, recorded, action) in times {
+        let Some(recorded) = recorded else { continue };
+        let agrees = match actual {
+            Some(at) => recorded.iter().any(|t| t == at),
+            None => recorded.is_empty(),
+        };
+        if !agrees {
+            let history = match recorded.as_slice() {
+                [] => format!("no `{action}` event happened to it"),
+                times => format!("its `{action}` event happened at {}", times.join(" or ")),
+            };
+            out.push((
+                field,
+                format!(
+                    "the entry's `{field}` is {}, but {history} ({event})",
+                    actual.unwrap_or("absent")
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// A problem found while folding: an event that contradicts the state before it.
@@ -252,33 +409,8 @@ impl Replayed {
                 "the entry is in registry.json but no history event registers it".into(),
             ));
         };
-        let event = format!("event #{} ({})", said.seq, said.action.as_str());
-        if entry.state != said.state {
-            return Err(refuse(format!(
-                "the entry says {}, but the history leaves it {} ({event})",
-                entry.state.as_str(),
-                said.state.as_str()
-            )));
-        }
-        if entry.sha256 != said.sha256 {
-            return Err(refuse(format!(
-                "the entry's sha256 is {}, but the history gives {} ({event})",
-                short(&entry.sha256),
-                short(&said.sha256)
-            )));
-        }
-        if entry.refs != said.refs {
-            return Err(refuse(format!(
-                "the entry's referenced files differ from the history's ({event})"
-            )));
-        }
-        if let Some(path) = &said.path
-            && path != &entry.path
-        {
-            return Err(refuse(format!(
-                "the entry's path is {}, but the history registered {path} ({event})",
-                entry.path
-            )));
+        if let Some((_, reason)) = differences(entry, said).into_iter().next() {
+            return Err(refuse(reason));
         }
         if let Some(label) = label {
             match self.labels.get(&(entry.id.clone(), label.to_string())) {
@@ -327,6 +459,13 @@ fn apply(
         state: s,
         successor,
         refs: event.refs.clone(),
+        times: match (event.action, &event.times) {
+            (Action::Add, _) => Times::registered(&event.at),
+            // An adopted entry's times predate the history: the event records them.
+            (_, Some(times)) => Times::adopted(times),
+            // Adopted before adopt events recorded them: unknown.
+            _ => Times::default(),
+        },
         seq: event.seq,
         index,
         action: event.action,
@@ -350,6 +489,11 @@ fn apply(
                         || event.path.is_none()
                         || existing.path == event.path) =>
             {
+                if let Some(times) = &mut existing.times.registered
+                    && !times.contains(&event.at)
+                {
+                    times.push(event.at.clone());
+                }
                 Ok(())
             }
             Some(existing) => Err(format!(
@@ -419,7 +563,10 @@ fn apply(
                 existing.successor = event.successor.clone().map(Some);
             }
             if existing.state >= target {
-                // The same transition again (both sides of a merge made it): no-op.
+                // The same transition again (both sides of a merge made it): no-op, but
+                // its time is one the merged entry may have kept (that side's entry wins
+                // when it went further).
+                existing.times.again(event.action, &event.at);
                 stamp(existing);
                 return Ok(());
             }
@@ -437,6 +584,7 @@ fn apply(
                 ));
             }
             existing.state = target;
+            existing.times.transition(event.action, &event.at);
             stamp(existing);
             Ok(())
         }
@@ -522,68 +670,12 @@ pub fn check(registry: &Registry) -> Vec<Diagnostic> {
             );
             continue;
         };
-        let event = format!("event #{} ({})", said.seq, said.action.as_str());
-        let mut differ = |field: &str, reason: String| {
+        for (field, reason) in differences(entry, said) {
             out.push(
                 Diagnostic::from_error(&Error::HistoryMismatch { subject: entry.key(), reason })
                     .pointer(format!("{pointer}/{field}"))
                     .help(HELP_EDITED),
             );
-        };
-        if entry.state != said.state {
-            differ(
-                "state",
-                format!(
-                    "the entry says {}, but the history leaves it {} ({event})",
-                    entry.state.as_str(),
-                    said.state.as_str()
-                ),
-            );
-        }
-        if entry.sha256 != said.sha256 {
-            let how = if said.state == State::Draft { "registered" } else { "frozen at promote" };
-            differ(
-                "sha256",
-                format!(
-                    "the entry's sha256 is {}, but the hash {how} is {} ({event})",
-                    short(&entry.sha256),
-                    short(&said.sha256)
-                ),
-            );
-        }
-        if entry.refs != said.refs {
-            differ(
-                "refs",
-                format!(
-                    "the entry's referenced files are {}, but the history froze {} ({event})",
-                    show_refs(entry.refs.as_ref()),
-                    show_refs(said.refs.as_ref())
-                ),
-            );
-        }
-        if let Some(path) = &said.path
-            && path != &entry.path
-        {
-            differ(
-                "path",
-                format!(
-                    "the entry's path is {}, but the history registered {path} ({event})",
-                    entry.path
-                ),
-            );
-        }
-        if let Some(successor) = &said.successor {
-            let actual = entry.successor_version.as_ref().map(ToString::to_string);
-            if &actual != successor {
-                differ(
-                    "successor_version",
-                    format!(
-                        "the entry's successor is {}, but the history says {} ({event})",
-                        actual.as_deref().unwrap_or("(none)"),
-                        successor.as_deref().unwrap_or("(none)")
-                    ),
-                );
-            }
         }
     }
     for (key, said) in &implied {
@@ -604,4 +696,86 @@ pub fn check(registry: &Registry) -> Vec<Diagnostic> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHA: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    fn event(action: Action, at: &str) -> Event {
+        Event {
+            at: at.into(),
+            action,
+            id: "PRC-A-001".into(),
+            version: "1.0.0".into(),
+            path: matches!(action, Action::Add).then(|| "contracts/a.json".to_string()),
+            sha256: SHA.into(),
+            successor: matches!(action, Action::Deprecate).then(|| "2.0.0".to_string()),
+            ..Event::default()
+        }
+    }
+
+    fn entry(registered: &str, activated: Option<&str>, deprecated: Option<&str>) -> Entry {
+        Entry {
+            kind: EntryKind::Contract,
+            id: "PRC-A-001".into(),
+            version: Version::new(1, 0, 0),
+            path: "contracts/a.json".into(),
+            sha256: SHA.into(),
+            state: if deprecated.is_some() { State::Deprecated } else { State::Active },
+            registered_at: registered.into(),
+            activated_at: activated.map(Into::into),
+            deprecated_at: deprecated.map(Into::into),
+            successor_version: deprecated.map(|_| Version::new(2, 0, 0)),
+            removed_at: None,
+            refs: None,
+        }
+    }
+
+    fn fields(history: &[Event], entry: &Entry) -> Vec<&'static str> {
+        let (implied, problems) = fold(history);
+        assert!(problems.is_empty(), "{problems:?}");
+        let key = key_of_entry(entry);
+        differences(entry, &implied[&key]).into_iter().map(|(field, _)| field).collect()
+    }
+
+    #[test]
+    fn timestamps_are_those_of_the_events_and_a_merge_allows_either_sides() {
+        let (t0, t1, t2, t3) = (
+            "2026-01-01T00:00:00Z",
+            "2026-01-02T00:00:00Z",
+            "2026-01-03T00:00:00Z",
+            "2026-01-04T00:00:00Z",
+        );
+        let straight = [event(Action::Add, t0), event(Action::Promote, t1)];
+        assert!(fields(&straight, &entry(t0, Some(t1), None)).is_empty());
+        assert_eq!(fields(&straight, &entry(t1, Some(t1), None)), ["registered_at"]);
+        assert_eq!(fields(&straight, &entry(t0, Some(t2), None)), ["activated_at"]);
+        assert_eq!(fields(&straight, &entry(t0, None, None)), ["activated_at"]);
+        // Both sides of a merge promoted (ours at t1, theirs at t2), theirs also
+        // deprecated: the merged entry is theirs, with theirs' promote time.
+        let merged = [
+            event(Action::Add, t0),
+            event(Action::Promote, t1),
+            event(Action::Promote, t2),
+            event(Action::Deprecate, t3),
+        ];
+        assert!(fields(&merged, &entry(t0, Some(t2), Some(t3))).is_empty());
+        assert!(fields(&merged, &entry(t0, Some(t1), Some(t3))).is_empty());
+        assert_eq!(fields(&merged, &entry(t0, Some(t3), Some(t3))), ["activated_at"]);
+        assert_eq!(fields(&merged, &entry(t0, Some(t1), Some(t2))), ["deprecated_at"]);
+        // Adopted without recorded times (older adopt events): not checked; with them: checked.
+        let mut adopt = event(Action::Adopt, t3);
+        adopt.state = Some(State::Active);
+        adopt.path = Some("contracts/a.json".into());
+        assert!(fields(std::slice::from_ref(&adopt), &entry(t0, Some(t1), None)).is_empty());
+        adopt.times = Some(crate::registry::EventTimes::of(&entry(t0, Some(t1), None)));
+        assert!(fields(std::slice::from_ref(&adopt), &entry(t0, Some(t1), None)).is_empty());
+        assert_eq!(
+            fields(std::slice::from_ref(&adopt), &entry(t0, Some(t2), None)),
+            ["activated_at"]
+        );
+    }
 }

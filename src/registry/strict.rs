@@ -80,6 +80,10 @@ struct HistoryEvent {
     label: Option<String>,
     #[serde(default, deserialize_with = "present")]
     previous: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    times: Option<super::EventTimes>,
+    #[serde(default, deserialize_with = "present")]
+    eval: Option<serde_json::Value>,
     prev: String,
     hash: String,
 }
@@ -100,6 +104,13 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         && e.refs.as_ref().is_none_or(refs)
         && e.label.as_deref().is_none_or(super::is_label)
         && e.previous.as_deref().is_none_or(version)
+        && e.times.as_ref().is_none_or(|t| {
+            timestamp(&t.registered_at)
+                && [&t.activated_at, &t.deprecated_at, &t.removed_at]
+                    .into_iter()
+                    .all(|at| at.as_deref().is_none_or(timestamp))
+        })
+        && e.eval.as_ref().is_none_or(serde_json::Value::is_object)
         && sha256(&e.prev)
         && sha256(&e.hash);
     if !ok {
@@ -120,6 +131,8 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         refs: e.refs,
         label: e.label,
         previous: e.previous,
+        times: e.times,
+        eval: e.eval,
         prev: e.prev,
         hash: e.hash,
     })
@@ -283,7 +296,9 @@ mod tests {
         let good = json!({"seq": 1, "at": "2026-01-01T00:00:00Z", "action": "add", "actor": "me",
                           "id": "PRM-A-001", "version": "1.0.0", "path": "p.json", "sha256": SHA,
                           "state": "active", "successor": "2.0.0", "heads": [SHA, SHA],
-                          "refs": {"common/address.json": SHA}, "prev": SHA, "hash": SHA});
+                          "refs": {"common/address.json": SHA},
+                          "times": {"registered_at": "2026-01-01T00:00:00Z", "removed_at": "2026-01-02T00:00:00.5Z"},
+                          "prev": SHA, "hash": SHA});
         assert!(event(&good.to_string()).is_some());
         assert!(schema_accepts(RegistryPart::Event, &good));
         let promote = json!({"seq": 2, "at": "2026-01-01T00:00:00Z", "action": "promote",
@@ -315,6 +330,15 @@ mod tests {
             ("hash", json!(null)),
             ("at", json!("yesterday")),
             ("extra", json!(true)),
+            ("times", json!(null)),
+            ("times", json!({})),
+            ("times", json!({"registered_at": "yesterday"})),
+            ("times", json!({"registered_at": "2026-01-01T00:00:00Z", "activated_at": "soon"})),
+            ("times", json!({"registered_at": "2026-01-01T00:00:00Z", "deprecated_at": null})),
+            (
+                "times",
+                json!({"registered_at": "2026-01-01T00:00:00Z", "other_at": "2026-01-01T00:00:00Z"}),
+            ),
         ];
         for (key, value) in variants {
             let mut doc = good.clone();

@@ -213,12 +213,12 @@ fn is_xml_char(c: char) -> bool {
 }
 
 /// Escapes element content.
-fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     escape(s, false)
 }
 
 /// Escapes an attribute value (to be put between double quotes).
-fn attribute(s: &str) -> String {
+pub(crate) fn attribute(s: &str) -> String {
     escape(s, true)
 }
 

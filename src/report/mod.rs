@@ -21,7 +21,7 @@
 
 mod github;
 mod json;
-mod junit;
+pub(crate) mod junit;
 mod sarif;
 mod text;
 

@@ -195,6 +195,8 @@ fn full_registry() -> Value {
             "version": "1.0.0", "path": "contracts/f/1.0.0.json", "sha256": sha, "state": "removed",
             "successor": "2.0.0", "heads": [sha, sha], "refs": {"schemas/common/address.json": sha},
             "label": "production", "previous": "0.9.0",
+            "times": {"registered_at": at, "activated_at": at, "deprecated_at": at, "removed_at": at},
+            "eval": {"provider": "replay", "suites": [{"eval_id": "EVAL-FULL-001", "dataset_sha256": sha}]},
             "prev": "0".repeat(64), "hash": sha,
         }],
         "labels": {"PRC-FULL-001": {"production": "1.0.0"}},
@@ -401,6 +403,19 @@ fn shapes() -> Vec<Shape> {
             // A merge event has none of these (`heads` instead); the schema requires them
             // for every other action.
             required_by_schema_only: &["id", "version", "sha256"],
+            exactly_one_of: &[],
+        },
+        Shape {
+            name: "registry adopt event times",
+            kind: DocKind::Registry,
+            full: full_registry(),
+            at: "/history/0/times",
+            schema_at: "/$defs/event/properties/times",
+            fields: fields_of::<crate::registry::EventTimes>(),
+            parse: parses::<crate::registry::EventTimes>,
+            ignored: &[],
+            also_read: &[],
+            required_by_schema_only: &[],
             exactly_one_of: &[],
         },
     ]

@@ -26,8 +26,10 @@ enum Bound<'a> {
     /// A valid pack: its key, its templates' variables (borrowed from the analyzed pack
     /// file, or owned when the pack was loaded from elsewhere), and where it is.
     Valid { key: String, variables: Cow<'a, Variables>, pack: Source },
-    /// Resolved, but the pack itself is invalid (reported on the contract).
-    Invalid(String, String),
+    /// Resolved, but the pack itself is invalid (reported on the contract); with the
+    /// variables of its readable templates, which the contract's inputs are still checked
+    /// against (every finding in one run).
+    Invalid(String, String, Option<&'a Variables>),
     /// Not found (already reported).
     Missing,
 }
@@ -81,15 +83,20 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<Com
                     for_examples.insert(i, Arc::new(compiled));
                 }
             }
-            Bound::Invalid(key, why) => out.push(
-                Diagnostic::new(
-                    Code::PromptPackInvalid,
-                    format!("bound pack {key} is invalid: {why}"),
-                )
-                .file(f.rel.clone())
-                .pointer("/prompt_pack_id")
-                .help("fix the pack (see its own findings) or bind another version"),
-            ),
+            Bound::Invalid(key, why, variables) => {
+                out.push(
+                    Diagnostic::new(
+                        Code::PromptPackInvalid,
+                        format!("bound pack {key} is invalid: {why}"),
+                    )
+                    .file(f.rel.clone())
+                    .pointer("/prompt_pack_id")
+                    .help("fix the pack (see its own findings) or bind another version"),
+                );
+                if let Some(variables) = variables {
+                    check_variables(f, contract, &key, variables, out);
+                }
+            }
             Bound::Missing => {}
         }
     }
@@ -111,7 +118,11 @@ fn bound_file(ctx: &Context, index: usize, key: String) -> Bound<'_> {
         Some(variables) => {
             Bound::Valid { key, variables: Cow::Borrowed(variables), pack: Source::File(index) }
         }
-        None => Bound::Invalid(key, format!("see the findings in {}", file.rel)),
+        None => Bound::Invalid(
+            key,
+            format!("see the findings in {}", file.rel),
+            file.invalid_pack_variables.as_deref(),
+        ),
     }
 }
 
@@ -178,7 +189,7 @@ fn bound_via_registry<'a>(
             variables: Cow::Owned(variables),
             pack: Source::Loaded(Box::new(pack)),
         },
-        Err(e) => Bound::Invalid(key, e.to_string()),
+        Err(e) => Bound::Invalid(key, e.to_string(), None),
     }
 }
 

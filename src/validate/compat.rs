@@ -1,16 +1,19 @@
 //! Compatibility of consecutive versions (SPEC §5 check 8, §7): each version of a contract
 //! must declare at least the semver bump its changes need over the previous version
-//! (`incompatible_version_bump`). Removed versions are skipped; drafts are included so the
-//! author hears about it before promoting.
+//! (`incompatible_version_bump`). Drafts are included so the author hears about it before
+//! promoting. Removed versions are not checked themselves but stay baselines for the
+//! versions above them ([`crate::registry::baseline`]), read only as they were frozen: a
+//! removed version whose file is gone or changed lets only a major version follow it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::compat::{Origin, Origins, declared_bump, diff_contracts_at, required_bump};
+use crate::compat::{Bump, Origin, Origins, declared_bump, diff_contracts_at, required_bump};
 use crate::diagnostic::Diagnostic;
 use crate::error::{DocKind, Error};
+use crate::registry::baseline::{self, Baseline};
 use crate::registry::{EntryKind, State};
 use crate::schema::graph::{ProjectFiles, real_folder_uri};
 use crate::validate::Context;
@@ -30,12 +33,15 @@ struct Version<'a> {
 enum Document<'a> {
     Text(&'a super::Analyzed),
     Loaded(Value),
+    /// A removed version that cannot be compared, and why.
+    Lost(String),
 }
 
 impl Document<'_> {
     fn value(&self) -> Option<Cow<'_, Value>> {
         match self {
             Document::Loaded(value) => Some(Cow::Borrowed(value)),
+            Document::Lost(_) => None,
             Document::Text(f) => {
                 let text = f.text.as_deref()?;
                 crate::document::parse(text, f.syntax, &f.abs, Some(DocKind::Contract))
@@ -55,10 +61,13 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
             continue;
         }
         versions.sort_by(|a, b| a.version.cmp(&b.version));
+        // The first major version no version of the id has taken (for a lost baseline's hint).
+        let free = versions.last().map_or(1, |v| v.version.major + 1);
+        let free = semver::Version::new(free, 0, 0);
         let pairs = versions.len() - 1;
         let chunks = if versions.len() >= PARALLEL_FROM { ctx.jobs.max(1) } else { 1 };
         if chunks == 1 {
-            check_pairs(ctx, id, &versions, out);
+            check_pairs(ctx, id, &versions, &free, out);
             continue;
         }
         // Consecutive runs of pairs, one per thread; neighbouring runs share the version
@@ -68,7 +77,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
         let found = super::side_by_side(&starts, |&start| {
             let end = (start + size).min(pairs);
             let mut found = Vec::new();
-            check_pairs(ctx, id, &versions[start..=end], &mut found);
+            check_pairs(ctx, id, &versions[start..=end], &free, &mut found);
             found
         });
         out.extend(found.into_iter().flatten());
@@ -78,14 +87,24 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
 /// Checks each consecutive pair of `versions` (sorted), parsing each version once and
 /// holding at most two parsed at a time. Schema files the versions reference are read
 /// once for the whole line.
-fn check_pairs(ctx: &Context, id: &str, versions: &[Version<'_>], out: &mut Vec<Diagnostic>) {
+fn check_pairs(
+    ctx: &Context,
+    id: &str,
+    versions: &[Version<'_>],
+    free: &semver::Version,
+    out: &mut Vec<Diagnostic>,
+) {
     let Some(first) = versions.first() else { return };
     let files = ProjectFiles::new(&ctx.base);
     let mut previous = first.value.value();
     for pair in versions.windows(2) {
         let (old, new) = (&pair[0], &pair[1]);
         let current = new.value.value();
-        if let (Some(file), Some(old_value), Some(new_value)) = (new.file, &previous, &current) {
+        if let (Some(file), Document::Lost(reason)) = (new.file, &old.value) {
+            lost_finding(id, (old, new), file, (reason, free), out);
+        } else if let (Some(file), Some(old_value), Some(new_value)) =
+            (new.file, &previous, &current)
+        {
             let origins = Origins {
                 old: Origin::new(&old.base, &files),
                 new: Origin::new(&new.base, &files),
@@ -125,20 +144,62 @@ fn bump_finding(
     )));
 }
 
-/// Every non-removed version of every contract: from the registry when there is one (files
-/// outside the validated folder are loaded), else from the files being validated.
+/// A removed baseline that cannot be compared: only a major version may follow it.
+fn lost_finding(
+    id: &str,
+    (old, new): (&Version<'_>, &Version<'_>),
+    file: &str,
+    (reason, free): (&str, &semver::Version),
+    out: &mut Vec<Diagnostic>,
+) {
+    let declared = declared_bump(&old.version, &new.version);
+    if declared >= Bump::Major {
+        return;
+    }
+    let e = Error::IncompatibleBump {
+        id: id.to_string(),
+        from: old.version.to_string(),
+        to: new.version.to_string(),
+        declared: declared.as_str().to_string(),
+        required: Bump::Major.as_str().to_string(),
+        changes: vec![Baseline::lost_change(id, &old.version, reason)],
+    };
+    out.push(Diagnostic::from_error(&e).file(file).pointer("/version").help(format!(
+        "release this change as {id}@{free} (`pactum new version {id}@{free}`), or restore the file of {id}@{} as it was frozen",
+        old.version
+    )));
+}
+
+/// Every version of every contract that is checked or is a baseline: from the registry
+/// when there is one (files outside the validated folder are loaded; removed versions only
+/// as they were frozen, [`baseline::load`]), else from the files being validated.
 fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
     let mut out: BTreeMap<&str, Vec<Version<'_>>> = BTreeMap::new();
     match &ctx.registry {
         Some(registry) => {
             // Only ids with two versions or more have a bump to check.
             let several = registry.ids(EntryKind::Contract).into_iter().filter_map(|id| {
-                let live = || {
-                    registry.versions(EntryKind::Contract, id).filter(|e| e.state != State::Removed)
-                };
-                (live().nth(1).is_some()).then(live)
+                let all = || registry.versions(EntryKind::Contract, id);
+                (all().nth(1).is_some()).then(all)
             });
             for entry in several.flatten() {
+                if entry.state == State::Removed {
+                    // A baseline only, never checked itself (its file is not reported on).
+                    let (value, base) = match baseline::load(registry, entry) {
+                        Ok(Baseline::Frozen { value, dir }) => {
+                            (Document::Loaded(value), real_folder_uri(&dir))
+                        }
+                        Ok(Baseline::Lost { reason }) => (Document::Lost(reason), String::new()),
+                        Err(e) => (Document::Lost(baseline::lost(&e)), String::new()),
+                    };
+                    out.entry(entry.id.as_str()).or_default().push(Version {
+                        version: entry.version.clone(),
+                        value,
+                        base,
+                        file: None,
+                    });
+                    continue;
+                }
                 let Ok(path) = registry.file_of(entry) else { continue };
                 let (value, file) = match ctx.file_at(&path) {
                     Some(f) => match &f.contract {

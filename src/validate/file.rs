@@ -115,6 +115,9 @@ pub struct Analyzed {
     /// exactly for a valid pack). Neither the pack nor its compiled templates are kept;
     /// [`Analyzed::full_pack`] rebuilds the pack when a contract example needs it.
     pub pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
+    /// The same for a pack with findings, from the parts that could be read: the contracts
+    /// bound to it are still checked against them.
+    pub invalid_pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
     pub work_order: Option<WorkOrder>,
     pub diagnostics: Vec<Diagnostic>,
     /// The codes the file's own `x-pactum-ignore` suppresses, if it has one.
@@ -134,6 +137,7 @@ impl Analyzed {
             declared: None,
             contract: None,
             pack_variables: None,
+            invalid_pack_variables: None,
             work_order: None,
             diagnostics: Vec::new(),
             suppress: None,
@@ -325,23 +329,22 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
 }
 
 fn check_pack(a: &mut Analyzed, value: &Value) {
-    let pack = match PromptPack::from_value(value, a.sha256.as_deref().unwrap_or_default(), &a.abs)
-    {
-        Ok(p) => p,
-        Err(e) => {
-            schema_diagnostics(
-                a,
-                &e,
-                "make the pack fit schemas/prompt_pack.schema.json: a `template`, or `sections` with at least a `task`",
-            );
-            return;
-        }
-    };
+    const HELP: &str = "make the pack fit schemas/prompt_pack.schema.json: a `template`, or `sections` with at least a `task`";
+    // Every finding in one run: the schema's and the tree's together, then the checks that
+    // still make sense on the readable parts (tools, template syntax, variables).
+    let (pack, findings) = PromptPack::read(value, a.sha256.as_deref().unwrap_or_default(), &a.abs);
+    let valid = findings.is_empty();
+    if !valid {
+        let e = Error::SchemaInvalid { doc: DocKind::PromptPack, path: a.abs.clone(), findings };
+        schema_diagnostics(a, &e, HELP);
+    }
+    let Some(pack) = pack else { return };
     if let crate::pack::PackBody::Tree(tree) = &pack.body {
         check_section_tools(a, tree, "/sections");
     }
     match CompiledPack::compile(&pack) {
-        Ok(compiled) => a.pack_variables = Some(compiled.variables_by_template()),
+        Ok(compiled) if valid => a.pack_variables = Some(compiled.variables_by_template()),
+        Ok(compiled) => a.invalid_pack_variables = Some(compiled.variables_by_template()),
         Err(e) => schema_diagnostics(
             a,
             &e,

@@ -11,7 +11,8 @@
 //! 3. **across files** (one module per rule family): the registry ([`registry`], checks 4
 //!    and 7), pack bindings and template variables ([`binding`], checks 5 and 6),
 //!    compatibility of consecutive versions ([`compat`], check 8), contract examples run
-//!    offline ([`examples`], check 9), and work-order pins ([`work_orders`], check 10).
+//!    offline ([`examples`], check 9), work-order pins ([`work_orders`], check 10), and
+//!    eval suites with their datasets ([`evals`], SPEC §19).
 //!
 //! Finally every finding with a JSON pointer gets its `line:column` and source line.
 
@@ -29,6 +30,7 @@ pub mod binding;
 pub mod compat;
 pub mod context;
 pub mod discover;
+pub mod evals;
 pub mod examples;
 pub mod file;
 pub mod filter;
@@ -93,6 +95,8 @@ impl Progress for NoProgress {
 pub struct Context {
     /// Folder that file names are relative to (the registry's folder when there is one).
     pub base: PathBuf,
+    /// PATH, the file or folder being validated (canonical).
+    pub target: PathBuf,
     pub registry: Option<Registry>,
     /// registry.json's name relative to `base`.
     pub registry_name: String,
@@ -219,8 +223,17 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         by_path.insert(f.abs.clone().into_os_string(), i);
     }
     let jobs = threads(options.jobs);
-    let ctx =
-        Context { base, registry, registry_name, config, files, by_path, now: options.now, jobs };
+    let ctx = Context {
+        base,
+        target: path.clone(),
+        registry,
+        registry_name,
+        config,
+        files,
+        by_path,
+        now: options.now,
+        jobs,
+    };
 
     for f in &ctx.files {
         report.files.push(f.rel.clone());
@@ -242,6 +255,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         examples::check(&ctx, &bound_packs, &mut out);
         work_orders::check(&ctx, &mut report.notes, &mut out);
         context::check(&ctx, &mut out);
+        evals::check(&ctx, &mut report.files, &mut out);
         let registry_rules =
             registry_rules.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (registry_rules, out)
@@ -379,10 +393,42 @@ fn rename(report: &mut Report, base: &Path, root: &Path) {
         *file = renamed(file);
     }
     for d in &mut report.diagnostics {
-        if let Some(file) = &mut d.file {
-            *file = renamed(file);
+        let Some(file) = &mut d.file else { continue };
+        let new = renamed(file);
+        if new != *file && !file.is_empty() {
+            // Messages and hints name the file as the report does (one path base), so a
+            // suggested `git checkout -- FILE` runs from where the report's paths start.
+            d.message = replace_path(&d.message, file, &new);
+            d.help = d.help.as_deref().map(|help| replace_path(help, file, &new));
+        }
+        *file = new;
+    }
+}
+
+/// `text` with every whole-path occurrence of `old` (not part of a longer path) replaced by
+/// `new`; one pass.
+fn replace_path(text: &str, old: &str, new: &str) -> String {
+    let part = |c: char| c.is_alphanumeric() || matches!(c, '/' | '_' | '-' | '.');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    for (at, _) in text.match_indices(old) {
+        let end = at + old.len();
+        let before_ok = text[..at].chars().next_back().is_none_or(|c| !part(c));
+        let mut after = text[end..].chars();
+        let after_ok = match after.next() {
+            None => true,
+            // A full stop ends a sentence unless a name goes on after it (`a.json.bak`).
+            Some('.') => after.next().is_none_or(|c| !part(c)),
+            Some(c) => !part(c),
+        };
+        if at >= rest && before_ok && after_ok {
+            out.push_str(&text[rest..at]);
+            out.push_str(new);
+            rest = end;
         }
     }
+    out.push_str(&text[rest..]);
+    out
 }
 
 /// Findings for a registry.json that does not load: its parse error, or one finding per
@@ -702,6 +748,21 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_name_files_from_the_report_base() {
+        let r = |t: &str| replace_path(t, "contracts/a.json", "prompts/contracts/a.json");
+        assert_eq!(
+            r("restore it (`git checkout -- contracts/a.json`) and see contracts/a.json."),
+            "restore it (`git checkout -- prompts/contracts/a.json`) and see prompts/contracts/a.json."
+        );
+        assert_eq!(
+            r("x/contracts/a.json contracts/a.json.bak"),
+            "x/contracts/a.json contracts/a.json.bak"
+        );
+        assert_eq!(r("contracts/a.json:3"), "prompts/contracts/a.json:3");
+        assert_eq!(r("none here"), "none here");
+    }
 
     #[test]
     fn relative_names_are_slash_separated_and_normalized() {

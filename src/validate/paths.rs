@@ -68,7 +68,22 @@ pub fn validate_paths(
         }
     };
     let mut escapes: Vec<Diagnostic> = Vec::new();
-    for path in paths {
+    // A changed pactum.toml changes how its whole project is checked (the `[lint]` rules,
+    // the providers work orders name): it stands for its project's folder.
+    let paths: Vec<PathBuf> = paths
+        .iter()
+        .map(|path| match path.parent() {
+            Some(parent) if path.file_name() == Some(crate::config::FILE_NAME.as_ref()) => {
+                if parent.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                }
+            }
+            _ => path.clone(),
+        })
+        .collect();
+    for path in &paths {
         // A path inside a project that leads out of it through a link (a committed
         // `work_orders/x.json -> /proc/self/environ`, named by a CI step that validates the
         // changed files) is refused by name, never read.

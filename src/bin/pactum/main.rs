@@ -46,11 +46,14 @@ enum Command {
     Registry(cmd::registry::Args),
     /// Show every change between two contract versions and the bump it needs.
     Diff(cmd::diff::Args),
+    /// Run eval suites on a contract version (and compare it with another): pass rates,
+    /// regressions, an exact McNemar test, as text, JSON, JUnit or Markdown.
+    Eval(cmd::eval::Args),
     /// Verify a ledger's hash chain.
     Ledger(cmd::ledger::Args),
     /// Re-validate on every change (debounced) and print fresh diagnostics.
     Watch(cmd::watch::Args),
-    /// Scaffold a contract and its pack, or the next version of one, registered as drafts.
+    /// Scaffold a contract and its pack, or the next version of one, registered as drafts; or an eval suite from a contract's examples.
     New(cmd::new::Args),
     /// List, print or write the JSON Schemas embedded in pactum.
     Schemas(cmd::schemas::Args),
@@ -124,6 +127,7 @@ fn exec(cli: Cli) -> u8 {
         Command::Run(args) => cmd::run::exec(args),
         Command::Registry(args) => cmd::registry::exec(args),
         Command::Diff(args) => cmd::diff::exec(args),
+        Command::Eval(args) => cmd::eval::exec(args),
         Command::Ledger(args) => cmd::ledger::exec(args),
         Command::Watch(args) => cmd::watch::exec(args),
         Command::New(args) => cmd::new::exec(args),

@@ -117,6 +117,12 @@ pub fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// The `PATH` git runs programs with (the merge driver's notices).
+#[allow(clippy::disallowed_methods)]
+pub fn path_var() -> Option<std::ffi::OsString> {
+    std::env::var_os("PATH")
+}
+
 /// The exit status an error maps to.
 pub fn status_of(error: &Error) -> u8 {
     match error.code() {

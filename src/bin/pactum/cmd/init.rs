@@ -40,9 +40,12 @@ pub fn exec(args: Args) -> u8 {
         Ok(done) => done,
         Err(e) => return output::fail(&e, json),
     };
+    let notice =
+        pactum::git::merge_driver_problem(&done.root, crate::output::path_var().as_deref());
     if json {
         output::print_json(&json!({
             "ok": true, "root": done.root, "git": done.git, "steps": done.steps,
+            "notices": notice.iter().collect::<Vec<_>>(),
         }));
         return OK;
     }
@@ -78,6 +81,9 @@ pub fn exec(args: Args) -> u8 {
         .count();
     if kept > 0 {
         line!(text, "{kept} files and folders already there were kept as they are");
+    }
+    if let Some(problem) = &notice {
+        line!(text, "notice: {problem}");
     }
     if done.git.is_none() {
         line!(

@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod diff;
+pub mod eval;
 pub mod explain;
 pub mod extract;
 pub mod init;

