@@ -83,6 +83,7 @@ codes! {
     ConfigInsecure = "config_insecure", Error, "pactum.toml would send an API key over plain http to a remote host, or read a variable that is not an API key";
     SchemaLimitExceeded = "schema_limit_exceeded", Error, "a JSON Schema in a contract would cost too much to evaluate ($ref expansion)";
     SchemaTooCostly = "schema_too_costly", Error, "the cost of a JSON Schema in a contract cannot be bounded (references nested too deep, too many or too large referenced files)";
+    ValidationTooCostly = "validation_too_costly", Error, "validating a value against its JSON Schema would cost more than pactum spends on one validation (a large value, a schema that evaluates many subschemas on each part)";
     // Registry and resolution.
     ContractNotFound = "contract_not_found", Error, "no registry entry has this contract id";
     ContractVersionNotFound = "contract_version_not_found", Error, "no usable version of the contract matches the requirement";
@@ -349,6 +350,11 @@ pub enum Error {
     /// A user schema whose cost pactum's measure cannot bound.
     #[error("{path}: {}", list_findings(findings))]
     SchemaTooCostly { path: PathBuf, findings: Vec<Finding> },
+
+    /// A value (`what`: an input, an output, a tool's arguments) whose validation would
+    /// cost more than the budget of one validation ([`crate::schema::VALIDATION_BUDGET`]).
+    #[error("{what}: {detail}")]
+    ValidationTooCostly { what: String, detail: String },
 
     #[error("{path}: file is {size} bytes, more than the {limit}-byte limit")]
     FileTooLarge { path: PathBuf, size: u64, limit: u64 },
@@ -623,6 +629,7 @@ impl Error {
             Error::ConfigInsecure { .. } => Code::ConfigInsecure,
             Error::SchemaLimit { .. } => Code::SchemaLimitExceeded,
             Error::SchemaTooCostly { .. } => Code::SchemaTooCostly,
+            Error::ValidationTooCostly { .. } => Code::ValidationTooCostly,
             Error::FileTooLarge { .. } => Code::FileTooLarge,
             Error::PathEscape { .. } => Code::PathEscape,
             Error::OutputDirProtected { .. } => Code::OutputDirProtected,

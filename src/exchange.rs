@@ -18,6 +18,7 @@ use crate::gateway::{FinishReason, ResponseBody};
 use crate::project::Validators;
 use crate::render::CompiledPack;
 use crate::resolve::Warning;
+use crate::schema::Budget;
 
 /// The validated output of one exchange: the extracted, schema-valid value with its
 /// provenance (JSON contracts), or the reply's text (text contracts).
@@ -53,13 +54,25 @@ impl Output {
     }
 }
 
-/// Checks the input against the contract's `input_schema`, reporting every failing pointer.
+/// Checks the input against the contract's `input_schema`, reporting every failing pointer
+/// (`validation_too_costly` when checking it would cost more than one validation's
+/// budget: [`crate::schema::Validator`]).
 pub fn check_input(contract: &Contract, validators: &Validators, input: &Value) -> Result<()> {
+    check_input_within(contract, validators, input, &Budget::new())
+}
+
+fn check_input_within(
+    contract: &Contract,
+    validators: &Validators,
+    input: &Value,
+    budget: &Budget,
+) -> Result<()> {
     let Some(validator) = &validators.input else { return Ok(()) };
-    if validator.is_valid(input) {
-        return Ok(());
-    }
-    let findings = crate::schema::findings(validator, input);
+    let findings =
+        validator.check_within(input, budget).map_err(|too| Error::ValidationTooCostly {
+            what: format!("the input of {}", contract.key()),
+            detail: too.to_string(),
+        })?;
     if findings.is_empty() {
         Ok(())
     } else {
@@ -79,12 +92,25 @@ pub fn extract_options(contract: &Contract) -> ExtractOptions {
 /// Extracts and validates the reply. An extraction failure is
 /// `output_json_extraction_failed` (or `output_truncated` when the provider said it cut
 /// the reply off); a value that fails the schema — scalars and `null` included — is
-/// `output_schema_invalid` with every failing pointer.
+/// `output_schema_invalid` with every failing pointer. The candidates the schema weighs
+/// share one validation budget, the check of the chosen value has its own
+/// (`validation_too_costly`).
 pub fn check_output(
     contract: &Contract,
     validators: &Validators,
     body: &ResponseBody,
     finish: Option<&FinishReason>,
+) -> Result<Output> {
+    check_output_within(contract, validators, body, finish, (&Budget::new(), &Budget::new()))
+}
+
+/// [`check_output`] charging the candidates to `guide` and the chosen value to `check`.
+fn check_output_within(
+    contract: &Contract,
+    validators: &Validators,
+    body: &ResponseBody,
+    finish: Option<&FinishReason>,
+    (guide_budget, check): (&Budget, &Budget),
 ) -> Result<Output> {
     let truncated = finish == Some(&FinishReason::Length);
     let Some(validator) = &validators.output else {
@@ -104,8 +130,10 @@ pub fn check_output(
         return Ok(Output::Text(text));
     };
     let options = extract_options(contract);
-    // The output schema chooses between candidates (SPEC §6.3).
-    let accepts = |value: &Value| validator.is_valid(value);
+    // The output schema chooses between candidates (SPEC §6.3), within one validation
+    // budget over every candidate it weighs; a candidate past it is not accepted (the
+    // check of the chosen value says why).
+    let accepts = |value: &Value| validator.accepts_within(value, guide_budget).unwrap_or(false);
     let schema = contract.output_schema.as_ref().unwrap_or(&Value::Bool(true));
     let guide = Guide { schema, accepts: &accepts };
     let extracted = match body {
@@ -121,10 +149,16 @@ pub fn check_output(
             Error::ExtractionFailed { methods_tried, detail: failure.detail.clone() }
         }
     })?;
-    if validator.is_valid(&extracted.value) {
+    let findings: Vec<Finding> =
+        validator.check_within(&extracted.value, check).map_err(|too| {
+            Error::ValidationTooCostly {
+                what: format!("the output of {}", contract.key()),
+                detail: too.to_string(),
+            }
+        })?;
+    if findings.is_empty() {
         return Ok(Output::Json(extracted));
     }
-    let findings: Vec<Finding> = crate::schema::findings(validator, &extracted.value);
     Err(Error::OutputSchemaInvalid { contract: contract.key(), value: extracted.value, findings })
 }
 
@@ -160,24 +194,26 @@ pub fn ambiguity_warning(contract: &Contract, extracted: &Extracted) -> Option<W
 }
 
 /// Runs one contract example offline: input, rendering (within `budget`, which the
-/// examples of one file share) and the output steps on the example's recorded response.
-/// Returns the outcome: `"ok"` or the error code.
+/// examples of one file share) and the output steps on the example's recorded response
+/// (within `validation`, which they share too). Returns the outcome: `"ok"` or the error
+/// code.
 pub fn run_example(
     contract: &Contract,
     validators: &Validators,
     pack: &CompiledPack,
     example: &Example,
-    budget: &crate::render::RenderBudget,
+    (budget, validation): (&crate::render::RenderBudget, &Budget),
 ) -> (String, Option<Error>) {
     let outcome = (|| {
-        check_input(contract, validators, &example.input)?;
+        check_input_within(contract, validators, &example.input, validation)?;
         pack.render_within(&example.input, true, &Default::default(), budget)?;
         let body = match &example.response {
             Value::String(s) => ResponseBody::Text(s.clone()),
             other => ResponseBody::Envelope(other.clone()),
         };
         let finish = example.finish_reason.as_deref().map(FinishReason::from_api);
-        check_output(contract, validators, &body, finish.as_ref()).map(|_| ())
+        check_output_within(contract, validators, &body, finish.as_ref(), (validation, validation))
+            .map(|_| ())
     })();
     match outcome {
         Ok(()) => ("ok".to_string(), None),
@@ -222,6 +258,23 @@ mod tests {
         assert_eq!(pointers.len(), 2, "{pointers:?}");
         assert!(pointers.contains(&"/q") && pointers.contains(&"/n"));
         assert!(check_input(&c, &v, &json!({"q": "ok"})).is_ok());
+    }
+
+    #[test]
+    fn costly_outputs_are_refused_before_validation() {
+        // 300 branches applied to every item: within the schema's own bound; 250,000 items
+        // of a 2.6 MB reply: seconds in release, minutes in debug, unbounded.
+        let branches: Vec<Value> =
+            (0..300).map(|i| json!({"type": "object", "required": [format!("k{i}")]})).collect();
+        let (c, v) = contract(Some(json!({"type": "array", "items": {"anyOf": branches}})));
+        let ok = serde_json::to_string(&vec![json!({"k299": 1}); 100]).unwrap();
+        assert!(check_output(&c, &v, &ResponseBody::Text(ok), None).is_ok());
+        let reply = serde_json::to_string(&vec![json!({"k299": 1}); 250_000]).unwrap();
+        let start = std::time::Instant::now();
+        let e = check_output(&c, &v, &ResponseBody::Text(reply), None).unwrap_err();
+        assert_eq!(e.code(), Code::ValidationTooCostly);
+        assert!(e.to_string().starts_with("the output of PRC-T-001@1.0.0: validating"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
     }
 
     #[test]

@@ -16,8 +16,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use jsonschema::Validator;
-
 use crate::config::Config;
 use crate::contract::Contract;
 use crate::document;
@@ -40,8 +38,8 @@ pub struct Resolved {
 
 /// A contract's compiled input and output validators.
 pub struct Validators {
-    pub input: Option<Validator>,
-    pub output: Option<Validator>,
+    pub input: Option<crate::schema::Validator>,
+    pub output: Option<crate::schema::Validator>,
 }
 
 /// An open project.
@@ -230,7 +228,7 @@ impl Project {
             .filter(|e| e.state != State::Draft && e.sha256 == contract.sha256);
         let compile = |schema: &Option<serde_json::Value>,
                        pointer: &str|
-         -> Result<Option<Validator>> {
+         -> Result<Option<crate::schema::Validator>> {
             let Some(s) = schema else { return Ok(None) };
             let graph = graph::Graph::build(s, &origin);
             if let Some(refusal) = crate::schema::cost::check_graph(&graph, s, pointer) {

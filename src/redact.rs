@@ -641,9 +641,12 @@ mod tests {
             assert_eq!(graph.unresolved().count(), 0, "{schema}");
             // The validator applies every target: each value, made a number, fails it.
             let validator = crate::schema::compile(&schema, &dir, &root).unwrap();
-            assert!(validator.is_valid(&instance), "{schema}");
+            assert!(validator.accepts(&instance).unwrap(), "{schema}");
             for value in secrets.iter().chain(open) {
-                assert!(!validator.is_valid(&replaced(&instance, value, &json!(5))), "{value}");
+                assert!(
+                    !validator.accepts(&replaced(&instance, value, &json!(5))).unwrap(),
+                    "{value}"
+                );
             }
             // The walk masks exactly what the targets mark.
             let r = Redactor::new();

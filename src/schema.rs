@@ -13,12 +13,19 @@
 //! beyond [`cost::MAX_EXPANSION`] subschemas (`schema_limit_exceeded`) or whose cost it
 //! cannot bound (`schema_too_costly`); the compiler is then served only the documents the
 //! graph read. Regexes use the linear-time `regex` engine.
+//!
+//! **Bounded validation:** an instance is validated only through [`Validator`], which
+//! weighs it against the schema's [`cost::Profile`] in one linear pass and refuses it
+//! (`validation_too_costly`) when the product of the value and the schema would cost more
+//! than [`VALIDATION_BUDGET`]; error collection is bounded by [`FINDINGS_BUDGET`] and
+//! [`MAX_FINDINGS`]. `clippy.toml` forbids `jsonschema`'s own validation and compilation
+//! methods outside this file.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
-use jsonschema::{PatternOptions, Retrieve, Uri, Validator};
+use jsonschema::{PatternOptions, Retrieve, Uri};
 use serde_json::Value;
 
 use crate::error::{DocKind, Finding};
@@ -44,23 +51,214 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// Messages longer than this are cut (schema errors can quote whole instances).
 const MAX_MESSAGE: usize = 300;
 
+/// The most cost units one validation may spend (see [`Validator`]): one to two seconds
+/// of validation on the build machine for the costliest shapes (BENCHMARKS.md), and
+/// several times what a 16 MiB reply costs against a typical output schema.
+pub const VALIDATION_BUDGET: u64 = 100_000_000;
+/// Up to this cost, every error of a failing instance is collected (the collector keeps
+/// them all in memory before pactum sees the first); above it, one finding says the value
+/// does not fit.
+pub const FINDINGS_BUDGET: u64 = 250_000;
+/// The most findings one validation reports; one more finding counts the rest.
+pub const MAX_FINDINGS: usize = 100;
+
+/// A compiled schema with its measured cost profile: the one way pactum validates an
+/// instance (`clippy.toml` forbids `jsonschema`'s own validation methods elsewhere).
+///
+/// Every check first measures the instance in one linear, depth-bounded pass: each node
+/// weighs 1 (plus one per 64 bytes of a string or key) times what the schema may evaluate
+/// on a node at its depth ([`cost::Profile`]). A value whose cost is above
+/// [`VALIDATION_BUDGET`], or that nests deeper than [`cost::MAX_INSTANCE_DEPTH`], is
+/// refused ([`TooCostly`], `validation_too_costly`) before the validator sees it. Error
+/// collection is bounded too ([`FINDINGS_BUDGET`], [`MAX_FINDINGS`]).
+pub struct Validator {
+    compiled: jsonschema::Validator,
+    profile: cost::Profile,
+}
+
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Validator").field("profile", &self.profile).finish_non_exhaustive()
+    }
+}
+
+/// Why a value was not validated: checking it would cost more than pactum spends on one
+/// validation (`validation_too_costly`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TooCostly {
+    /// Instance nodes (values and keys) counted.
+    pub nodes: u64,
+    /// The measured cost, or `None` when the value nests too deep to measure.
+    pub cost: Option<u64>,
+    /// What was left of the budget.
+    pub left: Option<u64>,
+}
+
+impl std::fmt::Display for TooCostly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(cost) = self.cost else {
+            return write!(
+                f,
+                "the value nests deeper than {} levels; pactum does not validate it",
+                cost::MAX_INSTANCE_DEPTH
+            );
+        };
+        let budget = match self.left {
+            Some(left) if left < VALIDATION_BUDGET => format!(
+                "more than the {left} left of the {VALIDATION_BUDGET} pactum spends on validations that share a budget (the candidates of one reply, the examples of one file)"
+            ),
+            _ => format!("more than the {VALIDATION_BUDGET} pactum spends on one validation"),
+        };
+        write!(
+            f,
+            "validating this value ({} nodes) against its schema would take about {cost} steps, {budget}: the schema evaluates many subschemas on each part of the value (`anyOf`/`oneOf` branches, `$ref`s, recursion); send a smaller value, or simplify the schema",
+            self.nodes
+        )
+    }
+}
+
+#[allow(clippy::disallowed_methods)] // the one door: validation is measured first
+impl Validator {
+    fn new(compiled: jsonschema::Validator, profile: cost::Profile) -> Validator {
+        Validator { compiled, profile }
+    }
+
+    /// Measures `instance` and charges its cost to `budget`, or says why it is not
+    /// validated (the budget is then left as it was).
+    fn charge(&self, instance: &Value, budget: &Budget) -> Result<u64, TooCostly> {
+        let (nodes, cost) = measure(&self.profile, instance)?;
+        let left = budget.left.get();
+        if cost > left {
+            return Err(TooCostly { nodes, cost: Some(cost), left: Some(left) });
+        }
+        budget.left.set(left - cost);
+        Ok(cost)
+    }
+
+    /// What validating `instance` costs (see [`Validator`]), or why it is not validated.
+    pub fn cost(&self, instance: &Value) -> Result<u64, TooCostly> {
+        self.charge(instance, &Budget::new())
+    }
+
+    /// Whether `instance` fits the schema (no errors collected), within one
+    /// [`VALIDATION_BUDGET`].
+    pub fn accepts(&self, instance: &Value) -> Result<bool, TooCostly> {
+        self.accepts_within(instance, &Budget::new())
+    }
+
+    /// [`Validator::accepts`], charged to a budget several checks share.
+    pub fn accepts_within(&self, instance: &Value, budget: &Budget) -> Result<bool, TooCostly> {
+        self.charge(instance, budget)?;
+        Ok(self.compiled.is_valid(instance))
+    }
+
+    /// Every way `instance` fails the schema (empty when it fits), within one
+    /// [`VALIDATION_BUDGET`]: pointers to the failing values, at most [`MAX_FINDINGS`] (and
+    /// one that counts the rest). A missing required property is reported at the
+    /// property's own pointer (under its parent), an unexpected property at that
+    /// property. A value too large to collect every error of ([`FINDINGS_BUDGET`]) has
+    /// one finding at its root.
+    pub fn check(&self, instance: &Value) -> Result<Vec<Finding>, TooCostly> {
+        self.check_within(instance, &Budget::new())
+    }
+
+    /// [`Validator::check`], charged to a budget several checks share.
+    pub fn check_within(
+        &self,
+        instance: &Value,
+        budget: &Budget,
+    ) -> Result<Vec<Finding>, TooCostly> {
+        let cost = self.charge(instance, budget)?;
+        // Most instances are valid, and a yes/no check stops early and collects nothing.
+        if self.compiled.is_valid(instance) {
+            return Ok(Vec::new());
+        }
+        if cost > FINDINGS_BUDGET {
+            return Ok(vec![Finding::new(
+                "",
+                format!(
+                    "the value does not fit the schema; it is too large for pactum to list every place it fails (a cost of {cost} steps, above {FINDINGS_BUDGET}): validate a smaller part of it to see where"
+                ),
+            )]);
+        }
+        Ok(findings(&self.compiled, instance))
+    }
+}
+
+/// What validations that belong together may still spend ([`VALIDATION_BUDGET`] in all):
+/// the candidates an extraction weighs for one reply, the examples of one contract file.
+/// Each check is charged before it runs.
+#[derive(Debug)]
+pub struct Budget {
+    left: std::cell::Cell<u64>,
+}
+
+impl Budget {
+    pub fn new() -> Budget {
+        Budget { left: std::cell::Cell::new(VALIDATION_BUDGET) }
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new()
+    }
+}
+
+/// One pass over `instance` (no recursion, at most [`cost::MAX_INSTANCE_DEPTH`] deep):
+/// its node count and its validation cost under `profile`.
+fn measure(profile: &cost::Profile, instance: &Value) -> Result<(u64, u64), TooCostly> {
+    let weight = |len: usize| 1 + (len / 64) as u64;
+    let (mut nodes, mut total) = (0u64, 0u64);
+    let mut stack = vec![(instance, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        if depth > cost::MAX_INSTANCE_DEPTH {
+            return Err(TooCostly { nodes, cost: None, left: None });
+        }
+        let own = match value {
+            Value::String(s) => weight(s.len()),
+            _ => 1,
+        };
+        nodes += 1;
+        total = total.saturating_add(own.saturating_mul(profile.weight(depth)));
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            Value::Object(map) => {
+                let below = profile.weight(depth + 1);
+                for (key, item) in map {
+                    nodes += 1;
+                    total = total.saturating_add(weight(key.len()).saturating_mul(below));
+                    stack.push((item, depth + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((nodes, total))
+}
+
 fn compile_embedded(name: &str) -> Validator {
     let text = embedded(name).unwrap_or("true");
     let schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
     compile_trusted(&schema)
 }
 
-/// Compiles one of pactum's own schemas (formats checked). They are tested to compile;
-/// `true` accepts all as a last resort.
+/// Compiles one of pactum's own schemas (formats checked), measured like a user schema.
+/// They are tested to compile; `true` accepts all as a last resort.
+#[allow(clippy::disallowed_methods)] // the one door: the compiled schema is measured
 fn compile_trusted(schema: &Value) -> Validator {
-    jsonschema::draft202012::options()
+    let graph = graph::Graph::build(schema, &graph::Origin::detached());
+    let profile = cost::Profile::of(&graph, schema);
+    let compiled = jsonschema::draft202012::options()
         .should_validate_formats(true)
         .build(schema)
         .or_else(|_| jsonschema::validator_for(&Value::Bool(true)))
-        .unwrap_or_else(|_| unreachable_validator())
+        .unwrap_or_else(|_| unreachable_validator());
+    Validator::new(compiled, profile)
 }
 
-fn unreachable_validator() -> Validator {
+#[allow(clippy::disallowed_methods)] // the one door: `true` costs nothing
+fn unreachable_validator() -> jsonschema::Validator {
     // `true` always compiles; this keeps the library free of `expect`.
     match jsonschema::validator_for(&Value::Bool(true)) {
         Ok(v) => v,
@@ -79,6 +277,12 @@ static FINAL_ANSWER: LazyLock<Validator> =
 static LEDGER_ENTRY: LazyLock<Validator> =
     LazyLock::new(|| compile_embedded("ledger_entry.schema.json"));
 
+/// A governed document checked against one of pactum's own schemas: a document too large
+/// to validate is one finding at its root.
+fn check_governed(validator: &Validator, value: &Value) -> Vec<Finding> {
+    validator.check(value).unwrap_or_else(|too| vec![Finding::new("", too.to_string())])
+}
+
 /// Checks a governed document against its authoritative schema; every finding.
 pub fn check_document(kind: DocKind, value: &Value) -> Vec<Finding> {
     let validator: &Validator = match kind {
@@ -87,7 +291,7 @@ pub fn check_document(kind: DocKind, value: &Value) -> Vec<Finding> {
         DocKind::Registry => &REGISTRY,
         DocKind::WorkOrder => &WORK_ORDER,
     };
-    findings(validator, value)
+    check_governed(validator, value)
 }
 
 /// One item of registry.json, checked on its own ([`check_registry_part`]).
@@ -130,7 +334,7 @@ pub fn check_registry_part(part: RegistryPart, value: &Value, at: &str) -> Vec<F
         RegistryPart::PackEntry => &PACK_ENTRY,
         RegistryPart::Event => &EVENT,
     };
-    let mut out = findings(validator, value);
+    let mut out = check_governed(validator, value);
     for f in &mut out {
         f.pointer.insert_str(0, at);
     }
@@ -146,39 +350,40 @@ static EVAL_ASSERTION: LazyLock<Validator> =
 
 /// Checks an eval suite against `eval_suite.schema.json`.
 pub fn check_eval_suite(value: &Value) -> Vec<Finding> {
-    findings(&EVAL_SUITE, value)
+    check_governed(&EVAL_SUITE, value)
 }
 
 /// Checks one dataset line (a case) against `eval_suite.schema.json`'s `$defs/case`.
 pub fn check_eval_case(value: &Value) -> Vec<Finding> {
-    findings(&EVAL_CASE, value)
+    check_governed(&EVAL_CASE, value)
 }
 
 /// Checks one assertion against `eval_suite.schema.json`'s `$defs/assertion`.
 pub fn check_eval_assertion(value: &Value) -> Vec<Finding> {
-    findings(&EVAL_ASSERTION, value)
+    check_governed(&EVAL_ASSERTION, value)
 }
 
 /// Checks a Phase E answer against `final_answer.schema.json`.
 pub fn check_final_answer(value: &Value) -> Vec<Finding> {
-    findings(&FINAL_ANSWER, value)
+    check_governed(&FINAL_ANSWER, value)
 }
 
 /// Checks a ledger record against `ledger_entry.schema.json`.
 pub fn check_ledger_entry(value: &Value) -> Vec<Finding> {
-    findings(&LEDGER_ENTRY, value)
+    check_governed(&LEDGER_ENTRY, value)
 }
 
-/// Every way `instance` fails `validator`, with pointers to the failing values. A missing
-/// required property is reported at the property's own pointer (under its parent), an
-/// unexpected property at that property.
-pub fn findings(validator: &Validator, instance: &Value) -> Vec<Finding> {
-    // Most instances are valid, and a yes/no check stops early and collects nothing.
-    if validator.is_valid(instance) {
-        return Vec::new();
-    }
+/// Every way `instance` fails `validator` (at most [`MAX_FINDINGS`], and one finding that
+/// counts the rest). Only [`Validator::check`] calls it, under [`FINDINGS_BUDGET`].
+#[allow(clippy::disallowed_methods)] // the one door: called under FINDINGS_BUDGET
+fn findings(validator: &jsonschema::Validator, instance: &Value) -> Vec<Finding> {
     let mut out = Vec::new();
+    let mut more = 0usize;
     for error in validator.iter_errors(instance) {
+        if out.len() >= MAX_FINDINGS {
+            more += 1;
+            continue;
+        }
         let base = error.instance_path().as_str().to_string();
         // Quote small values ("3 is greater than the maximum of 2"); mask big ones, which
         // would bury the message (and could carry data that belongs in no log).
@@ -206,6 +411,13 @@ pub fn findings(validator: &Validator, instance: &Value) -> Vec<Finding> {
             }
             _ => out.push(Finding::new(base, message)),
         }
+    }
+    if out.len() > MAX_FINDINGS {
+        more += out.len() - MAX_FINDINGS;
+        out.truncate(MAX_FINDINGS);
+    }
+    if more > 0 {
+        out.push(Finding::new("", format!("and {more} more places where the value does not fit")));
     }
     out
 }
@@ -259,6 +471,7 @@ pub fn check_user_schema(schema: &Value, at: &str, base_dir: &Path, root: &Path)
 
 /// [`check_user_schema`] on the schema's graph, already built (and measured: the cost
 /// check comes first).
+#[allow(clippy::disallowed_methods)] // the one door: a schema against its fixed meta-schema
 pub fn check_user_schema_in(graph: &graph::Graph<'_>, schema: &Value, at: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     match jsonschema::meta::validator_for(schema) {
@@ -446,6 +659,7 @@ pub fn compile(schema: &Value, base_dir: &Path, root: &Path) -> Result<Validator
 /// is too high or cannot be measured (SPEC §18); callers that report `schema_limit_exceeded`
 /// or `schema_too_costly` check [`cost::check_graph`] first. References to files reach
 /// only the documents the graph read.
+#[allow(clippy::disallowed_methods)] // the one door: compiled after it is measured
 pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validator, Vec<Finding>> {
     if let Some(refusal) = cost::check_graph(graph, schema, "") {
         return Err(vec![refusal.finding().clone()]);
@@ -472,6 +686,7 @@ pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validat
     }
     let documents: HashMap<String, Arc<Value>> =
         graph.documents().map(|(uri, value)| (uri.to_string(), value.clone())).collect();
+    let profile = cost::Profile::of(graph, schema);
     options
         .with_base_uri(graph.base().to_string())
         .with_retriever(GraphRetriever { documents })
@@ -484,6 +699,12 @@ pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validat
                 format!("schema does not compile: {}", shorten(&e.to_string())),
             )]
         })
+        .map(|compiled| Validator::new(compiled, profile))
+}
+
+/// Compiles a schema that has no folder (a tool's): references reach only inside it.
+pub fn compile_detached(schema: &Value) -> Result<Validator, Vec<Finding>> {
+    compile_graph(&graph::Graph::build(schema, &graph::Origin::detached()), schema)
 }
 
 fn encode_path(path: &Path) -> String {
@@ -630,8 +851,8 @@ mod tests {
         std::fs::write(outer.path().join("secret.json"), r#"{"type": "string"}"#).unwrap();
         let base = root.join("contracts");
         let v = compile(&json!({"$ref": "../common.json"}), &base, &root).unwrap();
-        assert!(v.is_valid(&json!("ab")));
-        assert!(!v.is_valid(&json!("a")));
+        assert!(v.accepts(&json!("ab")).unwrap());
+        assert!(!v.accepts(&json!("a")).unwrap());
         let e = compile(&json!({"$ref": "../../secret.json"}), &base, &root).unwrap_err();
         assert!(e[0].message.contains("outside the project root"), "{e:?}");
         let f = check_user_schema(
@@ -647,10 +868,206 @@ mod tests {
     fn compiled_validators_use_linear_regexes_and_assert_formats() {
         let root = std::env::temp_dir();
         let v = compile(&json!({"type": "string", "format": "date"}), &root, &root).unwrap();
-        assert!(v.is_valid(&json!("2024-01-31")));
-        assert!(!v.is_valid(&json!("31/01/2024")));
+        assert!(v.accepts(&json!("2024-01-31")).unwrap());
+        assert!(!v.accepts(&json!("31/01/2024")).unwrap());
         let v = compile(&json!({"type": "string", "pattern": "^(a+)+$"}), &root, &root).unwrap();
         let hostile = format!("{}!", "a".repeat(10_000));
-        assert!(!v.is_valid(&json!(hostile)));
+        assert!(!v.accepts(&json!(hostile)).unwrap());
+    }
+}
+
+#[cfg(test)]
+mod validation_cost {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use serde_json::json;
+
+    fn detached(schema: &Value) -> Validator {
+        compile_detached(schema).unwrap()
+    }
+
+    /// `n` `anyOf` branches, every one applied to every item: a few hundred subschemas,
+    /// far inside the schema's own bound.
+    fn branches(n: usize) -> Value {
+        let branches: Vec<Value> =
+            (0..n).map(|i| json!({"type": "object", "required": [format!("k{i}")]})).collect();
+        json!({"type": "array", "items": {"anyOf": branches}})
+    }
+
+    /// `n` items that only the last of 300 branches accepts.
+    fn items(n: usize) -> Value {
+        Value::Array((0..n).map(|_| json!({"k299": 1})).collect())
+    }
+
+    /// Two branches that both recurse into the items: collecting the errors of a value
+    /// nested `d` deep visits 2^d subschemas (issue: error collection itself is huge).
+    fn recursive_branches() -> Value {
+        json!({"$defs": {"n": {"anyOf": [
+            {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/n"}},
+            {"type": "array", "maxItems": 9, "items": {"$ref": "#/$defs/n"}},
+            {"type": "integer"}]}}, "$ref": "#/$defs/n"})
+    }
+
+    fn nested(depth: usize) -> Value {
+        (0..depth).fold(json!("x"), |inner, _| json!([inner]))
+    }
+
+    #[test]
+    fn a_schema_within_its_bound_and_a_large_value_are_refused_before_validation() {
+        let schema = branches(300);
+        let graph = graph::Graph::build(&schema, &graph::Origin::detached());
+        assert!(cost::check_graph(&graph, &schema, "").is_none(), "the schema is within bounds");
+        let v = detached(&schema);
+        assert_eq!(v.accepts(&items(1_000)), Ok(true));
+        // ~3 MB: unbounded, `is_valid` alone takes ~2.5 s in release and minutes in debug
+        // (and grows with the value and the branches: 10 MB and 1,000 branches, a minute
+        // in release).
+        let big = items(250_000);
+        assert!(serde_json::to_string(&big).unwrap().len() > 2_500_000);
+        let start = Instant::now();
+        let too = v.check(&big).unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+        assert_eq!(too.nodes, 750_001);
+        assert!(too.cost.unwrap() > VALIDATION_BUDGET);
+        assert!(too.to_string().contains("send a smaller value, or simplify the schema"), "{too}");
+        assert_eq!(v.accepts(&big), Err(too));
+    }
+
+    #[test]
+    fn error_collection_is_bounded() {
+        let v = detached(&recursive_branches());
+        let shallow = v.check(&nested(3)).unwrap();
+        assert!(!shallow.is_empty() && shallow.len() <= MAX_FINDINGS + 1, "{shallow:?}");
+        // Unbounded, collecting these errors takes 1.4 s (depth 16) to minutes (depth 24)
+        // in release: the check answers at once, with one finding or a refusal.
+        for depth in [16, 24, 40] {
+            let start = Instant::now();
+            match v.check(&nested(depth)) {
+                Ok(findings) => {
+                    assert_eq!(findings.len(), 1, "{findings:?}");
+                    assert_eq!(findings[0].pointer, "");
+                    assert!(findings[0].message.contains("too large for pactum to list"));
+                }
+                Err(too) => assert!(too.cost.unwrap() > VALIDATION_BUDGET),
+            }
+            assert!(start.elapsed() < Duration::from_secs(2), "{depth}: {:?}", start.elapsed());
+        }
+        // Many plain errors: the first MAX_FINDINGS, and one that counts the rest.
+        let v = detached(&json!({"type": "array", "items": {"type": "integer"}}));
+        let f = v.check(&Value::Array(vec![json!("a"); 500])).unwrap();
+        assert_eq!(f.len(), MAX_FINDINGS + 1);
+        assert_eq!(f[0].pointer, "/0");
+        assert_eq!(f[MAX_FINDINGS].message, "and 400 more places where the value does not fit");
+    }
+
+    #[test]
+    fn sixteen_mib_against_a_simple_schema_is_within_budget() {
+        // The densest reply: numbers, two bytes each. 1 MiB of them, the cost of 16 MiB
+        // is 16 times that (the measure is a sum over nodes).
+        let v = detached(&json!({"type": "array", "items": {"type": "integer"}}));
+        let dense = Value::Array(vec![json!(0); 1 << 19]);
+        let cost = v.charge(&dense, &Budget::new()).unwrap();
+        assert!(16 * cost < VALIDATION_BUDGET / 2, "{cost}");
+        // A typical output schema, 1 MiB of objects that fit it (16 MiB: 16 times the cost).
+        let schema = json!({"type": "object", "required": ["label", "items"], "properties": {
+            "label": {"enum": ["a", "b", "c"]}, "confidence": {"type": "number", "minimum": 0},
+            "items": {"type": "array", "items": {"type": "object", "required": ["title", "url"],
+                "additionalProperties": false, "properties": {
+                    "title": {"type": "string", "maxLength": 200},
+                    "url": {"type": "string", "pattern": "^https://"},
+                    "rank": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}}}}});
+        let item = json!({"title": "t", "url": "https://e", "rank": 1, "tags": ["a", "b"]});
+        let per_item = serde_json::to_string(&item).unwrap().len() + 1;
+        let reply = json!({"label": "a", "items": vec![item; (1 << 20) / per_item]});
+        let v = detached(&schema);
+        assert_eq!(v.accepts(&reply), Ok(true));
+        let cost = v.charge(&reply, &Budget::new()).unwrap();
+        assert!(16 * cost < VALIDATION_BUDGET / 2, "{cost}");
+    }
+
+    #[test]
+    fn governed_documents_of_16_mib_are_within_budget() {
+        // A contract at the 16 MiB file limit, nearly all of it example data.
+        let data = Value::Array(vec![json!({"id": 1, "name": "n"}); (16 << 20) / 20]);
+        let contract = json!({"contract_id": "PRC-A-001", "version": "1.0.0",
+            "prompt_pack_id": "PRM-A-001", "boundary": {"max_tokens": 10, "temperature": 0},
+            "examples": [{"input": {"rows": data}, "response": "{}", "expect": "ok"}]});
+        let cost = CONTRACT.cost(&contract).unwrap();
+        assert!(cost < VALIDATION_BUDGET / 2, "{cost}");
+        let wo = json!({"work_order_id": "WO-A-001", "kind": "exchange", "contract": "PRC-A-001",
+            "input": {"rows": contract["examples"][0]["input"]["rows"].clone()}});
+        let cost = WORK_ORDER.cost(&wo).unwrap();
+        assert!(cost < VALIDATION_BUDGET / 2, "{cost}");
+    }
+
+    #[test]
+    fn the_profile_follows_recursion_level_by_level() {
+        let profile = |schema: &Value| {
+            cost::Profile::of(&graph::Graph::build(schema, &graph::Origin::detached()), schema)
+        };
+        // Not recursive: nothing below its deepest keyword.
+        let flat = profile(&json!({"properties": {"a": {"items": {"type": "string"}}}}));
+        assert_eq!((flat.weight(0), flat.weight(1), flat.weight(2), flat.weight(9)), (2, 2, 2, 1));
+        // A tree: the same few subschemas at every level.
+        let tree = profile(&json!({"$defs": {"node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "$ref": "#/$defs/node"}));
+        assert_eq!(tree.weight(10), tree.weight(12));
+        // Two branches recursing into the items: twice as many per level.
+        let doubling = profile(&recursive_branches());
+        assert!(doubling.weight(12) > 3 * doubling.weight(10), "{doubling:?}");
+        // `uniqueItems` walks the whole value below it: every deeper node pays for it.
+        let unique = profile(&json!({"uniqueItems": true, "items": {"uniqueItems": true}}));
+        assert_eq!((unique.weight(0), unique.weight(1), unique.weight(5)), (3, 4, 3));
+    }
+
+    #[test]
+    fn values_deeper_than_the_measure_are_refused() {
+        let v = detached(&json!({}));
+        assert_eq!(v.accepts(&nested(cost::MAX_INSTANCE_DEPTH)), Ok(true));
+        let too = v.accepts(&nested(cost::MAX_INSTANCE_DEPTH + 1)).unwrap_err();
+        assert_eq!(too.cost, None);
+        assert!(too.to_string().contains("deeper than 128 levels"), "{too}");
+    }
+
+    #[test]
+    fn a_shared_budget_caps_many_checks() {
+        // Cheap to check (the validator caches recursive results), costly by the measure
+        // (which does not count on the cache).
+        let v = detached(&recursive_branches());
+        let part = json!([nested(21), 1]);
+        let budget = Budget::new();
+        let mut passed = 0;
+        while v.accepts_within(&part, &budget).is_ok() {
+            passed += 1;
+            assert!(passed < 10);
+        }
+        assert!(passed >= 1);
+        // Each check alone is within one budget.
+        assert_eq!(v.accepts(&part), Ok(false));
+    }
+
+    /// Median seconds of `runs` checks of `instance`.
+    fn median_time(v: &Validator, instance: &Value, runs: usize) -> f64 {
+        let mut times: Vec<f64> = (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                assert_eq!(v.accepts(instance), Ok(true));
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[runs / 2]
+    }
+
+    #[test]
+    fn validation_is_linear_in_the_value() {
+        let v = detached(&branches(300));
+        let (small, large) = (items(500), items(2_000));
+        median_time(&v, &small, 1);
+        let (t1, t4) = (median_time(&v, &small, 5), median_time(&v, &large, 5));
+        let ratio = t4 / t1.max(1e-6);
+        assert!(ratio < 8.0, "4× the value took {ratio:.1}× the time ({t1:.4}s → {t4:.4}s)");
     }
 }

@@ -721,6 +721,36 @@ fn reproduces_schema_too_costly() {
     doc_example(dir.path(), Code::SchemaTooCostly, 1);
 }
 
+#[test]
+fn reproduces_validation_too_costly() {
+    // A schema well within its own bound (300 branches of one `anyOf`), applied to every
+    // item of a 3 MB reply: unbounded, validating it would take seconds in release and
+    // minutes in debug. It is refused before the validator runs.
+    let branches: Vec<Value> =
+        (0..300).map(|i| json!({"type": "object", "required": [format!("k{i}")]})).collect();
+    let dir = tempfile::tempdir().unwrap();
+    write_json(
+        dir.path(),
+        "branches.json",
+        &json!({"type": "array", "items": {"anyOf": branches}}),
+    );
+    let reply = serde_json::to_string(&vec![json!({"k299": 1}); 250_000]).unwrap();
+    fs::write(dir.path().join("reply.txt"), &reply).unwrap();
+
+    let start = std::time::Instant::now();
+    let (out, status) = json_of(
+        pactum(dir.path())
+            .args(["extract", "--schema", "branches.json", "--json"])
+            .write_stdin(reply),
+    );
+
+    assert_eq!(out["code"], "validation_too_costly", "{out:#}");
+    assert!(out["message"].as_str().unwrap().contains("750001 nodes"), "{out:#}");
+    assert_eq!(status, 1);
+    assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
+    doc_example(dir.path(), Code::ValidationTooCostly, 1);
+}
+
 // --- Registry and resolution --------------------------------------------------------------
 
 #[test]

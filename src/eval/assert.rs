@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use jsonschema::Validator;
+use crate::schema::Validator;
 use serde_json::Value;
 
 use crate::error::Finding;
@@ -266,7 +266,10 @@ impl Assertion {
                 }
             }
             Check::Schema(validator) => {
-                let found = crate::schema::findings(validator, target);
+                let found = match validator.check(target) {
+                    Ok(found) => found,
+                    Err(too) => return fail(format!("is not checked against the schema: {too}")),
+                };
                 match found.first() {
                     None => Verdict::Pass,
                     Some(f) => fail(format!(

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use jsonschema::Validator;
+use crate::schema::Validator;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Finding, Result};
@@ -135,9 +135,12 @@ impl ToolRegistry {
     /// Adds a tool; its schemas must compile.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
         let compile = |schema: Value, which: &str| {
-            jsonschema::draft202012::new(&schema).map_err(|e| Error::ToolFailed {
+            crate::schema::compile_detached(&schema).map_err(|findings| Error::ToolFailed {
                 tool: tool.name().to_string(),
-                message: format!("its {which} schema does not compile: {e}"),
+                message: format!(
+                    "its {which} schema does not compile: {}",
+                    findings.iter().map(|f| f.message.as_str()).collect::<Vec<_>>().join("; ")
+                ),
             })
         };
         let input = compile(tool.input_schema(), "input")?;
@@ -200,7 +203,11 @@ impl ToolRegistry {
         let Some(r) = self.tools.get(name) else {
             return Err(Error::ToolNotFound { tool: name.to_string(), available: self.names() });
         };
-        let findings: Vec<Finding> = crate::schema::findings(&r.input, arguments);
+        let findings: Vec<Finding> =
+            r.input.check(arguments).map_err(|too| Error::ValidationTooCostly {
+                what: format!("the arguments of tool `{name}`"),
+                detail: too.to_string(),
+            })?;
         if findings.is_empty() {
             Ok(())
         } else {
@@ -218,7 +225,10 @@ impl ToolRegistry {
             .tool
             .invoke(arguments)
             .map_err(|message| Error::ToolFailed { tool: name.to_string(), message })?;
-        let findings = crate::schema::findings(&r.output, &output);
+        let findings = r.output.check(&output).map_err(|too| Error::ValidationTooCostly {
+            what: format!("the output of tool `{name}`"),
+            detail: too.to_string(),
+        })?;
         if let Some(f) = findings.first() {
             return Err(Error::ToolFailed {
                 tool: name.to_string(),

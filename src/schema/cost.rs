@@ -24,7 +24,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::graph::{Graph, Origin, ProjectFiles, Targets, folder_uri, for_each_subschema};
+use super::graph::{
+    Graph, NodeId, Origin, ProjectFiles, Slot, Targets, folder_uri, for_each_subschema,
+};
 use crate::error::{Code, Error, Finding};
 
 /// The most subschemas one evaluation of a contract's schema may visit, references expanded.
@@ -179,6 +181,264 @@ pub fn check(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Option<R
     let base = folder_uri(base_dir);
     let graph = Graph::build(schema, &Origin::new(&base, &files));
     check_graph(&graph, schema, at)
+}
+
+/// The deepest instance node the validation cost is measured for (the root is depth 0).
+/// Deeper values are refused before validation: `serde_json` and the extractor stop at 128
+/// levels, so no parsed value is deeper.
+pub const MAX_INSTANCE_DEPTH: usize = 128;
+
+/// What evaluating a schema costs per instance node, by the node's depth: the measure
+/// behind [`super::Validator`]'s budget (`validation_too_costly`).
+///
+/// One evaluation of the schema on an instance visits (subschema, instance node) pairs.
+/// For each depth `d`, `evaluations[d]` bounds how many subschemas may be evaluated on
+/// *one* node at depth `d`: it counts every path of the resolved graph that crosses
+/// exactly `d` keywords that apply to children (`items`, `properties`, `contains`, ...),
+/// each in-place keyword (`anyOf`, `allOf`, `$ref`, ...) once per branch, each subschema
+/// weighted by the lists and literals it checks (`required`, `dependentRequired`, the
+/// values of `enum` and `const`: a comparison stops where the literal ends). A recursive
+/// schema has paths at every depth, possibly more at each level (`anyOf` of two branches
+/// that both recurse into `items` doubles per level): the table shows it. `uniqueItems`,
+/// which hashes the whole array below it, is charged to every node under the one it
+/// evaluates (`walks`, cumulative by depth). When the schema uses
+/// `unevaluatedProperties` or `unevaluatedItems`, the validator may evaluate in-place
+/// subschemas again to learn what they evaluated, so every in-place hop counts twice.
+///
+/// Computed level by level over the graph (linear in the graph per level), up to
+/// [`MAX_INSTANCE_DEPTH`], stopping at the first level no path reaches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    evaluations: Vec<u64>,
+    /// Cumulative subtree walks at depths ≤ d; beyond the table, its last value.
+    walks: Vec<u64>,
+}
+
+/// The subschemas a node evaluates on the same instance node, and on its children: each
+/// group of child subschemas applies at most one of its members to one child
+/// (`properties` by name, `prefixItems` and a list `items` by position), every other
+/// child subschema is a group of its own.
+struct Edges {
+    in_place: Vec<Vec<NodeId>>,
+    children: Vec<Vec<Vec<NodeId>>>,
+    base: Vec<u64>,
+    walk: Vec<u64>,
+}
+
+fn is_in_place(keyword: &str) -> bool {
+    matches!(
+        keyword,
+        "allOf"
+            | "anyOf"
+            | "oneOf"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "dependentSchemas"
+            | "dependencies"
+    )
+}
+
+/// The nodes of a literal value in a schema (no recursion).
+fn literal_size(value: &Value) -> u64 {
+    let mut size = 0u64;
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        size += 1;
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                size += map.len() as u64;
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    size
+}
+
+fn list_len(map: &serde_json::Map<String, Value>, key: &str) -> u64 {
+    map.get(key).and_then(Value::as_array).map_or(0, |a| a.len() as u64)
+}
+
+/// The edges of every subschema the root reaches, found by walking the values from the
+/// root (a reference target is looked up once), so the work is linear in the graph.
+fn edges(graph: &Graph<'_>, schema: &Value) -> (Edges, bool) {
+    let n = graph.len();
+    let mut e = Edges {
+        in_place: vec![Vec::new(); n],
+        children: vec![Vec::new(); n],
+        base: vec![1; n],
+        walk: vec![0; n],
+    };
+    let mut unevaluated = false;
+    let mut seen = vec![false; n];
+    let mut stack: Vec<&Value> = vec![schema];
+    while let Some(value) = stack.pop() {
+        let Some(node) = graph.node_of(value) else { continue };
+        if std::mem::replace(&mut seen[node], true) {
+            continue;
+        }
+        let Value::Object(map) = value else { continue };
+        let mut in_place = Vec::new();
+        let mut children: Vec<Vec<NodeId>> = Vec::new();
+        let mut by_name_or_position: Vec<(&str, Vec<NodeId>)> = Vec::new();
+        for_each_subschema(map, false, &mut |keyword, slot, child| {
+            let Some(id) = graph.node_of(child) else { return };
+            stack.push(child);
+            if is_in_place(keyword) {
+                in_place.push(id);
+            } else if matches!(
+                (keyword, slot),
+                ("properties" | "prefixItems" | "items", Slot::Named(_) | Slot::Item(_))
+            ) {
+                match by_name_or_position.iter_mut().find(|(k, _)| *k == keyword) {
+                    Some((_, group)) => group.push(id),
+                    None => by_name_or_position.push((keyword, vec![id])),
+                }
+            } else {
+                children.push(vec![id]);
+            }
+        });
+        children.extend(by_name_or_position.into_iter().map(|(_, group)| group));
+        for reference in graph.references(node) {
+            if let Targets::Resolved(targets) = &reference.targets {
+                for &target in targets {
+                    in_place.push(target);
+                    if !seen[target] {
+                        stack.push(graph.value(target));
+                    }
+                }
+            }
+        }
+        unevaluated |=
+            map.contains_key("unevaluatedProperties") || map.contains_key("unevaluatedItems");
+        let dependent: u64 = map
+            .get("dependentRequired")
+            .and_then(Value::as_object)
+            .map_or(0, |m| m.values().map(|v| v.as_array().map_or(0, |a| a.len() as u64)).sum());
+        // Comparing a value with `enum` or `const` stops where the schema's literal ends:
+        // its cost is the literal's size, whatever the value's.
+        let literals =
+            map.get("enum").map_or(0, literal_size) + map.get("const").map_or(0, literal_size);
+        e.base[node] = 1 + list_len(map, "required") + literals + dependent;
+        e.walk[node] = u64::from(map.get("uniqueItems") == Some(&Value::Bool(true)));
+        e.in_place[node] = in_place;
+        e.children[node] = children;
+    }
+    (e, unevaluated)
+}
+
+/// The nodes in an order where every in-place target comes before the node that applies
+/// it (a cycle of in-place references is cut where it closes).
+fn in_place_order(edges: &Edges) -> Vec<NodeId> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let n = edges.in_place.len();
+    let mut mark = vec![Mark::New; n];
+    let mut order = Vec::with_capacity(n);
+    for start in 0..n {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        let mut stack = vec![(start, 0usize)];
+        mark[start] = Mark::Open;
+        while let Some((node, next)) = stack.last_mut() {
+            let node = *node;
+            if let Some(&target) = edges.in_place[node].get(*next) {
+                *next += 1;
+                if mark[target] == Mark::New {
+                    mark[target] = Mark::Open;
+                    stack.push((target, 0));
+                }
+            } else {
+                mark[node] = Mark::Done;
+                order.push(node);
+                stack.pop();
+            }
+        }
+    }
+    order
+}
+
+impl Profile {
+    /// The profile of the graph's schema (`schema` is its root).
+    pub fn of(graph: &Graph<'_>, schema: &Value) -> Profile {
+        let Some(root) = graph.node_of(schema) else {
+            return Profile { evaluations: vec![1], walks: vec![0] };
+        };
+        let (edges, unevaluated) = edges(graph, schema);
+        let hop: u64 = if unevaluated { 2 } else { 1 };
+        // Only what the root reaches is ever evaluated.
+        let mut reachable = vec![false; graph.len()];
+        let mut stack = vec![root];
+        reachable[root] = true;
+        while let Some(node) = stack.pop() {
+            for &next in edges.in_place[node].iter().chain(edges.children[node].iter().flatten()) {
+                if !reachable[next] {
+                    reachable[next] = true;
+                    stack.push(next);
+                }
+            }
+        }
+        let order: Vec<NodeId> =
+            in_place_order(&edges).into_iter().filter(|&node| reachable[node]).collect();
+        let n = graph.len();
+        let (mut evals, mut walks) = (vec![0u64; n], vec![0u64; n]);
+        let mut profile = Profile { evaluations: Vec::new(), walks: Vec::new() };
+        let mut walked: u64 = 0;
+        for depth in 0..=MAX_INSTANCE_DEPTH {
+            let (below_evals, below_walks) = (evals.clone(), walks.clone());
+            let mut reached = false;
+            // Targets come first in `order`, so their values at this level are final; a
+            // cut cycle reads a target not yet computed at this level (zero): the
+            // validator stops such a cycle too.
+            evals.iter_mut().for_each(|v| *v = 0);
+            walks.iter_mut().for_each(|v| *v = 0);
+            let mut done = vec![false; n];
+            for &node in &order {
+                let (mut e, mut w) =
+                    if depth == 0 { (edges.base[node], edges.walk[node]) } else { (0, 0) };
+                for &t in &edges.in_place[node] {
+                    if done[t] {
+                        e = e.saturating_add(evals[t].saturating_mul(hop));
+                        w = w.saturating_add(walks[t].saturating_mul(hop));
+                    }
+                }
+                if depth > 0 {
+                    for group in &edges.children[node] {
+                        let most = |of: &[u64]| group.iter().map(|&c| of[c]).max().unwrap_or(0);
+                        e = e.saturating_add(most(&below_evals));
+                        w = w.saturating_add(most(&below_walks));
+                    }
+                }
+                reached |= e > 0 || w > 0;
+                evals[node] = e;
+                walks[node] = w;
+                done[node] = true;
+            }
+            if !reached {
+                break;
+            }
+            walked = walked.saturating_add(walks[root]);
+            profile.evaluations.push(evals[root]);
+            profile.walks.push(walked);
+        }
+        profile
+    }
+
+    /// The cost weight of one instance node at `depth`: the node itself, the subschemas
+    /// that may be evaluated on it, and the walks over it of keywords above it.
+    pub fn weight(&self, depth: usize) -> u64 {
+        let evaluations = self.evaluations.get(depth).copied().unwrap_or(0);
+        let walks = self.walks.get(depth).or(self.walks.last()).copied().unwrap_or(0);
+        1u64.saturating_add(evaluations).saturating_add(walks)
+    }
 }
 
 #[cfg(test)]

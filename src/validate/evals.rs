@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use jsonschema::Validator;
+use crate::schema::Validator;
 use serde_json::Value;
 
 use crate::contract::Contract;
@@ -192,6 +192,7 @@ fn check_dataset(
     let at_line = |code: Code, line: usize, message: String, help: &str| {
         Diagnostic::new(code, message).file(rel.clone()).at(line, 1).help(help)
     };
+    let budget = crate::schema::Budget::new();
     for case in dataset {
         let case = match case {
             Ok(case) => case,
@@ -204,21 +205,33 @@ fn check_dataset(
                 return;
             }
         };
-        if let Some(v) = validator.as_ref().filter(|v| !v.is_valid(&case.input)) {
-            for f in crate::schema::findings(v, &case.input) {
+        // The cases of one dataset share one validation budget.
+        let found = match validator.as_ref().map(|v| v.check_within(&case.input, &budget)) {
+            None => Vec::new(),
+            Some(Ok(found)) => found,
+            Some(Err(too)) => {
                 out.push(at_line(
-                    Code::InputSchemaInvalid,
+                    Code::ValidationTooCostly,
                     case.line,
-                    format!(
-                        "case `{}`: input{} does not fit {}'s input_schema: {}",
-                        case.id,
-                        f.pointer,
-                        contract.map(Contract::key).unwrap_or_default(),
-                        f.message
-                    ),
-                    "`pactum eval` would not call the model for this case: fix its input",
+                    format!("case `{}`: the input: {too}", case.id),
+                    "`pactum eval` would not call the model for this case: send a smaller input, or simplify the contract's input_schema",
                 ));
+                Vec::new()
             }
+        };
+        for f in found {
+            out.push(at_line(
+                Code::InputSchemaInvalid,
+                case.line,
+                format!(
+                    "case `{}`: input{} does not fit {}'s input_schema: {}",
+                    case.id,
+                    f.pointer,
+                    contract.map(Contract::key).unwrap_or_default(),
+                    f.message
+                ),
+                "`pactum eval` would not call the model for this case: fix its input",
+            ));
         }
         for a in &case.expect {
             for (_, message) in assertion_problems(ctx, registry, contract, a, judges) {

@@ -33,8 +33,10 @@ pub fn check(ctx: &Context, packs: &HashMap<usize, Arc<CompiledPack>>, out: &mut
         let validators = Validators { input, output };
         // One budget for every example of the file: many examples cannot multiply it.
         let budget = crate::render::RenderBudget::for_file();
+        let validation = crate::schema::Budget::new();
         for (n, example) in contract.examples.iter().enumerate() {
-            let (outcome, error) = run_example(&contract, &validators, pack, example, &budget);
+            let (outcome, error) =
+                run_example(&contract, &validators, pack, example, (&budget, &validation));
             if outcome == example.expect {
                 continue;
             }

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use jsonschema::Validator;
+use crate::schema::Validator;
 
 use crate::confine::Root;
 use crate::contract::Contract;
@@ -90,9 +90,24 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                         .as_ref()
                         .and_then(|s| crate::schema::compile(s, contract.dir(), &ctx.base).ok())
                 });
-                if let Some(v) = validator.as_ref().filter(|v| !v.is_valid(input)) {
-                    for finding in crate::schema::findings(v, input) {
+                let findings = match validator.as_ref().map(|v| v.check(input)) {
+                    None => Vec::new(),
+                    Some(Ok(findings)) => findings,
+                    Some(Err(too)) => {
                         out.push(
+                            Diagnostic::new(
+                                Code::ValidationTooCostly,
+                                format!("{}: the input of {}: {too}", wo.id, contract.key()),
+                            )
+                            .file(f.rel.clone())
+                            .pointer("/input")
+                            .help("`pactum run` would refuse this work order before calling a model: send a smaller input, or simplify the contract's input_schema"),
+                        );
+                        Vec::new()
+                    }
+                };
+                for finding in findings {
+                    out.push(
                             Diagnostic::new(
                                 Code::InputSchemaInvalid,
                                 format!(
@@ -109,7 +124,6 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                                 "`pactum run` would refuse this work order before calling a model: fix the input, or check `pactum resolve {pin}` for the contract it pins"
                             )),
                         );
-                    }
                 }
                 // What `run` would refuse before reading the ledger (SPEC §16).
                 if let Err(e) =

@@ -22,11 +22,11 @@ enum Against {
     /// The contract's compiled validators (its `output_schema`, if any).
     Contract(Arc<Validators>),
     /// A `--schema` file.
-    Schema(jsonschema::Validator),
+    Schema(pactum::schema::Validator),
 }
 
 impl Against {
-    fn validator(&self) -> Option<&jsonschema::Validator> {
+    fn validator(&self) -> Option<&pactum::schema::Validator> {
         match self {
             Against::Nothing => None,
             Against::Contract(v) => v.output.as_ref(),
@@ -121,7 +121,14 @@ pub fn exec(args: Args) -> u8 {
     };
     // The schema chooses between candidates (and is what coercion aims at).
     let schema_doc = against_schema;
-    let accepts = |value: &Value| against_validator.validator().is_none_or(|v| v.is_valid(value));
+    // Within one validation budget over every candidate weighed (the check of the chosen
+    // value has its own, and says why a value is too costly).
+    let guide_budget = pactum::schema::Budget::new();
+    let accepts = |value: &Value| {
+        against_validator
+            .validator()
+            .is_none_or(|v| v.accepts_within(value, &guide_budget).unwrap_or(false))
+    };
     let guide = schema_doc.as_ref().map(|schema| Guide { schema, accepts: &accepts });
     let result = if args.envelope {
         match serde_json::from_str::<Value>(&raw) {
@@ -158,7 +165,16 @@ pub fn exec(args: Args) -> u8 {
         return output::fail(&e, json);
     }
     if let Some(validator) = against_validator.validator() {
-        let findings = pactum::schema::findings(validator, &extracted.value);
+        let findings = match validator.check(&extracted.value) {
+            Ok(findings) => findings,
+            Err(too) => {
+                let e = Error::ValidationTooCostly {
+                    what: format!("the value extracted for {against}"),
+                    detail: too.to_string(),
+                };
+                return output::fail(&e, json);
+            }
+        };
         if !findings.is_empty() {
             let e = Error::OutputSchemaInvalid {
                 contract: against,
