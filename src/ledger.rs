@@ -519,11 +519,18 @@ mod tests {
         start.elapsed()
     }
 
-    /// 4N of the input may cost at most 8 times N (linear is 4; quadratic would be 16).
-    fn assert_linear(what: &str, n: Duration, four_n: Duration) {
+    /// 4N of the input may cost at most 8 times N (linear is 4; quadratic would be 16);
+    /// `pick` chooses one of the two costs `time` measures.
+    fn assert_linear(
+        what: &str,
+        n: usize,
+        time: &impl Fn(usize) -> (Duration, Duration),
+        pick: fn((Duration, Duration)) -> Duration,
+    ) {
         let floor = Duration::from_millis(2);
-        let ratio = four_n.max(floor).as_secs_f64() / n.max(floor).as_secs_f64();
-        assert!(ratio < 8.0, "{what}: N took {n:?}, 4N took {four_n:?} ({ratio:.1}x)");
+        crate::linear::assert_linear(what, || {
+            (pick(time(n)).max(floor).as_secs_f64(), pick(time(4 * n)).max(floor).as_secs_f64())
+        });
     }
 
     /// The bytes of a ledger of `records` records, the last holding a text of `last_bytes`.
@@ -551,10 +558,8 @@ mod tests {
             let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
             (append, verify)
         };
-        let (append_n, verify_n) = time(n);
-        let (append_4n, verify_4n) = time(4 * n);
-        assert_linear("append after N records", append_n, append_4n);
-        assert_linear("verify of N records", verify_n, verify_4n);
+        assert_linear("append after N records", n, &time, |t| t.0);
+        assert_linear("verify of N records", n, &time, |t| t.1);
     }
 
     #[test]
@@ -573,9 +578,7 @@ mod tests {
             let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
             (append, verify)
         };
-        let (append_n, verify_n) = time(n);
-        let (append_4n, verify_4n) = time(4 * n);
-        assert_linear("append after a last line of N bytes", append_n, append_4n);
-        assert_linear("verify of a last line of N bytes", verify_n, verify_4n);
+        assert_linear("append after a last line of N bytes", n, &time, |t| t.0);
+        assert_linear("verify of a last line of N bytes", n, &time, |t| t.1);
     }
 }

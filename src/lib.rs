@@ -51,6 +51,8 @@ pub mod git;
 pub mod id;
 pub mod init;
 pub mod ledger;
+#[cfg(test)]
+mod linear;
 pub mod pack;
 pub mod project;
 pub mod redact;

@@ -799,9 +799,9 @@ mod tests {
 
     /// `f(4n)` costs about four times `f(n)`, never sixteen.
     fn assert_linear(what: &str, n: usize, f: impl Fn(usize)) {
-        let (small, large) = (median(&f, n), median(&f, 4 * n));
-        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
-        assert!(ratio < 8.0, "{what}: {n} took {small:?}, {} took {large:?} ({ratio:.1}x)", 4 * n);
+        crate::linear::assert_linear(what, || {
+            (median(&f, n).as_secs_f64(), median(&f, 4 * n).as_secs_f64())
+        });
     }
 
     #[test]

@@ -1069,13 +1069,10 @@ mod tests {
 
     /// Asserts that `f(4n)` takes well under 16 times `f(n)` (linear, not quadratic).
     fn assert_linear(what: &str, f: impl Fn(usize), n: usize) {
-        let (small, large) = fastest(&f, n);
-        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
-        assert!(
-            ratio < 8.0,
-            "{what}: {small:?} for {n}, {large:?} for {}: ratio {ratio:.1}",
-            4 * n
-        );
+        crate::linear::assert_linear(what, || {
+            let (small, large) = fastest(&f, n);
+            (small.as_secs_f64(), large.as_secs_f64())
+        });
     }
 
     #[test]

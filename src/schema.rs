@@ -1066,8 +1066,8 @@ mod validation_cost {
         let v = detached(&branches(300));
         let (small, large) = (items(500), items(2_000));
         median_time(&v, &small, 1);
-        let (t1, t4) = (median_time(&v, &small, 5), median_time(&v, &large, 5));
-        let ratio = t4 / t1.max(1e-6);
-        assert!(ratio < 8.0, "4× the value took {ratio:.1}× the time ({t1:.4}s → {t4:.4}s)");
+        crate::linear::assert_linear("validation", || {
+            (median_time(&v, &small, 5), median_time(&v, &large, 5))
+        });
     }
 }

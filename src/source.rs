@@ -1022,12 +1022,9 @@ mod tests {
             t.sort();
             t[1]
         };
-        let (small, big) = (median(5_000), median(20_000));
-        let ratio = big.as_secs_f64() / small.as_secs_f64().max(1e-6);
-        assert!(
-            ratio < 8.0,
-            "4x the findings on a 4x line took {ratio:.1}x ({small:?} -> {big:?})"
-        );
+        crate::linear::assert_linear("findings placed on one long line", || {
+            (median(5_000).as_secs_f64(), median(20_000).as_secs_f64())
+        });
     }
 
     fn yaml(text: &str) -> (Syntax, &str) {

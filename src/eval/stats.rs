@@ -110,9 +110,9 @@ mod tests {
             t.sort();
             t[2]
         };
-        let (small, large) = (median(50_000), median(200_000));
-        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-9);
-        assert!(ratio < 8.0, "4x the pairs took {ratio:.1}x the time");
+        crate::linear::assert_linear("McNemar pairs", || {
+            (median(50_000).as_secs_f64(), median(200_000).as_secs_f64())
+        });
     }
 
     #[test]
