@@ -1998,3 +1998,35 @@ fn every_finding_of_a_pack_comes_in_one_run() {
         .count();
     assert_eq!(summary, 1, "{doc:#}");
 }
+
+/// A contract with schema findings still has its pack's variables checked against its
+/// inputs in the same run.
+#[test]
+fn a_contracts_schema_findings_and_its_packs_variables_come_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    pactum_in(dir.path()).args(["init", "."]).assert().success();
+    pactum_in(dir.path()).args(["new", "contract", "PRC-L-001"]).assert().success();
+    let contract_path = dir.path().join("contracts/l/1.0.0.json");
+    let mut contract: Value =
+        serde_json::from_str(&fs::read_to_string(&contract_path).unwrap()).unwrap();
+    contract["boundary"]["temperature"] = json!(5);
+    fs::write(&contract_path, contract.to_string()).unwrap();
+    let pack_path = dir.path().join("prompt_packs/l/1.0.0.json");
+    let mut pack: Value = serde_json::from_str(&fs::read_to_string(&pack_path).unwrap()).unwrap();
+    pack["sections"]["task"] = json!("{{ input }} {{ nope }}");
+    fs::write(&pack_path, pack.to_string()).unwrap();
+    let out = pactum_in(dir.path()).args(["validate", "--json"]).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: Vec<(&str, &str)> = diagnostics(&doc)
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap(), d["message"].as_str().unwrap()))
+        .collect();
+    assert!(
+        found.iter().any(|(c, m)| *c == "contract_schema_invalid" && m.contains("temperature")),
+        "{found:#?}"
+    );
+    assert!(
+        found.iter().any(|(c, m)| *c == "template_variable_undeclared" && m.contains("`nope`")),
+        "{found:#?}"
+    );
+}

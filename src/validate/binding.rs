@@ -64,7 +64,7 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<Com
     let in_tree = if ctx.registry.is_none() { packs_by_id(ctx) } else { HashMap::new() };
     let mut for_examples = HashMap::new();
     for (i, f) in ctx.files.iter().enumerate() {
-        let Some(contract) = &f.contract else { continue };
+        let Some(contract) = f.contract.as_ref().or(f.invalid_contract.as_ref()) else { continue };
         let bound = match &ctx.registry {
             Some(_) => bound_via_registry(ctx, f, contract, out),
             None => bound_in_tree(ctx, &in_tree, f, contract, out),

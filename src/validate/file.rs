@@ -88,6 +88,32 @@ impl ContractFacts {
         }
     }
 
+    /// The facts the binding checks need, read leniently from a contract with schema
+    /// findings, so its pack's variables are still checked against its inputs in the same
+    /// run. Never used for examples (`has_examples` is false) or any other rule.
+    fn read(value: &Value) -> Option<ContractFacts> {
+        let text = |key: &str| value.get(key).and_then(Value::as_str);
+        let prompt_pack_version = match text("prompt_pack_version") {
+            None => Requirement::Latest,
+            Some(t) => Requirement::parse(t).ok()?,
+        };
+        let input_schema = value.get("input_schema");
+        Some(ContractFacts {
+            id: text("contract_id")?.to_string(),
+            version: crate::id::parse_version(text("version")?)?,
+            prompt_pack_id: text("prompt_pack_id")?.to_string(),
+            prompt_pack_version,
+            declared_inputs: declared_inputs(input_schema),
+            inputs_at: match input_schema {
+                Some(s) if s.get("properties").is_some() => "/input_schema/properties",
+                Some(_) => "/input_schema",
+                None => "/contract_id",
+            },
+            has_examples: false,
+            required_context: RequiredContext::default(),
+        })
+    }
+
     /// `ID@VERSION`.
     pub fn key(&self) -> String {
         format!("{}@{}", self.id, self.version)
@@ -118,6 +144,9 @@ pub struct Analyzed {
     /// The same for a pack with findings, from the parts that could be read: the contracts
     /// bound to it are still checked against them.
     pub invalid_pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
+    /// What the binding checks need of a contract with schema findings (see
+    /// [`ContractFacts::read`]); `contract` stays `None` for every other rule.
+    pub invalid_contract: Option<ContractFacts>,
     pub work_order: Option<WorkOrder>,
     pub diagnostics: Vec<Diagnostic>,
     /// The codes the file's own `x-pactum-ignore` suppresses, if it has one.
@@ -138,6 +167,7 @@ impl Analyzed {
             contract: None,
             pack_variables: None,
             invalid_pack_variables: None,
+            invalid_contract: None,
             work_order: None,
             diagnostics: Vec::new(),
             suppress: None,
@@ -316,15 +346,20 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
         }
     }
     let embedded_ok = a.diagnostics.is_empty();
+    let lenient = ContractFacts::read(&value);
     match Contract::from_value(value, a.sha256.as_deref().unwrap_or_default(), &path) {
         // An invalid embedded schema makes the contract unusable for later rules.
         Ok(c) if embedded_ok => a.contract = Some(ContractFacts::of(&c)),
         Ok(_) => {}
-        Err(e) => schema_diagnostics(
-            a,
-            &e,
-            "make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it)",
-        ),
+        Err(e) => {
+            schema_diagnostics(
+                a,
+                &e,
+                "make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it)",
+            );
+            // Every finding in one run: its pack's variables are still checked.
+            a.invalid_contract = lenient.filter(|_| embedded_ok);
+        }
     }
 }
 
