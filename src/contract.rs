@@ -14,6 +14,7 @@ use crate::document::Document;
 use crate::error::{DocKind, Error, Finding, Result};
 use crate::gateway::Boundary;
 use crate::id::{Requirement, parse_version};
+use crate::judge::{RawSemanticCheck, SemanticCheck};
 use crate::schema;
 
 /// A ledger query the work order must have assembled before the contract fires.
@@ -75,6 +76,9 @@ pub struct Contract {
     pub repair: bool,
     /// Schema-aligned coercion of the extracted value (`extraction.coerce`).
     pub coerce: bool,
+    /// Semantic validation of every exchange of the contract (SPEC §19); a work order's
+    /// own `semantic_check` replaces it.
+    pub semantic_check: Option<SemanticCheck>,
     pub examples: Vec<Example>,
     pub metadata: Value,
     /// The whole document as written (for the compatibility diff).
@@ -140,6 +144,18 @@ impl Contract {
                 invalid("/prompt_pack_version", format!("`{text}` is not a version or range: {e}"))
             })?,
         };
+        let semantic_check = match raw.semantic_check {
+            None => None,
+            Some(check) => {
+                Some(SemanticCheck::from_raw(check, "/semantic_check").map_err(|f| {
+                    Error::SchemaInvalid {
+                        doc: DocKind::Contract,
+                        path: path.to_path_buf(),
+                        findings: vec![f],
+                    }
+                })?)
+            }
+        };
         let examples = raw
             .examples
             .into_iter()
@@ -170,6 +186,7 @@ impl Contract {
             output_schema: raw.output_schema,
             repair: raw.extraction.as_ref().is_some_and(|e| e.repair),
             coerce: raw.extraction.as_ref().is_some_and(|e| e.coerce),
+            semantic_check,
             examples,
             metadata: raw.metadata.unwrap_or_else(|| Value::Object(Default::default())),
             raw: value,
@@ -208,6 +225,7 @@ pub(crate) struct RawContract {
     input_schema: Option<Value>,
     output_schema: Option<Value>,
     extraction: Option<RawExtraction>,
+    semantic_check: Option<RawSemanticCheck>,
     #[serde(default)]
     examples: Vec<RawExample>,
     metadata: Option<Value>,

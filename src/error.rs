@@ -148,6 +148,7 @@ codes! {
     EvalSuiteInvalid = "eval_suite_invalid", Error, "an eval suite does not fit eval_suite.schema.json, or an assertion in it cannot be checked (a pointer output_schema does not have, a regex that does not compile, a judge without the judge's output shape)";
     EvalDatasetInvalid = "eval_dataset_invalid", Error, "a line of an eval dataset is not a case (id, input, expect, tags), is too long or too deep, or repeats an id; or the dataset cannot be read";
     EvalRegression = "eval_regression", Error, "an evaluated version falls below its suite's thresholds, or answers significantly worse than the version it is compared with (exact McNemar p < 0.05)";
+    SemanticRejected = "semantic_rejected", Error, "the judge of a semantic_check rejected an exchange's output (on_fail escalate, or retry with the attempts spent); with on_fail accept, a warning";
     // Internal.
     InternalError = "internal_error", Error, "pactum hit a bug (a panic); nothing it reported in this run can be trusted as a success";
 }
@@ -218,6 +219,14 @@ fn list_located(path: &std::path::Path, problems: &[Located]) -> String {
         })
         .collect();
     if all.is_empty() { format!("{}: invalid", path.display()) } else { all.join("; ") }
+}
+
+/// `text` cut to its first `chars` characters, with `…` when it was longer.
+fn shortened(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 fn list_findings(findings: &[Finding]) -> String {
@@ -565,6 +574,15 @@ pub enum Error {
     #[error("{subject}: {}", reasons.join("; "))]
     EvalRegression { subject: String, reasons: Vec<String> },
 
+    /// The judge of a `semantic_check` rejected an output (SPEC §19); `retries`: the
+    /// re-asks made before it gave up.
+    #[error(
+        "the judge {judge} rejected the output by the criteria \"{}\": {reason}{}; make the contract's pack ask for what the criteria want, use a stronger model, or allow re-asks (`\"on_fail\": \"retry\"` with constraints.max_repair_attempts)",
+        shortened(criteria, 120),
+        if *retries == 0 { String::new() } else { format!(" (after {retries} re-ask(s))") }
+    )]
+    SemanticRejected { judge: String, criteria: String, reason: String, retries: u32 },
+
     /// A bug: a panic caught at a thread or at the top of the binary.
     #[error("internal error: {message}; this is a bug in pactum, please report it")]
     Internal { message: String },
@@ -707,6 +725,7 @@ impl Error {
             Error::EvalSuiteInvalid { .. } => Code::EvalSuiteInvalid,
             Error::EvalDatasetInvalid { .. } => Code::EvalDatasetInvalid,
             Error::EvalRegression { .. } => Code::EvalRegression,
+            Error::SemanticRejected { .. } => Code::SemanticRejected,
             Error::Internal { .. } => Code::InternalError,
         }
     }

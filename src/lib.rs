@@ -50,6 +50,7 @@ pub mod gateway;
 pub mod git;
 pub mod id;
 pub mod init;
+pub mod judge;
 pub mod ledger;
 #[cfg(test)]
 mod linear;

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::document::{self, Document};
 use crate::error::{DocKind, Error, Finding, Result};
 use crate::id::Pin;
+use crate::judge::{RawSemanticCheck, SemanticCheck};
 use crate::schema;
 
 /// Default LLM cycles a kernel run may spend.
@@ -92,6 +93,9 @@ pub struct WorkOrder {
     pub assembled_context: Option<Value>,
     pub provider: ProviderChoice,
     pub output_dir: Option<String>,
+    /// Semantic validation of the run's output (SPEC §19): of an exchange's output (it
+    /// replaces its contract's), of a kernel run's synthesized answer.
+    pub semantic_check: Option<SemanticCheck>,
     pub metadata: Value,
     pub path: PathBuf,
 }
@@ -169,6 +173,9 @@ impl WorkOrder {
                 })
             }
         };
+        let semantic_check = raw.semantic_check.and_then(|check| {
+            SemanticCheck::from_raw(check, "/semantic_check").map_err(|f| bad.push(f)).ok()
+        });
         let Some(task) = task.filter(|_| bad.is_empty()) else {
             return Err(invalid(bad));
         };
@@ -201,6 +208,7 @@ impl WorkOrder {
             assembled_context: raw.assembled_context,
             provider,
             output_dir: raw.output_dir,
+            semantic_check,
             metadata: raw.metadata.unwrap_or_else(|| Value::Object(Default::default())),
             path: path.to_path_buf(),
         })
@@ -225,6 +233,7 @@ pub(crate) struct RawWorkOrder {
     assembled_context: Option<Value>,
     provider: Option<RawProvider>,
     output_dir: Option<String>,
+    semantic_check: Option<RawSemanticCheck>,
     metadata: Option<Value>,
 }
 

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::Finding;
 use crate::id::Pin;
+use crate::judge::JudgeSpec;
 
 /// The largest regex an assertion may compile (bytes of compiled program).
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
@@ -66,14 +67,6 @@ impl Kind {
         .into_iter()
         .find(|k| k.as_str() == name)
     }
-}
-
-/// What a `judge` assertion asks its judge contract.
-#[derive(Clone, Debug)]
-pub struct JudgeSpec {
-    pub contract: Pin,
-    pub criteria: String,
-    pub expected: Option<Value>,
 }
 
 /// What an assertion compares with.

@@ -6,8 +6,9 @@
 //! ([`Caller::call`]: input validated, context assembled, output extracted and checked,
 //! every call in the ledger and charged to the run's budget), and passes when its output
 //! was extracted, fits `output_schema` and holds every assertion — `judge` assertions ask a
-//! governed judge contract ([`judge`]). Against a second version, the same cases run side
-//! by side and the exact McNemar test ([`stats`]) tells a real regression from noise.
+//! governed judge contract ([`judge::ask`], the call a `semantic_check` makes too). Against a
+//! second version, the same cases run side by side and the exact McNemar test ([`stats`])
+//! tells a real regression from noise.
 //! Reports are text, JSON, JUnit and Markdown ([`report`]).
 //!
 //! **Memory is bounded by `jobs`, not by the dataset:** one thread reads the dataset a
@@ -26,6 +27,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{Code, Error, Result};
 use crate::executor::budget::Budget;
 use crate::executor::call::Caller;
+use crate::executor::judge;
 use crate::gateway::Usage;
 use crate::gateway::select::ProviderSet;
 use crate::id::{Pin, Requirement};
@@ -38,7 +40,6 @@ use crate::work_order::{Constraints, ProviderChoice, Task, WorkOrder};
 pub mod assert;
 pub mod dataset;
 pub mod gate;
-pub mod judge;
 pub mod report;
 pub mod scaffold;
 pub mod stats;
@@ -482,6 +483,7 @@ fn work_order_of(suite: &Suite) -> WorkOrder {
         assembled_context: None,
         provider: ProviderChoice::default(),
         output_dir: None,
+        semantic_check: None,
         metadata: json!({}),
         path: suite.path.clone(),
     }
@@ -547,14 +549,7 @@ fn sample(r: &Runner<'_>, suite: &Suite, case: &Case) -> Sample {
             Verdict::Pass => (true, None),
             Verdict::Fail(m) => (false, Some(m)),
             Verdict::Judge(spec, target) => {
-                let judged = judge::ask(
-                    &r.caller,
-                    &spec.contract,
-                    &case.input,
-                    target,
-                    &spec.criteria,
-                    spec.expected.as_ref(),
-                );
+                let judged = judge::ask(&r.caller, spec, &case.input, target);
                 s.judge_usage = s.judge_usage.plus(judged.usage);
                 s.priced.push((judged.model, judged.usage));
                 match judged.verdict {

@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 use crate::exchange::{self, Output};
 use crate::gateway::select::ProviderSet;
 use crate::gateway::{
-    PromptRequest, ProviderResponse, ResponseBody, ToolTurn, Usage, estimate_tokens, prompt_hash,
+    Message, PromptRequest, ProviderResponse, ResponseBody, ToolTurn, Usage, estimate_tokens,
+    prompt_hash,
 };
 use crate::id::Pin;
 use crate::ledger::{Kind, Ledger};
@@ -54,6 +55,27 @@ pub struct Exchanged {
     /// The output check against the target contract.
     pub output: Result<Output>,
     pub prompt_hash: String,
+}
+
+/// A second question to the model about its own reply: the reply, then what was wrong with
+/// it as data (a judge's verdict, never prose of pactum's: prompt text lives in packs).
+#[derive(Clone, Debug)]
+pub struct Reask {
+    /// The model's previous reply, verbatim.
+    pub previous: String,
+    /// What was wrong with it (`{"semantic_check": {judge, criteria, verdict, attempt}}`).
+    pub feedback: Value,
+}
+
+impl Reask {
+    /// The messages that follow the rendered prompt: the previous reply as the model's
+    /// turn, the feedback as the next user turn.
+    pub fn messages(&self) -> Vec<Message> {
+        vec![
+            Message { role: crate::gateway::Role::Assistant, content: self.previous.clone() },
+            Message::user(self.feedback.to_string()),
+        ]
+    }
 }
 
 impl Target {
@@ -199,6 +221,33 @@ impl<'a> Caller<'a> {
         repair_attempt: u32,
         role: Option<&str>,
     ) -> Result<Exchanged> {
+        self.exchange(pin, input, target, (repair_attempt, role), &[])
+    }
+
+    /// Calls the contract `pin` on `input` again, its rendered prompt followed by the
+    /// model's previous reply and what was wrong with it ([`Reask`]): the re-ask of a
+    /// `semantic_check` with `on_fail: retry`. Recorded like any call, with `attempt` as
+    /// its repair attempt.
+    pub fn call_again(
+        &self,
+        pin: &Pin,
+        input: &Value,
+        attempt: u32,
+        role: Option<&str>,
+        reask: &Reask,
+    ) -> Result<Exchanged> {
+        self.exchange(pin, input, None, (attempt, role), &reask.messages())
+    }
+
+    /// One exchange; `appended` follows the rendered messages in every request of it.
+    fn exchange(
+        &self,
+        pin: &Pin,
+        input: &Value,
+        target: Option<&Target>,
+        (repair_attempt, role): (u32, Option<&str>),
+        appended: &[Message],
+    ) -> Result<Exchanged> {
         let resolved = self.resolve(pin)?;
         let provider =
             self.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
@@ -263,7 +312,9 @@ impl<'a> Caller<'a> {
             max,
         )
         .and_then(|d| {
-            let estimate = estimate_tokens(d.messages());
+            let mut messages = d.messages().to_vec();
+            messages.extend_from_slice(appended);
+            let estimate = estimate_tokens(&messages);
             self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
             super::files::write_context(
                 &self.project.root,
@@ -286,7 +337,12 @@ impl<'a> Caller<'a> {
                 return Err(e);
             }
         };
-        let mut request = self.request(&resolved, input, disclosure.messages().to_vec());
+        let with_appended = |messages: &[Message]| {
+            let mut messages = messages.to_vec();
+            messages.extend_from_slice(appended);
+            messages
+        };
+        let mut request = self.request(&resolved, input, with_appended(disclosure.messages()));
         request.tools = disclosure.tool_specs();
         // The tool-calling loop: it ends when the model answers, the provider fails, or
         // `max_disclosures` is spent (SPEC §15).
@@ -338,7 +394,7 @@ impl<'a> Caller<'a> {
                 calls: response.tool_calls.clone(),
                 results: answered.into_iter().map(|d| d.result).collect(),
             });
-            request.messages = disclosure.messages().to_vec();
+            request.messages = with_appended(disclosure.messages());
             request.tools = disclosure.tool_specs();
             // A section opened now may hold summarized sections of its own: their files
             // join the context folder, which stays the record of what the model could read.

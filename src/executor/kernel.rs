@@ -78,8 +78,11 @@ pub struct State {
     pub log_broken: bool,
     /// Files provider results wrote under the output folder (SPEC §8.5).
     pub files: Vec<String>,
-    /// `expected_output_missing` warnings of those results.
+    /// `expected_output_missing` warnings of those results (and `semantic_rejected` of an
+    /// answer kept by `on_fail: accept`).
     pub warnings: Vec<crate::resolve::Warning>,
+    /// Re-asks the semantic check of the final answer made.
+    pub semantic_retries: u32,
 }
 
 /// What the Phase E call did, for its cycle record.

@@ -25,6 +25,7 @@ pub mod budget;
 pub mod calculator;
 pub mod call;
 pub mod files;
+pub mod judge;
 pub mod kernel;
 pub mod memory;
 pub mod plan;
@@ -257,6 +258,35 @@ impl Runner<'_> {
                 None => Err(clone_error(e)),
             },
         };
+        // Semantic validation (SPEC §19), once the output passed the syntactic checks: the
+        // work order's check, else the contract's.
+        let check = wo.semantic_check.as_ref().or(first.resolved.contract.semantic_check.as_ref());
+        let (outcome, reply) = match (outcome, check) {
+            (Ok((value, extraction)), Some(check)) => {
+                let previous = match &first.output {
+                    Ok(_) => first.raw_text(),
+                    // A repaired output: the repair's value is what the model is shown.
+                    Err(_) => value.to_string(),
+                };
+                match self.semantic_check(caller, check, &first, input, (value, previous), result) {
+                    Ok(checked) => {
+                        let extraction = match &checked.reply {
+                            Some(x) => x.output.as_ref().ok().and_then(|o| o.extraction().cloned()),
+                            None => extraction,
+                        };
+                        (Ok((checked.output, extraction)), checked.reply)
+                    }
+                    Err(errors) => {
+                        result.errors.extend(errors);
+                        return;
+                    }
+                }
+            }
+            (outcome, _) => (outcome, None),
+        };
+        // The reply that stands carries the files (a re-asked one, when the first was
+        // rejected).
+        let answered = reply.as_ref().unwrap_or(&first);
         match outcome {
             Ok((value, extraction)) => {
                 result.ok = true;
@@ -266,8 +296,8 @@ impl Runner<'_> {
                 let handled = files::handle(
                     &self.project.root,
                     wo,
-                    &first.resolved.pack,
-                    &first.response.body,
+                    &answered.resolved.pack,
+                    &answered.response.body,
                 );
                 result.files = handled.written;
                 result.warnings.extend(handled.warnings);
@@ -278,6 +308,42 @@ impl Runner<'_> {
                 }
             }
             Err(e) => result.errors.extend(error_entries(&e)),
+        }
+    }
+
+    /// The semantic check of an exchange's output (SPEC §19): re-asks of `on_fail: retry`
+    /// go to the version that answered first, on the same input, and share
+    /// `max_repair_attempts` with the supervisor's repairs. `Err`: the run's errors.
+    fn semantic_check(
+        &self,
+        caller: &Caller<'_>,
+        check: &crate::judge::SemanticCheck,
+        first: &call::Exchanged,
+        input: &Value,
+        answer: (Value, String),
+        result: &mut RunResult,
+    ) -> Result<judge::Checked, Vec<Value>> {
+        let pin = exact(&first.resolved.contract);
+        let left = caller
+            .work_order
+            .constraints
+            .max_repair_attempts
+            .saturating_sub(result.repair_attempts);
+        let used = result.repair_attempts;
+        let checked = judge::enforce(caller, check, input, answer, left, &mut |attempt, reask| {
+            caller.call_again(&pin, input, used + attempt, None, reask)
+        });
+        let retries = match &checked {
+            Ok(c) => c.retries,
+            Err(r) => r.retries,
+        };
+        result.repair_attempts += retries;
+        match checked {
+            Ok(checked) => {
+                result.warnings.extend(checked.warning.clone());
+                Ok(checked)
+            }
+            Err(refused) => Err(refused.errors),
         }
     }
 
@@ -423,7 +489,10 @@ impl Runner<'_> {
         // error; the stop itself is logged here) and whether the answer is degraded.
         let mut phase_e =
             kernel::PhaseECall { errors: stop.errors(st.cycles), ..Default::default() };
-        let answer = match &refused {
+        // The model's answer, kept for the semantic check: the synthesis input, the exact
+        // version that answered, its own check, its output and raw reply.
+        let mut answered = None;
+        let mut answer = match &refused {
             Some(reason) => {
                 synthesis::degraded(&input, reason, &input.missing_optional(), ttl_exhausted)
             }
@@ -434,11 +503,66 @@ impl Runner<'_> {
                 phase_e.llm_output = json!(x.raw_text());
                 phase_e.usage = x.response.usage;
                 phase_e.latency_ms = x.response.latency.as_millis() as u64;
-                x.output
-                    .map(|out| out.into_value())
-                    .inspect_err(|e| phase_e.errors.push(error_json(e)))
+                let output = x
+                    .output
+                    .as_ref()
+                    .map(|out| out.clone().into_value())
+                    .map_err(clone_error)
+                    .inspect_err(|e| phase_e.errors.push(error_json(e)))?;
+                answered = Some(Answered {
+                    input: value.clone(),
+                    pin: exact(&x.resolved.contract),
+                    check: x.resolved.contract.semantic_check.clone(),
+                    output: output.clone(),
+                    raw: x.raw_text(),
+                });
+                Ok(output)
             }),
         };
+        // Semantic validation of the answer (SPEC §19): the work order's check, else the
+        // synthesis contract's, on the model's answer (a degraded answer pactum built
+        // itself is not judged). Re-asks repeat the synthesis call.
+        let mut semantic_errors = Vec::new();
+        if let Some(a) = answered.filter(|a| FinalAnswer::from_value(&a.output).is_ok())
+            && let Some(check) = wo.semantic_check.as_ref().or(a.check.as_ref())
+        {
+            let checked = judge::enforce(
+                caller,
+                check,
+                &a.input,
+                (a.output, a.raw),
+                wo.constraints.max_repair_attempts,
+                &mut |attempt, reask| {
+                    caller.call_again(
+                        &a.pin,
+                        &a.input,
+                        attempt,
+                        Some(Role::Synthesis.name()),
+                        reask,
+                    )
+                },
+            );
+            match checked {
+                Ok(checked) => {
+                    st.warnings.extend(checked.warning);
+                    st.semantic_retries = checked.retries;
+                    if let Some(x) = checked.reply {
+                        phase_e.llm_output = json!(x.raw_text());
+                        phase_e.usage = x.response.usage;
+                        phase_e.latency_ms = x.response.latency.as_millis() as u64;
+                        let output = checked.output;
+                        answer = synthesis::synthesize(&input, ttl_exhausted, &mut |_| {
+                            Ok(output.clone())
+                        });
+                    }
+                }
+                Err(refused) => {
+                    st.semantic_retries = refused.retries;
+                    phase_e.errors.extend(refused.errors.iter().cloned());
+                    semantic_errors = refused.errors;
+                }
+            }
+        }
         if answer.is_degraded() {
             phase_e.degraded_reason = answer.metadata.get("reason").cloned();
         }
@@ -449,15 +573,35 @@ impl Runner<'_> {
             st.errors.push(error_json(e));
         }
         result.errors.append(&mut st.errors);
-        result.status = if unlogged.is_some() { "failed" } else { status }.to_string();
-        result.ok = status == "converged" && unlogged.is_none();
+        let rejected = !semantic_errors.is_empty();
+        // A rejected answer comes first: it is why the run failed.
+        result.errors.splice(0..0, semantic_errors);
+        result.status = if unlogged.is_some() || rejected { "failed" } else { status }.to_string();
+        result.ok = status == "converged" && unlogged.is_none() && !rejected;
         result.cycles = Some(st.cycles);
         result.ttl_remaining = Some(st.ttl);
         result.supervisor_actions = std::mem::take(&mut st.supervisor_actions);
         result.files = std::mem::take(&mut st.files);
         result.warnings.append(&mut st.warnings);
-        result.repair_attempts = result.supervisor_actions.len() as u32;
+        result.repair_attempts = result.supervisor_actions.len() as u32 + st.semantic_retries;
         result.final_answer = Some(answer);
+    }
+}
+
+/// A synthesis call that answered, for the semantic check of the final answer.
+struct Answered {
+    input: Value,
+    pin: Pin,
+    check: Option<crate::judge::SemanticCheck>,
+    output: Value,
+    raw: String,
+}
+
+/// The exact pin of a contract's version.
+fn exact(contract: &crate::contract::Contract) -> Pin {
+    Pin {
+        id: contract.id.clone(),
+        requirement: crate::id::Requirement::Exact(contract.version.clone()),
     }
 }
 

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::check_document;
 use crate::contract::{RawBoundary, RawContract, RawExample, RawExtraction};
 use crate::error::DocKind;
+use crate::judge::RawSemanticCheck;
 use crate::pack::{RawPack, Sections};
 use crate::registry::{Event, RawEntry, Registry};
 use crate::work_order::{RawConstraints, RawWorkOrder};
@@ -117,6 +118,7 @@ fn full_contract() -> Value {
         "input_schema": {"type": "object"},
         "output_schema": {"type": "object"},
         "extraction": {"repair": true, "coerce": true},
+        "semantic_check": {"judge": "PRC-JUDGE-001@^1", "criteria": "c", "on_fail": "retry"},
         "examples": [{
             "name": "one",
             "input": {},
@@ -167,6 +169,7 @@ fn full_work_order() -> Value {
         "assembled_context": {"ledger": [], "frameworks": {}, "files": {}},
         "provider": {"name": "scripted", "fixtures": "f.json"},
         "output_dir": "out",
+        "semantic_check": {"judge": "PRC-JUDGE-001@^1", "criteria": "c", "on_fail": "accept"},
         "metadata": {},
     })
 }
@@ -285,6 +288,19 @@ fn shapes() -> Vec<Shape> {
             exactly_one_of: &[],
         },
         Shape {
+            name: "contract semantic_check",
+            kind: DocKind::Contract,
+            full: full_contract(),
+            at: "/semantic_check",
+            schema_at: "/properties/semantic_check",
+            fields: fields_of::<RawSemanticCheck>(),
+            parse: parses::<RawSemanticCheck>,
+            ignored: &[],
+            also_read: &[],
+            required_by_schema_only: &[],
+            exactly_one_of: &[],
+        },
+        Shape {
             name: "pack",
             kind: DocKind::PromptPack,
             full: full_pack(),
@@ -333,6 +349,19 @@ fn shapes() -> Vec<Shape> {
             schema_at: "/properties/constraints",
             fields: fields_of::<RawConstraints>(),
             parse: parses::<RawConstraints>,
+            ignored: &[],
+            also_read: &[],
+            required_by_schema_only: &[],
+            exactly_one_of: &[],
+        },
+        Shape {
+            name: "work order semantic_check",
+            kind: DocKind::WorkOrder,
+            full: full_work_order(),
+            at: "/semantic_check",
+            schema_at: "/properties/semantic_check",
+            fields: fields_of::<RawSemanticCheck>(),
+            parse: parses::<RawSemanticCheck>,
             ignored: &[],
             also_read: &[],
             required_by_schema_only: &[],

@@ -364,7 +364,7 @@ impl Judges {
                 ) {
                     Err(e) => Some(format!("the judge {pin} does not resolve: {e}")),
                     Ok(r) => contract_of(ctx, registry, r.entry).and_then(|judge| {
-                        crate::eval::judge::shape_problem(judge.output_schema.as_ref())
+                        crate::judge::shape_problem(judge.output_schema.as_ref())
                             .map(|p| format!("{} cannot judge: {p}", judge.key()))
                     }),
                 }
