@@ -29,6 +29,7 @@ mod cli_project;
 mod cli_registry;
 mod cli_resolve;
 mod cli_schema_refs;
+mod cli_semantic;
 mod cli_validate;
 mod cli_watch;
 mod error_codes;

@@ -341,12 +341,15 @@ fn pointer_problem(output_schema: Option<&Value>, pointer: &str) -> Option<Strin
     None
 }
 
-/// Judge pins already looked at, and what was wrong with each.
+/// Judge pins already looked at, and what was wrong with each: the one check of a judge,
+/// for eval suites' `judge` assertions and for `semantic_check`s ([`super::semantic`]).
 #[derive(Default)]
-struct Judges(HashMap<String, Option<String>>);
+pub(super) struct Judges(HashMap<String, Option<String>>);
 
 impl Judges {
-    fn problem(
+    /// Why `pin` cannot judge: it does not resolve, or its contract does not answer
+    /// `{pass, score?, reason}` (`None` when it can).
+    pub(super) fn problem(
         &mut self,
         ctx: &Context,
         registry: &Registry,

@@ -68,6 +68,8 @@ pub struct ContractFacts {
     pub inputs_at: &'static str,
     pub has_examples: bool,
     pub required_context: RequiredContext,
+    /// The judge of the contract's `semantic_check`, if it has one.
+    pub semantic_judge: Option<crate::id::Pin>,
 }
 
 impl ContractFacts {
@@ -85,6 +87,7 @@ impl ContractFacts {
             },
             has_examples: !c.examples.is_empty(),
             required_context: c.required_context.clone(),
+            semantic_judge: c.semantic_check.as_ref().map(|s| s.judge.contract.clone()),
         }
     }
 
@@ -111,6 +114,7 @@ impl ContractFacts {
             },
             has_examples: false,
             required_context: RequiredContext::default(),
+            semantic_judge: None,
         })
     }
 

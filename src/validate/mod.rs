@@ -36,6 +36,7 @@ pub mod file;
 pub mod filter;
 pub mod paths;
 pub mod registry_rules;
+pub mod semantic;
 pub mod work_orders;
 
 pub use file::{Analyzed, FileKind};
@@ -256,6 +257,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         work_orders::check(&ctx, &mut report.notes, &mut out);
         context::check(&ctx, &mut out);
         evals::check(&ctx, &mut report.files, &mut out);
+        semantic::check(&ctx, &mut out);
         let registry_rules =
             registry_rules.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (registry_rules, out)
