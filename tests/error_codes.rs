@@ -1749,6 +1749,29 @@ fn reproduces_eval_regression() {
     doc_example(dir.path(), Code::EvalRegression, 1);
 }
 
+#[test]
+fn reproduces_semantic_rejected() {
+    // The judge of the work order's semantic_check rejects the classification; the work
+    // order escalates.
+    let dir = kernel_project();
+    let wo = json!({"work_order_id": "WO-SEM-001", "kind": "exchange", "contract": "PRC-CLASSIFY-001",
+                    "input": {"user_input": "I was charged twice this month."},
+                    "semantic_check": {"judge": "PRC-JUDGE-001@^1", "on_fail": "escalate",
+                                       "criteria": "The label names the queue that handles the problem."}});
+    let replies = json!([
+        {"contract_id": "PRC-CLASSIFY-001", "text": "{\"label\": \"technical\", \"confidence\": 0.6}"},
+        {"contract_id": "PRC-JUDGE-001",
+         "text": "{\"pass\": false, \"reason\": \"A double charge is a billing problem.\"}"},
+    ]);
+
+    let (out, status) = run_json(dir.path(), wo, replies);
+
+    assert_eq!(error_codes(&out), ["semantic_rejected"], "{out:#}");
+    assert!(out["message"].as_str().unwrap().contains("A double charge is a billing problem."));
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::SemanticRejected, 1);
+}
+
 // --- Internal -------------------------------------------------------------------------------
 
 #[test]
