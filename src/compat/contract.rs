@@ -38,6 +38,10 @@ pub(super) fn diff(old: &Value, new: &Value, origins: &Origins<'_>, out: &mut Ve
                 let detail = "`extraction` policy changed".to_owned();
                 out.push(Change::new(pointer, ChangeKind::ExtractionChanged, detail));
             }
+            "semantic_check" => {
+                let detail = "`semantic_check` changed (judge, criteria or on_fail)".to_owned();
+                out.push(Change::new(pointer, ChangeKind::SemanticCheckChanged, detail));
+            }
             "metadata" => metadata(old_value, new_value, out),
             "boundary" => boundary(old_value, new_value, out),
             "required_context" => required_context(old_value, new_value, out),

@@ -167,6 +167,9 @@ pub enum ChangeKind {
     ContextRemoved,
     /// The `extraction` policy changed.
     ExtractionChanged,
+    /// The `semantic_check` (its judge, criteria or `on_fail`) was added, changed or
+    /// removed: which outputs stand changes, not their shape.
+    SemanticCheckChanged,
 
     // --- major ---
     /// A property was added and is required.
@@ -235,6 +238,7 @@ impl ChangeKind {
             ChangeKind::ProviderRemoved => "provider_removed",
             ChangeKind::ContextRemoved => "context_removed",
             ChangeKind::ExtractionChanged => "extraction_changed",
+            ChangeKind::SemanticCheckChanged => "semantic_check_changed",
             ChangeKind::AddedRequired => "added_required",
             ChangeKind::Removed => "removed",
             ChangeKind::Retyped => "retyped",
@@ -280,7 +284,8 @@ impl ChangeKind {
             | ChangeKind::TemperatureChanged
             | ChangeKind::ProviderRemoved
             | ChangeKind::ContextRemoved
-            | ChangeKind::ExtractionChanged => Bump::Minor,
+            | ChangeKind::ExtractionChanged
+            | ChangeKind::SemanticCheckChanged => Bump::Minor,
             ChangeKind::AddedRequired
             | ChangeKind::Removed
             | ChangeKind::Retyped

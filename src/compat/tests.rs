@@ -136,6 +136,13 @@ fn table() {
             vec![("/extraction", K::ExtractionChanged)],
             Bump::Minor,
         ),
+        (
+            "semantic check",
+            contract(json!({})),
+            contract(json!({"semantic_check": {"judge": "PRC-JUDGE-001@^1", "criteria": "c"}})),
+            vec![("/semantic_check", K::SemanticCheckChanged)],
+            Bump::Minor,
+        ),
         // --- boundary ---
         (
             "more max_tokens",
