@@ -170,7 +170,7 @@ fn retry_with_its_attempts_spent_is_semantic_rejected() {
 }
 
 #[test]
-fn retry_shares_max_repair_attempts_and_zero_allows_no_reask() {
+fn retry_with_max_repair_attempts_zero_makes_no_reask() {
     let p = Project::new();
     let wo = checked_wo(
         &p,
