@@ -387,6 +387,149 @@ fn validate_reports_yaml_pack_parse_error_at_line_and_column() {
     assert_eq!(expected, (11, 16));
 }
 
+/// Where a single-edit case expects its finding: right after a text of the edited file, or
+/// at a fixed line and column.
+enum At {
+    After(&'static str),
+    Fixed(u64, u64),
+}
+
+/// One edit of the `good` tree that must give exactly one error finding, with its code,
+/// file, pointer, position and a word of its message.
+struct SingleEdit {
+    name: &'static str,
+    file: &'static str,
+    from: &'static str,
+    to: &'static str,
+    code: &'static str,
+    pointer: &'static str,
+    at: At,
+    says: &'static str,
+}
+
+const SINGLE_EDITS: &[SingleEdit] = &[
+    SingleEdit {
+        name: "temperature out of range",
+        file: "contracts/greet/1.1.0.json",
+        from: "\"temperature\": 0.3",
+        to: "\"temperature\": 3",
+        code: "contract_schema_invalid",
+        pointer: "/boundary/temperature",
+        at: At::Fixed(8, 20),
+        says: "maximum of 2",
+    },
+    SingleEdit {
+        name: "unknown key in the boundary",
+        file: "contracts/greet/1.1.0.json",
+        from: "\"max_tokens\": 120,",
+        to: "\"max_tokens\": 120,\n    \"top_p\": 0.9,",
+        code: "contract_schema_invalid",
+        pointer: "/boundary/top_p",
+        at: At::After("\"top_p\": "),
+        says: "top_p",
+    },
+    SingleEdit {
+        // A missing property is reported on the object that lacks it: the root, at 1:1.
+        name: "missing required field",
+        file: "contracts/summarize/1.0.0.json",
+        from: "  \"prompt_pack_id\": \"PRM-SUMMARIZE-001\",\n",
+        to: "",
+        code: "contract_schema_invalid",
+        pointer: "/prompt_pack_id",
+        at: At::Fixed(1, 1),
+        says: "prompt_pack_id",
+    },
+    SingleEdit {
+        name: "invalid embedded input schema",
+        file: "contracts/greet/1.1.0.json",
+        from: "\"tone\": { \"type\": \"string\",",
+        to: "\"tone\": { \"type\": \"strin\",",
+        code: "contract_schema_invalid",
+        pointer: "/input_schema/properties/tone/type",
+        at: At::After("\"tone\": { \"type\": "),
+        says: "not a valid JSON Schema",
+    },
+    SingleEdit {
+        name: "network $ref in the output schema",
+        file: "contracts/greet/1.0.0.json",
+        from: "\"greeting\": { \"type\": \"string\" }",
+        to: "\"greeting\": { \"$ref\": \"https://example.com/greeting.json\" }",
+        code: "contract_schema_invalid",
+        pointer: "/output_schema/properties/greeting/$ref",
+        at: At::After("\"greeting\": { \"$ref\": "),
+        says: "network",
+    },
+    SingleEdit {
+        name: "pack that is not registered",
+        file: "contracts/greet/1.1.0.json",
+        from: "\"prompt_pack_id\": \"PRM-GREET-001\"",
+        to: "\"prompt_pack_id\": \"PRM-GRETE-001\"",
+        code: "prompt_pack_not_found",
+        pointer: "/prompt_pack_id",
+        at: At::After("\"prompt_pack_id\": "),
+        says: "did you mean PRM-GREET-001",
+    },
+    SingleEdit {
+        name: "pack with no matching version",
+        file: "contracts/greet/1.1.0.json",
+        from: "\"prompt_pack_version\": \"^1.1\"",
+        to: "\"prompt_pack_version\": \"^3\"",
+        code: "prompt_pack_not_found",
+        pointer: "/prompt_pack_version",
+        at: At::After("\"prompt_pack_version\": "),
+        says: "^3",
+    },
+    SingleEdit {
+        name: "template syntax error",
+        file: "prompt_packs/greet/1.0.0.json",
+        from: "for {{ name }}.",
+        to: "for {{ name .",
+        code: "prompt_pack_invalid",
+        pointer: "/template",
+        at: At::After("\"template\": "),
+        says: "does not compile",
+    },
+];
+
+/// Every case of [`SINGLE_EDITS`] on its own copy of `good`; fails naming every case that
+/// did not give its one finding where it belongs.
+#[test]
+fn validate_reports_each_single_edit_once_at_its_place() {
+    let failed: Vec<String> = SINGLE_EDITS
+        .iter()
+        .filter_map(|case| {
+            let outcome = std::panic::catch_unwind(|| {
+                let tree = Tree::new("good");
+                tree.edit(case.file, case.from, case.to);
+                tree.resync();
+                let (doc, status) = tree.validate_json(&[]);
+                assert_eq!(status, 1, "{doc:#}");
+                let at = match case.at {
+                    At::After(text) => pos_after(&tree.read(case.file), text),
+                    At::Fixed(line, column) => (line, column),
+                };
+                let d = one(&doc, case.code, case.file);
+                check(d, "error", Some(case.pointer), Some(at), case.says);
+            });
+            outcome.err().map(|e| {
+                let why = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                format!("{}: {why}", case.name)
+            })
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failed.len(),
+        SINGLE_EDITS.len(),
+        failed.join("\n\n")
+    );
+}
+
 #[test]
 fn validate_reports_wrong_type_at_the_value_position() {
     let tree = Tree::new("good");
@@ -412,76 +555,6 @@ fn validate_reports_wrong_type_at_the_value_position() {
 }
 
 #[test]
-fn validate_reports_out_of_range_temperature() {
-    let tree = Tree::new("good");
-    let rel = "contracts/greet/1.1.0.json";
-    tree.edit(rel, "\"temperature\": 0.3", "\"temperature\": 3");
-    tree.resync();
-    let (doc, _) = tree.validate_json(&[]);
-    check(
-        one(&doc, "contract_schema_invalid", rel),
-        "error",
-        Some("/boundary/temperature"),
-        Some((8, 20)),
-        "maximum of 2",
-    );
-}
-
-#[test]
-fn validate_rejects_unknown_key_in_boundary() {
-    let tree = Tree::new("good");
-    let rel = "contracts/greet/1.1.0.json";
-    tree.edit(rel, "\"max_tokens\": 120,", "\"max_tokens\": 120,\n    \"top_p\": 0.9,");
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read(rel), "\"top_p\": ");
-    check(
-        one(&doc, "contract_schema_invalid", rel),
-        "error",
-        Some("/boundary/top_p"),
-        Some(at),
-        "top_p",
-    );
-}
-
-#[test]
-fn validate_reports_missing_required_field() {
-    let tree = Tree::new("good");
-    let rel = "contracts/summarize/1.0.0.json";
-    tree.edit(rel, "  \"prompt_pack_id\": \"PRM-SUMMARIZE-001\",\n", "");
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    // A missing property is reported on the object that lacks it: the root, at 1:1.
-    check(
-        one(&doc, "contract_schema_invalid", rel),
-        "error",
-        Some("/prompt_pack_id"),
-        Some((1, 1)),
-        "prompt_pack_id",
-    );
-}
-
-#[test]
-fn validate_reports_invalid_embedded_input_schema_under_its_pointer() {
-    let tree = Tree::new("good");
-    let rel = "contracts/greet/1.1.0.json";
-    tree.edit(rel, "\"tone\": { \"type\": \"string\",", "\"tone\": { \"type\": \"strin\",");
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read(rel), "\"tone\": { \"type\": ");
-    check(
-        one(&doc, "contract_schema_invalid", rel),
-        "error",
-        Some("/input_schema/properties/tone/type"),
-        Some(at),
-        "not a valid JSON Schema",
-    );
-}
-
-#[test]
 fn validate_reports_invalid_structured_output_schema() {
     let tree = Tree::new("good");
     let rel = "contracts/greet/1.1.0.json";
@@ -497,28 +570,6 @@ fn validate_reports_invalid_structured_output_schema() {
     let pointer = d["pointer"].as_str().unwrap();
     assert!(pointer.starts_with("/boundary/structured_output"), "{d:#}");
     assert!(d["line"].as_u64().unwrap() >= 9, "{d:#}");
-}
-
-#[test]
-fn validate_refuses_network_ref_in_output_schema() {
-    let tree = Tree::new("good");
-    let rel = "contracts/greet/1.0.0.json";
-    tree.edit(
-        rel,
-        "\"greeting\": { \"type\": \"string\" }",
-        "\"greeting\": { \"$ref\": \"https://example.com/greeting.json\" }",
-    );
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read(rel), "\"greeting\": { \"$ref\": ");
-    check(
-        one(&doc, "contract_schema_invalid", rel),
-        "error",
-        Some("/output_schema/properties/greeting/$ref"),
-        Some(at),
-        "network",
-    );
 }
 
 #[test]
@@ -855,46 +906,6 @@ fn validate_reports_id_and_version_mismatch() {
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn validate_reports_pack_that_is_not_registered() {
-    let tree = Tree::new("good");
-    let rel = "contracts/greet/1.1.0.json";
-    tree.edit(
-        rel,
-        "\"prompt_pack_id\": \"PRM-GREET-001\"",
-        "\"prompt_pack_id\": \"PRM-GRETE-001\"",
-    );
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read(rel), "\"prompt_pack_id\": ");
-    check(
-        one(&doc, "prompt_pack_not_found", rel),
-        "error",
-        Some("/prompt_pack_id"),
-        Some(at),
-        "did you mean PRM-GREET-001",
-    );
-}
-
-#[test]
-fn validate_reports_pack_with_no_matching_version() {
-    let tree = Tree::new("good");
-    let rel = "contracts/greet/1.1.0.json";
-    tree.edit(rel, "\"prompt_pack_version\": \"^1.1\"", "\"prompt_pack_version\": \"^3\"");
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read(rel), "\"prompt_pack_version\": ");
-    check(
-        one(&doc, "prompt_pack_not_found", rel),
-        "error",
-        Some("/prompt_pack_version"),
-        Some(at),
-        "^3",
-    );
-}
-
-#[test]
 fn validate_reports_pack_with_both_template_and_sections() {
     let tree = Tree::new("good");
     let rel = "prompt_packs/greet/1.1.0.json";
@@ -933,24 +944,6 @@ fn validate_reports_template_and_sections_once() {
     let (doc, _) = tree.validate_json(&[]);
     let d = one(&doc, "prompt_pack_invalid", rel);
     assert!(d["message"].as_str().unwrap().contains("not both"), "{d:#}");
-}
-
-#[test]
-fn validate_reports_template_syntax_error_at_the_template() {
-    let tree = Tree::new("good");
-    let rel = "prompt_packs/greet/1.0.0.json";
-    tree.edit(rel, "for {{ name }}.", "for {{ name .");
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read(rel), "\"template\": ");
-    check(
-        one(&doc, "prompt_pack_invalid", rel),
-        "error",
-        Some("/template"),
-        Some(at),
-        "does not compile",
-    );
 }
 
 #[test]
