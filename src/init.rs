@@ -86,7 +86,7 @@ pub const KERNEL_FILES: &[(&str, &str)] = &[
 
 /// Lines `init` makes sure `.gitignore` has: the lock, the run state, and the folders work
 /// orders write their results to (`out/` beside each work order, by default).
-pub const GITIGNORE_LINES: &[&str] = &[".registry.lock", ".pactum/", "work_orders/**/out/"];
+pub const GITIGNORE_LINES: &[&str] = &[".*.lock", ".pactum/", "work_orders/**/out/"];
 
 /// What `init` did to one path.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -155,7 +155,7 @@ fn init_creates_a_project_registers_the_merge_driver_and_is_idempotent() {
     }
     let gitignore = std::fs::read_to_string(r.root.join(".gitignore")).unwrap();
     assert!(
-        gitignore.lines().any(|l| l == ".registry.lock")
+        gitignore.lines().any(|l| l == ".*.lock")
             && gitignore.lines().any(|l| l == ".pactum/")
     );
     let attributes = std::fs::read_to_string(r.root.join(".gitattributes")).unwrap();
@@ -198,13 +198,13 @@ fn init_appends_missing_lines_to_existing_git_files_and_keeps_the_rest() {
     std::fs::write(r.root.join(".gitattributes"), "*.png binary\n").unwrap();
     let out = r.ok(&["init"]);
     assert!(
-        out.stdout.contains("updated   .gitignore (added .registry.lock, work_orders/**/out/)"),
+        out.stdout.contains("updated   .gitignore (added .*.lock, work_orders/**/out/)"),
         "{}",
         out.stdout
     );
     assert_eq!(
         std::fs::read_to_string(r.root.join(".gitignore")).unwrap(),
-        "target/\n.pactum/\n.registry.lock\nwork_orders/**/out/\n"
+        "target/\n.pactum/\n.*.lock\nwork_orders/**/out/\n"
     );
     assert_eq!(
         std::fs::read_to_string(r.root.join(".gitattributes")).unwrap(),

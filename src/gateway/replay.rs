@@ -231,11 +231,13 @@ impl ReplayProvider {
         &self.path
     }
 
-    /// Adds one recording to the cassette on disk: under a lock on `<cassette>.lock`, the
-    /// file is re-read and merged, so recorders running at once (`--jobs`, several
-    /// processes) lose nothing.
+    /// Adds one recording to the cassette on disk: under a lock on `.<cassette>.lock` beside
+    /// it (hidden, and ignored by the `.*.lock` line `init` writes to `.gitignore`), the file
+    /// is re-read and merged, so recorders running at once (`--jobs`, several processes)
+    /// lose nothing.
     fn save(&self, recording: &Recording) -> Result<()> {
-        let lock_path = self.path.with_extension("lock");
+        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+        let lock_path = self.path.with_file_name(format!(".{name}.lock"));
         let lock = crate::confine::open_for_update(&lock_path, false)?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
         let mut entries = BTreeMap::new();
