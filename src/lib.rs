@@ -53,6 +53,7 @@ pub mod init;
 pub mod ledger;
 #[cfg(test)]
 mod linear;
+pub mod mcp;
 pub mod pack;
 pub mod project;
 pub mod redact;

@@ -497,6 +497,21 @@ impl CompiledPack {
         out
     }
 
+    /// The names of every tool a section declares, each once.
+    pub fn declared_tool_names(&self) -> impl Iterator<Item = &str> {
+        let mut names: Vec<&str> = Vec::new();
+        let mut stack: Vec<&Node> = self.roots.iter().collect();
+        while let Some(n) = stack.pop() {
+            for t in &n.tools {
+                if !names.contains(&t.as_str()) {
+                    names.push(t);
+                }
+            }
+            stack.extend(&n.children);
+        }
+        names.into_iter()
+    }
+
     /// Every section's dotted key, depth first.
     pub fn section_keys(&self) -> Vec<String> {
         fn walk(nodes: &[Node], out: &mut Vec<String>) {

@@ -74,8 +74,6 @@ pub enum Task {
         request: String,
         /// Role name → pin (roles not listed use their latest active contract).
         contracts: BTreeMap<String, Pin>,
-        /// Allowed tools; `None` = every registered tool.
-        tools: Option<Vec<String>>,
     },
 }
 
@@ -94,6 +92,9 @@ pub struct WorkOrder {
     pub output_dir: Option<String>,
     pub metadata: Value,
     pub path: PathBuf,
+    /// The tools the run may use, kernel steps and sections alike; `None` = every tool of
+    /// the run's registry (SPEC §23).
+    pub tools: Option<Vec<String>>,
 }
 
 impl WorkOrder {
@@ -162,11 +163,7 @@ impl WorkOrder {
                         contracts.insert(role.clone(), p);
                     }
                 }
-                Some(Task::Kernel {
-                    request: raw.request.unwrap_or_default(),
-                    contracts,
-                    tools: raw.tools,
-                })
+                Some(Task::Kernel { request: raw.request.unwrap_or_default(), contracts })
             }
         };
         let Some(task) = task.filter(|_| bad.is_empty()) else {
@@ -203,6 +200,7 @@ impl WorkOrder {
             output_dir: raw.output_dir,
             metadata: raw.metadata.unwrap_or_else(|| Value::Object(Default::default())),
             path: path.to_path_buf(),
+            tools: raw.tools,
         })
     }
 }

@@ -484,6 +484,7 @@ fn work_order_of(suite: &Suite) -> WorkOrder {
         output_dir: None,
         metadata: json!({}),
         path: suite.path.clone(),
+        tools: None,
     }
 }
 

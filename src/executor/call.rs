@@ -102,6 +102,8 @@ pub struct Caller<'a> {
     usage: Mutex<Usage>,
     warnings: Mutex<Vec<Warning>>,
     packs: Mutex<HashMap<String, Arc<CompiledPack>>>,
+    /// The run's tools, which sections' tools are answered through.
+    tools: Arc<super::toolbox::Toolbox>,
 }
 
 impl<'a> Caller<'a> {
@@ -123,7 +125,16 @@ impl<'a> Caller<'a> {
             usage: Mutex::default(),
             warnings: Mutex::default(),
             packs: Mutex::default(),
+            tools: Arc::default(),
         }
+    }
+
+    /// Answers sections' tools through the run's registry (default: the built-ins over a
+    /// memory of this caller's own).
+    #[must_use]
+    pub fn with_tools(mut self, tools: Arc<super::toolbox::Toolbox>) -> Self {
+        self.tools = tools;
+        self
     }
 
     /// Usage charged so far.
@@ -248,7 +259,14 @@ impl<'a> Caller<'a> {
                 return Err(e);
             }
         };
-        let tools = super::tools::ToolRegistry::builtin(Default::default());
+        // The run's one registry; servers start only if a section names a tool of theirs.
+        let tools = match self.tools.registry_for(compiled.declared_tool_names()) {
+            Ok(t) => t,
+            Err(e) => {
+                record(None, None, Err(&e), &[])?;
+                return Err(e);
+            }
+        };
         let max = self
             .work_order
             .constraints
@@ -259,7 +277,7 @@ impl<'a> Caller<'a> {
             &compiled,
             &variables,
             provider.supports_system_messages(),
-            &tools,
+            tools,
             max,
         )
         .and_then(|d| {

@@ -1,0 +1,176 @@
+//! Tools from MCP servers through the binary (SPEC §23): a real server process (a small
+//! MCP server on the Python standard library, `tests/fixtures/mcp/server.py`) configured in
+//! `pactum.toml`, its tools in kernel steps and sections, one registry per run.
+//!
+//! Every answer here follows from the tool: the server reads its orders from a file the
+//! test writes, and the scripted synthesis reply only fits a prompt that holds the tool's
+//! result (`expect_prompt`), so a changed order changes the run.
+
+use crate::common::repo;
+use crate::kernel_harness::Project;
+use serde_json::{Value, json};
+
+/// A kernel project whose `pactum.toml` runs the test server with `server_args`, and whose
+/// order `A-17` has `status`.
+fn project(server_args: &str, status: &str) -> Project {
+    let p = Project::empty();
+    let server = repo().join("tests/fixtures/mcp/server.py");
+    p.write("tools/server.py", &std::fs::read_to_string(server).unwrap());
+    p.write_json("tools/orders.json", &json!({"A-17": {"status": status, "carrier": "DHL"}}));
+    p.write(
+        "pactum.toml",
+        &format!(
+            "[tools.orders]\ncommand = [\"python3\", \"tools/server.py\"{server_args}]\ntimeout_s = 5\n"
+        ),
+    );
+    p.write_json("wo.json", &work_order());
+    p.write_json("fixtures.json", &fixtures(status));
+    p
+}
+
+fn work_order() -> Value {
+    json!({"work_order_id": "WO-ORDER", "kind": "kernel",
+           "request": "Where is order A-17?", "provider": {"fixtures": "fixtures.json"}})
+}
+
+/// Scripted replies of a run that looks order A-17 up; the synthesis reply expects the
+/// tool's answer (`status`) in its prompt.
+fn fixtures(status: &str) -> Value {
+    fixtures_with(json!({"order_id": "A-17"}), &[], status)
+}
+
+/// Like [`fixtures`], with the plan step's `arguments` and replies inserted after the plan.
+fn fixtures_with(arguments: Value, after_plan: &[Value], status: &str) -> Value {
+    let plan = json!({"goal": "Find order A-17.", "steps": [
+        {"step_id": "s1", "description": "Look the order up.", "status": "pending",
+         "tool": "lookup_order", "arguments": arguments}]});
+    let mut f = json!({"responses": [
+        {"contract_id": "PRC-PROFILE-001", "text": "Look an order up."},
+        {"contract_id": "PRC-PLAN-001", "expect_prompt": ["lookup_order", "Looks an order up by its id."],
+         "text": plan.to_string()},
+        {"contract_id": "PRC-SEMANTIC-001", "text": "The order was found."},
+        {"contract_id": "PRC-CONVERGE-001", "text": "{\"converged\": true, \"reason\": \"found\"}"},
+        {"contract_id": "PRC-SYNTH-001",
+         "expect_prompt": [format!("\"status\":\"{status}\"")],
+         "text": json!({"answer_text": format!("Order A-17 is {status}."), "metadata": {}}).to_string()}
+    ]});
+    let responses = f["responses"].as_array_mut().unwrap();
+    for (i, r) in after_plan.iter().enumerate() {
+        responses.insert(2 + i, r.clone());
+    }
+    f
+}
+
+/// The lines of the server's call log (the arguments of every call it received).
+fn calls_received(p: &Project) -> Vec<Value> {
+    std::fs::read_to_string(p.path("tools/calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Whether the server process the run started is gone (killed and reaped: not even a
+/// zombie is left in the process table).
+fn server_gone(p: &Project) -> bool {
+    let pid = std::fs::read_to_string(p.path("tools/server.pid")).unwrap();
+    !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+}
+
+#[test]
+fn a_kernel_step_calls_a_tool_of_a_stdio_server_and_the_answer_follows_from_it() {
+    for status in ["shipped", "delayed"] {
+        let p = project("", status);
+        let run = p.run(&[]);
+        assert_eq!(run.status(), "converged", "{}", run.out);
+        assert_eq!(run.answer_text(), format!("Order A-17 is {status}."));
+        let calls = p.ledger().tool_calls();
+        assert_eq!(calls[0]["tool"], "lookup_order");
+        assert_eq!(calls[0]["output"]["status"], status);
+        p.verify_ledger("ledger.jsonl");
+    }
+    // The scripted synthesis reply of one status does not fit the other's prompt.
+    let p = project("", "lost");
+    p.write_json("fixtures.json", &fixtures("shipped"));
+    let run = p.run(&[]);
+    assert_ne!(run.answer_text(), "Order A-17 is shipped.", "{}", run.out);
+}
+
+#[test]
+fn arguments_are_checked_against_the_servers_input_schema_before_the_call() {
+    // `a17` breaks the tool's pattern: the supervisor repairs the call, and the server only
+    // ever receives the repaired arguments.
+    let p = project("", "shipped");
+    let repair = json!({"contract_id": "PRC-REPAIRTOOL-001",
+                        "text": "{\"arguments\": {\"order_id\": \"A-17\"}}"});
+    p.write_json("fixtures.json", &fixtures_with(json!({"order_id": "a17"}), &[repair], "shipped"));
+    let run = p.run(&[]);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+    assert_eq!(calls_received(&p), [json!({"order_id": "A-17"})]);
+    assert_eq!(run.answer_text(), "Order A-17 is shipped.");
+}
+
+#[test]
+fn a_slow_call_fails_its_step_in_time_and_the_server_is_stopped_with_the_run() {
+    let p = project(", \"--sleep\", \"30\"", "shipped");
+    p.write("pactum.toml", &std::fs::read_to_string(p.path("pactum.toml")).unwrap().replace("timeout_s = 5", "timeout_s = 1"));
+    let started = std::time::Instant::now();
+    let run = p.run(&[]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    let calls = p.ledger().tool_calls();
+    assert_eq!(calls[0]["error"]["code"], "tool_failed", "{calls:#?}");
+    assert!(calls[0]["error"]["message"].as_str().unwrap().contains("no answer in time"), "{calls:#?}");
+    assert!(server_gone(&p), "the server outlived the run: {}", run.out);
+}
+
+#[test]
+fn an_endless_message_is_cut_at_the_cap_and_fails_the_call() {
+    let p = project(", \"--flood\"", "shipped");
+    let run = p.run(&[]);
+    let calls = p.ledger().tool_calls();
+    assert_eq!(calls[0]["error"]["code"], "tool_failed", "{}", run.out);
+    assert!(calls[0]["error"]["message"].as_str().unwrap().contains("over 4194304 bytes"), "{calls:#?}");
+    assert!(server_gone(&p));
+}
+
+#[test]
+fn a_server_gets_no_api_key_from_the_environment() {
+    let p = project(", \"--env\"", "shipped");
+    let mut cmd = p.pactum();
+    cmd.env("OPENAI_API_KEY", "sk-secret-of-the-ci").env("SOME_TOKEN", "t");
+    let run = p.run_with(cmd, &[]);
+    let calls = p.ledger().tool_calls();
+    let env: Vec<&str> =
+        calls[0]["output"]["env"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(env.contains(&"PATH"), "{env:?}");
+    assert!(!env.contains(&"OPENAI_API_KEY") && !env.contains(&"SOME_TOKEN"), "{env:?}\n{}", run.out);
+}
+
+#[test]
+fn listings_are_read_page_by_page() {
+    // One tool per page: the second, `track_parcel`, is on page two and still offered.
+    let p = project(", \"--page-size\", \"1\", \"--extra\", \"track_parcel\"", "shipped");
+    p.edit("fixtures.json", |f| {
+        f["responses"][1]["expect_prompt"] = json!(["lookup_order", "track_parcel"]);
+    });
+    let run = p.run(&[]);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+}
+
+#[test]
+fn servers_start_only_when_a_run_needs_their_tools() {
+    // A server that cannot start does not touch an exchange whose pack names no tool.
+    let p = project(", \"--die\"", "shipped");
+    p.write_json("wo.json", &json!({"work_order_id": "WO-X", "kind": "exchange",
+        "contract": "PRC-CLASSIFY-001", "input": {"user_input": "hello"},
+        "provider": {"fixtures": "fixtures.json"}}));
+    p.write_json("fixtures.json", &json!({"responses": [
+        {"contract_id": "PRC-CLASSIFY-001", "text": "{\"label\": \"other\", \"confidence\": 0.9}"}]}));
+    let run = p.run(&[]);
+    assert_eq!(run.status(), "completed", "{}", run.out);
+    assert!(!p.path("tools/server.pid").exists(), "the server was started");
+    // A kernel run needs every tool: the server's failure is the run's.
+    p.write_json("wo.json", &work_order());
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
+}
