@@ -217,6 +217,14 @@ pub struct EnvSettings {
     pub tool_env: Vec<(String, String)>,
 }
 
+/// The values of [`TOOL_SERVER_ENV`] through `lookup` (the binary passes `std::env::var`).
+pub fn tool_env(lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    TOOL_SERVER_ENV
+        .iter()
+        .filter_map(|name| Some((name.to_string(), lookup(name).filter(|v| !v.is_empty())?)))
+        .collect()
+}
+
 /// The environment variables a stdio tool server gets (when set): what a program needs to
 /// find its interpreter and libraries, and nothing that could hold a secret.
 pub const TOOL_SERVER_ENV: &[&str] =
@@ -317,10 +325,7 @@ impl Config {
         self.env.anthropic_api_key = get("ANTHROPIC_API_KEY").map(crate::gateway::Secret::new);
         self.env.trust_config = get("PACTUM_TRUST_CONFIG")
             .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
-        self.env.tool_env = TOOL_SERVER_ENV
-            .iter()
-            .filter_map(|name| Some((name.to_string(), get(name)?)))
-            .collect();
+        self.env.tool_env = tool_env(lookup);
         for p in self.providers.values() {
             if let Some(var) = &p.api_key_env
                 && is_key_variable(var)

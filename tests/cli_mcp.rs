@@ -174,3 +174,75 @@ fn servers_start_only_when_a_run_needs_their_tools() {
     let run = p.run(&[]);
     assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
 }
+
+// --- validate ----------------------------------------------------------------------------
+
+/// `pactum validate` in the project: its exit status and the `tool_*` findings as
+/// (code, message).
+fn validate(p: &Project, args: &[&str]) -> (i32, Vec<(String, String)>) {
+    let mut cmd = p.pactum();
+    cmd.args(["validate", "--format", "json"]).args(args);
+    let out = p.exec(cmd);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let findings = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"].as_str().unwrap().starts_with("tool_"))
+        .map(|d| (d["code"].as_str().unwrap().to_string(), d["message"].as_str().unwrap().to_string()))
+        .collect();
+    (out.code, findings)
+}
+
+/// A kernel work order in the project's `work_orders/` naming `tools`.
+fn work_order_naming(p: &Project, tools: Value) {
+    let mut wo = work_order();
+    wo["tools"] = tools;
+    p.write_json("work_orders/wo.json", &wo);
+}
+
+#[test]
+fn validate_lists_the_servers_tools_and_reports_names_nothing_offers() {
+    let p = project("", "shipped");
+    work_order_naming(&p, json!(["lookup_order", "lookup_ordr", "calculator"]));
+    let (status, findings) = validate(&p, &[]);
+    assert_eq!(status, 1);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].0, "tool_unknown");
+    assert!(findings[0].1.contains("`lookup_ordr`") && findings[0].1.contains("did you mean lookup_order?"), "{findings:?}");
+    assert!(p.path("tools/server.pid").exists(), "the server was asked for its tools");
+    assert!(server_gone(&p), "and stopped again");
+}
+
+#[test]
+fn validate_no_tools_starts_no_server_and_reports_only_what_needs_none() {
+    let p = project(", \"--die\"", "shipped");
+    work_order_naming(&p, json!(["lookup_order", "lookup_ordr", "memory_reed"]));
+    // Without --no-tools: the server that cannot start is a finding, never a silent pass.
+    let (status, findings) = validate(&p, &[]);
+    assert_eq!(status, 1);
+    assert_eq!(findings.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["tool_server_failed"], "{findings:?}");
+    std::fs::remove_file(p.path("tools/server.pid")).unwrap();
+    // With --no-tools the server does not start; any name might be a tool of a server
+    // without an `allow` list, so nothing is reported.
+    let (_, findings) = validate(&p, &["--no-tools"]);
+    assert!(findings.is_empty(), "{findings:?}");
+    assert!(!p.path("tools/server.pid").exists(), "--no-tools started the server");
+    // With an `allow` list, the names it gives are the server's tools.
+    let toml = std::fs::read_to_string(p.path("pactum.toml")).unwrap();
+    p.write("pactum.toml", &format!("{toml}allow = [\"lookup_order\"]\n"));
+    let (_, findings) = validate(&p, &["--no-tools"]);
+    let unknown: Vec<&str> = findings.iter().map(|f| f.1.as_str()).collect();
+    assert_eq!(unknown.len(), 2, "{unknown:?}");
+    assert!(unknown.iter().any(|m| m.contains("`lookup_ordr`")) && unknown.iter().any(|m| m.contains("`memory_reed`")), "{unknown:?}");
+}
+
+#[test]
+fn validate_without_servers_checks_names_against_the_builtins() {
+    let p = project("", "shipped");
+    std::fs::remove_file(p.path("pactum.toml")).unwrap();
+    work_order_naming(&p, json!(["calculator", "lookup_order"]));
+    let (_, findings) = validate(&p, &[]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert!(findings[0].1.contains("`lookup_order`"), "{findings:?}");
+}
