@@ -246,3 +246,106 @@ fn validate_without_servers_checks_names_against_the_builtins() {
     assert_eq!(findings.len(), 1, "{findings:?}");
     assert!(findings[0].1.contains("`lookup_order`"), "{findings:?}");
 }
+
+// --- sections share the run's registry ---------------------------------------------------
+
+/// Registers and activates `doc` at `rel` in the project.
+fn register(p: &Project, rel: &str, doc: &Value) {
+    use pactum::registry::{EntryKind, lifecycle, store};
+    p.write_json(rel, doc);
+    let at = lifecycle::Stamp::new("2026-01-01T00:00:00Z", "tester@example.com");
+    let registry = p.path("registry.json");
+    store::update(&registry, |reg| lifecycle::add(reg, &p.path(rel), &at)).unwrap();
+    let id = doc.get("contract_id").or_else(|| doc.get("prompt_pack_id")).unwrap();
+    let id = id.as_str().unwrap();
+    let version = pactum::id::parse_version(doc["version"].as_str().unwrap()).unwrap();
+    let kind = EntryKind::of_id(id).unwrap();
+    store::update(&registry, |reg| lifecycle::promote(reg, kind, id, &version, &at)).unwrap();
+}
+
+/// A project whose reasoning steps run PRC-NOTES-001, a contract whose task section brings
+/// the tools `memory_read` and `lookup_order`; the plan writes a note to memory in a tool
+/// step (s1), then reasons (s2) through that contract.
+fn notes_project(status: &str) -> Project {
+    let p = project("", status);
+    register(&p, "prompt_packs/notes/1.0.0.json", &json!({
+        "prompt_pack_id": "PRM-NOTES-001", "version": "1.0.0",
+        "sections": [{"key": "task", "title": "Task", "tools": ["memory_read", "lookup_order"],
+                      "template": "Do this step: {{ step.description }} (for: {{ request }})"}]}));
+    register(&p, "contracts/notes/1.0.0.json", &json!({
+        "contract_id": "PRC-NOTES-001", "version": "1.0.0", "prompt_pack_id": "PRM-NOTES-001",
+        "boundary": {"max_tokens": 256, "temperature": 0},
+        "input_schema": {"type": "object", "required": ["request", "step"],
+                         "properties": {"request": {"type": "string"}, "step": {"type": "object"},
+                                        "goal": {}, "previous_results": {}}}}));
+    let mut wo = work_order();
+    wo["contracts"] = json!({"reasoning_step": "PRC-NOTES-001@1.0.0"});
+    p.write_json("wo.json", &wo);
+    let plan = json!({"goal": "Report order A-17 with its carrier.", "steps": [
+        {"step_id": "s1", "description": "Note the carrier.", "status": "pending",
+         "tool": "memory_write", "arguments": {"key": "notes/carrier", "value": "DHL"}},
+        {"step_id": "s2", "description": "Combine the note and the order.", "status": "pending"}]});
+    p.write_json("fixtures.json", &json!({"responses": [
+        {"contract_id": "PRC-PROFILE-001", "text": "Look an order up."},
+        {"contract_id": "PRC-PLAN-001", "text": plan.to_string()},
+        {"contract_id": "PRC-NOTES-001", "expect_prompt": ["Combine the note and the order."],
+         "tool_calls": [{"name": "memory_read", "arguments": {"key": "notes/carrier"}},
+                        {"name": "lookup_order", "arguments": {"order_id": "A-17"}}]},
+        {"contract_id": "PRC-NOTES-001",
+         "expect_prompt": ["{\"found\":true,\"value\":\"DHL\"}", &format!("\"status\":\"{status}\"")],
+         "text": format!("A-17 is {status}, with DHL.")},
+        {"contract_id": "PRC-SEMANTIC-001", "text": "Done."},
+        {"contract_id": "PRC-CONVERGE-001", "text": "{\"converged\": true, \"reason\": \"done\"}"},
+        {"contract_id": "PRC-SYNTH-001", "expect_prompt": [&format!("A-17 is {status}, with DHL.")],
+         "text": json!({"answer_text": format!("A-17 is {status}, with DHL."), "metadata": {}}).to_string()}
+    ]}));
+    p
+}
+
+/// Every section-tool call of the ledger's exchange records: (tool, result, is_error).
+fn section_calls(p: &Project) -> Vec<(String, String, bool)> {
+    p.ledger()
+        .exchanges()
+        .iter()
+        .filter_map(|r| r["disclosures"].as_array())
+        .flatten()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap().to_string(),
+                c["result"].as_str().unwrap_or_default().to_string(),
+                c["is_error"] == true,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_section_tool_reads_the_memory_a_kernel_step_wrote_and_calls_the_servers_tools() {
+    for status in ["shipped", "returned"] {
+        let p = notes_project(status);
+        let run = p.run(&[]);
+        assert_eq!(run.status(), "converged", "{}", run.out);
+        assert_eq!(run.answer_text(), format!("A-17 is {status}, with DHL."));
+        let calls = section_calls(&p);
+        assert_eq!(calls[0].0, "memory_read");
+        assert!(calls[0].1.contains("\"value\":\"DHL\""), "{calls:?}");
+        assert_eq!(calls[1].0, "lookup_order");
+        assert!(calls[1].1.contains(status), "{calls:?}");
+        // The server answered the section's call: one process served the whole run.
+        assert_eq!(calls_received(&p), [json!({"order_id": "A-17"})]);
+    }
+}
+
+#[test]
+fn the_work_orders_allow_list_applies_to_section_tools_too() {
+    let p = notes_project("shipped");
+    p.edit("wo.json", |wo| wo["tools"] = json!(["memory_write", "memory_read"]));
+    let run = p.run(&[]);
+    let calls = section_calls(&p);
+    assert_eq!(calls[0].0, "memory_read");
+    assert!(!calls[0].2, "{calls:?}");
+    // `lookup_order` is not allowed: the model sees a tool error, the server is not called.
+    assert_eq!(calls[1].0, "lookup_order");
+    assert!(calls[1].2, "{calls:?}\n{}", run.out);
+    assert!(calls_received(&p).is_empty());
+}
