@@ -3,7 +3,8 @@
 //! Only the part of MCP pactum needs: JSON-RPC 2.0 messages; the `initialize` handshake
 //! (protocol revision [`PROTOCOL_VERSION`], [`ACCEPTED_VERSIONS`] accepted back) followed
 //! by `notifications/initialized`; `tools/list` with `nextCursor` pagination; `tools/call`
-//! (a result's `structuredContent`, else its `content` text items; `isError`). Two
+//! (a result's `structuredContent`, else its `content` text items: the JSON object they
+//! hold, or `{"text": ...}`; `isError`). Two
 //! transports: [`stdio`] (a child process, one JSON message per line) and [`http`]
 //! (streamable HTTP: a `POST` answered with JSON or an SSE stream).
 //!
@@ -324,8 +325,9 @@ fn listed(t: &Value) -> std::result::Result<ListedTool, String> {
     })
 }
 
-/// What a `tools/call` result gives the run: its `structuredContent` when present, else
-/// `{"text": ...}` with its text items joined; `isError` makes it a failure.
+/// What a `tools/call` result gives the run: its `structuredContent` when present, else its
+/// text items joined: the JSON object they hold, or `{"text": ...}`; `isError` makes it a
+/// failure.
 pub fn tool_output(result: &Value) -> std::result::Result<Value, String> {
     let text = result
         .get("content")
@@ -347,7 +349,11 @@ pub fn tool_output(result: &Value) -> std::result::Result<Value, String> {
     }
     match result.get("structuredContent") {
         Some(v) if !v.is_null() => Ok(v.clone()),
-        _ => Ok(json!({"text": text})),
+        // Many servers return a JSON object as their one text item (the SDKs do for a dict).
+        _ => match serde_json::from_str::<Value>(&text) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Ok(json!({"text": text})),
+        },
     }
 }
 
@@ -369,6 +375,10 @@ mod tests {
         assert_eq!(tool_output(&r).unwrap(), json!({"text": "a\n[image content omitted]"}));
         let r = json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"total": 3}});
         assert_eq!(tool_output(&r).unwrap(), json!({"total": 3}));
+        let r = json!({"content": [{"type": "text", "text": "{\n  \"total\": 4\n}"}]});
+        assert_eq!(tool_output(&r).unwrap(), json!({"total": 4}));
+        let r = json!({"content": [{"type": "text", "text": "[1]"}]});
+        assert_eq!(tool_output(&r).unwrap(), json!({"text": "[1]"}));
         let r = json!({"content": [{"type": "text", "text": "no such order"}], "isError": true});
         assert_eq!(tool_output(&r).unwrap_err(), "no such order");
     }
