@@ -479,3 +479,39 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+// --- the example, as the README runs it --------------------------------------------------
+
+#[test]
+fn the_readme_example_looks_an_order_up_through_its_server_and_depends_on_its_answer() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme.split("## Tools from MCP servers").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    let commands = section.split("```sh\n").nth(1).unwrap().split("\n```").next().unwrap();
+    let expected = section.split("```text\n").nth(1).unwrap().split("\n```").next().unwrap();
+    assert!(commands.starts_with("cp -r examples/mcp /tmp/orders && cd /tmp/orders\n"), "{commands}");
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::copy_tree(&repo().join("examples/mcp"), dir.path());
+    let run = |args: &[&str]| {
+        let out = crate::common::pactum_in(dir.path()).args(args).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.code().unwrap(), text)
+    };
+    // Every command after the copy, as written.
+    let mut printed = String::new();
+    for line in commands.lines().skip(1) {
+        let args: Vec<&str> = line.strip_prefix("pactum ").unwrap().split_whitespace().collect();
+        let (status, text) = run(&args);
+        assert_eq!(status, 0, "{line}:\n{text}");
+        printed = text;
+    }
+    for line in expected.lines() {
+        assert!(printed.contains(line), "the README says `{line}`; the run printed:\n{printed}");
+    }
+    // The answer follows from the server: another carrier, and the script no longer fits.
+    let server = dir.path().join("tools/orders.py");
+    let code = std::fs::read_to_string(&server).unwrap();
+    std::fs::write(&server, code.replace("\"carrier\": \"DHL\"", "\"carrier\": \"UPS\"")).unwrap();
+    let (_, text) = run(&["run", "work_orders/WO-ORDER-LOOKUP-001.json"]);
+    assert!(text.contains("script_prompt_mismatch") && !text.contains("Answer: Order A-1042 has shipped with DHL"), "{text}");
+}
