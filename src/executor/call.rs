@@ -607,6 +607,11 @@ impl<'a> Caller<'a> {
         fields.insert("extraction_method".into(), json!(method));
         fields.insert("verdict".into(), json!(verdict_text));
         fields.insert("errors".into(), Value::Array(errors));
+        // What later prompts see of this exchange (`ledger_queries`, SPEC §16): the
+        // validated output, not the raw reply with its fences and prose.
+        if let Ok(out) = verdict {
+            fields.insert("output".into(), out.clone().into_value());
+        }
         if !calls.is_empty() {
             fields.insert(
                 "disclosures".into(),
