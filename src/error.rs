@@ -537,10 +537,15 @@ pub enum Error {
     #[error("tool `{tool}` failed: {message}")]
     ToolFailed { tool: String, message: String },
 
-    #[error("tool `{tool}` is offered by {first} and by {second}; a tool's name must be unique in a run: rename one, or leave it out of a server's `allow` list")]
+    #[error(
+        "tool `{tool}` is offered by {first} and by {second}; a tool's name must be unique in a run: rename one, or leave it out of a server's `allow` list"
+    )]
     ToolNameTaken { tool: String, first: String, second: String },
 
-    #[error("{named_by} names tool `{tool}`, which is not among the tools offered{}", tool_hint(tool, known))]
+    #[error(
+        "{named_by} names tool `{tool}`, which is not among the tools offered{}",
+        tool_hint(tool, known)
+    )]
     ToolUnknown { tool: String, named_by: String, known: Vec<String> },
 
     #[error("tool server `{server}`: {message}")]

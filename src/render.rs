@@ -455,7 +455,8 @@ impl CompiledPack {
                     let list: Vec<String> =
                         s.expected_outputs.iter().map(|p| format!("- `{p}`")).collect();
                     // The engine's own instruction: how a file result is read (SPEC §8.5).
-                    let part = Part::Literal(format!("{}\n\n{FILE_RESULT_FORMAT}", list.join("\n")));
+                    let part =
+                        Part::Literal(format!("{}\n\n{FILE_RESULT_FORMAT}", list.join("\n")));
                     roots.push(b.canonical("expected_outputs", "Expected Outputs", false, part));
                 }
                 false
@@ -1344,7 +1345,9 @@ mod tests {
         );
         assert_eq!(
             m[1].content,
-            format!("## 1. Required Inputs\n- **text**: the text\n\n## 2. Context\nCtx\n\n## 3. Task\nClassify hi\n\n## 4. Expected Outputs\n- `out/a.md`\n\n{FILE_RESULT_FORMAT}")
+            format!(
+                "## 1. Required Inputs\n- **text**: the text\n\n## 2. Context\nCtx\n\n## 3. Task\nClassify hi\n\n## 4. Expected Outputs\n- `out/a.md`\n\n{FILE_RESULT_FORMAT}"
+            )
         );
         let joined = render(&p, &json!({"text": "hi"}), false).unwrap();
         assert_eq!(joined.len(), 1);

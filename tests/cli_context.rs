@@ -475,15 +475,27 @@ fn session_history_shows_later_prompts_the_validated_output_not_the_raw_reply() 
     let dir = project(full());
     let root = dir.path();
     // An exchange of a JSON contract in the session, answered with prose around a fence.
-    register(root, "prompt_packs/label/1.0.0.json", &json!({
-        "prompt_pack_id": "PRM-LABEL-001", "version": "1.0.0", "template": "Label: {{ question }}"}));
-    register(root, "contracts/label/1.0.0.json", &json!({
+    register(
+        root,
+        "prompt_packs/label/1.0.0.json",
+        &json!({
+        "prompt_pack_id": "PRM-LABEL-001", "version": "1.0.0", "template": "Label: {{ question }}"}),
+    );
+    register(
+        root,
+        "contracts/label/1.0.0.json",
+        &json!({
         "contract_id": "PRC-LABEL-001", "version": "1.0.0", "prompt_pack_id": "PRM-LABEL-001",
         "boundary": {"max_tokens": 64, "temperature": 0},
         "input_schema": {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}},
-        "output_schema": {"type": "object", "required": ["label"], "properties": {"label": {"type": "string"}}}}));
-    write_json(root, "work_orders/fixtures.json", &json!({"responses": [
-        {"text": "Sure! Here it is:\n```json\n{\"label\": \"refund\"}\n```\nAnything else?"}]}));
+        "output_schema": {"type": "object", "required": ["label"], "properties": {"label": {"type": "string"}}}}),
+    );
+    write_json(
+        root,
+        "work_orders/fixtures.json",
+        &json!({"responses": [
+        {"text": "Sure! Here it is:\n```json\n{\"label\": \"refund\"}\n```\nAnything else?"}]}),
+    );
     let wo = work_order(root, "label", json!({"contract": "PRC-LABEL-001"}));
     let out = pactum_in(root).arg("run").arg(&wo).arg("--json").output().unwrap();
     let doc = single_result(serde_json::from_slice(&out.stdout).unwrap());

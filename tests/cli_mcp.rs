@@ -113,13 +113,21 @@ fn arguments_are_checked_against_the_servers_input_schema_before_the_call() {
 #[test]
 fn a_slow_call_fails_its_step_in_time_and_the_server_is_stopped_with_the_run() {
     let p = project(", \"--sleep\", \"30\"", "shipped");
-    p.write("pactum.toml", &std::fs::read_to_string(p.path("pactum.toml")).unwrap().replace("timeout_s = 5", "timeout_s = 1"));
+    p.write(
+        "pactum.toml",
+        &std::fs::read_to_string(p.path("pactum.toml"))
+            .unwrap()
+            .replace("timeout_s = 5", "timeout_s = 1"),
+    );
     let started = std::time::Instant::now();
     let run = p.run(&[]);
     assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
     let calls = p.ledger().tool_calls();
     assert_eq!(calls[0]["error"]["code"], "tool_failed", "{calls:#?}");
-    assert!(calls[0]["error"]["message"].as_str().unwrap().contains("no answer in time"), "{calls:#?}");
+    assert!(
+        calls[0]["error"]["message"].as_str().unwrap().contains("no answer in time"),
+        "{calls:#?}"
+    );
     assert!(server_gone(&p), "the server outlived the run: {}", run.out);
 }
 
@@ -129,7 +137,10 @@ fn an_endless_message_is_cut_at_the_cap_and_fails_the_call() {
     let run = p.run(&[]);
     let calls = p.ledger().tool_calls();
     assert_eq!(calls[0]["error"]["code"], "tool_failed", "{}", run.out);
-    assert!(calls[0]["error"]["message"].as_str().unwrap().contains("over 4194304 bytes"), "{calls:#?}");
+    assert!(
+        calls[0]["error"]["message"].as_str().unwrap().contains("over 4194304 bytes"),
+        "{calls:#?}"
+    );
     assert!(server_gone(&p));
 }
 
@@ -143,7 +154,11 @@ fn a_server_gets_no_api_key_from_the_environment() {
     let env: Vec<&str> =
         calls[0]["output"]["env"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(env.contains(&"PATH"), "{env:?}");
-    assert!(!env.contains(&"OPENAI_API_KEY") && !env.contains(&"SOME_TOKEN"), "{env:?}\n{}", run.out);
+    assert!(
+        !env.contains(&"OPENAI_API_KEY") && !env.contains(&"SOME_TOKEN"),
+        "{env:?}\n{}",
+        run.out
+    );
 }
 
 #[test]
@@ -161,9 +176,12 @@ fn listings_are_read_page_by_page() {
 fn servers_start_only_when_a_run_needs_their_tools() {
     // A server that cannot start does not touch an exchange whose pack names no tool.
     let p = project(", \"--die\"", "shipped");
-    p.write_json("wo.json", &json!({"work_order_id": "WO-X", "kind": "exchange",
+    p.write_json(
+        "wo.json",
+        &json!({"work_order_id": "WO-X", "kind": "exchange",
         "contract": "PRC-CLASSIFY-001", "input": {"user_input": "hello"},
-        "provider": {"fixtures": "fixtures.json"}}));
+        "provider": {"fixtures": "fixtures.json"}}),
+    );
     p.write_json("fixtures.json", &json!({"responses": [
         {"contract_id": "PRC-CLASSIFY-001", "text": "{\"label\": \"other\", \"confidence\": 0.9}"}]}));
     let run = p.run(&[]);
@@ -189,7 +207,9 @@ fn validate(p: &Project, args: &[&str]) -> (i32, Vec<(String, String)>) {
         .unwrap()
         .iter()
         .filter(|d| d["code"].as_str().unwrap().starts_with("tool_"))
-        .map(|d| (d["code"].as_str().unwrap().to_string(), d["message"].as_str().unwrap().to_string()))
+        .map(|d| {
+            (d["code"].as_str().unwrap().to_string(), d["message"].as_str().unwrap().to_string())
+        })
         .collect();
     (out.code, findings)
 }
@@ -209,7 +229,11 @@ fn validate_lists_the_servers_tools_and_reports_names_nothing_offers() {
     assert_eq!(status, 1);
     assert_eq!(findings.len(), 1, "{findings:?}");
     assert_eq!(findings[0].0, "tool_unknown");
-    assert!(findings[0].1.contains("`lookup_ordr`") && findings[0].1.contains("did you mean lookup_order?"), "{findings:?}");
+    assert!(
+        findings[0].1.contains("`lookup_ordr`")
+            && findings[0].1.contains("did you mean lookup_order?"),
+        "{findings:?}"
+    );
     assert!(p.path("tools/server.pid").exists(), "the server was asked for its tools");
     assert!(server_gone(&p), "and stopped again");
 }
@@ -221,7 +245,11 @@ fn validate_no_tools_starts_no_server_and_reports_only_what_needs_none() {
     // Without --no-tools: the server that cannot start is a finding, never a silent pass.
     let (status, findings) = validate(&p, &[]);
     assert_eq!(status, 1);
-    assert_eq!(findings.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["tool_server_failed"], "{findings:?}");
+    assert_eq!(
+        findings.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
+        ["tool_server_failed"],
+        "{findings:?}"
+    );
     std::fs::remove_file(p.path("tools/server.pid")).unwrap();
     // With --no-tools the server does not start; any name might be a tool of a server
     // without an `allow` list, so nothing is reported.
@@ -234,7 +262,11 @@ fn validate_no_tools_starts_no_server_and_reports_only_what_needs_none() {
     let (_, findings) = validate(&p, &["--no-tools"]);
     let unknown: Vec<&str> = findings.iter().map(|f| f.1.as_str()).collect();
     assert_eq!(unknown.len(), 2, "{unknown:?}");
-    assert!(unknown.iter().any(|m| m.contains("`lookup_ordr`")) && unknown.iter().any(|m| m.contains("`memory_reed`")), "{unknown:?}");
+    assert!(
+        unknown.iter().any(|m| m.contains("`lookup_ordr`"))
+            && unknown.iter().any(|m| m.contains("`memory_reed`")),
+        "{unknown:?}"
+    );
 }
 
 #[test]
@@ -268,16 +300,24 @@ fn register(p: &Project, rel: &str, doc: &Value) {
 /// step (s1), then reasons (s2) through that contract.
 fn notes_project(status: &str) -> Project {
     let p = project("", status);
-    register(&p, "prompt_packs/notes/1.0.0.json", &json!({
+    register(
+        &p,
+        "prompt_packs/notes/1.0.0.json",
+        &json!({
         "prompt_pack_id": "PRM-NOTES-001", "version": "1.0.0",
         "sections": [{"key": "task", "title": "Task", "tools": ["memory_read", "lookup_order"],
-                      "template": "Do this step: {{ step.description }} (for: {{ request }})"}]}));
-    register(&p, "contracts/notes/1.0.0.json", &json!({
+                      "template": "Do this step: {{ step.description }} (for: {{ request }})"}]}),
+    );
+    register(
+        &p,
+        "contracts/notes/1.0.0.json",
+        &json!({
         "contract_id": "PRC-NOTES-001", "version": "1.0.0", "prompt_pack_id": "PRM-NOTES-001",
         "boundary": {"max_tokens": 256, "temperature": 0},
         "input_schema": {"type": "object", "required": ["request", "step"],
                          "properties": {"request": {"type": "string"}, "step": {"type": "object"},
-                                        "goal": {}, "previous_results": {}}}}));
+                                        "goal": {}, "previous_results": {}}}}),
+    );
     let mut wo = work_order();
     wo["contracts"] = json!({"reasoning_step": "PRC-NOTES-001@1.0.0"});
     p.write_json("wo.json", &wo);
@@ -391,7 +431,10 @@ fn a_kernel_step_calls_a_tool_of_a_streamable_http_server_answering_json_or_even
     for (status, extra) in [("shipped", &[][..]), ("delayed", &["--sse"][..])] {
         let p = project("", status);
         let server = HttpServer::start(&p, extra);
-        p.write("pactum.toml", &format!("[tools.orders]\nurl = \"{}\"\ntimeout_s = 5\n", server.url));
+        p.write(
+            "pactum.toml",
+            &format!("[tools.orders]\nurl = \"{}\"\ntimeout_s = 5\n", server.url),
+        );
         let run = p.run(&[]);
         assert_eq!(run.status(), "converged", "{extra:?}: {}", run.out);
         assert_eq!(run.answer_text(), format!("Order A-17 is {status}."));
@@ -405,10 +448,17 @@ fn an_http_server_that_is_not_there_is_a_clear_failure() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    p.write("pactum.toml", &format!("[tools.orders]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_s = 2\n"));
+    p.write(
+        "pactum.toml",
+        &format!("[tools.orders]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_s = 2\n"),
+    );
     let run = p.run(&[]);
     assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
-    assert!(run.json["message"].as_str().unwrap().contains("tool server `orders`: initialize"), "{}", run.out);
+    assert!(
+        run.json["message"].as_str().unwrap().contains("tool server `orders`: initialize"),
+        "{}",
+        run.out
+    );
 }
 
 // --- interoperability with the official SDK (ignored: .ci/run installs the SDK) ----------
@@ -438,9 +488,13 @@ fn a_server_built_with_the_official_python_sdk_serves_runs_over_stdio_and_stream
         p.write("tools/sdk_server.py", &std::fs::read_to_string(&sdk_server).unwrap());
         let mut server = None;
         let config = if transport == "stdio" {
-            format!("[tools.orders]\ncommand = [{:?}, \"tools/sdk_server.py\"]\ntimeout_s = 20\n", python.display().to_string())
+            format!(
+                "[tools.orders]\ncommand = [{:?}, \"tools/sdk_server.py\"]\ntimeout_s = 20\n",
+                python.display().to_string()
+            )
         } else {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let port =
+                std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let child = std::process::Command::new(&python)
                 .args(["tools/sdk_server.py", "--http", &port.to_string()])
                 .current_dir(p.root())
@@ -489,12 +543,19 @@ fn the_readme_example_looks_an_order_up_through_its_server_and_depends_on_its_an
     let section = section.split("\n## ").next().unwrap();
     let commands = section.split("```sh\n").nth(1).unwrap().split("\n```").next().unwrap();
     let expected = section.split("```text\n").nth(1).unwrap().split("\n```").next().unwrap();
-    assert!(commands.starts_with("cp -r examples/mcp /tmp/orders && cd /tmp/orders\n"), "{commands}");
+    assert!(
+        commands.starts_with("cp -r examples/mcp /tmp/orders && cd /tmp/orders\n"),
+        "{commands}"
+    );
     let dir = tempfile::tempdir().unwrap();
     crate::common::copy_tree(&repo().join("examples/mcp"), dir.path());
     let run = |args: &[&str]| {
         let out = crate::common::pactum_in(dir.path()).args(args).output().unwrap();
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         (out.status.code().unwrap(), text)
     };
     // Every command after the copy, as written.
@@ -513,5 +574,9 @@ fn the_readme_example_looks_an_order_up_through_its_server_and_depends_on_its_an
     let code = std::fs::read_to_string(&server).unwrap();
     std::fs::write(&server, code.replace("\"carrier\": \"DHL\"", "\"carrier\": \"UPS\"")).unwrap();
     let (_, text) = run(&["run", "work_orders/WO-ORDER-LOOKUP-001.json"]);
-    assert!(text.contains("script_prompt_mismatch") && !text.contains("Answer: Order A-1042 has shipped with DHL"), "{text}");
+    assert!(
+        text.contains("script_prompt_mismatch")
+            && !text.contains("Answer: Order A-1042 has shipped with DHL"),
+        "{text}"
+    );
 }

@@ -421,8 +421,7 @@ mod tests {
         let ok = "[tools.crm]\ncommand = [\"python3\", \"crm.py\"]\nallow = [\"lookup\"]\ntimeout_s = 5\n[tools.web]\nurl = \"http://127.0.0.1:8931/mcp\"\n";
         assert!(check(ok).is_empty(), "{:?}", check(ok));
         let bad = "[tools.a]\nallow = [\"x\"]\n[tools.b]\ncommand = [\"x\"]\nurl = \"http://h\"\n[tools.c]\ncommand = []\n[tools.d]\nurl = \"ftp://h\"\ntimeout_s = 0\nargs = 1\n[tools.e]\ncommand = \"python3 x.py\"\n";
-        let found: Vec<(usize, String)> =
-            check(bad).into_iter().map(|p| (p.line, p.key)).collect();
+        let found: Vec<(usize, String)> = check(bad).into_iter().map(|p| (p.line, p.key)).collect();
         assert_eq!(
             found,
             [

@@ -273,30 +273,26 @@ impl<'a> Caller<'a> {
             .max_disclosures
             .or(resolved.contract.max_disclosures)
             .unwrap_or(DEFAULT_MAX_DISCLOSURES);
-        let opened = Disclosure::new(
-            &compiled,
-            &variables,
-            provider.supports_system_messages(),
-            tools,
-            max,
-        )
-        .and_then(|d| {
-            let estimate = estimate_tokens(d.messages());
-            self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
-            super::files::write_context(
-                &self.project.root,
-                self.work_order,
-                &resolved.contract.key(),
-                d.files(),
-            )?;
-            // A provider that writes the expected files itself writes them into the output
-            // area, which exists (and is checked) before the call: a refused output folder
-            // costs no tokens.
-            if !resolved.pack.expected_outputs().is_empty() {
-                super::files::output_area(&self.project.root, self.work_order)?;
-            }
-            Ok(d)
-        });
+        let opened =
+            Disclosure::new(&compiled, &variables, provider.supports_system_messages(), tools, max)
+                .and_then(|d| {
+                    let estimate = estimate_tokens(d.messages());
+                    self.budget
+                        .check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
+                    super::files::write_context(
+                        &self.project.root,
+                        self.work_order,
+                        &resolved.contract.key(),
+                        d.files(),
+                    )?;
+                    // A provider that writes the expected files itself writes them into the output
+                    // area, which exists (and is checked) before the call: a refused output folder
+                    // costs no tokens.
+                    if !resolved.pack.expected_outputs().is_empty() {
+                        super::files::output_area(&self.project.root, self.work_order)?;
+                    }
+                    Ok(d)
+                });
         let mut disclosure = match opened {
             Ok(d) => d,
             Err(e) => {

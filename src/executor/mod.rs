@@ -100,7 +100,6 @@ impl RunResult {
     }
 }
 
-
 /// Runs work orders of one project through one provider.
 pub struct Runner<'a> {
     pub project: &'a Project,

@@ -55,14 +55,7 @@ impl Toolbox {
             }
             r
         });
-        Toolbox {
-            local,
-            full: OnceLock::new(),
-            memory,
-            extra: extra.to_vec(),
-            servers,
-            allowed,
-        }
+        Toolbox { local, full: OnceLock::new(), memory, extra: extra.to_vec(), servers, allowed }
     }
 
     /// The run's memory.
@@ -91,7 +84,10 @@ impl Toolbox {
 
     /// The registry for a prompt whose sections name `wanted`: without starting any server
     /// when built-ins and library tools provide them all.
-    pub fn registry_for<'n>(&self, mut wanted: impl Iterator<Item = &'n str>) -> Result<&ToolRegistry> {
+    pub fn registry_for<'n>(
+        &self,
+        mut wanted: impl Iterator<Item = &'n str>,
+    ) -> Result<&ToolRegistry> {
         let local = self.local.as_ref().map_err(again)?;
         let local_names = |name: &str| local.contains(name) || self.extra_or_builtin(name);
         if self.servers.is_empty() || wanted.all(local_names) {
@@ -203,7 +199,10 @@ impl Tool for McpTool {
     fn output_schema(&self) -> serde_json::Value {
         self.listed.output_schema.clone().unwrap_or(serde_json::Value::Bool(true))
     }
-    fn invoke(&self, arguments: &serde_json::Value) -> std::result::Result<serde_json::Value, String> {
+    fn invoke(
+        &self,
+        arguments: &serde_json::Value,
+    ) -> std::result::Result<serde_json::Value, String> {
         self.server.call_tool(&self.listed.name, arguments)
     }
 }

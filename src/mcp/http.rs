@@ -60,7 +60,9 @@ impl Http {
     ) -> std::result::Result<ureq::http::Response<ureq::Body>, String> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into());
+            return Err(
+                "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into()
+            );
         }
         let mut request = self
             .agent
@@ -80,7 +82,8 @@ impl Http {
             .build()
             .send(payload)
             .map_err(|e| self.transport_failure(&e))?;
-        if let Some(session) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())
+        if let Some(session) =
+            response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())
         {
             // Visible ASCII only (the specification's rule); anything else is not kept.
             if !session.is_empty() && session.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
@@ -126,7 +129,10 @@ impl Transport for Http {
                 .read_to_vec()
                 .map_err(|e| format!("reading the answer failed: {e}"))?;
             let answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                format!("the answer is not JSON ({e}): {}", super::short(&String::from_utf8_lossy(&bytes)))
+                format!(
+                    "the answer is not JSON ({e}): {}",
+                    super::short(&String::from_utf8_lossy(&bytes))
+                )
             })?;
             return if is_response_to(&answer, id) {
                 Ok(answer)

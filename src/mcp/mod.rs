@@ -90,12 +90,7 @@ impl ServerSpec {
                     .filter(|t| t.is_finite() && *t > 0.0)
                     .and_then(|t| Duration::try_from_secs_f64(t).ok())
                     .unwrap_or(DEFAULT_TIMEOUT);
-                Some(ServerSpec {
-                    name: name.clone(),
-                    endpoint,
-                    allow: s.allow.clone(),
-                    timeout,
-                })
+                Some(ServerSpec { name: name.clone(), endpoint, allow: s.allow.clone(), timeout })
             })
             .collect()
     }
@@ -120,7 +115,12 @@ pub trait Transport: Send {
     /// Sends a request and returns the response with its `id`, waiting at most until
     /// `deadline`. Messages that are not that response are skipped (requests from the
     /// server are answered through `reply`).
-    fn request(&mut self, message: &Value, id: u64, deadline: Instant) -> std::result::Result<Value, String>;
+    fn request(
+        &mut self,
+        message: &Value,
+        id: u64,
+        deadline: Instant,
+    ) -> std::result::Result<Value, String>;
     /// Sends a notification (no answer expected).
     fn notify(&mut self, message: &Value, deadline: Instant) -> std::result::Result<(), String>;
     /// What the server said on its error stream lately, for a failure's message.
@@ -177,9 +177,7 @@ impl Server {
             Endpoint::Stdio { command, dir, env } => {
                 Box::new(stdio::Stdio::spawn(command, dir, env).map_err(|m| spec.failed(m))?)
             }
-            Endpoint::Http { url } => {
-                Box::new(http::Http::new(url).map_err(|m| spec.failed(m))?)
-            }
+            Endpoint::Http { url } => Box::new(http::Http::new(url).map_err(|m| spec.failed(m))?),
         };
         let mut connection = Connection { transport, next_id: 1 };
         let init = json!({
@@ -336,7 +334,9 @@ pub fn tool_output(result: &Value) -> std::result::Result<Value, String> {
             items
                 .iter()
                 .map(|item| match item.get("type").and_then(Value::as_str) {
-                    Some("text") => item.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+                    Some("text") => {
+                        item.get("text").and_then(Value::as_str).unwrap_or("").to_string()
+                    }
                     Some(other) => format!("[{} content omitted]", short(other)),
                     None => String::new(),
                 })
@@ -345,7 +345,11 @@ pub fn tool_output(result: &Value) -> std::result::Result<Value, String> {
         })
         .unwrap_or_default();
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(if text.is_empty() { "the tool reported an error".into() } else { short(&text) });
+        return Err(if text.is_empty() {
+            "the tool reported an error".into()
+        } else {
+            short(&text)
+        });
     }
     match result.get("structuredContent") {
         Some(v) if !v.is_null() => Ok(v.clone()),
@@ -373,7 +377,8 @@ mod tests {
     fn tool_results_become_values_or_failures() {
         let r = json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "x"}]});
         assert_eq!(tool_output(&r).unwrap(), json!({"text": "a\n[image content omitted]"}));
-        let r = json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"total": 3}});
+        let r =
+            json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"total": 3}});
         assert_eq!(tool_output(&r).unwrap(), json!({"total": 3}));
         let r = json!({"content": [{"type": "text", "text": "{\n  \"total\": 4\n}"}]});
         assert_eq!(tool_output(&r).unwrap(), json!({"total": 4}));
@@ -389,7 +394,10 @@ mod tests {
         assert_eq!(reply_to_server_request(&ping).unwrap()["result"], json!({}));
         let other = json!({"jsonrpc": "2.0", "id": "x", "method": "roots/list"});
         assert_eq!(reply_to_server_request(&other).unwrap()["error"]["code"], -32601);
-        assert!(reply_to_server_request(&json!({"jsonrpc": "2.0", "method": "notifications/x"})).is_none());
+        assert!(
+            reply_to_server_request(&json!({"jsonrpc": "2.0", "method": "notifications/x"}))
+                .is_none()
+        );
         assert!(is_response_to(&json!({"jsonrpc": "2.0", "id": 3, "result": {}}), 3));
         assert!(!is_response_to(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}), 3));
         assert!(!is_response_to(&json!({"jsonrpc": "2.0", "id": 4, "result": {}}), 3));

@@ -58,7 +58,10 @@ impl Stdio {
             .stdout(Pipe::piped())
             .stderr(Pipe::piped());
         let mut child = cmd.spawn().map_err(|e| {
-            format!("`{}` could not be started ({e}); check `command` in pactum.toml", super::short(program))
+            format!(
+                "`{}` could not be started ({e}); check `command` in pactum.toml",
+                super::short(program)
+            )
         })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -113,12 +116,18 @@ impl Transport for Stdio {
                 Ok(Ok(line)) => line,
                 Ok(Err(why)) => return Err(why),
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err("no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into());
+                    return Err(
+                        "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)"
+                            .into(),
+                    );
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     // The reader ended: give the child a moment to be reaped for its status.
                     std::thread::sleep(Duration::from_millis(20));
-                    return Err(format!("its output ended before it answered; {}", self.exit_status()));
+                    return Err(format!(
+                        "its output ended before it answered; {}",
+                        self.exit_status()
+                    ));
                 }
             };
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -193,7 +202,10 @@ fn read_lines(stdout: impl Read, tx: &SyncSender<Line>) {
 }
 
 /// One line without its end, at most `cap` bytes; `None` at the end of the stream.
-pub fn read_line(reader: &mut impl BufRead, cap: usize) -> std::result::Result<Option<Vec<u8>>, String> {
+pub fn read_line(
+    reader: &mut impl BufRead,
+    cap: usize,
+) -> std::result::Result<Option<Vec<u8>>, String> {
     let mut line = Vec::new();
     loop {
         let buf = match reader.fill_buf() {

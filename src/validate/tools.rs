@@ -76,9 +76,15 @@ pub fn check(ctx: &Context, options: &ValidateOptions, out: &mut Vec<Diagnostic>
             }
             Err(e) => {
                 let help = match e.code() {
-                    Code::ToolServerFailed => "the tools a pack or work order names are checked against the servers' listings: run the server's command by hand to see why it fails, or skip the check with `pactum validate --no-tools`",
-                    Code::ToolNameTaken => "list only the tools the project uses in the server's `allow` list, or rename the tool in the server",
-                    _ => "correct the name in the server's `allow` list (the message lists the tools it offers)",
+                    Code::ToolServerFailed => {
+                        "the tools a pack or work order names are checked against the servers' listings: run the server's command by hand to see why it fails, or skip the check with `pactum validate --no-tools`"
+                    }
+                    Code::ToolNameTaken => {
+                        "list only the tools the project uses in the server's `allow` list, or rename the tool in the server"
+                    }
+                    _ => {
+                        "correct the name in the server's `allow` list (the message lists the tools it offers)"
+                    }
                 };
                 out.push(
                     Diagnostic::new(e.code(), e.to_string())
@@ -132,7 +138,9 @@ fn listed(specs: &[ServerSpec]) -> Result<Vec<String>, Error> {
                 }
             }
         }
-        for name in tools.into_iter().map(|t| t.name).filter(|n| allow.is_none_or(|a| a.contains(n))) {
+        for name in
+            tools.into_iter().map(|t| t.name).filter(|n| allow.is_none_or(|a| a.contains(n)))
+        {
             let owner = format!("tool server `{}`", server.name());
             let first = if BUILTIN_NAMES.contains(&name.as_str()) {
                 Some("the built-in tools".to_string())
