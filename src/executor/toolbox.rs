@@ -71,8 +71,7 @@ impl Toolbox {
         self.full
             .get_or_init(|| {
                 let mut r = local(&self.memory, &self.extra)?;
-                let (servers, listings) = start_all(&self.servers)?;
-                add_listed(&mut r, &servers, listings)?;
+                add_listed(&mut r, start_all(&self.servers)?)?;
                 match &self.allowed {
                     Some(allow) => r.restrict(allow),
                     None => Ok(r),
@@ -112,9 +111,12 @@ fn local(memory: &Arc<Memory>, extra: &[Arc<dyn Tool>]) -> Result<ToolRegistry> 
     Ok(r)
 }
 
+/// A started server and the tools it lists.
+pub type Listing = (Arc<Server>, Vec<ListedTool>);
+
 /// Starts every server and lists its tools (each on a thread of its own: a slow server
 /// does not delay the others' start).
-pub fn start_all(specs: &[ServerSpec]) -> Result<(Vec<Arc<Server>>, Vec<Vec<ListedTool>>)> {
+pub fn start_all(specs: &[ServerSpec]) -> Result<Vec<Listing>> {
     let started: Vec<Result<(Server, Vec<ListedTool>)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = specs
             .iter()
@@ -139,24 +141,13 @@ pub fn start_all(specs: &[ServerSpec]) -> Result<(Vec<Arc<Server>>, Vec<Vec<List
             })
             .collect()
     });
-    let mut servers = Vec::new();
-    let mut listings = Vec::new();
-    for s in started {
-        // A failure drops the servers already started: they stop here.
-        let (server, tools) = s?;
-        servers.push(Arc::new(server));
-        listings.push(tools);
-    }
-    Ok((servers, listings))
+    // A failure drops the servers already started: they stop here.
+    started.into_iter().map(|s| s.map(|(server, tools)| (Arc::new(server), tools))).collect()
 }
 
 /// Adds each server's tools (its `allow` list only, every name of which it must offer).
-fn add_listed(
-    r: &mut ToolRegistry,
-    servers: &[Arc<Server>],
-    listings: Vec<Vec<ListedTool>>,
-) -> Result<()> {
-    for (server, tools) in servers.iter().zip(listings) {
+fn add_listed(r: &mut ToolRegistry, listings: Vec<Listing>) -> Result<()> {
+    for (server, tools) in listings {
         let spec = server.spec();
         if let Some(allow) = &spec.allow {
             for name in allow {

@@ -122,10 +122,10 @@ pub fn check(ctx: &Context, options: &ValidateOptions, out: &mut Vec<Diagnostic>
 /// The names of every tool the servers offer (their `allow` lists applied), each server
 /// started and stopped again.
 fn listed(specs: &[ServerSpec]) -> Result<Vec<String>, Error> {
-    let (servers, listings) = crate::executor::toolbox::start_all(specs)?;
+    let listings = crate::executor::toolbox::start_all(specs)?;
     let mut names: Vec<String> = Vec::new();
     let mut owners: Vec<String> = Vec::new();
-    for (server, tools) in servers.iter().zip(listings) {
+    for (server, tools) in listings {
         let allow = server.spec().allow.as_ref();
         if let Some(allow) = allow {
             for name in allow {
