@@ -580,3 +580,20 @@ fn the_readme_example_looks_an_order_up_through_its_server_and_depends_on_its_an
         "{text}"
     );
 }
+
+#[test]
+fn render_shows_a_sections_server_tool_with_its_input_schema() {
+    let p = notes_project("shipped");
+    p.write_json(
+        "input.json",
+        &json!({"request": "Where is A-17?", "step": {"description": "Look."}}),
+    );
+    let mut cmd = p.pactum();
+    cmd.args(["render", "PRC-NOTES-001", "--input", "input.json", "--json"]);
+    let out = p.exec(cmd);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let names: Vec<&str> =
+        doc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["memory_read", "lookup_order"], "{doc:#}");
+    assert_eq!(doc["tools"][1]["input_schema"]["required"], json!(["order_id"]));
+}

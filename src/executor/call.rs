@@ -102,8 +102,9 @@ pub struct Caller<'a> {
     usage: Mutex<Usage>,
     warnings: Mutex<Vec<Warning>>,
     packs: Mutex<HashMap<String, Arc<CompiledPack>>>,
-    /// The run's tools, which sections' tools are answered through.
-    tools: Arc<super::toolbox::Toolbox>,
+    /// The run's tools, which sections' tools are answered through (`None`: the built-ins
+    /// over a memory of each exchange's own).
+    tools: Option<Arc<super::toolbox::Toolbox>>,
 }
 
 impl<'a> Caller<'a> {
@@ -125,15 +126,15 @@ impl<'a> Caller<'a> {
             usage: Mutex::default(),
             warnings: Mutex::default(),
             packs: Mutex::default(),
-            tools: Arc::default(),
+            tools: None,
         }
     }
 
     /// Answers sections' tools through the run's registry (default: the built-ins over a
-    /// memory of this caller's own).
+    /// memory of each exchange's own, as an evaluation's cases need).
     #[must_use]
     pub fn with_tools(mut self, tools: Arc<super::toolbox::Toolbox>) -> Self {
-        self.tools = tools;
+        self.tools = Some(tools);
         self
     }
 
@@ -260,7 +261,15 @@ impl<'a> Caller<'a> {
             }
         };
         // The run's one registry; servers start only if a section names a tool of theirs.
-        let tools = match self.tools.registry_for(compiled.declared_tool_names()) {
+        let fresh;
+        let toolbox = match &self.tools {
+            Some(t) => t.as_ref(),
+            None => {
+                fresh = super::toolbox::Toolbox::default();
+                &fresh
+            }
+        };
+        let tools = match toolbox.registry_for(compiled.declared_tool_names()) {
             Ok(t) => t,
             Err(e) => {
                 record(None, None, Err(&e), &[])?;
