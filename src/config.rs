@@ -27,6 +27,12 @@
 //! [gate]
 //! eval = true                    # `registry promote` runs the id's eval suites (as --eval)
 //! provider = "ci"                # the provider `promote --eval` evaluates with
+//!
+//! [tools.crm]                    # an MCP tool server (SPEC §23): its tools join the run's
+//! command = ["python3", "tools/crm.py"]   # stdio: a command run in the project root
+//! # url = "http://127.0.0.1:8931/mcp"     # or streamable HTTP
+//! allow = ["lookup_order"]       # only these of its tools (all when absent)
+//! timeout_s = 30                 # per call
 //! ```
 //!
 //! The library never reads the environment: the binary passes a lookup function to
@@ -156,6 +162,20 @@ pub struct GateSettings {
     pub provider: Option<String>,
 }
 
+/// One MCP tool server (SPEC §23): `[tools.NAME]`, with exactly one of `command` and `url`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolServerSettings {
+    /// The program and its arguments (stdio transport), run in the project root.
+    pub command: Option<Vec<String>>,
+    /// The endpoint (streamable HTTP transport).
+    pub url: Option<String>,
+    /// The server's tools the project uses (all when absent).
+    pub allow: Option<Vec<String>>,
+    /// Seconds one request to the server may take (default 30).
+    pub timeout_s: Option<f64>,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -168,6 +188,8 @@ pub struct Config {
     pub prices: BTreeMap<String, Price>,
     pub gate: GateSettings,
     pub lint: LintSettings,
+    /// MCP tool servers by name (SPEC §23).
+    pub tools: BTreeMap<String, ToolServerSettings>,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]
     pub env: EnvSettings,
@@ -190,7 +212,23 @@ pub struct EnvSettings {
     pub trust_config: bool,
     /// Every other variable a provider's `api_key_env` names.
     pub named_keys: BTreeMap<String, crate::gateway::Secret>,
+    /// The only variables a stdio tool server is started with ([`TOOL_SERVER_ENV`]): a
+    /// server never inherits the API keys of the environment.
+    pub tool_env: Vec<(String, String)>,
 }
+
+/// The values of [`TOOL_SERVER_ENV`] through `lookup` (the binary passes `std::env::var`).
+pub fn tool_env(lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    TOOL_SERVER_ENV
+        .iter()
+        .filter_map(|name| Some((name.to_string(), lookup(name).filter(|v| !v.is_empty())?)))
+        .collect()
+}
+
+/// The environment variables a stdio tool server gets (when set): what a program needs to
+/// find its interpreter and libraries, and nothing that could hold a secret.
+pub const TOOL_SERVER_ENV: &[&str] =
+    &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT"];
 
 impl std::fmt::Debug for EnvSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -287,6 +325,7 @@ impl Config {
         self.env.anthropic_api_key = get("ANTHROPIC_API_KEY").map(crate::gateway::Secret::new);
         self.env.trust_config = get("PACTUM_TRUST_CONFIG")
             .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
+        self.env.tool_env = tool_env(lookup);
         for p in self.providers.values() {
             if let Some(var) = &p.api_key_env
                 && is_key_variable(var)

@@ -139,6 +139,9 @@ codes! {
     ToolNotFound = "tool_not_found", Error, "a plan step names a tool that is not registered or not allowed";
     ToolInputInvalid = "tool_input_invalid", Error, "a tool call's arguments do not fit the tool's input_schema";
     ToolFailed = "tool_failed", Error, "a tool returned an error";
+    ToolNameTaken = "tool_name_taken", Error, "two tool servers, or a server and a built-in or library tool, offer a tool of the same name";
+    ToolUnknown = "tool_unknown", Error, "a pack, work order or tool server's allow list names a tool that no built-in and no configured server offers";
+    ToolServerFailed = "tool_server_failed", Error, "a tool server from pactum.toml could not be started, did not speak MCP, or stopped answering";
     SupervisorUnrecoverable = "supervisor_unrecoverable", Error, "the supervisor could not repair the model's output";
     TtlExpired = "ttl_expired", Error, "the kernel spent its TTL before converging";
     // Ledger.
@@ -543,6 +546,20 @@ pub enum Error {
     #[error("tool `{tool}` failed: {message}")]
     ToolFailed { tool: String, message: String },
 
+    #[error(
+        "tool `{tool}` is offered by {first} and by {second}; a tool's name must be unique in a run: rename one, or leave it out of a server's `allow` list"
+    )]
+    ToolNameTaken { tool: String, first: String, second: String },
+
+    #[error(
+        "{named_by} names tool `{tool}`, which is not among the tools offered{}",
+        tool_hint(tool, known)
+    )]
+    ToolUnknown { tool: String, named_by: String, known: Vec<String> },
+
+    #[error("tool server `{server}`: {message}")]
+    ToolServerFailed { server: String, message: String },
+
     #[error("the supervisor could not repair {what} after {attempts} attempt(s): {last_error}")]
     SupervisorUnrecoverable { what: String, attempts: u32, last_error: String },
 
@@ -718,6 +735,9 @@ impl Error {
             Error::ToolNotFound { .. } => Code::ToolNotFound,
             Error::ToolInputInvalid { .. } => Code::ToolInputInvalid,
             Error::ToolFailed { .. } => Code::ToolFailed,
+            Error::ToolNameTaken { .. } => Code::ToolNameTaken,
+            Error::ToolUnknown { .. } => Code::ToolUnknown,
+            Error::ToolServerFailed { .. } => Code::ToolServerFailed,
             Error::SupervisorUnrecoverable { .. } => Code::SupervisorUnrecoverable,
             Error::TtlExpired { .. } => Code::TtlExpired,
             Error::LedgerBroken { .. } => Code::LedgerBroken,

@@ -54,6 +54,7 @@ pub mod judge;
 pub mod ledger;
 #[cfg(test)]
 mod linear;
+pub mod mcp;
 pub mod pack;
 pub mod project;
 pub mod redact;

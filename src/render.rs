@@ -113,6 +113,10 @@ struct Node {
     children: Vec<Node>,
 }
 
+/// How a model returns the files a pack's `expected_outputs` lists, written by the engine
+/// under the list (SPEC §8.5: the executor reads exactly this shape, `executor::files`).
+pub const FILE_RESULT_FORMAT: &str = "Give the files as one JSON object: {\"files\": {\"PATH\": \"CONTENT\", ...}, \"response\": \"TEXT\"}, one entry per path above (its whole content as a string); `response` is optional text for the reader.";
+
 /// The tool a model calls to open summarized sections that bring tools (SPEC §15).
 pub const OPEN_SECTIONS: &str = "open_sections";
 /// The tool a model calls to read a summarized section's file (SPEC §15).
@@ -450,7 +454,9 @@ impl CompiledPack {
                 if !s.expected_outputs.is_empty() {
                     let list: Vec<String> =
                         s.expected_outputs.iter().map(|p| format!("- `{p}`")).collect();
-                    let part = Part::Literal(list.join("\n"));
+                    // The engine's own instruction: how a file result is read (SPEC §8.5).
+                    let part =
+                        Part::Literal(format!("{}\n\n{FILE_RESULT_FORMAT}", list.join("\n")));
                     roots.push(b.canonical("expected_outputs", "Expected Outputs", false, part));
                 }
                 false
@@ -495,6 +501,21 @@ impl CompiledPack {
         let mut out = Vec::new();
         walk(&self.roots, &mut out);
         out
+    }
+
+    /// The names of every tool a section declares, each once.
+    pub fn declared_tool_names(&self) -> impl Iterator<Item = &str> {
+        let mut names: Vec<&str> = Vec::new();
+        let mut stack: Vec<&Node> = self.roots.iter().collect();
+        while let Some(n) = stack.pop() {
+            for t in &n.tools {
+                if !names.contains(&t.as_str()) {
+                    names.push(t);
+                }
+            }
+            stack.extend(&n.children);
+        }
+        names.into_iter()
     }
 
     /// Every section's dotted key, depth first.
@@ -1324,7 +1345,9 @@ mod tests {
         );
         assert_eq!(
             m[1].content,
-            "## 1. Required Inputs\n- **text**: the text\n\n## 2. Context\nCtx\n\n## 3. Task\nClassify hi\n\n## 4. Expected Outputs\n- `out/a.md`"
+            format!(
+                "## 1. Required Inputs\n- **text**: the text\n\n## 2. Context\nCtx\n\n## 3. Task\nClassify hi\n\n## 4. Expected Outputs\n- `out/a.md`\n\n{FILE_RESULT_FORMAT}"
+            )
         );
         let joined = render(&p, &json!({"text": "hi"}), false).unwrap();
         assert_eq!(joined.len(), 1);
@@ -1492,6 +1515,16 @@ mod tests {
                 ("/sections/1/summary".to_string(), vec!["q".to_string()])
             ]
         );
+    }
+
+    #[test]
+    fn an_enabled_expression_over_an_absent_variable_names_the_variable() {
+        // Seed defect (issue 27): the message named `if`, the template's own wrapper.
+        let p = tree(json!([{"key": "task", "title": "Task", "template": "Hi"},
+                            {"key": "x", "title": "X", "enabled": "severity == 'sev1'", "template": "urgent"}]));
+        let text = render(&p, &json!({}), true).unwrap_err().to_string();
+        assert!(text.contains("section x, enabled` uses `severity`"), "{text}");
+        assert!(!text.contains("`if`"), "{text}");
     }
 
     #[test]

@@ -75,8 +75,6 @@ pub enum Task {
         request: String,
         /// Role name → pin (roles not listed use their latest active contract).
         contracts: BTreeMap<String, Pin>,
-        /// Allowed tools; `None` = every registered tool.
-        tools: Option<Vec<String>>,
     },
 }
 
@@ -98,6 +96,9 @@ pub struct WorkOrder {
     pub semantic_check: Option<SemanticCheck>,
     pub metadata: Value,
     pub path: PathBuf,
+    /// The tools the run may use, kernel steps and sections alike; `None` = every tool of
+    /// the run's registry (SPEC §23).
+    pub tools: Option<Vec<String>>,
 }
 
 impl WorkOrder {
@@ -166,11 +167,7 @@ impl WorkOrder {
                         contracts.insert(role.clone(), p);
                     }
                 }
-                Some(Task::Kernel {
-                    request: raw.request.unwrap_or_default(),
-                    contracts,
-                    tools: raw.tools,
-                })
+                Some(Task::Kernel { request: raw.request.unwrap_or_default(), contracts })
             }
         };
         let semantic_check = raw.semantic_check.and_then(|check| {
@@ -211,6 +208,7 @@ impl WorkOrder {
             semantic_check,
             metadata: raw.metadata.unwrap_or_else(|| Value::Object(Default::default())),
             path: path.to_path_buf(),
+            tools: raw.tools,
         })
     }
 }

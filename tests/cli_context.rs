@@ -469,3 +469,47 @@ fn a_malformed_recency_is_refused_at_its_pointer() {
     assert_eq!(d["pointer"], "/required_context/ledger_queries/0/recency", "{d:#}");
     assert_eq!(out.code, 1);
 }
+
+#[test]
+fn session_history_shows_later_prompts_the_validated_output_not_the_raw_reply() {
+    let dir = project(full());
+    let root = dir.path();
+    // An exchange of a JSON contract in the session, answered with prose around a fence.
+    register(
+        root,
+        "prompt_packs/label/1.0.0.json",
+        &json!({
+        "prompt_pack_id": "PRM-LABEL-001", "version": "1.0.0", "template": "Label: {{ question }}"}),
+    );
+    register(
+        root,
+        "contracts/label/1.0.0.json",
+        &json!({
+        "contract_id": "PRC-LABEL-001", "version": "1.0.0", "prompt_pack_id": "PRM-LABEL-001",
+        "boundary": {"max_tokens": 64, "temperature": 0},
+        "input_schema": {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}},
+        "output_schema": {"type": "object", "required": ["label"], "properties": {"label": {"type": "string"}}}}),
+    );
+    write_json(
+        root,
+        "work_orders/fixtures.json",
+        &json!({"responses": [
+        {"text": "Sure! Here it is:\n```json\n{\"label\": \"refund\"}\n```\nAnything else?"}]}),
+    );
+    let wo = work_order(root, "label", json!({"contract": "PRC-LABEL-001"}));
+    let out = pactum_in(root).arg("run").arg(&wo).arg("--json").output().unwrap();
+    let doc = single_result(serde_json::from_slice(&out.stdout).unwrap());
+    assert_eq!(doc["ok"], true, "{doc:#}");
+    // The next prompt of the session sees `{"label": "refund"}`, no fence, no prose.
+    let next = work_order(root, "ask", json!({}));
+    let out = pactum(root, &["render", "--work-order", next.to_str().unwrap(), "--json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let history = doc["assembled_context"]["ledger"]["exchange"].as_array().unwrap().clone();
+    let last = history.last().unwrap();
+    assert_eq!(last["work_order_id"], "WO-LABEL");
+    assert_eq!(last["output"], json!({"label": "refund"}), "{history:#?}");
+    // The ledger keeps the reply as it came, beside the output.
+    let records = exchange_records(root);
+    assert!(records[0]["raw_response"].as_str().unwrap().contains("```json"));
+    assert_eq!(records[0]["output"], json!({"label": "refund"}));
+}

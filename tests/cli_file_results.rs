@@ -177,3 +177,40 @@ fn a_kernel_role_whose_pack_expects_files_writes_them_in_a_kernel_run() {
     let written = root.join("work_orders/out/WO-KFILES/profile.md");
     assert_eq!(fs::read_to_string(written).unwrap(), "Kind: arithmetic");
 }
+
+#[test]
+fn the_prompt_of_a_pack_with_expected_outputs_tells_the_model_how_to_return_files() {
+    // The engine writes the instruction under the list (SPEC §8.5), and a reply that
+    // follows it (the scripted reply only fits a prompt that holds it) writes the files.
+    let dir = project();
+    let root = dir.path();
+    fs::write(root.join("input.json"), r#"{"topic": "sales"}"#).unwrap();
+    let out =
+        pactum_in(root).args(["render", "PRC-DOC-001", "--input", "input.json"]).output().unwrap();
+    let prompt = String::from_utf8_lossy(&out.stdout);
+    assert!(prompt.contains("- `report.md`\n- `chart.svg`"), "{prompt}");
+    assert!(prompt.contains(pactum::render::FILE_RESULT_FORMAT), "{prompt}");
+    let reply =
+        json!({"files": {"report.md": "# Sales", "chart.svg": "<svg/>"}, "response": "done"});
+    write_json(
+        root,
+        "work_orders/fixtures.json",
+        &json!({"responses": [
+        {"expect_prompt": ["{\"files\": {\"PATH\": \"CONTENT\", ...}, \"response\": \"TEXT\"}"],
+         "text": reply.to_string()}]}),
+    );
+    let wo = write_json(
+        root,
+        "work_orders/wo.json",
+        &json!({
+        "work_order_id": "WO-DOC", "kind": "exchange", "contract": "PRC-DOC-001",
+        "input": {"topic": "sales"}, "provider": {"fixtures": "fixtures.json"}}),
+    );
+    let out = pactum_in(root).arg("run").arg(wo).arg("--json").output().unwrap();
+    let doc = single_result(serde_json::from_slice(&out.stdout).unwrap());
+    assert_eq!(doc["ok"], true, "{doc:#}");
+    assert_eq!(
+        fs::read_to_string(root.join("work_orders/out/WO-DOC/report.md")).unwrap(),
+        "# Sales"
+    );
+}

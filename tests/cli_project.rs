@@ -155,8 +155,7 @@ fn init_creates_a_project_registers_the_merge_driver_and_is_idempotent() {
     }
     let gitignore = std::fs::read_to_string(r.root.join(".gitignore")).unwrap();
     assert!(
-        gitignore.lines().any(|l| l == ".*.lock")
-            && gitignore.lines().any(|l| l == ".pactum/")
+        gitignore.lines().any(|l| l == ".*.lock") && gitignore.lines().any(|l| l == ".pactum/")
     );
     let attributes = std::fs::read_to_string(r.root.join(".gitattributes")).unwrap();
     assert!(attributes.lines().any(|l| l == "registry.json merge=pactum-registry"), "{attributes}");

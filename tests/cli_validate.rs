@@ -1910,16 +1910,16 @@ fn validate_reports_tree_findings_at_line_and_column() {
     let d = one(&doc, "template_variable_undeclared", "contracts/greet/1.1.0.json");
     assert!(d["message"].as_str().unwrap().contains("/sections/3/enabled uses `mood`"), "{d:#}");
 
-    // A tool nobody provides, at the tool's name.
+    // A tool nobody provides, at the tool's name (SPEC §23: `tool_unknown`).
     let extra = r#",
     { "key": "extra", "title": "Extra", "template": "x", "tools": ["calculator", "teleport"] }"#;
     tree.write(rel, &TREE_PACK.replace("{{EXTRA}}", extra));
     tree.resync();
     let (doc, _) = tree.validate_json(&[]);
     let at = pos_after(&tree.read(rel), "[\"calculator\", ");
-    let d = one(&doc, "prompt_pack_invalid", rel);
+    let d = one(&doc, "tool_unknown", rel);
     check(d, "error", Some("/sections/3/tools/1"), Some(at), "`teleport`");
-    assert!(d["help"].as_str().unwrap().contains("calculator"), "{d:#}");
+    assert!(d["message"].as_str().unwrap().contains("available tools: calculator"), "{d:#}");
 
     // A summarized section without its summary.
     let extra = r#",

@@ -1598,6 +1598,63 @@ fn reproduces_tool_failed() {
     doc_example(dir.path(), Code::ToolFailed, 0);
 }
 
+/// A kernel project whose `pactum.toml` runs the test MCP server (`tests/fixtures/mcp`)
+/// with `args`, and a work order whose plan looks order A-17 up.
+fn mcp_project(args: &str, allow: &str) -> TempDir {
+    let dir = kernel_project();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    fs::create_dir_all(dir.path().join("tools")).unwrap();
+    fs::copy(repo.join("tests/fixtures/mcp/server.py"), dir.path().join("tools/server.py"))
+        .unwrap();
+    write_json(dir.path(), "tools/orders.json", &json!({"A-17": {"status": "shipped"}}));
+    fs::write(
+        dir.path().join("pactum.toml"),
+        format!("[tools.orders]\ncommand = [\"python3\", \"tools/server.py\"{args}]\n{allow}"),
+    )
+    .unwrap();
+    dir
+}
+
+fn mcp_run(dir: &Path) -> (Value, i32) {
+    let wo = json!({"work_order_id": "WO-ORDER-001", "kind": "kernel",
+                    "request": "Where is order A-17?", "constraints": {"ttl": 10}});
+    run_json(dir, wo, json!([]))
+}
+
+#[test]
+fn reproduces_tool_name_taken() {
+    // The server lists a tool named like a built-in.
+    let dir = mcp_project(", \"--extra\", \"echo\"", "");
+    let (out, status) = mcp_run(dir.path());
+    assert_eq!(error_codes(&out)[0], "tool_name_taken", "{out:#}");
+    assert!(out["message"].as_str().unwrap().contains("tool server `orders`"), "{out:#}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::ToolNameTaken, 1);
+}
+
+#[test]
+fn reproduces_tool_unknown() {
+    // The server's `allow` list names a tool the server does not offer.
+    let dir = mcp_project("", "allow = [\"lookup_ordr\"]\n");
+    let (out, status) = mcp_run(dir.path());
+    assert_eq!(error_codes(&out)[0], "tool_unknown", "{out:#}");
+    assert!(out["message"].as_str().unwrap().contains("did you mean lookup_order?"), "{out:#}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::ToolUnknown, 1);
+}
+
+#[test]
+fn reproduces_tool_server_failed() {
+    // The server exits at once; what it said on stderr is in the message.
+    let dir = mcp_project(", \"--die\"", "");
+    let (out, status) = mcp_run(dir.path());
+    assert_eq!(error_codes(&out)[0], "tool_server_failed", "{out:#}");
+    let message = out["message"].as_str().unwrap();
+    assert!(message.contains("cannot open the order database"), "{message}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::ToolServerFailed, 1);
+}
+
 #[test]
 fn reproduces_supervisor_unrecoverable() {
     let dir = kernel_project();

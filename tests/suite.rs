@@ -25,6 +25,7 @@ mod cli_file_results;
 mod cli_hints;
 mod cli_in_ci;
 mod cli_ledger;
+mod cli_mcp;
 mod cli_project;
 mod cli_registry;
 mod cli_resolve;

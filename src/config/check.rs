@@ -57,7 +57,14 @@ const PRICE: &[(&str, Kind)] = &[
 ];
 const GATE: &[(&str, Kind)] = &[("eval", Kind::Flag), ("provider", Kind::Text)];
 const LINT: &[(&str, Kind)] = &[("select", Kind::TextList), ("ignore", Kind::TextList)];
-const SECTIONS: &[&str] = &["project", "defaults", "providers", "retry", "lint", "prices", "gate"];
+const TOOLS: &[(&str, Kind)] = &[
+    ("command", Kind::TextList),
+    ("url", Kind::Text),
+    ("allow", Kind::TextList),
+    ("timeout_s", Kind::Positive(3600.0)),
+];
+const SECTIONS: &[&str] =
+    &["project", "defaults", "providers", "retry", "lint", "prices", "gate", "tools"];
 
 struct Checker<'t> {
     text: &'t str,
@@ -135,6 +142,52 @@ impl Checker<'_> {
         };
         if let Some(message) = problem {
             self.push(value.span(), key, message);
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// `[tools.NAME]`: the keys of [`TOOLS`], exactly one of `command` (a non-empty list)
+    /// and `url` (http or https).
+    fn tool_server(&mut self, name: &str, span: Range<usize>, server: &Spanned<DeValue<'_>>) {
+        let at = format!("tools.{name}");
+        self.table(server, &at, TOOLS);
+        let Some(t) = server.get_ref().as_table() else { return };
+        match (t.get("command"), t.get("url")) {
+            (None, None) => self.push(
+                span,
+                &at,
+                format!("`{at}` has neither `command` (a stdio server) nor `url` (a streamable HTTP server); set one"),
+            ),
+            (Some(_), Some(url)) => self.push(
+                url.span(),
+                &format!("{at}.url"),
+                format!("`{at}` has both `command` and `url`; a server is one or the other"),
+            ),
+            (Some(command), None) => {
+                if command.get_ref().as_array().is_some_and(|a| a.is_empty()) {
+                    self.push(
+                        command.span(),
+                        &format!("{at}.command"),
+                        format!("`{at}.command` is empty; name the program and its arguments, e.g. [\"python3\", \"tools/server.py\"]"),
+                    );
+                }
+            }
+            (None, Some(url)) => {
+                if let Some(text) = url.get_ref().as_str() {
+                    let lower = text.trim().to_ascii_lowercase();
+                    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+                        self.push(
+                            url.span(),
+                            &format!("{at}.url"),
+                            format!(
+                                "`{at}.url` = `{}` is not an http:// or https:// URL",
+                                crate::redact::mask_url_credentials(text)
+                            ),
+                        );
+                    }
+                }
+            }
         }
     }
 }
@@ -218,6 +271,14 @@ pub(super) fn check(text: &str) -> Vec<Located> {
                     }
                 }
                 None => c.push(value.span(), "providers", "`providers` must be a table".into()),
+            },
+            "tools" => match value.get_ref().as_table() {
+                Some(servers) => {
+                    for (name, server) in servers.iter() {
+                        c.tool_server(name.get_ref(), name.span(), server);
+                    }
+                }
+                None => c.push(value.span(), "tools", "`tools` must be a table".into()),
             },
             other => {
                 c.push(
@@ -353,6 +414,26 @@ mod tests {
         );
         let syntax = check("[project\nx = \n");
         assert!(!syntax.is_empty() && syntax[0].line == 1, "{syntax:?}");
+    }
+
+    #[test]
+    fn tool_servers_have_exactly_one_transport() {
+        let ok = "[tools.crm]\ncommand = [\"python3\", \"crm.py\"]\nallow = [\"lookup\"]\ntimeout_s = 5\n[tools.web]\nurl = \"http://127.0.0.1:8931/mcp\"\n";
+        assert!(check(ok).is_empty(), "{:?}", check(ok));
+        let bad = "[tools.a]\nallow = [\"x\"]\n[tools.b]\ncommand = [\"x\"]\nurl = \"http://h\"\n[tools.c]\ncommand = []\n[tools.d]\nurl = \"ftp://h\"\ntimeout_s = 0\nargs = 1\n[tools.e]\ncommand = \"python3 x.py\"\n";
+        let found: Vec<(usize, String)> = check(bad).into_iter().map(|p| (p.line, p.key)).collect();
+        assert_eq!(
+            found,
+            [
+                (1, "tools.a".to_string()),
+                (5, "tools.b.url".to_string()),
+                (7, "tools.c.command".to_string()),
+                (9, "tools.d.url".to_string()),
+                (10, "tools.d.timeout_s".to_string()),
+                (11, "tools.d.args".to_string()),
+                (13, "tools.e.command".to_string()),
+            ]
+        );
     }
 
     #[test]

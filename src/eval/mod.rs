@@ -486,6 +486,7 @@ fn work_order_of(suite: &Suite) -> WorkOrder {
         semantic_check: None,
         metadata: json!({}),
         path: suite.path.clone(),
+        tools: None,
     }
 }
 

@@ -124,6 +124,9 @@ pub struct Caller<'a> {
     usage: Mutex<Usage>,
     warnings: Mutex<Vec<Warning>>,
     packs: Mutex<HashMap<String, Arc<CompiledPack>>>,
+    /// The run's tools, which sections' tools are answered through (`None`: the built-ins
+    /// over a memory of each exchange's own).
+    tools: Option<Arc<super::toolbox::Toolbox>>,
 }
 
 impl<'a> Caller<'a> {
@@ -145,7 +148,16 @@ impl<'a> Caller<'a> {
             usage: Mutex::default(),
             warnings: Mutex::default(),
             packs: Mutex::default(),
+            tools: None,
         }
+    }
+
+    /// Answers sections' tools through the run's registry (default: the built-ins over a
+    /// memory of each exchange's own, as an evaluation's cases need).
+    #[must_use]
+    pub fn with_tools(mut self, tools: Arc<super::toolbox::Toolbox>) -> Self {
+        self.tools = Some(tools);
+        self
     }
 
     /// Usage charged so far.
@@ -297,39 +309,50 @@ impl<'a> Caller<'a> {
                 return Err(e);
             }
         };
-        let tools = super::tools::ToolRegistry::builtin(Default::default());
+        // The run's one registry; servers start only if a section names a tool of theirs.
+        let fresh;
+        let toolbox = match &self.tools {
+            Some(t) => t.as_ref(),
+            None => {
+                fresh = super::toolbox::Toolbox::default();
+                &fresh
+            }
+        };
+        let tools = match toolbox.registry_for(compiled.declared_tool_names()) {
+            Ok(t) => t,
+            Err(e) => {
+                record(None, None, Err(&e), &[])?;
+                return Err(e);
+            }
+        };
         let max = self
             .work_order
             .constraints
             .max_disclosures
             .or(resolved.contract.max_disclosures)
             .unwrap_or(DEFAULT_MAX_DISCLOSURES);
-        let opened = Disclosure::new(
-            &compiled,
-            &variables,
-            provider.supports_system_messages(),
-            &tools,
-            max,
-        )
-        .and_then(|d| {
-            let mut messages = d.messages().to_vec();
-            messages.extend_from_slice(appended);
-            let estimate = estimate_tokens(&messages);
-            self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
-            super::files::write_context(
-                &self.project.root,
-                self.work_order,
-                &resolved.contract.key(),
-                d.files(),
-            )?;
-            // A provider that writes the expected files itself writes them into the output
-            // area, which exists (and is checked) before the call: a refused output folder
-            // costs no tokens.
-            if !resolved.pack.expected_outputs().is_empty() {
-                super::files::output_area(&self.project.root, self.work_order)?;
-            }
-            Ok(d)
-        });
+        let opened =
+            Disclosure::new(&compiled, &variables, provider.supports_system_messages(), tools, max)
+                .and_then(|d| {
+                    let mut messages = d.messages().to_vec();
+                    messages.extend_from_slice(appended);
+                    let estimate = estimate_tokens(&messages);
+                    self.budget
+                        .check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
+                    super::files::write_context(
+                        &self.project.root,
+                        self.work_order,
+                        &resolved.contract.key(),
+                        d.files(),
+                    )?;
+                    // A provider that writes the expected files itself writes them into the output
+                    // area, which exists (and is checked) before the call: a refused output folder
+                    // costs no tokens.
+                    if !resolved.pack.expected_outputs().is_empty() {
+                        super::files::output_area(&self.project.root, self.work_order)?;
+                    }
+                    Ok(d)
+                });
         let mut disclosure = match opened {
             Ok(d) => d,
             Err(e) => {
@@ -645,6 +668,11 @@ impl<'a> Caller<'a> {
         fields.insert("extraction_method".into(), json!(method));
         fields.insert("verdict".into(), json!(verdict_text));
         fields.insert("errors".into(), Value::Array(errors));
+        // What later prompts see of this exchange (`ledger_queries`, SPEC §16): the
+        // validated output, not the raw reply with its fences and prose.
+        if let Ok(out) = verdict {
+            fields.insert("output".into(), out.clone().into_value());
+        }
         if !calls.is_empty() {
             fields.insert(
                 "disclosures".into(),

@@ -31,6 +31,7 @@ pub mod memory;
 pub mod plan;
 pub mod roles;
 pub mod supervisor;
+pub mod toolbox;
 pub mod tools;
 
 use budget::Budget;
@@ -100,16 +101,6 @@ impl RunResult {
     }
 }
 
-/// What a kernel run starts from besides its work order.
-struct KernelSetup<'t> {
-    /// The work order's tool allow-list.
-    allowed: Option<&'t [String]>,
-    /// The library caller's own tools.
-    extra: &'t [Arc<dyn tools::Tool>],
-    /// Why the run cannot start (the ledger refused its start record), if so.
-    blocked: Option<Error>,
-}
-
 /// Runs work orders of one project through one provider.
 pub struct Runner<'a> {
     pub project: &'a Project,
@@ -160,8 +151,22 @@ impl Runner<'_> {
     /// of a closure.
     pub fn run_with_tools(&self, wo: &WorkOrder, tools: &[Arc<dyn tools::Tool>]) -> RunResult {
         let budget = Budget::new(wo.constraints.token_budget);
+        // The run's one tool registry (SPEC §23): its servers stop when it is dropped, at
+        // the end of this function.
+        let config = &self.project.config;
+        let toolbox = Arc::new(toolbox::Toolbox::new(
+            Arc::new(memory::Memory::new()),
+            tools,
+            crate::mcp::ServerSpec::from_config(
+                &config.tools,
+                &self.project.root,
+                &config.env.tool_env,
+            ),
+            wo.tools.clone(),
+        ));
         let caller =
-            Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft);
+            Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft)
+                .with_tools(toolbox.clone());
         let mut result = RunResult::new(wo, self.providers.selected().provider.as_ref());
         result.warnings.extend(repair_unavailable(&self.project.registry, wo));
         // The run is bracketed in the ledger (SPEC §10): `work_order_started` before any
@@ -173,14 +178,9 @@ impl Runner<'_> {
                 None => self.exchange(&caller, wo, contract, input, &mut result),
                 Some(e) => result.errors.extend(error_entries(&e)),
             },
-            Task::Kernel { request, contracts, tools: allowed } => self.kernel(
-                &caller,
-                wo,
-                request,
-                contracts,
-                KernelSetup { allowed: allowed.as_deref(), extra: tools, blocked },
-                &mut result,
-            ),
+            Task::Kernel { request, contracts } => {
+                self.kernel(&caller, wo, request, contracts, (&toolbox, blocked), &mut result)
+            }
         }
         result.usage = caller.usage();
         if !result.ok {
@@ -408,34 +408,27 @@ impl Runner<'_> {
         wo: &WorkOrder,
         request: &str,
         contracts: &std::collections::BTreeMap<String, Pin>,
-        KernelSetup { allowed, extra, blocked }: KernelSetup<'_>,
+        (toolbox, blocked): (&toolbox::Toolbox, Option<Error>),
         result: &mut RunResult,
     ) {
         let started = crate::registry::lifecycle::now();
         // A run the ledger refused calls no model, not even for Phase E.
         let refused = blocked.as_ref().map(|e| format!("run_not_recorded: {} ({e})", e.code()));
-        let memory = Arc::new(memory::Memory::new());
         let setup = RolePins::from_map(contracts).and_then(|pins| {
             if let Some(e) = blocked {
                 return Err(e);
             }
-            let mut registry = tools::ToolRegistry::builtin(memory.clone());
-            for tool in extra {
-                registry.register_new(tool.clone())?;
-            }
-            let registry = match allowed {
-                Some(list) => registry.restrict(list)?,
-                None => registry,
-            };
-            Ok((pins, registry))
+            // A kernel's plan sees every tool: the servers start here.
+            Ok((pins, toolbox.registry()?))
         });
+        let empty = tools::ToolRegistry::empty();
         let (pins, registry, setup_error) = match setup {
             Ok((pins, registry)) => (pins, registry, None),
-            Err(e) => (RolePins::default(), tools::ToolRegistry::empty(), Some(e)),
+            Err(e) => (RolePins::default(), &empty, Some(e)),
         };
         let k = kernel::Kernel {
             caller,
-            tools: &registry,
+            tools: registry,
             pins: &pins,
             log: self.cycle_log,
             max_repairs: wo.constraints.max_repair_attempts,

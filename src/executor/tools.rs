@@ -97,7 +97,15 @@ struct Registered {
     tool: Arc<dyn Tool>,
     input: Validator,
     output: Validator,
+    /// Where the tool comes from ("the built-in tools", "tool server `crm`"), for a clash.
+    owner: String,
 }
+
+/// The names of the built-in tools.
+pub const BUILTIN_NAMES: &[&str] =
+    &["calculator", "echo", "memory_read", "memory_search", "memory_write"];
+
+const BUILTIN_OWNER: &str = "the built-in tools";
 
 /// The tools a run may call, with their compiled schemas.
 pub struct ToolRegistry {
@@ -127,13 +135,17 @@ impl ToolRegistry {
         ];
         for t in tools {
             // Built-in schemas are tested to compile.
-            let _ = r.register(t);
+            let _ = r.register_as(t, BUILTIN_OWNER);
         }
         r
     }
 
     /// Adds a tool; its schemas must compile.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
+        self.register_as(tool, "the caller's tools")
+    }
+
+    fn register_as(&mut self, tool: Arc<dyn Tool>, owner: &str) -> Result<()> {
         let compile = |schema: Value, which: &str| {
             crate::schema::compile_detached(&schema).map_err(|findings| Error::ToolFailed {
                 tool: tool.name().to_string(),
@@ -145,23 +157,29 @@ impl ToolRegistry {
         };
         let input = compile(tool.input_schema(), "input")?;
         let output = compile(tool.output_schema(), "output")?;
-        self.tools.insert(tool.name().to_string(), Registered { tool, input, output });
+        self.tools.insert(
+            tool.name().to_string(),
+            Registered { tool, input, output, owner: owner.to_string() },
+        );
         Ok(())
     }
 
-    /// Adds a tool of the caller's; a name already registered (a built-in's) is refused.
-    pub fn register_new(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
-        if self.tools.contains_key(tool.name()) {
-            return Err(Error::ToolFailed {
+    /// Adds a tool from `owner` ("tool server `crm`"); a name already registered (a
+    /// built-in's, another server's) is refused: `tool_name_taken`.
+    pub fn register_new(&mut self, tool: Arc<dyn Tool>, owner: &str) -> Result<()> {
+        if let Some(taken) = self.tools.get(tool.name()) {
+            return Err(Error::ToolNameTaken {
                 tool: tool.name().to_string(),
-                message: format!(
-                    "a tool named `{}` is already registered ({}); give yours another name",
-                    tool.name(),
-                    self.names().join(", ")
-                ),
+                first: taken.owner.clone(),
+                second: owner.to_string(),
             });
         }
-        self.register(tool)
+        self.register_as(tool, owner)
+    }
+
+    /// Keeps only the tools named in `allow`; names it does not have are ignored.
+    pub fn retain(&mut self, allow: &[String]) {
+        self.tools.retain(|name, _| allow.contains(name));
     }
 
     /// Keeps only the tools in `allow`; a name that is not registered is an error.
@@ -383,23 +401,20 @@ mod tests {
                 |args| Ok(json!(args["text"].as_str().unwrap_or("").to_uppercase())),
             ))
         };
-        r.register_new(upper("upper")).unwrap();
+        r.register_new(upper("upper"), "the test's tools").unwrap();
         assert_eq!(r.call("upper", &json!({"text": "ab"})).unwrap(), json!("AB"));
         let e = r.call("upper", &json!({"text": 3})).unwrap_err();
         assert_eq!(e.code(), crate::Code::ToolInputInvalid);
-        let e = r.register_new(upper("echo")).unwrap_err();
-        assert_eq!(e.code(), crate::Code::ToolFailed);
-        assert!(e.to_string().contains("already registered"), "{e}");
+        let e = r.register_new(upper("echo"), "the test's tools").unwrap_err();
+        assert_eq!(e.code(), crate::Code::ToolNameTaken);
+        assert!(e.to_string().contains("the built-in tools and by the test's tools"), "{e}");
         let r = r.restrict(&["upper".to_string()]).unwrap();
         assert_eq!(r.names(), ["upper"]);
     }
 
     #[test]
     fn builtins_are_registered() {
-        assert_eq!(
-            registry().names(),
-            ["calculator", "echo", "memory_read", "memory_search", "memory_write"]
-        );
+        assert_eq!(registry().names(), BUILTIN_NAMES);
     }
 
     #[test]

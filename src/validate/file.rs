@@ -152,6 +152,9 @@ pub struct Analyzed {
     /// [`ContractFacts::read`]); `contract` stays `None` for every other rule.
     pub invalid_contract: Option<ContractFacts>,
     pub work_order: Option<WorkOrder>,
+    /// Every tool a pack's sections name: (pointer, section key, tool), checked across
+    /// files against the built-ins and the configured servers ([`super::tools`]).
+    pub section_tools: Vec<(String, String, String)>,
     pub diagnostics: Vec<Diagnostic>,
     /// The codes the file's own `x-pactum-ignore` suppresses, if it has one.
     pub suppress: Option<Vec<String>>,
@@ -173,6 +176,7 @@ impl Analyzed {
             invalid_pack_variables: None,
             invalid_contract: None,
             work_order: None,
+            section_tools: Vec::new(),
             diagnostics: Vec::new(),
             suppress: None,
         }
@@ -392,34 +396,13 @@ fn check_pack(a: &mut Analyzed, value: &Value) {
     }
 }
 
-/// Every tool a section of a tree brings is a built-in tool (SPEC §14, §8.4).
+/// Every tool a section of a tree brings, for [`super::tools`] (SPEC §14, §23).
 fn check_section_tools(a: &mut Analyzed, tree: &[crate::pack::Section], at: &str) {
-    // The built-in tools' names, from one registry of them built once (building one
-    // compiles every tool's schemas).
-    static KNOWN: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
-        crate::executor::tools::ToolRegistry::builtin(std::sync::Arc::new(
-            crate::executor::memory::Memory::new(),
-        ))
-        .names()
-    });
-    let known = &*KNOWN;
     let mut stack: Vec<(String, &crate::pack::Section)> =
         tree.iter().enumerate().map(|(i, s)| (format!("{at}/{i}"), s)).collect();
     while let Some((here, s)) = stack.pop() {
         for (j, tool) in s.tools.iter().enumerate() {
-            if !known.contains(tool) {
-                a.push(
-                    Diagnostic::new(
-                        Code::PromptPackInvalid,
-                        format!(
-                            "section `{}` brings tool `{tool}`, which is not a known tool",
-                            s.key
-                        ),
-                    )
-                    .pointer(format!("{here}/tools/{j}"))
-                    .help(format!("known tools: {}", known.join(", "))),
-                );
-            }
+            a.section_tools.push((format!("{here}/tools/{j}"), s.key.clone(), tool.clone()));
         }
         stack.extend(
             s.children.iter().enumerate().map(|(i, c)| (format!("{here}/children/{i}"), c)),

@@ -37,6 +37,7 @@ pub mod filter;
 pub mod paths;
 pub mod registry_rules;
 pub mod semantic;
+pub mod tools;
 pub mod work_orders;
 
 pub use file::{Analyzed, FileKind};
@@ -61,6 +62,12 @@ pub struct ValidateOptions {
     pub registry_override: Option<std::sync::Arc<Registry>>,
     /// Which codes are reported (`--select`, `--ignore`); pactum.toml's `[lint]` adds to it.
     pub filter: filter::CodeFilter,
+    /// `--no-tools`: the tool servers of pactum.toml are not started to list their tools,
+    /// and names only a server could offer are not reported (SPEC §23).
+    pub no_tools: bool,
+    /// The environment a stdio tool server is started with (the binary passes
+    /// [`crate::config::tool_env`]).
+    pub tool_env: Vec<(String, String)>,
 }
 
 impl Default for ValidateOptions {
@@ -72,6 +79,8 @@ impl Default for ValidateOptions {
             names_from: None,
             registry_override: None,
             filter: filter::CodeFilter::default(),
+            no_tools: false,
+            tool_env: Vec::new(),
         }
     }
 }
@@ -255,6 +264,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         compat::check(&ctx, &mut out);
         examples::check(&ctx, &bound_packs, &mut out);
         work_orders::check(&ctx, &mut report.notes, &mut out);
+        tools::check(&ctx, options, &mut out);
         context::check(&ctx, &mut out);
         evals::check(&ctx, &mut report.files, &mut out);
         semantic::check(&ctx, &mut out);

@@ -144,8 +144,21 @@ pub fn exec(args: Args) -> u8 {
         compiled.check_keys(&args.open)?;
         let open = args.open.iter().cloned().collect();
         let rendered = compiled.render_open(&variables, !args.single_message, &open)?;
-        let tools = pactum::executor::tools::ToolRegistry::builtin(Default::default());
-        let specs = pactum::disclosure::specs(&rendered.tools, &tools);
+        // The tools a run would offer: the built-ins and the project's tool servers (started
+        // only when a section names a tool no built-in provides), under the work order's
+        // allow-list.
+        let toolbox = pactum::executor::toolbox::Toolbox::new(
+            Default::default(),
+            &[],
+            pactum::mcp::ServerSpec::from_config(
+                &project.config.tools,
+                &project.root,
+                &project.config.env.tool_env,
+            ),
+            from_wo.as_ref().and_then(|f| f.wo.tools.clone()),
+        );
+        let tools = toolbox.registry_for(rendered.tools.iter().map(String::as_str))?;
+        let specs = pactum::disclosure::specs(&rendered.tools, tools);
         Ok::<_, Error>((resolved, rendered.messages, specs, assembled))
     })();
     let (resolved, messages, tools, assembled) = match result {

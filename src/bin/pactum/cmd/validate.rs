@@ -44,6 +44,10 @@ pub struct Args {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     jobs: usize,
+    /// Do not start the tool servers of pactum.toml to list their tools: tools only a
+    /// server could offer are not checked (`tool_unknown`); for offline or untrusted CI.
+    #[arg(long)]
+    no_tools: bool,
     /// Write the report to FILE (any format); the text summary goes to stderr.
     #[arg(long, value_name = "FILE")]
     output_file: Option<PathBuf>,
@@ -118,6 +122,8 @@ pub fn exec(args: Args) -> u8 {
         jobs: args.jobs,
         names_from: std::env::current_dir().ok(),
         filter,
+        no_tools: args.no_tools,
+        tool_env: pactum::config::tool_env(&output::env_lookup),
         ..Default::default()
     };
     let path = paths[0].clone();

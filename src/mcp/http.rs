@@ -1,0 +1,261 @@
+//! The streamable HTTP transport: every message is a `POST` to the server's one endpoint
+//! with `Accept: application/json, text/event-stream`; a request is answered with one JSON
+//! body or with a server-sent event stream whose `data:` lines carry the response (and,
+//! before it, notifications and requests of the server's). A session the server opens
+//! (`Mcp-Session-Id` on the `initialize` answer) is sent back on every later message and
+//! closed with a `DELETE` when the transport is dropped.
+//!
+//! The agent follows no redirect (a `3xx` is a failure: the configured URL is the only
+//! host pactum talks to) and uses no proxy; each request is bounded by the server's
+//! timeout as a whole, each message by [`super::MAX_MESSAGE_BYTES`]. No header carries a
+//! secret: pactum sends none to a tool server.
+
+use std::io::BufReader;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request};
+
+/// The most bytes one event stream may carry in all.
+const MAX_STREAM_BYTES: u64 = 4 * MAX_MESSAGE_BYTES as u64;
+/// The longest wait for the closing `DELETE`.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A connection to a streamable HTTP server.
+pub struct Http {
+    agent: ureq::Agent,
+    url: String,
+    session: Option<String>,
+    protocol_version: Option<String>,
+}
+
+impl Http {
+    /// A transport for `url` (`http://` or `https://`); nothing is sent yet.
+    pub fn new(url: &str) -> std::result::Result<Http, String> {
+        let lower = url.trim().to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(format!("`{}` is not an http:// or https:// URL", shown(url)));
+        }
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .max_redirects(0)
+            .proxy(None)
+            .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Ok(Http {
+            agent: ureq::Agent::new_with_config(config),
+            url: url.trim().to_string(),
+            session: None,
+            protocol_version: None,
+        })
+    }
+
+    /// POSTs one message; the response, ready to read.
+    fn post(
+        &mut self,
+        message: &Value,
+        deadline: Instant,
+    ) -> std::result::Result<ureq::http::Response<ureq::Body>, String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(
+                "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into()
+            );
+        }
+        let mut request = self
+            .agent
+            .post(&self.url)
+            .content_type("application/json")
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(session) = &self.session {
+            request = request.header("Mcp-Session-Id", session.as_str());
+        }
+        if let Some(version) = &self.protocol_version {
+            request = request.header("MCP-Protocol-Version", version.as_str());
+        }
+        let payload = serde_json::to_string(message).map_err(|e| e.to_string())?;
+        let response = request
+            .config()
+            .timeout_global(Some(left))
+            .build()
+            .send(payload)
+            .map_err(|e| self.transport_failure(&e))?;
+        if let Some(session) =
+            response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())
+        {
+            // Visible ASCII only (the specification's rule); anything else is not kept.
+            if !session.is_empty() && session.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+                self.session = Some(session.to_string());
+            }
+        }
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            let what = if (300..400).contains(&status) {
+                " (a redirect: pactum follows none; configure the final URL)"
+            } else {
+                ""
+            };
+            return Err(format!("POST {} answered HTTP {status}{what}", shown(&self.url)));
+        }
+        Ok(response)
+    }
+
+    fn transport_failure(&self, e: &ureq::Error) -> String {
+        match e {
+            ureq::Error::Timeout(_) => {
+                "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into()
+            }
+            other => format!("POST {} failed: {other}", shown(&self.url)),
+        }
+    }
+}
+
+impl Transport for Http {
+    fn request(
+        &mut self,
+        message: &Value,
+        id: u64,
+        deadline: Instant,
+    ) -> std::result::Result<Value, String> {
+        let mut response = self.post(message, deadline)?;
+        let sse = response.body().mime_type() == Some("text/event-stream");
+        if !sse {
+            let bytes = response
+                .body_mut()
+                .with_config()
+                .limit(MAX_MESSAGE_BYTES as u64)
+                .read_to_vec()
+                .map_err(|e| format!("reading the answer failed: {e}"))?;
+            let answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                format!(
+                    "the answer is not JSON ({e}): {}",
+                    super::short(&String::from_utf8_lossy(&bytes))
+                )
+            })?;
+            return if is_response_to(&answer, id) {
+                Ok(answer)
+            } else {
+                Err(format!("the answer is not the response to request {id}"))
+            };
+        }
+        let reader = response.into_body().into_with_config().limit(MAX_STREAM_BYTES).reader();
+        let mut reader = BufReader::new(reader);
+        let mut data: Vec<u8> = Vec::new();
+        loop {
+            let line = super::stdio::read_line(&mut reader, MAX_MESSAGE_BYTES)
+                .map_err(|m| m.replace("reading its output", "reading the event stream"))?;
+            let Some(line) = line else {
+                return Err(format!("the event stream ended before the response to request {id}"));
+            };
+            if line.is_empty() {
+                // An event ends: its data is one message.
+                if data.is_empty() {
+                    continue;
+                }
+                let event = std::mem::take(&mut data);
+                let Ok(answer) = serde_json::from_slice::<Value>(&event) else {
+                    return Err(format!(
+                        "an event's data is not JSON: {}",
+                        super::short(&String::from_utf8_lossy(&event))
+                    ));
+                };
+                if is_response_to(&answer, id) {
+                    return Ok(answer);
+                }
+                if let Some(reply) = reply_to_server_request(&answer) {
+                    // Answered on a request of its own; its answer is not awaited.
+                    if let Ok(r) = self.post(&reply, deadline) {
+                        drop(r);
+                    }
+                }
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix(b"data:") {
+                let rest = rest.strip_prefix(b" ").unwrap_or(rest);
+                if data.len() + rest.len() + 1 > MAX_MESSAGE_BYTES {
+                    return Err(format!("an event is over {MAX_MESSAGE_BYTES} bytes"));
+                }
+                if !data.is_empty() {
+                    data.push(b'\n');
+                }
+                data.extend_from_slice(rest);
+            }
+            // `event:`, `id:`, `retry:` and comments carry nothing pactum uses.
+        }
+    }
+
+    fn notify(&mut self, message: &Value, deadline: Instant) -> std::result::Result<(), String> {
+        self.post(message, deadline).map(drop)
+    }
+
+    fn set_protocol_version(&mut self, version: &str) {
+        self.protocol_version = Some(version.to_string());
+    }
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        // Ends the session the server opened, if any (best effort: a server may refuse).
+        let Some(session) = self.session.take() else { return };
+        let _ = self
+            .agent
+            .delete(&self.url)
+            .header("Mcp-Session-Id", session.as_str())
+            .config()
+            .timeout_global(Some(CLOSE_TIMEOUT))
+            .build()
+            .call();
+    }
+}
+
+/// A URL as messages show it: credentials masked.
+fn shown(url: &str) -> String {
+    super::short(&crate::redact::mask_url_credentials(url))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_http_urls_are_taken() {
+        assert!(Http::new("http://127.0.0.1:1/mcp").is_ok());
+        let e = Http::new("file:///etc/passwd").err().unwrap();
+        assert!(e.contains("not an http"), "{e}");
+    }
+
+    #[test]
+    fn event_streams_carry_the_response_after_other_messages() {
+        // A server on a loopback port answering one SSE stream (notification, then the
+        // response split over two data lines).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).unwrap();
+            let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":5,\"result\":{\"ok\":true}}\n\n";
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: abc\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            s.write_all(head.as_bytes()).unwrap();
+            s.write_all(body.as_bytes()).unwrap();
+        });
+        let mut http = Http::new(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+        let answer = http
+            .request(
+                &serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "x"}),
+                5,
+                Instant::now() + Duration::from_secs(10),
+            )
+            .unwrap();
+        assert_eq!(answer["result"]["ok"], true);
+        assert_eq!(http.session.as_deref(), Some("abc"));
+        http.session = None; // no server left to close it on
+        server.join().unwrap();
+    }
+}

@@ -1,0 +1,413 @@
+//! A synchronous client for tools from Model Context Protocol servers (SPEC §23).
+//!
+//! Only the part of MCP pactum needs: JSON-RPC 2.0 messages; the `initialize` handshake
+//! (protocol revision [`PROTOCOL_VERSION`], [`ACCEPTED_VERSIONS`] accepted back) followed
+//! by `notifications/initialized`; `tools/list` with `nextCursor` pagination; `tools/call`
+//! (a result's `structuredContent`, else its `content` text items: the JSON object they
+//! hold, or `{"text": ...}`; `isError`). Two
+//! transports: [`stdio`] (a child process, one JSON message per line) and [`http`]
+//! (streamable HTTP: a `POST` answered with JSON or an SSE stream).
+//!
+//! Written in pactum rather than taken from `rmcp`: pactum is synchronous (ureq, threads),
+//! and the official SDK would bring an async runtime and a second HTTP stack.
+//!
+//! A server is untrusted (SPEC §18): every message is capped at [`MAX_MESSAGE_BYTES`],
+//! every request at the server's timeout, a tool's output at [`MAX_OUTPUT_BYTES`], a
+//! listing at [`MAX_TOOLS`] tools; a stdio server gets only the environment variables
+//! [`crate::config::TOOL_SERVER_ENV`] names, and is killed and reaped when its [`Server`]
+//! is dropped (the run ends), whatever happened before.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::config::ToolServerSettings;
+use crate::error::{Error, Result};
+
+pub mod http;
+pub mod stdio;
+
+/// The protocol revision pactum asks for.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The revisions pactum accepts in a server's `initialize` answer.
+pub const ACCEPTED_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26"];
+/// The largest message read from a server, in bytes (a longer line or body is a failure).
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// The largest tool output (as JSON) handed to the run, in bytes.
+pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
+/// The most tools one server may list.
+pub const MAX_TOOLS: usize = 256;
+/// The most pages one listing may take.
+const MAX_PAGES: usize = 64;
+/// How long one request may take unless `timeout_s` says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How to reach a server.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Endpoint {
+    /// A program and its arguments, run in `dir` with exactly `env`.
+    Stdio { command: Vec<String>, dir: PathBuf, env: Vec<(String, String)> },
+    /// A streamable HTTP endpoint.
+    Http { url: String },
+}
+
+/// One configured server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerSpec {
+    /// Its name in `pactum.toml` (`[tools.NAME]`).
+    pub name: String,
+    pub endpoint: Endpoint,
+    /// The tools of its the project uses (`None`: all it lists).
+    pub allow: Option<Vec<String>>,
+    /// How long one request may take.
+    pub timeout: Duration,
+}
+
+impl ServerSpec {
+    /// The servers of a config, in name order; stdio ones run in `root` with `env`.
+    pub fn from_config(
+        servers: &std::collections::BTreeMap<String, ToolServerSettings>,
+        root: &std::path::Path,
+        env: &[(String, String)],
+    ) -> Vec<ServerSpec> {
+        servers
+            .iter()
+            .filter_map(|(name, s)| {
+                let endpoint = match (&s.command, &s.url) {
+                    (Some(command), None) if !command.is_empty() => Endpoint::Stdio {
+                        command: command.clone(),
+                        dir: root.to_path_buf(),
+                        env: env.to_vec(),
+                    },
+                    (None, Some(url)) => Endpoint::Http { url: url.clone() },
+                    // Refused by the config check; never started.
+                    _ => return None,
+                };
+                let timeout = s
+                    .timeout_s
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .and_then(|t| Duration::try_from_secs_f64(t).ok())
+                    .unwrap_or(DEFAULT_TIMEOUT);
+                Some(ServerSpec { name: name.clone(), endpoint, allow: s.allow.clone(), timeout })
+            })
+            .collect()
+    }
+
+    fn failed(&self, message: impl Into<String>) -> Error {
+        Error::ToolServerFailed { server: self.name.clone(), message: message.into() }
+    }
+}
+
+/// A tool as a server lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListedTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    /// `outputSchema`, when the server declares one.
+    pub output_schema: Option<Value>,
+}
+
+/// One way of exchanging JSON-RPC messages with a server.
+pub trait Transport: Send {
+    /// Sends a request and returns the response with its `id`, waiting at most until
+    /// `deadline`. Messages that are not that response are skipped (requests from the
+    /// server are answered through `reply`).
+    fn request(
+        &mut self,
+        message: &Value,
+        id: u64,
+        deadline: Instant,
+    ) -> std::result::Result<Value, String>;
+    /// Sends a notification (no answer expected).
+    fn notify(&mut self, message: &Value, deadline: Instant) -> std::result::Result<(), String>;
+    /// What the server said on its error stream lately, for a failure's message.
+    fn diagnostics(&self) -> String {
+        String::new()
+    }
+    /// Told the revision `initialize` settled on (HTTP sends it on every later request).
+    fn set_protocol_version(&mut self, _version: &str) {}
+}
+
+/// The answer pactum gives a request from the server: `ping` is answered, anything else
+/// is "method not found" (pactum offers no sampling, roots or elicitation).
+pub fn reply_to_server_request(message: &Value) -> Option<Value> {
+    let id = message.get("id")?;
+    let method = message.get("method")?.as_str()?;
+    Some(if method == "ping" {
+        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    } else {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}})
+    })
+}
+
+/// Whether a message is the response to request `id`.
+pub fn is_response_to(message: &Value, id: u64) -> bool {
+    message.get("method").is_none()
+        && message.get("id").and_then(Value::as_u64) == Some(id)
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+struct Connection {
+    transport: Box<dyn Transport>,
+    next_id: u64,
+}
+
+/// A started, initialized server. Dropping it stops the server.
+pub struct Server {
+    spec: ServerSpec,
+    connection: Mutex<Connection>,
+    /// The server's own name and version, from `initialize`.
+    pub info: String,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("name", &self.spec.name).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts (or connects to) the server and runs the `initialize` handshake.
+    pub fn start(spec: &ServerSpec) -> Result<Server> {
+        let deadline = Instant::now() + spec.timeout;
+        let transport: Box<dyn Transport> = match &spec.endpoint {
+            Endpoint::Stdio { command, dir, env } => {
+                Box::new(stdio::Stdio::spawn(command, dir, env).map_err(|m| spec.failed(m))?)
+            }
+            Endpoint::Http { url } => Box::new(http::Http::new(url).map_err(|m| spec.failed(m))?),
+        };
+        let mut connection = Connection { transport, next_id: 1 };
+        let init = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "pactum", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let result = request(&mut connection, "initialize", init, deadline)
+            .map_err(|m| spec.failed(format!("initialize: {m}")))?;
+        let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+        if !ACCEPTED_VERSIONS.contains(&version) {
+            return Err(spec.failed(format!(
+                "it speaks MCP revision `{}`; pactum speaks {}",
+                crate::terminal::escape_line(version),
+                ACCEPTED_VERSIONS.join(" and ")
+            )));
+        }
+        connection.transport.set_protocol_version(version);
+        let info = result
+            .get("serverInfo")
+            .map(|i| {
+                format!(
+                    "{} {}",
+                    i.get("name").and_then(Value::as_str).unwrap_or("?"),
+                    i.get("version").and_then(Value::as_str).unwrap_or("")
+                )
+            })
+            .unwrap_or_default();
+        connection
+            .transport
+            .notify(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), deadline)
+            .map_err(|m| spec.failed(format!("notifications/initialized: {m}")))?;
+        Ok(Server { spec: spec.clone(), connection: Mutex::new(connection), info })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.connection.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every tool the server lists (all pages), at most [`MAX_TOOLS`].
+    pub fn list_tools(&self) -> Result<Vec<ListedTool>> {
+        let deadline = Instant::now() + self.spec.timeout;
+        let mut connection = self.lock();
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let result = request(&mut connection, "tools/list", params, deadline)
+                .map_err(|m| self.spec.failed(format!("tools/list: {m}")))?;
+            let page = result
+                .get("tools")
+                .and_then(Value::as_array)
+                .ok_or_else(|| self.spec.failed("tools/list: the answer has no `tools` list"))?;
+            for t in page {
+                if tools.len() == MAX_TOOLS {
+                    return Err(self.spec.failed(format!(
+                        "it lists more than {MAX_TOOLS} tools; pactum takes at most {MAX_TOOLS} from one server"
+                    )));
+                }
+                tools.push(listed(t).map_err(|m| self.spec.failed(format!("tools/list: {m}")))?);
+            }
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() => cursor = Some(next.to_string()),
+                _ => return Ok(tools),
+            }
+        }
+        Err(self.spec.failed(format!("tools/list went on for more than {MAX_PAGES} pages")))
+    }
+
+    /// Calls a tool. `Err` is the message of a failed call: the server's own error
+    /// (`isError`), a JSON-RPC error, a timeout, an output over [`MAX_OUTPUT_BYTES`].
+    pub fn call_tool(&self, tool: &str, arguments: &Value) -> std::result::Result<Value, String> {
+        let deadline = Instant::now() + self.spec.timeout;
+        let mut connection = self.lock();
+        let result = request(
+            &mut connection,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+            deadline,
+        )
+        .map_err(|m| format!("server `{}`: {m}", self.spec.name))?;
+        let output = tool_output(&result)?;
+        let size = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > MAX_OUTPUT_BYTES {
+            return Err(format!(
+                "its output is {size} bytes; pactum takes at most {MAX_OUTPUT_BYTES} bytes from a tool"
+            ));
+        }
+        Ok(output)
+    }
+}
+
+/// One request on a connection: its result, or what went wrong.
+fn request(
+    connection: &mut Connection,
+    method: &str,
+    params: Value,
+    deadline: Instant,
+) -> std::result::Result<Value, String> {
+    let id = connection.next_id;
+    connection.next_id += 1;
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let answer = connection.transport.request(&message, id, deadline).map_err(|m| {
+        let said = connection.transport.diagnostics();
+        if said.is_empty() { m } else { format!("{m}; it said: {said}") }
+    })?;
+    if let Some(error) = answer.get("error") {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let text = error.get("message").and_then(Value::as_str).unwrap_or("no message");
+        return Err(format!("error {code}: {}", short(text)));
+    }
+    Ok(answer.get("result").cloned().unwrap_or(Value::Null))
+}
+
+/// A listed tool, checked for the fields pactum uses.
+fn listed(t: &Value) -> std::result::Result<ListedTool, String> {
+    let name = t
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty() && n.len() <= 128)
+        .ok_or("a tool has no name (or one over 128 characters)")?;
+    let input_schema = t
+        .get("inputSchema")
+        .filter(|s| s.is_object())
+        .cloned()
+        .ok_or_else(|| format!("tool `{}` has no inputSchema object", short(name)))?;
+    Ok(ListedTool {
+        name: name.to_string(),
+        description: t.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
+        input_schema,
+        output_schema: t.get("outputSchema").filter(|s| s.is_object()).cloned(),
+    })
+}
+
+/// What a `tools/call` result gives the run: its `structuredContent` when present, else its
+/// text items joined: the JSON object they hold, or `{"text": ...}`; `isError` makes it a
+/// failure.
+pub fn tool_output(result: &Value) -> std::result::Result<Value, String> {
+    let text = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| match item.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        item.get("text").and_then(Value::as_str).unwrap_or("").to_string()
+                    }
+                    Some(other) => format!("[{} content omitted]", short(other)),
+                    None => String::new(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Err(if text.is_empty() {
+            "the tool reported an error".into()
+        } else {
+            short(&text)
+        });
+    }
+    match result.get("structuredContent") {
+        Some(v) if !v.is_null() => Ok(v.clone()),
+        // Many servers return a JSON object as their one text item (the SDKs do for a dict).
+        _ => match serde_json::from_str::<Value>(&text) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Ok(json!({"text": text})),
+        },
+    }
+}
+
+/// A server-given text cut to a readable length, control characters escaped.
+pub fn short(text: &str) -> String {
+    const MAX: usize = 500;
+    let cut: String = text.chars().take(MAX).collect();
+    let more = if text.chars().nth(MAX).is_some() { "…" } else { "" };
+    format!("{}{more}", crate::terminal::escape_line(&cut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_become_values_or_failures() {
+        let r = json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "x"}]});
+        assert_eq!(tool_output(&r).unwrap(), json!({"text": "a\n[image content omitted]"}));
+        let r =
+            json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"total": 3}});
+        assert_eq!(tool_output(&r).unwrap(), json!({"total": 3}));
+        let r = json!({"content": [{"type": "text", "text": "{\n  \"total\": 4\n}"}]});
+        assert_eq!(tool_output(&r).unwrap(), json!({"total": 4}));
+        let r = json!({"content": [{"type": "text", "text": "[1]"}]});
+        assert_eq!(tool_output(&r).unwrap(), json!({"text": "[1]"}));
+        let r = json!({"content": [{"type": "text", "text": "no such order"}], "isError": true});
+        assert_eq!(tool_output(&r).unwrap_err(), "no such order");
+    }
+
+    #[test]
+    fn server_requests_are_answered_and_responses_matched() {
+        let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+        assert_eq!(reply_to_server_request(&ping).unwrap()["result"], json!({}));
+        let other = json!({"jsonrpc": "2.0", "id": "x", "method": "roots/list"});
+        assert_eq!(reply_to_server_request(&other).unwrap()["error"]["code"], -32601);
+        assert!(
+            reply_to_server_request(&json!({"jsonrpc": "2.0", "method": "notifications/x"}))
+                .is_none()
+        );
+        assert!(is_response_to(&json!({"jsonrpc": "2.0", "id": 3, "result": {}}), 3));
+        assert!(!is_response_to(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}), 3));
+        assert!(!is_response_to(&json!({"jsonrpc": "2.0", "id": 4, "result": {}}), 3));
+    }
+
+    #[test]
+    fn listed_tools_need_a_name_and_an_input_schema() {
+        let t = listed(&json!({"name": "lookup", "inputSchema": {"type": "object"}})).unwrap();
+        assert_eq!(t.name, "lookup");
+        assert!(listed(&json!({"name": "x"})).is_err());
+        assert!(listed(&json!({"inputSchema": {}})).is_err());
+    }
+}

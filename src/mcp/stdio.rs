@@ -1,0 +1,282 @@
+//! The stdio transport: the server is a child process; each message is one line of JSON
+//! on its standard input or output (MCP "stdio").
+//!
+//! - A reader thread reads the child's output line by line, each line capped at
+//!   [`super::MAX_MESSAGE_BYTES`], and hands them over through a channel of a few slots
+//!   (a server that floods waits; pactum's memory does not grow); every request waits on
+//!   that channel only until its deadline.
+//! - A second thread drains the child's error stream into a ring of its last
+//!   [`STDERR_KEPT`] bytes, quoted (shortened) in a failure's message and nowhere else.
+//! - The child starts with exactly the environment it is given (the binary passes
+//!   [`crate::config::TOOL_SERVER_ENV`]): it never inherits API keys.
+//! - Dropping the transport closes the child's input, gives it a moment to exit, then
+//!   kills it and waits for it: no zombie, whatever happened before (a timeout, a bad
+//!   message, a panic unwinding through the run).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio as Pipe};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request};
+
+/// How much of the server's error stream is kept.
+pub const STDERR_KEPT: usize = 4096;
+/// How long a server may take to exit after its input closes before it is killed.
+const GRACE: Duration = Duration::from_millis(300);
+
+/// A line from the server, or why reading stopped.
+type Line = std::result::Result<Vec<u8>, String>;
+
+/// A running stdio server.
+pub struct Stdio {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Line>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    program: String,
+}
+
+impl Stdio {
+    /// Starts `command` in `dir` with exactly `env`.
+    pub fn spawn(
+        command: &[String],
+        dir: &Path,
+        env: &[(String, String)],
+    ) -> std::result::Result<Stdio, String> {
+        let (program, args) = command.split_first().ok_or("the command is empty")?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .current_dir(dir)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Pipe::piped())
+            .stdout(Pipe::piped())
+            .stderr(Pipe::piped());
+        let mut child = cmd.spawn().map_err(|e| {
+            format!(
+                "`{}` could not be started ({e}); check `command` in pactum.toml",
+                super::short(program)
+            )
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("its standard streams could not be opened".into());
+        };
+        let (tx, lines) = sync_channel(4);
+        std::thread::Builder::new()
+            .name("mcp-stdout".into())
+            .spawn(move || read_lines(stdout, &tx))
+            .map_err(|e| format!("a reader thread could not be started ({e})"))?;
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let ring = kept.clone();
+        let _ = std::thread::Builder::new()
+            .name("mcp-stderr".into())
+            .spawn(move || drain(stderr, &ring));
+        Ok(Stdio { child, stdin: Some(stdin), lines, stderr: kept, program: program.clone() })
+    }
+
+    fn send(&mut self, message: &Value) -> std::result::Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("its input is closed")?;
+        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        stdin
+            .write_all(&line)
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("writing to it failed ({e}); {}", self.exit_status()))
+    }
+
+    /// "it exited with …" when the child is gone, else "it is still running".
+    fn exit_status(&mut self) -> String {
+        match self.child.try_wait() {
+            Ok(Some(status)) => format!("`{}` exited ({status})", super::short(&self.program)),
+            _ => "it is still running".into(),
+        }
+    }
+}
+
+impl Transport for Stdio {
+    fn request(
+        &mut self,
+        message: &Value,
+        id: u64,
+        deadline: Instant,
+    ) -> std::result::Result<Value, String> {
+        self.send(message)?;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(Ok(line)) => line,
+                Ok(Err(why)) => return Err(why),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(
+                        "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)"
+                            .into(),
+                    );
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    // The reader ended: give the child a moment to be reaped for its status.
+                    std::thread::sleep(Duration::from_millis(20));
+                    return Err(format!(
+                        "its output ended before it answered; {}",
+                        self.exit_status()
+                    ));
+                }
+            };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(answer) = serde_json::from_slice::<Value>(&line) else {
+                return Err(format!(
+                    "it wrote a line that is not JSON: {}",
+                    super::short(&String::from_utf8_lossy(&line))
+                ));
+            };
+            if is_response_to(&answer, id) {
+                return Ok(answer);
+            }
+            if let Some(reply) = reply_to_server_request(&answer) {
+                self.send(&reply)?;
+            }
+            // Notifications (logging, progress) and stray responses are skipped.
+        }
+    }
+
+    fn notify(&mut self, message: &Value, _deadline: Instant) -> std::result::Result<(), String> {
+        self.send(message)
+    }
+
+    fn diagnostics(&self) -> String {
+        let kept = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        let text = String::from_utf8_lossy(&kept);
+        let text = text.trim();
+        // The end of the stream says most: its last lines.
+        let tail: String = {
+            let chars: Vec<char> = text.chars().collect();
+            chars[chars.len().saturating_sub(300)..].iter().collect()
+        };
+        super::short(&tail)
+    }
+}
+
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        // Closing its input is how a stdio server is asked to stop (MCP lifecycle).
+        drop(self.stdin.take());
+        let until = Instant::now() + GRACE;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads lines until the stream ends, a line is over the cap, or nobody listens.
+fn read_lines(stdout: impl Read, tx: &SyncSender<Line>) {
+    let mut reader = BufReader::new(stdout);
+    loop {
+        match read_line(&mut reader, MAX_MESSAGE_BYTES) {
+            Ok(Some(line)) => {
+                if tx.send(Ok(line)).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => return,
+            Err(why) => {
+                let _ = tx.send(Err(why));
+                return;
+            }
+        }
+    }
+}
+
+/// One line without its end, at most `cap` bytes; `None` at the end of the stream.
+pub fn read_line(
+    reader: &mut impl BufRead,
+    cap: usize,
+) -> std::result::Result<Option<Vec<u8>>, String> {
+    let mut line = Vec::new();
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("reading its output failed ({e})")),
+        };
+        if buf.is_empty() {
+            return Ok((!line.is_empty()).then_some(line));
+        }
+        let (part, done) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (&buf[..i], i + 1),
+            None => (buf, buf.len()),
+        };
+        if line.len() + part.len() > cap {
+            return Err(format!("it wrote a message over {cap} bytes; pactum reads at most {cap}"));
+        }
+        line.extend_from_slice(part);
+        let ended = done > part.len();
+        reader.consume(done);
+        if ended {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Some(line));
+        }
+    }
+}
+
+/// Keeps the last [`STDERR_KEPT`] bytes of a stream.
+fn drain(mut stream: impl Read, kept: &Mutex<Vec<u8>>) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut k = kept.lock().unwrap_or_else(|p| p.into_inner());
+                k.extend_from_slice(&buf[..n]);
+                let over = k.len().saturating_sub(STDERR_KEPT);
+                if over > 0 {
+                    k.drain(..over);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_capped_and_split() {
+        let mut r = BufReader::with_capacity(3, &b"ab\r\ncd\nlast"[..]);
+        assert_eq!(read_line(&mut r, 10).unwrap().unwrap(), b"ab");
+        assert_eq!(read_line(&mut r, 10).unwrap().unwrap(), b"cd");
+        assert_eq!(read_line(&mut r, 10).unwrap().unwrap(), b"last");
+        assert_eq!(read_line(&mut r, 10).unwrap(), None);
+        let mut r = BufReader::with_capacity(4, &b"0123456789abc\n"[..]);
+        assert!(read_line(&mut r, 10).unwrap_err().contains("over 10 bytes"));
+    }
+
+    #[test]
+    fn the_error_stream_keeps_its_end() {
+        let kept = Mutex::new(Vec::new());
+        let text = "x".repeat(10_000) + "the end";
+        drain(text.as_bytes(), &kept);
+        let k = kept.into_inner().unwrap();
+        assert_eq!(k.len(), STDERR_KEPT);
+        assert!(k.ends_with(b"the end"));
+    }
+}
