@@ -865,6 +865,23 @@ mod tests {
     }
 
     #[test]
+    fn refs_never_reach_hidden_files_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("contracts")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/s.json"), r#"{"type": "string"}"#).unwrap();
+        std::fs::write(root.join(".env.json"), r#"{"type": "string"}"#).unwrap();
+        std::fs::write(root.join("shown.json"), r#"{"type": "string"}"#).unwrap();
+        let base = root.join("contracts");
+        assert!(compile(&json!({"$ref": "../shown.json"}), &base, root).is_ok());
+        for hidden in ["../.git/s.json", "../.env.json", "./../.git/../.env.json"] {
+            let e = compile(&json!({ "$ref": hidden }), &base, root).unwrap_err();
+            assert!(e[0].message.contains("hidden"), "{hidden}: {e:?}");
+        }
+    }
+
+    #[test]
     fn compiled_validators_use_linear_regexes_and_assert_formats() {
         let root = std::env::temp_dir();
         let v = compile(&json!({"type": "string", "format": "date"}), &root, &root).unwrap();

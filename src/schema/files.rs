@@ -49,8 +49,8 @@ impl Files for NoFiles {
 
 pub(super) static NO_FILES: NoFiles = NoFiles;
 
-/// The files inside one project root, read through the confinement rule
-/// ([`crate::confine::Root::file`]) and remembered, so that schemas of one contract (or two
+/// The files inside one project root, read through the confinement rule for content
+/// ([`crate::confine::Root::content`]: inside the root, nothing hidden) and remembered, so that schemas of one contract (or two
 /// versions compared) read a shared file once.
 pub struct ProjectFiles {
     root: crate::confine::Root,
@@ -63,7 +63,9 @@ impl ProjectFiles {
     }
 
     fn load(&self, path: &Path) -> Result<SchemaFile, ReadError> {
-        let real = self.root.file(path).map_err(|refusal| {
+        // `content`: a schema file is project content like any other a document names, so
+        // hidden paths (`.git/`, `.pactum/`, dot-files) are refused as they are for context.
+        let real = self.root.content(path).map_err(|refusal| {
             ReadError::Refused(match refusal {
                 crate::confine::Refusal::Escape(reason) => format!(
                     "`{}` {reason}: references reach only files inside the project",
