@@ -249,12 +249,23 @@ fn compile_embedded(name: &str) -> Validator {
 fn compile_trusted(schema: &Value) -> Validator {
     let graph = graph::Graph::build(schema, &graph::Origin::detached());
     let profile = cost::Profile::of(&graph, schema);
-    let compiled = jsonschema::draft202012::options()
-        .should_validate_formats(true)
+    let compiled = options()
+        .with_draft(jsonschema::Draft::Draft202012)
         .build(schema)
         .or_else(|_| jsonschema::validator_for(&Value::Bool(true)))
         .unwrap_or_else(|_| unreachable_validator());
     Validator::new(compiled, profile)
+}
+
+/// The options every validator pactum builds starts from: formats asserted, patterns on
+/// the linear-time engine within a size limit, and `uniqueItems` checked by pactum
+/// ([`unique`]: the crate's own check is quadratic on items built to collide).
+#[allow(clippy::disallowed_methods)] // the one door: only the builds below start here
+fn options() -> jsonschema::ValidationOptions<'static> {
+    jsonschema::options()
+        .with_pattern_options(PatternOptions::regex().size_limit(REGEX_SIZE_LIMIT))
+        .with_keyword("uniqueItems", unique::factory)
+        .should_validate_formats(true)
 }
 
 #[allow(clippy::disallowed_methods)] // the one door: `true` costs nothing
@@ -680,7 +691,7 @@ pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validat
     if !outward.is_empty() {
         return Err(outward);
     }
-    let mut options = jsonschema::options();
+    let mut options = options();
     if schema.get("$schema").is_none() {
         options = options.with_draft(jsonschema::Draft::Draft202012);
     }
@@ -690,8 +701,6 @@ pub fn compile_graph(graph: &graph::Graph<'_>, schema: &Value) -> Result<Validat
     options
         .with_base_uri(graph.base().to_string())
         .with_retriever(GraphRetriever { documents })
-        .with_pattern_options(PatternOptions::regex().size_limit(REGEX_SIZE_LIMIT))
-        .should_validate_formats(true)
         .build(schema)
         .map_err(|e| {
             vec![Finding::new(
@@ -750,6 +759,7 @@ impl Retrieve for GraphRetriever {
 pub mod cost;
 pub mod files;
 pub mod graph;
+mod unique;
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // a test module: reads the schema files of the checkout
@@ -802,6 +812,9 @@ mod tests {
                 serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(jsonschema::meta::validate(&schema).is_ok(), "{name}");
             assert!(jsonschema::draft202012::new(&schema).is_ok(), "{name}");
+            // As `compile_trusted` builds it (no silent fall back to `true`).
+            let built = options().with_draft(jsonschema::Draft::Draft202012).build(&schema);
+            assert!(built.is_ok(), "{name}: {:?}", built.err());
         }
     }
 
