@@ -583,10 +583,14 @@ mod tests {
         let given = json!({"files": {"docs/none.md": "x"}, "frameworks": {"FMWK-NONE": "y"}});
         let request = Request { given: Some(&given), ..Default::default() };
         assert!(assemble(&c, request, &sources).is_ok(), "given entries are not read");
-        for bad in ["../outside.md", "/etc/passwd"] {
+        // Relative and without `..`, even where the path would stay inside the root: an
+        // absolute path holds on one machine only.
+        let inside = dir.path().join("docs/policy.md").display().to_string();
+        for bad in ["../outside.md", "/etc/passwd", inside.as_str(), "docs/../docs/policy.md"] {
             let c = contract(json!({"file_refs": [bad]}));
             let e = assemble(&c, Request::default(), &sources).unwrap_err();
             assert_eq!(e.code(), Code::PathEscape, "{bad}");
+            assert!(check_refs(dir.path(), &c, None).is_err(), "validate refuses {bad} too");
         }
         #[cfg(unix)]
         {

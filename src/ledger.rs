@@ -380,6 +380,24 @@ mod tests {
     }
 
     #[test]
+    fn a_record_of_another_ledger_in_its_place_breaks_the_prev_chain() {
+        let (_dir, path) = ledger_with(3);
+        let other_dir = tempfile::tempdir().unwrap();
+        let other = other_dir.path().join("other.jsonl");
+        let ledger = Ledger::open(&at(&other)).unwrap();
+        for i in 0..3 {
+            ledger.append(Kind::Exchange, fields(json!({"other": i}))).unwrap();
+        }
+        let (ours, theirs) = (lines(&path), lines(&other));
+        // The spliced record has the right `seq` and a hash that matches its own content:
+        // only its `prev` (the hash of the record before it in its own ledger) tells.
+        write(&path, &[ours[0].clone(), theirs[1].clone(), ours[2].clone()]);
+        assert_eq!(failing_line(&path, Code::LedgerBroken), 2);
+        let e = check(&path).unwrap_err();
+        assert!(e.to_string().contains("does not follow the record before it"), "{e}");
+    }
+
+    #[test]
     fn a_torn_last_line_is_found_before_the_next_append() {
         let (_dir, path) = ledger_with(3);
         let original = std::fs::read(&path).unwrap();

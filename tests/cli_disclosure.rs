@@ -331,6 +331,37 @@ fn the_token_budget_is_checked_again_before_each_tool_round() {
     assert_eq!(result["ok"], true, "{result:#}");
 }
 
+/// The prompt of a tool round carries the results of the calls before it: the check before
+/// the round counts them, not only the rendered messages (which reading a file leaves as they
+/// were). Usage is scripted, so the arithmetic is exact.
+#[test]
+fn the_check_before_a_tool_round_counts_the_tool_results_it_carries() {
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 10});
+    let read = json!({"tool_calls": [
+        {"name": "read_file", "arguments": {"path": "/context/runbook.md"}}
+    ], "usage": usage});
+    let answer = json!({"text": ANSWER, "usage": usage});
+    // The rendered prompt's estimate (no usage scripted: pactum estimates it) and the file's.
+    let (one, _) = run_constrained(json!([{"text": ANSWER}]), json!({}));
+    let prompt = one["usage"]["prompt_tokens"].as_u64().unwrap();
+    let (two, records) = run_constrained(json!([read, answer]), json!({}));
+    assert_eq!(two["ok"], true, "{two:#}");
+    let content = records[0]["disclosures"][0]["result"].as_str().unwrap();
+    let file = (content.len() as u64).div_ceil(4);
+    assert!(content.contains("## 2. Error codes"), "the runbook was read: {content}");
+    let max_tokens = 400;
+    // After the first round (20 tokens): room for the prompt, the reply and half the file.
+    let budget = 20 + prompt + max_tokens + file / 2;
+    let (result, records) = run_constrained(json!([read, answer]), json!({"token_budget": budget}));
+    assert_eq!(result["errors"][0]["code"], "budget_exceeded", "{result:#}");
+    let verdicts: Vec<&str> = records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["tool_calls", "budget_exceeded"], "the second round never ran");
+    // Room for the whole file too: the round runs and the model answers.
+    let budget = 20 + prompt + max_tokens + 2 * file;
+    let (result, _) = run_constrained(json!([read, answer]), json!({"token_budget": budget}));
+    assert_eq!(result["ok"], true, "{result:#}");
+}
+
 // --- Native tool calls over HTTP, against a mock server on 127.0.0.1 ----------------------
 
 use crate::mock_http;

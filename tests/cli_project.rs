@@ -841,6 +841,35 @@ fn the_same_version_added_with_different_content_on_both_sides_is_a_conflict_nam
 }
 
 #[test]
+fn one_version_deprecated_with_two_successors_is_a_conflict_naming_it() {
+    let r = team_repo("");
+    for v in ["1.1.0", "1.2.0"] {
+        r.ok(&["new", "version", &format!("PRC-SUMMARIZE-001@{v}")]);
+        r.ok(&["registry", "promote", &format!("PRC-SUMMARIZE-001@{v}")]);
+    }
+    r.commit_all("1.1.0 and 1.2.0");
+    git_ok(&r.top, &["checkout", "-q", "-b", "alice"]);
+    r.ok(&["registry", "deprecate", "PRC-SUMMARIZE-001@1.0.0", "--successor", "1.2.0"]);
+    r.commit_all("alice deprecates 1.0.0 for 1.2.0");
+    git_ok(&r.top, &["checkout", "-q", "main"]);
+    r.ok(&["registry", "deprecate", "PRC-SUMMARIZE-001@1.0.0", "--successor", "1.1.0"]);
+    r.commit_all("main deprecates 1.0.0 for 1.1.0");
+    let ours = std::fs::read(r.root.join("registry.json")).unwrap();
+
+    let merge = git(&r.top, &["merge", "--no-edit", "alice"]);
+    assert_ne!(merge.code, 0, "the merge should conflict:\n{}", merge.stdout);
+    let all = format!("{}{}", merge.stdout, merge.stderr);
+    assert!(all.contains("error[registry_merge_conflict]"), "{all}");
+    assert!(
+        all.contains(
+            "PRC-SUMMARIZE-001@1.0.0: deprecated on both sides with different successors (ours 1.1.0, theirs 1.2.0)"
+        ),
+        "the conflict names the entry and both successors: {all}"
+    );
+    assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), ours);
+}
+
+#[test]
 fn the_merge_driver_refuses_unrelated_histories() {
     let r = team_repo("");
     let base = std::fs::read_to_string(r.root.join("registry.json")).unwrap();

@@ -1103,6 +1103,32 @@ mod tests {
     }
 
     #[test]
+    fn a_version_a_label_names_is_not_removed_until_the_label_moves() {
+        let mut t = Tree::new();
+        let pack = t.pack();
+        add(&mut t.registry, &pack, &ts()).unwrap();
+        promote(&mut t.registry, EntryKind::PromptPack, "PRM-A-001", &v("1.0.0"), &ts()).unwrap();
+        for version in ["1.0.0", "2.0.0"] {
+            let c = t.contract(version, json!({}));
+            add(&mut t.registry, &c, &ts()).unwrap();
+            promote(&mut t.registry, EntryKind::Contract, "PRC-A-001", &v(version), &ts()).unwrap();
+        }
+        label(&mut t.registry, "PRC-A-001", "production", Some(&v("1.0.0")), None, &ts()).unwrap();
+        let (one, two) = (v("1.0.0"), v("2.0.0"));
+        deprecate(&mut t.registry, EntryKind::Contract, "PRC-A-001", &one, &two, &ts()).unwrap();
+        let before = t.registry.clone();
+        let e = remove(&mut t.registry, EntryKind::Contract, "PRC-A-001", &one, &ts()).unwrap_err();
+        assert_eq!(e.code(), Code::RegistryTransitionInvalid);
+        assert!(e.to_string().contains("the label `production` names it"), "{e}");
+        assert_eq!(t.registry.entries, before.entries, "nothing changed");
+        assert_eq!(t.registry.history, before.history, "no event was appended");
+        // Once the label moves on, the version goes.
+        label(&mut t.registry, "PRC-A-001", "production", Some(&two), None, &ts()).unwrap();
+        let removed = remove(&mut t.registry, EntryKind::Contract, "PRC-A-001", &one, &ts());
+        assert_eq!(removed.unwrap().state, State::Removed);
+    }
+
+    #[test]
     fn drafts_are_working_copies_until_promote_freezes_the_hash() {
         let mut t = Tree::new();
         let pack = t.pack();

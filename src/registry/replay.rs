@@ -778,4 +778,26 @@ mod tests {
             ["activated_at"]
         );
     }
+
+    #[test]
+    fn a_second_promote_must_carry_what_the_first_froze() {
+        let (t0, t1, t2) = ("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z");
+        let history = |again: Event| [event(Action::Add, t0), event(Action::Promote, t1), again];
+        // The same promote on both sides of a merge replays.
+        assert!(fold(&history(event(Action::Promote, t2))).1.is_empty());
+        // Another hash, or other referenced files, contradicts the freeze.
+        let mut other_hash = event(Action::Promote, t2);
+        other_hash.sha256 = "0".repeat(64);
+        let mut other_refs = event(Action::Promote, t2);
+        other_refs.refs = Some(BTreeMap::from([("schemas/x.json".to_string(), SHA.to_string())]));
+        for (again, says) in
+            [(other_hash, "promotes it with hash"), (other_refs, "referenced files")]
+        {
+            let (_, problems) = fold(&history(again));
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].index, 2);
+            let message = problems[0].error.to_string();
+            assert!(message.contains(says) && message.contains("event #"), "{message}");
+        }
+    }
 }
