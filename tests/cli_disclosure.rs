@@ -362,6 +362,23 @@ fn the_check_before_a_tool_round_counts_the_tool_results_it_carries() {
     assert_eq!(result["ok"], true, "{result:#}");
 }
 
+#[test]
+fn a_reply_without_usage_is_charged_for_the_tool_results_its_request_carried() {
+    // No usage scripted: pactum estimates both calls, and the second carries the file.
+    let read = json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "/context/runbook.md"}}]});
+    let (one, _) = run_constrained(json!([{"text": ANSWER}]), json!({}));
+    let alone = one["usage"]["prompt_tokens"].as_u64().unwrap();
+    let (two, records) = run_constrained(json!([read, {"text": ANSWER}]), json!({}));
+    assert_eq!(two["ok"], true, "{two:#}");
+    let content = records[0]["disclosures"][0]["result"].as_str().unwrap();
+    let file = (content.len() as u64).div_ceil(4);
+    assert!(file > 100, "a file big enough to tell: {file}");
+    let charged = two["usage"]["prompt_tokens"].as_u64().unwrap();
+    // Two calls of the same prompt, the second with the file: at least the file more than
+    // twice the prompt alone.
+    assert!(charged >= 2 * alone + file, "charged {charged}, prompt {alone}, file {file}: {two:#}");
+}
+
 // --- Native tool calls over HTTP, against a mock server on 127.0.0.1 ----------------------
 
 use crate::mock_http;

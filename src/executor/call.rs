@@ -379,7 +379,7 @@ impl<'a> Caller<'a> {
                 }
             };
             let used = response.usage.unwrap_or_else(|| Usage {
-                prompt_tokens: estimate_tokens(&request.messages),
+                prompt_tokens: request.estimated_prompt_tokens(),
                 completion_tokens: match &response.body {
                     ResponseBody::Text(t) => (t.len() as u64).div_ceil(4),
                     ResponseBody::Envelope(v) => (v.to_string().len() as u64).div_ceil(4),
@@ -430,14 +430,7 @@ impl<'a> Caller<'a> {
                 record(Some(&hash), Some(&response), Err(&e), &[])?;
                 return Err(e);
             }
-            let estimate = estimate_tokens(&request.messages)
-                + request
-                    .turns
-                    .iter()
-                    .map(|t| {
-                        t.results.iter().map(|r| (r.content.len() as u64).div_ceil(4)).sum::<u64>()
-                    })
-                    .sum::<u64>();
+            let estimate = request.estimated_prompt_tokens();
             if let Err(e) =
                 self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))
             {

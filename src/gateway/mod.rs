@@ -262,6 +262,32 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(|m| (m.content.len() as u64).div_ceil(4) + 4).sum::<u64>() + 2
 }
 
+impl PromptRequest {
+    /// The prompt tokens this request sends, estimated as [`estimate_tokens`] does: its
+    /// messages and every earlier tool round it carries (the model's text and calls, the
+    /// tools' results). The one estimate of a request, for the budget's check before a
+    /// call and for charging a reply whose provider reports no usage.
+    pub fn estimated_prompt_tokens(&self) -> u64 {
+        let rounds: u64 = self
+            .turns
+            .iter()
+            .map(|t| {
+                let calls: u64 = t
+                    .calls
+                    .iter()
+                    .map(|c| {
+                        (c.name.len() as u64 + c.arguments.to_string().len() as u64).div_ceil(4)
+                    })
+                    .sum();
+                let results: u64 =
+                    t.results.iter().map(|r| (r.content.len() as u64).div_ceil(4)).sum();
+                (t.text.len() as u64).div_ceil(4) + calls + results
+            })
+            .sum();
+        estimate_tokens(&self.messages) + rounds
+    }
+}
+
 /// A secret (API key). Its `Debug` and `Display` never show the value.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
