@@ -56,6 +56,7 @@ pub mod ledger;
 mod linear;
 pub mod pack;
 pub mod project;
+pub mod queue;
 pub mod redact;
 pub mod registry;
 pub mod render;

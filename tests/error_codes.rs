@@ -1774,6 +1774,38 @@ fn reproduces_semantic_rejected() {
 
 // --- Internal -------------------------------------------------------------------------------
 
+// --- Queue -----------------------------------------------------------------------------------
+
+#[test]
+fn reproduces_queue_unavailable() {
+    let dir = empty_project();
+    // Nothing listens on port 1 of the loopback.
+    let (out, status) =
+        json_of(pactum(dir.path()).args(["results", "--json", "--queue", "redis://127.0.0.1:1/0"]));
+
+    assert_eq!(out["code"], "queue_unavailable", "{out:#}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::QueueUnavailable, 1);
+}
+
+#[test]
+fn reproduces_queue_protocol_error() {
+    use pactum::queue::Queue;
+    let redis = crate::redis::RedisServer::start();
+    redis.command(&["SET", "pactum:results", "not a stream"]);
+    let url = pactum::queue::redis::RedisUrl::parse(&redis.url()).unwrap();
+    let mut queue = pactum::queue::redis::RedisQueue::open(&url, "pactum", "g").unwrap();
+
+    let e = err(queue.results("0", None));
+
+    assert_code(&e, Code::QueueProtocolError);
+    doc_example_of(&e);
+    let dir = empty_project();
+    let (out, status) =
+        json_of(pactum(dir.path()).args(["results", "--json", "--queue", &redis.url()]));
+    assert_eq!((out["code"].as_str(), status), (Some("queue_protocol_error"), 1), "{out:#}");
+}
+
 #[test]
 fn reproduces_internal_error() {
     // A panic in a validate worker is never a success, and never a file silently missing

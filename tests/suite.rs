@@ -11,6 +11,8 @@ mod exchange_harness;
 mod kernel_harness;
 #[path = "support/mock_http.rs"]
 mod mock_http;
+#[path = "support/redis.rs"]
+mod redis;
 #[path = "support/scorecard.rs"]
 mod scorecard;
 
