@@ -34,6 +34,7 @@ mod cli_schema_refs;
 mod cli_semantic;
 mod cli_validate;
 mod cli_watch;
+mod cli_worker;
 mod error_codes;
 mod extract_peer;
 mod extract_scorecard;
