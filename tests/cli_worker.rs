@@ -471,3 +471,47 @@ fn the_queue_password_never_appears_in_output_ledgers_or_errors() {
     let results_text = format!("{:?}", redis.entries("pactum:results"));
     assert!(!results_text.contains(PASSWORD));
 }
+
+#[test]
+fn the_readme_many_workers_section_runs_as_written() {
+    let blocks = crate::readme_tour::sh_blocks("Many workers");
+    assert_eq!(blocks.len(), 1, "one ```sh block");
+    // The block as written, on a free port instead of 6379 and with the binary the tests
+    // built instead of `cargo build`'s.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let bin = env!("CARGO_BIN_EXE_pactum");
+    let script = blocks[0]
+        .replace("6379", &port.to_string())
+        .replace("cargo build -q\n", "")
+        .replace("target/debug/pactum", bin);
+    assert!(!script.contains("cargo"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    for folder in ["work_orders", "fixtures", "frameworks", "docs"] {
+        common::copy_tree(&common::repo().join(folder), &root.join(folder));
+    }
+    let out = crate::readme_tour::bash(root, &script);
+    out.status(0);
+    // Every demo work order, exactly once, all by the worker that survived.
+    let lines: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("WO-DEMO-")).collect();
+    let mut shown: Vec<String> = lines
+        .iter()
+        .filter(|l| l.contains(") by "))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    shown.sort();
+    assert_eq!(
+        shown,
+        ["WO-DEMO-CLASSIFY-001", "WO-DEMO-REFUND-001", "WO-DEMO-RUNBOOK-001", "WO-DEMO-SUM-001"],
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.contains(") by "))
+            .all(|l| l.ends_with(" by b") && l.contains(" ok (")),
+        "{out}"
+    );
+    assert!(out.stdout.contains("worker b: 4 completed"), "{out}");
+}
