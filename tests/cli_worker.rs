@@ -515,3 +515,35 @@ fn the_readme_many_workers_section_runs_as_written() {
     );
     assert!(out.stdout.contains("worker b: 4 completed"), "{out}");
 }
+
+#[test]
+fn a_duplicate_of_a_running_id_waits_and_is_acknowledged_not_run_twice() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 2000);
+    let root = dir.path();
+    // The same work order twice: both entries are taken at once by two threads.
+    submit(root, &redis.url(), &wos).status(0);
+    submit(root, &redis.url(), &wos).status(0);
+    // The duplicate is redelivered every 300 ms while the first runs for 2 s: past
+    // --max-deliveries 2, but never dead-lettered while its id runs.
+    let worker = Worker::start(
+        root,
+        &redis.url(),
+        "w1",
+        &["--concurrency", "2", "--claim-idle", "300ms", "--max-deliveries", "2"],
+    );
+    assert!(redis.wait_for(Duration::from_secs(60), |r| {
+        r.xlen("pactum:results") == 1 && r.pending(STREAM, GROUP) == 0
+    }));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert!(
+        out.stdout.contains("1 completed, 1 duplicate(s) acknowledged, 0 dead-lettered"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("WO-Q-000: running elsewhere"), "{out}");
+    let records = ledger(root, "w1");
+    assert_eq!(events(&records, "work_order_started").len(), 1, "the model was called once");
+    assert_eq!(events(&records, "exchange").len(), 1);
+    assert_eq!(redis.xlen("pactum:dead"), 0);
+}

@@ -154,6 +154,8 @@ pub trait Queue: Send {
     /// Extends held leases by `ttl` and marks their entries as freshly held by `consumer`;
     /// returns the leases that were lost (expired and taken by another).
     fn renew(&mut self, consumer: &str, leases: &[Lease], ttl: Duration) -> Result<Vec<Lease>>;
+    /// Drops a lease this attempt holds (a lease another attempt took stays).
+    fn release(&mut self, lease: &Lease) -> Result<()>;
     /// In one atomic step: writes the result unless the id has one, acknowledges the entry
     /// and drops the lease.
     fn finish(&mut self, lease: &Lease, fields: &[(String, String)]) -> Result<Finished>;

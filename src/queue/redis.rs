@@ -283,6 +283,10 @@ fn entry(reply: &Reply) -> Option<(String, Vec<(String, String)>)> {
 const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
 
+/// Drops the lease only when it is still this attempt's.
+const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('DEL', KEYS[1]) else return 0 end";
+
 /// KEYS: done hash, results stream, work stream, lease key. ARGV: work-order id, group,
 /// entry, token, result fields...
 const FINISH: &str = "local done = redis.call('HGET', KEYS[1], ARGV[1]) \
@@ -507,6 +511,13 @@ impl Queue for RedisQueue {
             }
         }
         Ok(lost)
+    }
+
+    fn release(&mut self, lease: &Lease) -> Result<()> {
+        let key = self.lease_key(&lease.work_order_id);
+        self.connection
+            .command(&[b"EVAL", RELEASE.as_bytes(), b"1", key.as_bytes(), lease.token.as_bytes()])
+            .map(drop)
     }
 
     fn finish(&mut self, lease: &Lease, fields: &[(String, String)]) -> Result<Finished> {

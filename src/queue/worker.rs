@@ -3,13 +3,14 @@
 //! first, else a new one — and a heartbeat thread keeps the leases of running work orders.
 //!
 //! For each entry, in order: an entry that is no work order goes to the dead letters; an id
-//! that already has a result is acknowledged, not run; an entry delivered more than
-//! `max_deliveries` times goes to the dead letters; an id another attempt holds is left
-//! pending (it comes back after `claim_idle`, by then done); otherwise the lease is taken,
-//! the work order runs (the caller's `run`, which writes the ledger), and the result is
-//! written, the entry acknowledged and the lease dropped in one atomic step that writes
-//! nothing when the id already has a result. `stop` ends the taking of entries; running
-//! work orders finish first.
+//! that already has a result is acknowledged, not run; an id another attempt holds (runs
+//! now) is left pending — it comes back after `claim_idle`, by then done, and is never
+//! dead-lettered while its id runs; an entry delivered more than `max_deliveries` times
+//! goes to the dead letters; otherwise, with the lease taken, the work order runs (the
+//! caller's `run`, which writes the ledger), and the result is written, the entry
+//! acknowledged and the lease dropped in one atomic step that writes nothing when the id
+//! already has a result. `stop` ends the taking of entries; running work orders finish
+//! first.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -189,15 +190,6 @@ impl Shared<'_> {
             (self.events)(Event::Duplicate { work_order_id, entry: delivery.entry.clone() });
             return Ok(());
         }
-        if delivery.deliveries > options.max_deliveries {
-            return dead(
-                queue,
-                format!(
-                    "delivered {} times, more than --max-deliveries {}: a worker died on it each time",
-                    delivery.deliveries, options.max_deliveries
-                ),
-            );
-        }
         let attempt = self.attempts.fetch_add(1, Ordering::SeqCst);
         let lease = Lease {
             entry: delivery.entry.clone(),
@@ -205,8 +197,20 @@ impl Shared<'_> {
             token: format!("{}/{attempt}", options.worker_id),
         };
         if !queue.lease(&options.worker_id, &lease, options.claim_idle)? {
+            // Running elsewhere: the entry stays pending and comes back after `claim_idle`,
+            // by then done. It is never dead-lettered while its id is running.
             (self.events)(Event::Busy { work_order_id, entry: delivery.entry.clone() });
             return Ok(());
+        }
+        if delivery.deliveries > options.max_deliveries {
+            queue.release(&lease)?;
+            return dead(
+                queue,
+                format!(
+                    "delivered {} times, more than --max-deliveries {}: a worker died on it each time",
+                    delivery.deliveries, options.max_deliveries
+                ),
+            );
         }
         self.held.lock().unwrap_or_else(|p| p.into_inner()).push(lease.clone());
         let outcome = {
