@@ -45,6 +45,8 @@ pub struct Outcome {
 /// What the worker did, for the caller to show.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
+    /// Connected, the consumer group ready: entries are taken from now on.
+    Serving,
     /// A work order ran and its result was written.
     Completed { work_order_id: String, ok: bool, result: String },
     /// A work order ran, but another attempt had written its result first (a worker that
@@ -78,6 +80,7 @@ pub fn serve<Q: Queue>(
     events: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary> {
     connect()?.prepare()?;
+    events(Event::Serving);
     let shared = Shared {
         options,
         stop,

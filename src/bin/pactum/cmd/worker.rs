@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pactum::queue::worker::{self, Event, Options, Outcome};
-use pactum::terminal::escape_line;
 use pactum::work_order::WorkOrder;
 use serde_json::json;
 
@@ -95,16 +94,20 @@ pub fn exec(args: Args) -> u8 {
         let result = session.run(&job.path, loaded);
         Outcome { ok: matches!(&result, Ok(r) if r.ok), result: result_json(&result, &job.path) }
     };
-    eprintln!(
+    let connect = || args.queue.open(&url);
+    let serving = format!(
         "worker {} on {} (stream {}, group {}): {} at once; stop with SIGTERM or Ctrl-C",
-        escape_line(&worker_id),
+        worker_id,
         url.shown(),
-        escape_line(&args.queue.stream),
-        escape_line(&args.queue.group),
+        args.queue.stream,
+        args.queue.group,
         options.concurrency
     );
-    let connect = || args.queue.open(&url);
-    let served = worker::serve(&connect, &options, stop, &run, &show);
+    let events = |event: Event| match event {
+        Event::Serving => eprintln!("{}", output::shown_line(&serving)),
+        other => show(other),
+    };
+    let served = worker::serve(&connect, &options, stop, &run, &events);
     match served {
         Ok(summary) => {
             let line = format!(
@@ -131,6 +134,7 @@ pub fn exec(args: Args) -> u8 {
 /// One line on stderr per thing the worker did.
 fn show(event: Event) {
     let line = match event {
+        Event::Serving => return,
         Event::Completed { work_order_id, ok, result } => {
             format!("{work_order_id}: {} (result {result})", if ok { "ok" } else { "failed" })
         }
