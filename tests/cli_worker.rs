@@ -547,3 +547,42 @@ fn a_duplicate_of_a_running_id_waits_and_is_acknowledged_not_run_twice() {
     assert_eq!(events(&records, "exchange").len(), 1);
     assert_eq!(redis.xlen("pactum:dead"), 0);
 }
+
+#[test]
+fn results_follow_prints_each_result_as_it_is_written_until_sigterm() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(2, 0);
+    let root = dir.path();
+    let out_path = root.join("follow.out");
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_pactum"));
+    follow
+        .current_dir(root)
+        .args(["results", "--follow", "--json", "--queue", &redis.url()])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::null());
+    let follower = Worker {
+        child: follow.spawn().unwrap(),
+        out: out_path.clone(),
+        err: root.join("follow.err"),
+    };
+    std::fs::write(&follower.err, "").unwrap();
+    // Nothing yet: the follower waits in XREAD; then a worker writes two results, which the
+    // follower prints as they come.
+    assert!(redis.wait_for(Duration::from_secs(30), |r| {
+        r.command(&["CLIENT", "LIST"]).text().is_some_and(|l| l.contains("cmd=xread"))
+    }));
+    submit(root, &redis.url(), &wos).status(0);
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    let printed = |n: usize| std::fs::read_to_string(&out_path).unwrap().lines().count() == n;
+    assert!(redis.wait_for(Duration::from_secs(60), |_| printed(2)), "two lines followed");
+    worker.terminate(Duration::from_secs(20)).status(0);
+    let out = follower.terminate(Duration::from_secs(10));
+    out.status(0);
+    let docs: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ids: Vec<&str> = docs.iter().map(|d| d["work_order_id"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["WO-Q-000", "WO-Q-001"], "{out}");
+    assert!(docs.iter().all(|d| d["worker_id"] == "w1" && d["result"]["ok"] == true), "{out}");
+}
