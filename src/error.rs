@@ -152,6 +152,9 @@ codes! {
     EvalDatasetInvalid = "eval_dataset_invalid", Error, "a line of an eval dataset is not a case (id, input, expect, tags), is too long or too deep, or repeats an id; or the dataset cannot be read";
     EvalRegression = "eval_regression", Error, "an evaluated version falls below its suite's thresholds, or answers significantly worse than the version it is compared with (exact McNemar p < 0.05)";
     SemanticRejected = "semantic_rejected", Error, "the judge of a semantic_check rejected an exchange's output (on_fail escalate, or retry with the attempts spent); with on_fail accept, a warning";
+    // Queue (SPEC §22).
+    QueueUnavailable = "queue_unavailable", Error, "the work-order queue (Redis) could not be reached, refused the login, or did not answer in time";
+    QueueProtocolError = "queue_protocol_error", Error, "the queue answered something pactum did not ask for: a reply that is not RESP, too large, of the wrong shape, or a Redis error";
     // Internal.
     InternalError = "internal_error", Error, "pactum hit a bug (a panic); nothing it reported in this run can be trusted as a success";
 }
@@ -327,6 +330,16 @@ pub enum ProviderFailure {
     ScriptExhausted,
     /// A scripted response's `expect_prompt` text is not in the prompt.
     ScriptPromptMismatch,
+}
+
+/// Which way the work-order queue failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueFailure {
+    /// Not reachable, the login refused, or no answer in time.
+    Unavailable,
+    /// A reply that is no RESP, past the size bounds, of the wrong shape, or a Redis error.
+    Protocol,
 }
 
 /// The library's error. Library code returns it and never panics, prints or exits.
@@ -600,6 +613,11 @@ pub enum Error {
     )]
     SemanticRejected { judge: String, criteria: String, reason: String, retries: u32 },
 
+    /// The work-order queue (SPEC §22) failed. `queue` names it without credentials
+    /// (`redis://127.0.0.1:6379/0`); a password never reaches the message.
+    #[error("queue {queue}: {message}")]
+    Queue { queue: String, failure: QueueFailure, message: String },
+
     /// A bug: a panic caught at a thread or at the top of the binary.
     #[error("internal error: {message}; this is a bug in pactum, please report it")]
     Internal { message: String },
@@ -746,6 +764,10 @@ impl Error {
             Error::EvalDatasetInvalid { .. } => Code::EvalDatasetInvalid,
             Error::EvalRegression { .. } => Code::EvalRegression,
             Error::SemanticRejected { .. } => Code::SemanticRejected,
+            Error::Queue { failure, .. } => match failure {
+                QueueFailure::Unavailable => Code::QueueUnavailable,
+                QueueFailure::Protocol => Code::QueueProtocolError,
+            },
             Error::Internal { .. } => Code::InternalError,
         }
     }

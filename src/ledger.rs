@@ -86,6 +86,8 @@ pub struct Ledger {
     file: Mutex<File>,
     /// Masks secrets in every record before it is hashed and written.
     redactor: Arc<Redactor>,
+    /// Fields every record carries ([`Ledger::stamping`]).
+    stamp: Map<String, Value>,
 }
 
 impl Ledger {
@@ -96,7 +98,16 @@ impl Ledger {
             location: location.clone(),
             file: Mutex::new(file),
             redactor: Arc::new(Redactor::new()),
+            stamp: Map::new(),
         })
+    }
+
+    /// Adds `key: value` to every record appended from now on (a worker's `worker_id`,
+    /// SPEC §22), unless the record sets the key itself.
+    #[must_use]
+    pub fn stamping(mut self, key: &str, value: Value) -> Ledger {
+        self.stamp.insert(key.to_string(), value);
+        self
     }
 
     /// Masks secrets with `redactor` (shared with the rest of the process) from now on.
@@ -128,6 +139,9 @@ impl Ledger {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.lock().map_err(|e| Error::io(self.path(), e))?;
         let result = (|| {
+            for (key, value) in &self.stamp {
+                fields.entry(key.clone()).or_insert_with(|| value.clone());
+            }
             let (seq, prev) = last_link(&file, self.path())?;
             fields.insert("seq".into(), Value::from(seq + 1));
             fields.insert("at".into(), Value::String(crate::registry::lifecycle::now()));

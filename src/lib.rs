@@ -57,6 +57,7 @@ mod linear;
 pub mod mcp;
 pub mod pack;
 pub mod project;
+pub mod queue;
 pub mod redact;
 pub mod registry;
 pub mod render;

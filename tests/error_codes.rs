@@ -1831,6 +1831,54 @@ fn reproduces_semantic_rejected() {
 
 // --- Internal -------------------------------------------------------------------------------
 
+// --- Queue -----------------------------------------------------------------------------------
+
+#[test]
+fn reproduces_queue_unavailable() {
+    let dir = empty_project();
+    // Nothing listens on port 1 of the loopback.
+    let (out, status) =
+        json_of(pactum(dir.path()).args(["results", "--json", "--queue", "redis://127.0.0.1:1/0"]));
+
+    assert_eq!(out["code"], "queue_unavailable", "{out:#}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::QueueUnavailable, 1);
+}
+
+#[test]
+fn reproduces_queue_protocol_error() {
+    // Something on the queue's port that does not speak RESP: every reply is garbage.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}/0", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buffer = [0u8; 4096];
+                while matches!(stream.read(&mut buffer), Ok(n) if n > 0) {
+                    if stream.write_all(b"?this is no RESP\r\n").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let dir = empty_project();
+
+    let (out, status) = json_of(pactum(dir.path()).args(["results", "--json", "--queue", &url]));
+
+    assert_eq!((out["code"].as_str(), status), (Some("queue_protocol_error"), 1), "{out:#}");
+    let parsed = pactum::queue::redis::RedisUrl::parse(&url).unwrap();
+    let e =
+        err(pactum::queue::redis::RedisQueue::open(&parsed, "pactum", "g").and_then(|mut q| {
+            use pactum::queue::Queue;
+            q.results("0", None).map(|_| ())
+        }));
+    assert_code(&e, Code::QueueProtocolError);
+    doc_example_of(&e);
+}
+
 #[test]
 fn reproduces_internal_error() {
     // A panic in a validate worker is never a success, and never a file silently missing

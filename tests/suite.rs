@@ -11,6 +11,8 @@ mod exchange_harness;
 mod kernel_harness;
 #[path = "support/mock_http.rs"]
 mod mock_http;
+#[path = "support/redis.rs"]
+mod redis;
 #[path = "support/scorecard.rs"]
 mod scorecard;
 
@@ -33,6 +35,7 @@ mod cli_schema_refs;
 mod cli_semantic;
 mod cli_validate;
 mod cli_watch;
+mod cli_worker;
 mod error_codes;
 mod extract_peer;
 mod extract_scorecard;

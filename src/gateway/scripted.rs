@@ -14,7 +14,9 @@
 //! ] }
 //! ```
 //!
-//! A response may give the `latency_ms` it reports (it is still served at once).
+//! A response may give the `latency_ms` it reports (it is still served at once), and a
+//! `delay_ms` it is really served after (a slow model: for tests of workers killed while a
+//! work order runs).
 //!
 //! A response with `tool_calls` (and optionally `text`) stands for a model that calls tools
 //! instead of answering (SPEC §15); each call's `id` defaults to `call_N`, N its position.
@@ -59,6 +61,8 @@ struct Fixture {
     /// The latency the response reports (it is served at once): for evaluations whose
     /// p50/p95 a test checks.
     latency_ms: Option<u64>,
+    /// How long the response really takes to arrive.
+    delay_ms: Option<u64>,
     /// Substrings the prompt this response answers must contain.
     #[serde(default)]
     expect_prompt: Vec<String>,
@@ -237,6 +241,9 @@ impl Provider for ScriptedProvider {
             );
             return Err(Error::provider("scripted", ProviderFailure::ScriptExhausted, message));
         };
+        if let Some(delay) = fixture.delay_ms {
+            std::thread::sleep(Duration::from_millis(delay));
+        }
         if let Some(e) = fixture.error {
             let message = e.message.unwrap_or_else(|| format!("simulated {}", e.code));
             // A simulated failure stands for one request that failed.

@@ -11,6 +11,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 mod output;
+mod signal;
 
 /// pactum allocates many small values (parsed JSON, template values, diagnostics);
 /// mimalloc makes `validate` over large trees and every exchange markedly cheaper.
@@ -42,6 +43,12 @@ enum Command {
     Extract(cmd::extract::Args),
     /// Run work orders (exchange or kernel) through a provider.
     Run(cmd::run::Args),
+    /// Take work orders from a Redis Stream and run each as `run` does, many workers side by side.
+    Worker(cmd::worker::Args),
+    /// Validate work orders and put them on a Redis Stream for workers.
+    Submit(cmd::submit::Args),
+    /// Print the results workers wrote (--follow: as they come).
+    Results(cmd::results::Args),
     /// Register, promote, deprecate and remove versions; verify and log the registry.
     Registry(cmd::registry::Args),
     /// Show every change between two contract versions and the bump it needs.
@@ -125,6 +132,9 @@ fn exec(cli: Cli) -> u8 {
         Command::Render(args) => cmd::render::exec(args),
         Command::Extract(args) => cmd::extract::exec(args),
         Command::Run(args) => cmd::run::exec(args),
+        Command::Worker(args) => cmd::worker::exec(args),
+        Command::Submit(args) => cmd::submit::exec(args),
+        Command::Results(args) => cmd::results::exec(args),
         Command::Registry(args) => cmd::registry::exec(args),
         Command::Diff(args) => cmd::diff::exec(args),
         Command::Eval(args) => cmd::eval::exec(args),

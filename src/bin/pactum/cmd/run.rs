@@ -65,22 +65,16 @@ pub fn exec(args: Args) -> u8 {
         Ok(p) => p,
         Err(e) => return output::fail(&e, json),
     };
-    // The project's own ledger stays inside the project: a committed `.pactum` that is a
-    // symlink is refused (a `--ledger FILE` is the caller's choice).
-    let location = match &args.ledger {
-        Some(path) => Location::chosen(path),
-        None => Location::project(&project.root),
-    };
-    let ledger = match Ledger::open(&location) {
-        Ok(l) => l.redacting(output::redactor().clone()),
+    let (ledger, log) = match open_ledgers(&project, args.ledger.as_deref(), args.log.as_deref()) {
+        Ok(ledgers) => ledgers,
         Err(e) => return output::fail(&e, json),
     };
-    let log = match &args.log {
-        Some(p) => match Ledger::open(&Location::chosen(p)) {
-            Ok(l) => Some(l.redacting(output::redactor().clone())),
-            Err(e) => return output::fail(&e, json),
-        },
-        None => None,
+    let session = Session {
+        project: &project,
+        ledger: &ledger,
+        log: log.as_ref(),
+        provider: args.provider.as_deref(),
+        allow_draft: args.allow_draft,
     };
     let jobs = args.jobs.max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -93,7 +87,8 @@ pub fn exec(args: Args) -> u8 {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(path) = args.work_orders.get(i) else { break };
                         output::inject_panic("run-worker");
-                        local.push((i, run_one(&args, &project, &ledger, log.as_ref(), path)));
+                        let shown = output::shown(&project.root, path);
+                        local.push((i, session.run(&shown, WorkOrder::load(path))));
                     }
                     local
                 })
@@ -105,13 +100,14 @@ pub fn exec(args: Args) -> u8 {
     let mut status = OK;
     let mut docs = Vec::new();
     for (i, result) in &results {
+        let path = args.work_orders[*i].display().to_string();
         match result {
             Ok(r) => {
                 if !r.ok {
                     status = status.max(FAILED);
                 }
                 if json {
-                    docs.push(serde_json::to_value(r).unwrap_or(Value::Null));
+                    docs.push(result_json(result, &path));
                 } else {
                     print_human(r, &args.work_orders[*i]);
                 }
@@ -119,14 +115,9 @@ pub fn exec(args: Args) -> u8 {
             Err(e) => {
                 status = status.max(output::status_of(e));
                 if json {
-                    let mut v = output::error_json(e);
-                    v["work_order"] = json!(args.work_orders[*i].display().to_string());
-                    docs.push(v);
+                    docs.push(result_json(result, &path));
                 } else {
-                    eprintln!(
-                        "{}:",
-                        escape_line(&output::relative(&args.work_orders[*i].display().to_string()))
-                    );
+                    eprintln!("{}:", escape_line(&output::relative(&path)));
                     output::eprint_error(e);
                 }
             }
@@ -141,55 +132,94 @@ pub fn exec(args: Args) -> u8 {
     if status == USAGE { USAGE } else { status }
 }
 
-fn run_one(
-    args: &Args,
+/// The run's ledger (`--ledger FILE`, else the project's own, which stays inside the
+/// project: a committed `.pactum` that is a symlink is refused) and its cycle log
+/// (`--log FILE`), both masking secrets with the process's redactor.
+pub fn open_ledgers(
     project: &Project,
-    ledger: &Ledger,
-    log: Option<&Ledger>,
-    path: &Path,
-) -> Result<RunResult, Error> {
-    // A work order that cannot run at all is in the ledger too (SPEC §10).
-    let shown = output::shown(&project.root, path);
-    let unrun = |wo: Option<&WorkOrder>, e: Error| {
-        let _ = pactum::executor::record_unrun(ledger, &shown, wo, &e);
-        e
+    ledger: Option<&Path>,
+    log: Option<&Path>,
+) -> Result<(Ledger, Option<Ledger>), Error> {
+    let location = match ledger {
+        Some(path) => Location::chosen(path),
+        None => Location::project(&project.root),
     };
-    let wo = WorkOrder::load(path).map_err(|e| unrun(None, e))?;
-    let choice = Choice {
-        cli: args.provider.as_deref(),
-        work_order: &wo.provider,
-        work_order_dir: wo.dir(),
+    let ledger = Ledger::open(&location)?.redacting(output::redactor().clone());
+    let log = match log {
+        Some(p) => Some(Ledger::open(&Location::chosen(p))?.redacting(output::redactor().clone())),
+        None => None,
     };
-    let providers = ProviderSet::new(&project.config, &project.root, choice)
-        .map_err(|e| unrun(Some(&wo), e))?;
-    let selected = providers.selected();
-    for note in selected.offline.iter().chain(&selected.notices) {
-        let mut err = anstream::stderr().lock();
-        let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
-        let _ = writeln!(
-            err,
-            "{style}note{style:#}: {}",
-            output::shown_line(&format!("{}: {note}", wo.id))
-        );
-    }
-    let runner = Runner {
-        project,
-        providers,
-        ledger: Some(ledger),
-        cycle_log: Some(log.unwrap_or(ledger)),
-        allow_draft: args.allow_draft,
-    };
-    let mut result = runner.run(&wo);
-    // `run` has --allow-draft: a draft that did not resolve says so.
-    for e in &mut result.errors {
-        if e.get("code").and_then(Value::as_str) == Some("contract_not_active")
-            && let Some(message) = e.get("message").and_then(Value::as_str)
-        {
-            let message = format!("{message} or allow drafts (--allow-draft)");
-            e["message"] = Value::String(message);
+    Ok((ledger, log))
+}
+
+/// One work order's entry in `run --json`'s `results` (SPEC §12): the run's result, or the
+/// failure that kept it from running with the work order's file (`path`).
+pub fn result_json(result: &Result<RunResult, Error>, path: &str) -> Value {
+    match result {
+        Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+        Err(e) => {
+            let mut v = output::error_json(e);
+            v["work_order"] = json!(path);
+            v
         }
     }
-    Ok(result)
+}
+
+/// What runs work orders the way `pactum run` does: one project, its ledger and cycle log,
+/// the `--provider` override and `--allow-draft`. `pactum worker` runs every work order it
+/// takes from the queue through the same [`Session::run`].
+pub struct Session<'a> {
+    pub project: &'a Project,
+    pub ledger: &'a Ledger,
+    pub log: Option<&'a Ledger>,
+    pub provider: Option<&'a str>,
+    pub allow_draft: bool,
+}
+
+impl Session<'_> {
+    /// Runs one work order (`loaded`: the file read and validated, or why it was not);
+    /// `shown` names its file, relative to the project root.
+    pub fn run(&self, shown: &str, loaded: Result<WorkOrder, Error>) -> Result<RunResult, Error> {
+        // A work order that cannot run at all is in the ledger too (SPEC §10).
+        let unrun = |wo: Option<&WorkOrder>, e: Error| {
+            let _ = pactum::executor::record_unrun(self.ledger, shown, wo, &e);
+            e
+        };
+        let wo = loaded.map_err(|e| unrun(None, e))?;
+        let choice =
+            Choice { cli: self.provider, work_order: &wo.provider, work_order_dir: wo.dir() };
+        let providers = ProviderSet::new(&self.project.config, &self.project.root, choice)
+            .map_err(|e| unrun(Some(&wo), e))?;
+        let selected = providers.selected();
+        for note in selected.offline.iter().chain(&selected.notices) {
+            let mut err = anstream::stderr().lock();
+            let style =
+                anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
+            let _ = writeln!(
+                err,
+                "{style}note{style:#}: {}",
+                output::shown_line(&format!("{}: {note}", wo.id))
+            );
+        }
+        let runner = Runner {
+            project: self.project,
+            providers,
+            ledger: Some(self.ledger),
+            cycle_log: Some(self.log.unwrap_or(self.ledger)),
+            allow_draft: self.allow_draft,
+        };
+        let mut result = runner.run(&wo);
+        // `run` has --allow-draft: a draft that did not resolve says so.
+        for e in &mut result.errors {
+            if e.get("code").and_then(Value::as_str) == Some("contract_not_active")
+                && let Some(message) = e.get("message").and_then(Value::as_str)
+            {
+                let message = format!("{message} or allow drafts (--allow-draft)");
+                e["message"] = Value::String(message);
+            }
+        }
+        Ok(result)
+    }
 }
 
 /// The result for people; `path` is the work order's file. Secrets are masked.

@@ -1,0 +1,156 @@
+//! `pactum worker --queue URL`: takes work orders from a Redis Stream and runs each exactly
+//! as `pactum run` does (`run::Session`), writing results to `NAME:results` (SPEC §22). The
+//! loop and its guarantees are the library's (`pactum::queue::worker`); this file wires the
+//! project, the ledger (every record carries `worker_id`), signals and output.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pactum::queue::worker::{self, Event, Options, Outcome};
+use pactum::work_order::WorkOrder;
+use serde_json::json;
+
+use super::queue::{QueueArgs, parse_duration};
+use super::run::{Session, open_ledgers, result_json};
+use crate::output::{self, Common, OK};
+use crate::signal;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    queue: QueueArgs,
+    /// Work orders run at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    concurrency: usize,
+    /// Claim an entry another worker has held this long without renewing it (it died): 500ms, 2s, 1m.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    claim_idle: Duration,
+    /// Send an entry delivered more often than this to NAME:dead.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    max_deliveries: u64,
+    /// This worker's name in results and the ledger (default: pactum-PID-RANDOM).
+    #[arg(long, value_name = "ID")]
+    worker_id: Option<String>,
+    /// Provider for every work order: a name from pactum.toml or openai, anthropic, scripted, replay, dry-run.
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// Ledger file (default: .pactum/ledger.jsonl under the project root).
+    #[arg(long, value_name = "FILE")]
+    ledger: Option<PathBuf>,
+    /// Kernel cycle log (default: the ledger).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Let drafts resolve.
+    #[arg(long)]
+    allow_draft: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// A worker id unique enough for a consumer group: the process id and the clock's low bits.
+fn default_worker_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("pactum-{}-{:06x}", std::process::id(), nanos & 0xff_ffff)
+}
+
+pub fn exec(args: Args) -> u8 {
+    let json = args.common.json();
+    let stop = signal::stop_flag();
+    let url = match args.queue.url() {
+        Ok(u) => u,
+        Err(e) => return output::fail(&e, json),
+    };
+    let project = match args.common.project() {
+        Ok(p) => p,
+        Err(e) => return output::fail(&e, json),
+    };
+    let worker_id = args.worker_id.clone().unwrap_or_else(default_worker_id);
+    let (ledger, log) = match open_ledgers(&project, args.ledger.as_deref(), args.log.as_deref()) {
+        Ok((ledger, log)) => (
+            ledger.stamping("worker_id", json!(worker_id)),
+            log.map(|l| l.stamping("worker_id", json!(worker_id))),
+        ),
+        Err(e) => return output::fail(&e, json),
+    };
+    let session = Session {
+        project: &project,
+        ledger: &ledger,
+        log: log.as_ref(),
+        provider: args.provider.as_deref(),
+        allow_draft: args.allow_draft,
+    };
+    let options = Options {
+        worker_id: worker_id.clone(),
+        concurrency: args.concurrency.max(1),
+        claim_idle: args.claim_idle,
+        max_deliveries: args.max_deliveries,
+    };
+    let run = |job: &pactum::queue::Job| {
+        output::inject_panic("worker");
+        let path = project.root.join(&job.path);
+        let loaded = WorkOrder::from_value(&job.work_order, &path);
+        let result = session.run(&job.path, loaded);
+        Outcome { ok: matches!(&result, Ok(r) if r.ok), result: result_json(&result, &job.path) }
+    };
+    let connect = || args.queue.open(&url);
+    let serving = format!(
+        "worker {} on {} (stream {}, group {}): {} at once; stop with SIGTERM or Ctrl-C",
+        worker_id,
+        url.shown(),
+        args.queue.stream,
+        args.queue.group,
+        options.concurrency
+    );
+    let events = |event: Event| match event {
+        Event::Serving => eprintln!("{}", output::shown_line(&serving)),
+        other => show(other),
+    };
+    let served = worker::serve(&connect, &options, stop, &run, &events);
+    match served {
+        Ok(summary) => {
+            let line = format!(
+                "worker {}: {} completed, {} duplicate(s) acknowledged, {} dead-lettered",
+                worker_id, summary.completed, summary.duplicates, summary.dead_lettered
+            );
+            if json {
+                output::print_json(&json!({
+                    "ok": true,
+                    "worker_id": worker_id,
+                    "completed": summary.completed,
+                    "duplicates": summary.duplicates,
+                    "dead_lettered": summary.dead_lettered,
+                }));
+            } else {
+                println!("{}", output::shown_line(&line));
+            }
+            OK
+        }
+        Err(e) => output::fail(&e, json),
+    }
+}
+
+/// One line on stderr per thing the worker did.
+fn show(event: Event) {
+    let line = match event {
+        Event::Serving => return,
+        Event::Completed { work_order_id, ok, result } => {
+            format!("{work_order_id}: {} (result {result})", if ok { "ok" } else { "failed" })
+        }
+        Event::Superseded { work_order_id } => {
+            format!("{work_order_id}: another worker wrote its result first; this one is dropped")
+        }
+        Event::Duplicate { work_order_id, entry } => {
+            format!("{work_order_id}: already has a result; entry {entry} acknowledged, not run")
+        }
+        Event::Busy { work_order_id, entry } => {
+            format!("{work_order_id}: running elsewhere; entry {entry} left pending")
+        }
+        Event::DeadLettered { entry, reason } => format!("entry {entry}: dead-lettered: {reason}"),
+        Event::LeaseLost { work_order_id } => format!(
+            "{work_order_id}: its lease expired while it ran (this worker stalled longer than --claim-idle); another worker may run it too, and only one result is kept"
+        ),
+    };
+    eprintln!("{}", output::shown_line(&line));
+}

@@ -1,0 +1,598 @@
+//! `pactum worker`, `submit` and `results` against a real Redis (SPEC §22,
+//! `support/redis.rs`): the round trip, two workers sharing a batch, a worker killed with
+//! SIGKILL while it holds entries, an id resubmitted after it completed, dead letters,
+//! SIGTERM draining, and the queue's password kept out of everything printed.
+//!
+//! Work orders run on the scripted provider (the shipped classify contract); a fixture's
+//! `delay_ms` makes the "model" slow where a test needs a worker to hold entries.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::common::{self, Out};
+use crate::redis::RedisServer;
+
+const STREAM: &str = "pactum";
+const GROUP: &str = "pactum-workers";
+
+/// A project with the shipped contracts and `n` classify work orders `WO-Q-000`... whose
+/// scripted reply arrives after `delay_ms`.
+fn project(n: usize, delay_ms: u64) -> (TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    std::fs::create_dir_all(root.join("work_orders")).unwrap();
+    std::fs::create_dir_all(root.join("fixtures")).unwrap();
+    let reply = json!({"responses": [{
+        "contract_id": "PRC-CLASSIFY-001",
+        "expect_prompt": ["I was charged twice"],
+        "delay_ms": delay_ms,
+        "text": "{\"label\": \"billing\", \"confidence\": 0.9, \"reasons\": [\"a double charge\"]}",
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+    }]});
+    std::fs::write(root.join("fixtures/q.json"), reply.to_string()).unwrap();
+    let paths = (0..n)
+        .map(|i| {
+            let path = root.join(format!("work_orders/WO-Q-{i:03}.json"));
+            let wo = json!({
+                "work_order_id": format!("WO-Q-{i:03}"),
+                "kind": "exchange",
+                "contract": "PRC-CLASSIFY-001@^1",
+                "input": {"user_input": format!("I was charged twice (case {i})"), "history": [], "mode": "careful"},
+                "provider": {"fixtures": "../fixtures/q.json"},
+            });
+            std::fs::write(&path, serde_json::to_string_pretty(&wo).unwrap()).unwrap();
+            path
+        })
+        .collect();
+    (dir, paths)
+}
+
+fn submit(root: &Path, url: &str, work_orders: &[PathBuf]) -> Out {
+    let mut cmd = common::pactum_in(root);
+    cmd.arg("submit").args(work_orders).args(["--queue", url]);
+    Out::of(&mut cmd)
+}
+
+/// A worker running in the background, its output going to files in the project.
+struct Worker {
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Worker {
+    fn start(root: &Path, url: &str, name: &str, extra: &[&str]) -> Worker {
+        let (out, err) = (root.join(format!("{name}.out")), root.join(format!("{name}.err")));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pactum"));
+        cmd.current_dir(root).env("NO_COLOR", "1");
+        for var in common::PROVIDER_VARS {
+            cmd.env_remove(var);
+        }
+        let ledger = format!("{name}.jsonl");
+        cmd.args(["worker", "--queue", url, "--worker-id", name, "--ledger", &ledger])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap());
+        Worker { child: cmd.spawn().unwrap(), out, err }
+    }
+
+    /// Whether it has said it is serving (on stderr).
+    fn started(&self) -> bool {
+        std::fs::read_to_string(&self.err).is_ok_and(|e| e.contains("stop with SIGTERM"))
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    }
+
+    /// Sends SIGTERM and waits for the exit (at most `within`).
+    fn terminate(mut self, within: Duration) -> Out {
+        self.signal(libc::SIGTERM);
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Out {
+                    code: status.code().unwrap_or(-1),
+                    stdout: std::fs::read_to_string(&self.out).unwrap(),
+                    stderr: std::fs::read_to_string(&self.err).unwrap(),
+                };
+            }
+            if started.elapsed() > within {
+                let _ = self.child.kill();
+                panic!(
+                    "the worker did not exit within {within:?} of SIGTERM:\n{}",
+                    std::fs::read_to_string(&self.err).unwrap()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+/// `pactum results --json`'s results.
+fn results(root: &Path, url: &str) -> Vec<Value> {
+    let mut cmd = common::pactum_in(root);
+    cmd.args(["results", "--json", "--queue", url]);
+    let out = Out::of(&mut cmd);
+    out.status(0);
+    out.json()["results"].as_array().unwrap().clone()
+}
+
+/// How many results each work-order id has.
+fn per_id(results: &[Value]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for r in results {
+        *counts.entry(r["work_order_id"].as_str().unwrap().to_string()).or_default() += 1;
+    }
+    counts
+}
+
+/// A ledger's records (none when the file does not exist), its hash chain checked.
+fn ledger(root: &Path, name: &str) -> Vec<Value> {
+    let path = root.join(format!("{name}.jsonl"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) if !text.is_empty() => {
+            common::check_ledger_chain_independently(&path);
+            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The complete records of a ledger a worker is writing now (a line being written is left
+/// out).
+fn ledger_so_far(root: &Path, name: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(root.join(format!("{name}.jsonl"))).unwrap_or_default();
+    text.split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn events<'a>(records: &'a [Value], event: &str) -> Vec<&'a Value> {
+    records.iter().filter(|r| r["event"] == event).collect()
+}
+
+fn ids(wos: &[PathBuf]) -> Vec<String> {
+    wos.iter().map(|p| p.file_stem().unwrap().to_string_lossy().into_owned()).collect()
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn submit_worker_results_round_trip_with_run_json_results_and_worker_ids() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(3, 0);
+    let root = dir.path();
+    let submitted = submit(root, &redis.url(), &wos);
+    submitted.status(0);
+    assert_eq!(submitted.stdout.matches(" submitted as ").count(), 3, "{submitted}");
+
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 3));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert!(out.stdout.contains("worker w1: 3 completed"), "{out}");
+
+    let got = results(root, &redis.url());
+    assert_eq!(per_id(&got).keys().cloned().collect::<Vec<_>>(), ids(&wos));
+    // Each result is what `pactum run --json` gives for the work order, keys and values
+    // alike (but the time it took).
+    let mut run = common::pactum_in(root);
+    run.args(["run", "--json", "--ledger", "run.jsonl"]).arg(&wos[0]);
+    let ran = common::single_result(Out::of(&mut run).json());
+    let first = got.iter().find(|r| r["work_order_id"] == "WO-Q-000").unwrap();
+    assert_eq!(first["worker_id"], "w1");
+    assert_eq!(first["result"]["ok"], true, "{first:#}");
+    assert_eq!(first["result"]["status"], "completed");
+    assert_eq!(first["result"]["output"]["label"], "billing");
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&first["result"]), keys(&ran));
+    assert_eq!(first["result"]["output"], ran["output"]);
+    assert_eq!(first["result"]["usage"], ran["usage"]);
+
+    // Every record of the worker's ledger carries its id; each work order ran once.
+    let records = ledger(root, "w1");
+    assert!(records.iter().all(|r| r["worker_id"] == "w1"), "{records:#?}");
+    assert_eq!(events(&records, "work_order_completed").len(), 3);
+    assert_eq!(events(&records, "exchange").len(), 3);
+    // Everything was acknowledged.
+    assert_eq!(redis.pending(STREAM, GROUP), 0);
+
+    // `results` for people: one line per result.
+    let mut text = common::pactum_in(root);
+    text.args(["results", "--queue", &redis.url()]);
+    let shown = Out::of(&mut text);
+    assert!(shown.stdout.contains("WO-Q-001 ok (completed) by w1"), "{shown}");
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn two_workers_share_a_batch_and_every_id_completes_exactly_once() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(16, 40);
+    let root = dir.path();
+    let args = ["--concurrency", "2", "--claim-idle", "2s"];
+    let a = Worker::start(root, &redis.url(), "wa", &args);
+    let b = Worker::start(root, &redis.url(), "wb", &args);
+    // Both workers are up before any work arrives.
+    assert!(redis.wait_for(Duration::from_secs(30), |_| a.started() && b.started()));
+    submit(root, &redis.url(), &wos).status(0);
+
+    assert!(redis.wait_for(Duration::from_secs(90), |r| r.xlen("pactum:results") == 16));
+    a.terminate(Duration::from_secs(20)).status(0);
+    b.terminate(Duration::from_secs(20)).status(0);
+
+    let got = results(root, &redis.url());
+    let counts = per_id(&got);
+    assert_eq!(counts.keys().cloned().collect::<Vec<_>>(), ids(&wos));
+    assert!(counts.values().all(|&n| n == 1), "one result per id: {counts:?}");
+    let by = |w: &str| got.iter().filter(|r| r["worker_id"] == w).count();
+    assert!(
+        by("wa") > 0 && by("wb") > 0,
+        "both workers took work: wa {}, wb {}",
+        by("wa"),
+        by("wb")
+    );
+    // Across both ledgers, every work order started and completed once: no model was called
+    // twice for one id.
+    let (la, lb) = (ledger(root, "wa"), ledger(root, "wb"));
+    let started: Vec<&Value> = events(&la, "work_order_started")
+        .into_iter()
+        .chain(events(&lb, "work_order_started"))
+        .collect();
+    assert_eq!(started.len(), 16);
+    assert_eq!(events(&la, "exchange").len() + events(&lb, "exchange").len(), 16);
+    assert_eq!(redis.pending(STREAM, GROUP), 0);
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn a_worker_killed_while_holding_entries_loses_nothing() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(4, 2500);
+    let root = dir.path();
+    submit(root, &redis.url(), &wos).status(0);
+    let args = ["--concurrency", "2", "--claim-idle", "1s"];
+    let doomed = Worker::start(root, &redis.url(), "doomed", &args);
+    // It holds two entries and has called the (slow) model for both.
+    let holding = redis.wait_for(Duration::from_secs(30), |_| {
+        events(&ledger_so_far(root, "doomed"), "work_order_started").len() == 2
+    });
+    assert!(holding, "the first worker started two work orders");
+    assert_eq!(redis.pending(STREAM, GROUP), 2);
+    let held: Vec<String> = events(&ledger_so_far(root, "doomed"), "work_order_started")
+        .iter()
+        .map(|r| r["work_order_id"].as_str().unwrap().to_string())
+        .collect();
+    doomed.kill();
+    let killed = Instant::now();
+
+    let heir = Worker::start(root, &redis.url(), "heir", &args);
+    assert!(redis.wait_for(Duration::from_secs(90), |r| r.xlen("pactum:results") == 4));
+    let recovered = killed.elapsed();
+    heir.terminate(Duration::from_secs(20)).status(0);
+
+    let got = results(root, &redis.url());
+    let counts = per_id(&got);
+    assert_eq!(counts.keys().cloned().collect::<Vec<_>>(), ids(&wos));
+    assert!(counts.values().all(|&n| n == 1), "one result per id: {counts:?}");
+    for id in &held {
+        let r = got.iter().find(|r| r["work_order_id"] == *id).unwrap();
+        assert_eq!(r["worker_id"], "heir", "{id}, orphaned by the kill, completed by the heir");
+        assert_eq!(r["result"]["ok"], true);
+    }
+    assert!(events(&ledger(root, "doomed"), "work_order_completed").is_empty());
+    assert_eq!(events(&ledger(root, "heir"), "work_order_completed").len(), 4);
+    assert_eq!(redis.pending(STREAM, GROUP), 0);
+    // Bounded by --claim-idle: the orphans wait about 1 s before they are claimed, then
+    // run (2.5 s each, two at a time beside the two never-taken ones).
+    assert!(recovered < Duration::from_secs(60), "{recovered:?}");
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn a_completed_id_resubmitted_is_acknowledged_not_run_again() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    submit(root, &redis.url(), &wos).status(0);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
+
+    let again = submit(root, &redis.url(), &wos);
+    again.status(0);
+    // The second entry is delivered and acknowledged.
+    assert!(redis.wait_for(Duration::from_secs(30), |r| {
+        let groups = r.command(&["XINFO", "GROUPS", STREAM]);
+        let group = groups.items()[0].items();
+        let field = |name: &str| {
+            let i = group.iter().position(|f| f.text().as_deref() == Some(name)).unwrap();
+            group[i + 1].clone()
+        };
+        field("pending") == pactum::queue::resp::Reply::Integer(0)
+            && field("entries-read") == pactum::queue::resp::Reply::Integer(2)
+    }));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert!(out.stdout.contains("1 completed, 1 duplicate(s) acknowledged"), "{out}");
+    assert!(out.stderr.contains("WO-Q-000: already has a result"), "{out}");
+    assert_eq!(results(root, &redis.url()).len(), 1, "no second result");
+    let records = ledger(root, "w1");
+    assert_eq!(events(&records, "work_order_started").len(), 1, "not run again");
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn entries_delivered_too_often_or_not_work_orders_go_to_the_dead_letters() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    submit(root, &redis.url(), &wos).status(0);
+    // A consumer that takes the entry and dies without acknowledging it: one delivery.
+    redis.command(&["XGROUP", "CREATE", STREAM, GROUP, "0", "MKSTREAM"]);
+    let taken = redis.command(&[
+        "XREADGROUP",
+        "GROUP",
+        GROUP,
+        "ghost",
+        "COUNT",
+        "1",
+        "STREAMS",
+        STREAM,
+        ">",
+    ]);
+    assert!(!taken.is_nil());
+    // Something that is no work order, put on the stream behind pactum's back.
+    redis.command(&[
+        "XADD",
+        STREAM,
+        "*",
+        "work_order_id",
+        "WO-X",
+        "path",
+        "../../etc/passwd",
+        "work_order",
+        "{}",
+    ]);
+
+    let worker = Worker::start(
+        root,
+        &redis.url(),
+        "w1",
+        &["--claim-idle", "300ms", "--max-deliveries", "1"],
+    );
+    assert!(redis.wait_for(Duration::from_secs(30), |r| r.xlen("pactum:dead") == 2));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert!(
+        out.stdout.contains("0 completed, 0 duplicate(s) acknowledged, 2 dead-lettered"),
+        "{out}"
+    );
+
+    let dead = redis.entries("pactum:dead");
+    let orphan = dead.iter().find(|(_, f)| f["work_order_id"] == "WO-Q-000").unwrap();
+    assert_eq!(orphan.1["deliveries"], "2");
+    assert!(orphan.1["reason"].contains("more than --max-deliveries 1"), "{orphan:?}");
+    assert!(orphan.1["work_order"].contains("WO-Q-000"), "the entry is kept whole");
+    let garbage = dead.iter().find(|(_, f)| f["work_order_id"] == "WO-X").unwrap();
+    assert!(
+        garbage.1["reason"].contains("not a work order") && garbage.1["reason"].contains("`..`"),
+        "{garbage:?}"
+    );
+    assert_eq!(redis.xlen("pactum:results"), 0);
+    assert_eq!(redis.pending(STREAM, GROUP), 0);
+    assert!(events(&ledger(root, "w1"), "work_order_started").is_empty(), "nothing ran");
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn sigterm_finishes_the_running_work_order_takes_no_more_and_exits_0() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(2, 1500);
+    let root = dir.path();
+    submit(root, &redis.url(), &wos).status(0);
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "5s"]);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| {
+        !events(&ledger_so_far(root, "w1"), "work_order_started").is_empty()
+    }));
+    let out = worker.terminate(Duration::from_secs(30));
+    out.status(0);
+    assert!(out.stdout.contains("worker w1: 1 completed"), "{out}");
+    let got = results(root, &redis.url());
+    assert_eq!(got.len(), 1, "the running work order finished");
+    assert_eq!(got[0]["result"]["ok"], true);
+    assert_eq!(redis.pending(STREAM, GROUP), 0, "and was acknowledged");
+    // The second was never taken: the next worker finds it.
+    let next = Worker::start(root, &redis.url(), "w2", &["--claim-idle", "5s"]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 2));
+    next.terminate(Duration::from_secs(20)).status(0);
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn the_queue_password_never_appears_in_output_ledgers_or_errors() {
+    const PASSWORD: &str = "q-s3cret-Pa55word";
+    let redis = RedisServer::with_password(PASSWORD);
+    let url = redis.url();
+    assert!(url.contains(PASSWORD));
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let mut printed = String::new();
+    let submitted = submit(root, &url, &wos);
+    submitted.status(0);
+    printed.push_str(&submitted.to_string());
+    let worker = Worker::start(root, &url, "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    printed.push_str(&out.to_string());
+    assert!(
+        out.stderr.contains("redis://127.0.0.1:"),
+        "the queue is named, without its password: {out}"
+    );
+    let mut read = common::pactum_in(root);
+    read.args(["results", "--queue", &url]);
+    printed.push_str(&Out::of(&mut read).status(0).to_string());
+
+    // A wrong password, a password in PACTUM_QUEUE_PASSWORD, and a URL that does not parse.
+    let wrong = format!("redis://:wrong-{PASSWORD}@127.0.0.1:{}/0", redis.port());
+    for json in [false, true] {
+        let mut cmd = common::pactum_in(root);
+        cmd.args(["results", "--queue", &wrong]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = Out::of(&mut cmd);
+        assert_eq!(out.code, 1, "{out}");
+        assert!(format!("{out}").contains("queue_unavailable"), "{out}");
+        assert!(out.to_string().contains("the login was refused"), "{out}");
+        printed.push_str(&out.to_string());
+    }
+    let mut env = common::pactum_in(root);
+    env.args(["results", "--queue", &format!("redis://127.0.0.1:{}/0", redis.port())])
+        .env("PACTUM_QUEUE_PASSWORD", PASSWORD);
+    printed.push_str(&Out::of(&mut env).status(0).to_string());
+    let mut bad = common::pactum_in(root);
+    bad.args(["results", "--queue", &format!("redis://:{PASSWORD}@127.0.0.1:port/0")]);
+    let bad = Out::of(&mut bad);
+    assert!(bad.stderr.contains("usage_error") && bad.stderr.contains("port"), "{bad}");
+    printed.push_str(&bad.to_string());
+
+    assert!(!printed.contains(PASSWORD), "the password was printed:\n{printed}");
+    let ledger_text = std::fs::read_to_string(root.join("w1.jsonl")).unwrap();
+    assert!(!ledger_text.contains(PASSWORD));
+    let results_text = format!("{:?}", redis.entries("pactum:results"));
+    assert!(!results_text.contains(PASSWORD));
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn the_readme_many_workers_section_runs_as_written() {
+    let blocks = crate::readme_tour::sh_blocks("Many workers");
+    assert_eq!(blocks.len(), 1, "one ```sh block");
+    // The block as written, on a free port instead of 6379 and with the binary the tests
+    // built instead of `cargo build`'s.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let bin = env!("CARGO_BIN_EXE_pactum");
+    let script = blocks[0]
+        .replace("6379", &port.to_string())
+        .replace("cargo build -q\n", "")
+        .replace("target/debug/pactum", bin);
+    assert!(!script.contains("cargo"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    for folder in ["work_orders", "fixtures", "frameworks", "docs"] {
+        common::copy_tree(&common::repo().join(folder), &root.join(folder));
+    }
+    let out = crate::readme_tour::bash(root, &script);
+    out.status(0);
+    // Every demo work order, exactly once, all by the worker that survived.
+    let lines: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("WO-DEMO-")).collect();
+    let mut shown: Vec<String> = lines
+        .iter()
+        .filter(|l| l.contains(") by "))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    shown.sort();
+    assert_eq!(
+        shown,
+        ["WO-DEMO-CLASSIFY-001", "WO-DEMO-REFUND-001", "WO-DEMO-RUNBOOK-001", "WO-DEMO-SUM-001"],
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.contains(") by "))
+            .all(|l| l.ends_with(" by b") && l.contains(" ok (")),
+        "{out}"
+    );
+    assert!(out.stdout.contains("worker b: 4 completed"), "{out}");
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn a_duplicate_of_a_running_id_waits_and_is_acknowledged_not_run_twice() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 2000);
+    let root = dir.path();
+    // The same work order twice: both entries are taken at once by two threads.
+    submit(root, &redis.url(), &wos).status(0);
+    submit(root, &redis.url(), &wos).status(0);
+    // The duplicate is redelivered every 300 ms while the first runs for 2 s: past
+    // --max-deliveries 2, but never dead-lettered while its id runs.
+    let worker = Worker::start(
+        root,
+        &redis.url(),
+        "w1",
+        &["--concurrency", "2", "--claim-idle", "300ms", "--max-deliveries", "2"],
+    );
+    assert!(redis.wait_for(Duration::from_secs(60), |r| {
+        r.xlen("pactum:results") == 1 && r.pending(STREAM, GROUP) == 0
+    }));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert!(
+        out.stdout.contains("1 completed, 1 duplicate(s) acknowledged, 0 dead-lettered"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("WO-Q-000: running elsewhere"), "{out}");
+    let records = ledger(root, "w1");
+    assert_eq!(events(&records, "work_order_started").len(), 1, "the model was called once");
+    assert_eq!(events(&records, "exchange").len(), 1);
+    assert_eq!(redis.xlen("pactum:dead"), 0);
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn results_follow_prints_each_result_as_it_is_written_until_sigterm() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(2, 0);
+    let root = dir.path();
+    let out_path = root.join("follow.out");
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_pactum"));
+    follow
+        .current_dir(root)
+        .args(["results", "--follow", "--json", "--queue", &redis.url()])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::null());
+    let follower = Worker {
+        child: follow.spawn().unwrap(),
+        out: out_path.clone(),
+        err: root.join("follow.err"),
+    };
+    std::fs::write(&follower.err, "").unwrap();
+    // Nothing yet: the follower waits in XREAD; then a worker writes two results, which the
+    // follower prints as they come.
+    assert!(redis.wait_for(Duration::from_secs(30), |r| {
+        r.command(&["CLIENT", "LIST"]).text().is_some_and(|l| l.contains("cmd=xread"))
+    }));
+    submit(root, &redis.url(), &wos).status(0);
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    let printed = |n: usize| std::fs::read_to_string(&out_path).unwrap().lines().count() == n;
+    assert!(redis.wait_for(Duration::from_secs(60), |_| printed(2)), "two lines followed");
+    worker.terminate(Duration::from_secs(20)).status(0);
+    let out = follower.terminate(Duration::from_secs(10));
+    out.status(0);
+    let docs: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ids: Vec<&str> = docs.iter().map(|d| d["work_order_id"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["WO-Q-000", "WO-Q-001"], "{out}");
+    assert!(docs.iter().all(|d| d["worker_id"] == "w1" && d["result"]["ok"] == true), "{out}");
+}
