@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request};
+use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request, time_left};
 
 /// The most bytes one event stream may carry in all.
 const MAX_STREAM_BYTES: u64 = 4 * MAX_MESSAGE_BYTES as u64;
@@ -58,12 +58,7 @@ impl Http {
         message: &Value,
         deadline: Instant,
     ) -> std::result::Result<ureq::http::Response<ureq::Body>, String> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(
-                "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into()
-            );
-        }
+        let left = time_left(deadline)?;
         let mut request = self
             .agent
             .post(&self.url)
@@ -104,9 +99,7 @@ impl Http {
 
     fn transport_failure(&self, e: &ureq::Error) -> String {
         match e {
-            ureq::Error::Timeout(_) => {
-                "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into()
-            }
+            ureq::Error::Timeout(_) => super::NO_ANSWER_IN_TIME.into(),
             other => format!("POST {} failed: {other}", shown(&self.url)),
         }
     }
@@ -144,6 +137,7 @@ impl Transport for Http {
         let mut reader = BufReader::new(reader);
         let mut data: Vec<u8> = Vec::new();
         loop {
+            time_left(deadline)?;
             let line = super::stdio::read_line(&mut reader, MAX_MESSAGE_BYTES)
                 .map_err(|m| m.replace("reading its output", "reading the event stream"))?;
             let Some(line) = line else {

@@ -43,6 +43,17 @@ pub const MAX_TOOLS: usize = 256;
 const MAX_PAGES: usize = 64;
 /// How long one request may take unless `timeout_s` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The failure of a request whose deadline passed.
+pub const NO_ANSWER_IN_TIME: &str =
+    "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)";
+
+/// What is left of a request's time, or its failure once nothing is: every wait of a
+/// transport (a line, a write, an HTTP exchange, the next event) asks this first, so no
+/// stream of messages, however steady, keeps a request past its deadline.
+pub fn time_left(deadline: Instant) -> std::result::Result<Duration, String> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() { Err(NO_ANSWER_IN_TIME.into()) } else { Ok(left) }
+}
 
 /// How to reach a server.
 #[derive(Clone, Debug, PartialEq)]
