@@ -606,7 +606,8 @@ fn hostile_project(args: &[&str]) -> Project {
     let p = project("", "shipped");
     let server = repo().join("tests/fixtures/mcp/hostile.py");
     p.write("tools/hostile.py", &std::fs::read_to_string(server).unwrap());
-    let args: String = args.iter().map(|a| format!(", {a:?}")).collect();
+    // JSON string escapes (`\u001b`) are TOML's too.
+    let args: String = args.iter().map(|a| format!(", {}", json!(a))).collect();
     p.write(
         "pactum.toml",
         &format!(
@@ -700,4 +701,27 @@ fn a_grandchild_holding_the_servers_output_is_stopped_with_the_run() {
         let _ = std::process::Command::new("kill").arg(pid.trim()).status();
     }
     assert!(gone, "the server's grandchild outlived the run: {status:?}");
+}
+
+#[test]
+fn tool_names_that_escape_the_terminal_or_differ_only_in_case_are_refused() {
+    for (name, code) in [
+        ("red\u{1b}[31m", "tool_server_failed"),
+        ("memory_write\u{200b}", "tool_server_failed"),
+        ("..", "tool_server_failed"),
+        ("Memory_Write", "tool_name_taken"),
+        ("LOOKUP_ORDER", "tool_name_taken"),
+    ] {
+        let p = hostile_project(&["names", name]);
+        let (run, _) = run_bounded(&p);
+        assert_eq!(run.json["code"], code, "{name:?}: {}", run.out);
+        assert!(
+            !run.out.stdout.contains('\u{1b}') && !run.out.stderr.contains('\u{1b}'),
+            "{}",
+            run.out
+        );
+        work_order_naming(&p, json!(["lookup_order"]));
+        let (_, findings) = validate(&p, &[]);
+        assert_eq!(findings.first().map(|f| f.0.as_str()), Some(code), "{name:?}: {findings:?}");
+    }
 }
