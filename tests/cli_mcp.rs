@@ -597,3 +597,131 @@ fn render_shows_a_sections_server_tool_with_its_input_schema() {
     assert_eq!(names, ["memory_read", "lookup_order"], "{doc:#}");
     assert_eq!(doc["tools"][1]["input_schema"]["required"], json!(["order_id"]));
 }
+
+// --- hostile servers (tests/fixtures/mcp/hostile.py) -------------------------------------
+
+/// A kernel project whose server is `hostile.py` misbehaving as `args` say, with a timeout
+/// of one second.
+fn hostile_project(args: &[&str]) -> Project {
+    let p = project("", "shipped");
+    let server = repo().join("tests/fixtures/mcp/hostile.py");
+    p.write("tools/hostile.py", &std::fs::read_to_string(server).unwrap());
+    // JSON string escapes (`\u001b`) are TOML's too.
+    let args: String = args.iter().map(|a| format!(", {}", json!(a))).collect();
+    p.write(
+        "pactum.toml",
+        &format!(
+            "[tools.orders]\ncommand = [\"python3\", \"tools/hostile.py\"{args}]\ntimeout_s = 1\n"
+        ),
+    );
+    p
+}
+
+/// `pactum run` of the project, killed (and the test failed) if it takes over 20 seconds;
+/// with how long it took.
+fn run_bounded(p: &Project) -> (crate::kernel_harness::Run, std::time::Duration) {
+    let mut cmd = p.pactum();
+    cmd.timeout(std::time::Duration::from_secs(20));
+    let started = std::time::Instant::now();
+    let run = p.run_with(cmd, &[]);
+    (run, started.elapsed())
+}
+
+/// The message of the run's first tool call, which must have failed.
+fn failed_call(p: &Project, run: &crate::kernel_harness::Run) -> String {
+    let calls = p.ledger().tool_calls();
+    assert_eq!(
+        calls.first().map(|c| &c["error"]["code"]),
+        Some(&json!("tool_failed")),
+        "{calls:#?}\n{}",
+        run.out
+    );
+    calls[0]["error"]["message"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_server_that_never_answers_initialize_fails_run_and_validate_in_time() {
+    let p = hostile_project(&["silent"]);
+    let (run, took) = run_bounded(&p);
+    assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
+    assert!(
+        run.json["message"].as_str().unwrap().contains("initialize: no answer in time"),
+        "{}",
+        run.out
+    );
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    assert!(server_gone(&p));
+    work_order_naming(&p, json!(["lookup_order"]));
+    let started = std::time::Instant::now();
+    let (_, findings) = validate(&p, &[]);
+    assert_eq!(findings.first().map(|f| f.0.as_str()), Some("tool_server_failed"), "{findings:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(8), "{:?}", started.elapsed());
+}
+
+#[test]
+fn a_server_sending_notifications_without_end_fails_the_call_at_its_deadline() {
+    let p = hostile_project(&["chatter"]);
+    let (run, took) = run_bounded(&p);
+    assert!(failed_call(&p, &run).contains("no answer in time"), "{}", run.out);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(server_gone(&p));
+}
+
+#[test]
+fn a_server_that_stops_reading_while_it_pings_fails_the_call_at_its_deadline() {
+    let p = hostile_project(&["deaf"]);
+    let (run, took) = run_bounded(&p);
+    let message = failed_call(&p, &run);
+    assert!(message.contains("in time"), "{message}\n{}", run.out);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(server_gone(&p));
+}
+
+#[test]
+fn only_the_response_with_the_requests_own_id_is_taken() {
+    let p = hostile_project(&["odd-ids"]);
+    let (run, _) = run_bounded(&p);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+    let calls = p.ledger().tool_calls();
+    assert_eq!(calls[0]["output"]["status"], "shipped", "{calls:#?}");
+}
+
+#[test]
+fn a_grandchild_holding_the_servers_output_is_stopped_with_the_run() {
+    let p = hostile_project(&["grandchild"]);
+    let (run, took) = run_bounded(&p);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(server_gone(&p));
+    // Killed: gone, or a zombie left to init (the grandchild is not pactum's to reap).
+    let pid = std::fs::read_to_string(p.path("tools/grandchild.pid")).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim()));
+    let gone = status.as_ref().map_or(true, |s| s.contains("State:\tZ"));
+    if !gone {
+        let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+    }
+    assert!(gone, "the server's grandchild outlived the run: {status:?}");
+}
+
+#[test]
+fn tool_names_that_escape_the_terminal_or_differ_only_in_case_are_refused() {
+    for (name, code) in [
+        ("red\u{1b}[31m", "tool_server_failed"),
+        ("memory_write\u{200b}", "tool_server_failed"),
+        ("..", "tool_server_failed"),
+        ("Memory_Write", "tool_name_taken"),
+        ("LOOKUP_ORDER", "tool_name_taken"),
+    ] {
+        let p = hostile_project(&["names", name]);
+        let (run, _) = run_bounded(&p);
+        assert_eq!(run.json["code"], code, "{name:?}: {}", run.out);
+        assert!(
+            !run.out.stdout.contains('\u{1b}') && !run.out.stderr.contains('\u{1b}'),
+            "{}",
+            run.out
+        );
+        work_order_naming(&p, json!(["lookup_order"]));
+        let (_, findings) = validate(&p, &[]);
+        assert_eq!(findings.first().map(|f| f.0.as_str()), Some(code), "{name:?}: {findings:?}");
+    }
+}

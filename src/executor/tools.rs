@@ -167,7 +167,10 @@ impl ToolRegistry {
     /// Adds a tool from `owner` ("tool server `crm`"); a name already registered (a
     /// built-in's, another server's) is refused: `tool_name_taken`.
     pub fn register_new(&mut self, tool: Arc<dyn Tool>, owner: &str) -> Result<()> {
-        if let Some(taken) = self.tools.get(tool.name()) {
+        // Names that differ only in case are one name: a model (or a person) cannot tell
+        // `Memory_Write` from `memory_write`.
+        let taken = self.tools.iter().find(|(n, _)| n.eq_ignore_ascii_case(tool.name()));
+        if let Some((_, taken)) = taken {
             return Err(Error::ToolNameTaken {
                 tool: tool.name().to_string(),
                 first: taken.owner.clone(),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request};
+use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request, time_left};
 
 /// The most bytes one event stream may carry in all.
 const MAX_STREAM_BYTES: u64 = 4 * MAX_MESSAGE_BYTES as u64;
@@ -58,12 +58,7 @@ impl Http {
         message: &Value,
         deadline: Instant,
     ) -> std::result::Result<ureq::http::Response<ureq::Body>, String> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(
-                "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into()
-            );
-        }
+        let left = time_left(deadline)?;
         let mut request = self
             .agent
             .post(&self.url)
@@ -104,9 +99,7 @@ impl Http {
 
     fn transport_failure(&self, e: &ureq::Error) -> String {
         match e {
-            ureq::Error::Timeout(_) => {
-                "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)".into()
-            }
+            ureq::Error::Timeout(_) => super::NO_ANSWER_IN_TIME.into(),
             other => format!("POST {} failed: {other}", shown(&self.url)),
         }
     }
@@ -127,7 +120,7 @@ impl Transport for Http {
                 .with_config()
                 .limit(MAX_MESSAGE_BYTES as u64)
                 .read_to_vec()
-                .map_err(|e| format!("reading the answer failed: {e}"))?;
+                .map_err(|e| or_timeout(format!("reading the answer failed: {e}"), deadline))?;
             let answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
                 format!(
                     "the answer is not JSON ({e}): {}",
@@ -144,8 +137,10 @@ impl Transport for Http {
         let mut reader = BufReader::new(reader);
         let mut data: Vec<u8> = Vec::new();
         loop {
-            let line = super::stdio::read_line(&mut reader, MAX_MESSAGE_BYTES)
-                .map_err(|m| m.replace("reading its output", "reading the event stream"))?;
+            time_left(deadline)?;
+            let line = super::stdio::read_line(&mut reader, MAX_MESSAGE_BYTES).map_err(|m| {
+                or_timeout(m.replace("reading its output", "reading the event stream"), deadline)
+            })?;
             let Some(line) = line else {
                 return Err(format!("the event stream ended before the response to request {id}"));
             };
@@ -210,9 +205,21 @@ impl Drop for Http {
     }
 }
 
-/// A URL as messages show it: credentials masked.
+/// A URL as messages show it: credentials masked, its query and fragment left out (a token
+/// is often passed there: `?api_key=...`).
 fn shown(url: &str) -> String {
-    super::short(&crate::redact::mask_url_credentials(url))
+    let url = url.trim();
+    let (bare, cut) = match url.find(['?', '#']) {
+        Some(i) => (&url[..i], "?…"),
+        None => (url, ""),
+    };
+    format!("{}{cut}", super::short(&crate::redact::mask_url_credentials(bare)))
+}
+
+/// A failed read's message: the timeout once the deadline passed (the agent's own timer
+/// ended the read), else `message`.
+fn or_timeout(message: String, deadline: Instant) -> String {
+    time_left(deadline).err().unwrap_or(message)
 }
 
 #[cfg(test)]
@@ -257,5 +264,121 @@ mod tests {
         assert_eq!(http.session.as_deref(), Some("abc"));
         http.session = None; // no server left to close it on
         server.join().unwrap();
+    }
+
+    /// A loopback server answering one request with what `answer` writes (until a write
+    /// fails: the client went away); its URL.
+    fn serve(answer: fn(&mut std::net::TcpStream)) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            answer(&mut s);
+        });
+        format!("http://127.0.0.1:{port}/mcp")
+    }
+
+    /// One request to `url` with a deadline one second away: its failure and how long it took.
+    fn fails(url: &str) -> (String, Duration) {
+        let mut http = Http::new(url).unwrap();
+        let started = Instant::now();
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let e = http.request(&message, 1, started + Duration::from_secs(1)).unwrap_err();
+        http.session = None;
+        (e, started.elapsed())
+    }
+
+    fn write_forever(s: &mut std::net::TcpStream, head: &str, chunk: &[u8], pause: Duration) {
+        use std::io::Write;
+        if s.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        while s.write_all(chunk).and_then(|()| s.flush()).is_ok() {
+            std::thread::sleep(pause);
+        }
+    }
+
+    #[test]
+    fn a_response_that_never_ends_fails_at_the_deadline_however_it_trickles() {
+        let answers: [fn(&mut std::net::TcpStream); 4] = [
+            // An event stream of notifications without end, never the response.
+            |s| {
+                let note = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+                write_forever(s, head, note, Duration::from_millis(1));
+            },
+            // One byte every 100 ms of an event's data.
+            |s| {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: ";
+                write_forever(s, head, b" ", Duration::from_millis(100));
+            },
+            // A JSON body trickling one byte every 100 ms under a huge Content-Length.
+            |s| {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n";
+                write_forever(s, head, b" ", Duration::from_millis(100));
+            },
+            // Chunked encoding without a last chunk.
+            |s| {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+                write_forever(s, head, b"1\r\n \r\n", Duration::from_millis(100));
+            },
+        ];
+        for (i, answer) in answers.into_iter().enumerate() {
+            let (e, took) = fails(&serve(answer));
+            assert!(e.contains("in time"), "answer {i}: {e}");
+            assert!(took < Duration::from_secs(3), "answer {i}: {took:?}");
+        }
+    }
+
+    #[test]
+    fn huge_bodies_redirects_and_odd_session_ids_are_refused() {
+        // 10 GB announced and sent as fast as it goes: refused at the message cap.
+        let (e, took) = fails(&serve(|s| {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n";
+            write_forever(s, head, &[b' '; 65536], Duration::ZERO);
+        }));
+        assert!(!e.contains("in time"), "{e}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        // A redirect to another host is not followed.
+        let (e, _) = fails(&serve(|s| {
+            use std::io::Write;
+            let _ = s.write_all(b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://example.com/mcp\r\nContent-Length: 0\r\n\r\n");
+        }));
+        assert!(e.contains("HTTP 307") && e.contains("follows none"), "{e}");
+        // A 1 MB session id: the answer is refused, nothing is kept.
+        let (e, _) = fails(&serve(|s| {
+            use std::io::Write;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nMcp-Session-Id: {}\r\nContent-Length: 0\r\n\r\n",
+                "s".repeat(1 << 20)
+            );
+            let _ = s.write_all(head.as_bytes());
+        }));
+        assert!(!e.is_empty());
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_never_shown() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        for url in [
+            format!("http://user:hunter2secret@127.0.0.1:{port}/mcp?token=hunter2secret"),
+            "http://user:hunter2secret@no-such-host.invalid/mcp".to_string(),
+        ] {
+            let (e, _) = fails(&url);
+            assert!(!e.contains("hunter2secret"), "{e}");
+        }
+        let (e, _) = fails(
+            &serve(|s| {
+                use std::io::Write;
+                let _ = s.write_all(b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n");
+            })
+            .replace("http://", "http://user:hunter2secret@"),
+        );
+        assert!(!e.contains("hunter2secret") && e.contains("HTTP 500"), "{e}");
     }
 }

@@ -43,6 +43,17 @@ pub const MAX_TOOLS: usize = 256;
 const MAX_PAGES: usize = 64;
 /// How long one request may take unless `timeout_s` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The failure of a request whose deadline passed.
+pub const NO_ANSWER_IN_TIME: &str =
+    "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)";
+
+/// What is left of a request's time, or its failure once nothing is: every wait of a
+/// transport (a line, a write, an HTTP exchange, the next event) asks this first, so no
+/// stream of messages, however steady, keeps a request past its deadline.
+pub fn time_left(deadline: Instant) -> std::result::Result<Duration, String> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() { Err(NO_ANSWER_IN_TIME.into()) } else { Ok(left) }
+}
 
 /// How to reach a server.
 #[derive(Clone, Debug, PartialEq)]
@@ -305,11 +316,13 @@ fn request(
 
 /// A listed tool, checked for the fields pactum uses.
 fn listed(t: &Value) -> std::result::Result<ListedTool, String> {
-    let name = t
-        .get("name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty() && n.len() <= 128)
-        .ok_or("a tool has no name (or one over 128 characters)")?;
+    let name = t.get("name").and_then(Value::as_str).ok_or("a tool has no name")?;
+    if !is_tool_name(name) {
+        return Err(format!(
+            "tool name `{}` is not 1 to 128 of the characters A-Z, a-z, 0-9, `_`, `-` and `.`",
+            short(name)
+        ));
+    }
     let input_schema = t
         .get("inputSchema")
         .filter(|s| s.is_object())
@@ -321,6 +334,15 @@ fn listed(t: &Value) -> std::result::Result<ListedTool, String> {
         input_schema,
         output_schema: t.get("outputSchema").filter(|s| s.is_object()).cloned(),
     })
+}
+
+/// Whether a server's tool name is one pactum takes: 1 to 128 ASCII letters, digits, `_`,
+/// `-` and `.` (MCP's tool name rule), and not only dots: no control character, escape
+/// sequence, space or look-alike letter can reach a prompt, a terminal or a provider.
+pub fn is_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        && !name.bytes().all(|b| b == b'.')
 }
 
 /// What a `tools/call` result gives the run: its `structuredContent` when present, else its
@@ -409,5 +431,13 @@ mod tests {
         assert_eq!(t.name, "lookup");
         assert!(listed(&json!({"name": "x"})).is_err());
         assert!(listed(&json!({"inputSchema": {}})).is_err());
+        for bad in
+            ["", "..", "a b", "red\u{1b}[31m", "memory_write\u{200b}", "tab\t", &"x".repeat(129)]
+        {
+            assert!(listed(&json!({"name": bad, "inputSchema": {}})).is_err(), "{bad:?}");
+        }
+        for good in ["lookup_order", "a.b-c", &"x".repeat(128)] {
+            assert!(listed(&json!({"name": good, "inputSchema": {}})).is_ok(), "{good:?}");
+        }
     }
 }

@@ -9,9 +9,16 @@
 //!   [`STDERR_KEPT`] bytes, quoted (shortened) in a failure's message and nowhere else.
 //! - The child starts with exactly the environment it is given (the binary passes
 //!   [`crate::config::TOOL_SERVER_ENV`]): it never inherits API keys.
-//! - Dropping the transport closes the child's input, gives it a moment to exit, then
-//!   kills it and waits for it: no zombie, whatever happened before (a timeout, a bad
-//!   message, a panic unwinding through the run).
+//! - A writer thread owns the child's input; every message written (a request, a
+//!   notification, an answer to the server's `ping`) waits for it only until the request's
+//!   deadline, so a server that stops reading its input cannot block the run. After a
+//!   write that did not finish in time, the transport takes no more messages.
+//! - Every wait of a request, for a line or for a write, is bounded by the one deadline
+//!   ([`super::time_left`]): a server that keeps talking without answering is cut at it.
+//! - The child leads a process group of its own; dropping the transport closes its input,
+//!   gives it a moment to exit, then kills the whole group (a grandchild it started too)
+//!   and reaps the child: no zombie and no process left behind, whatever happened before (a
+//!   timeout, a bad message, a panic unwinding through the run).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -22,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request};
+use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request, time_left};
 
 /// How much of the server's error stream is kept.
 pub const STDERR_KEPT: usize = 4096;
@@ -35,7 +42,7 @@ type Line = std::result::Result<Vec<u8>, String>;
 /// A running stdio server.
 pub struct Stdio {
     child: Child,
-    stdin: Option<ChildStdin>,
+    input: Option<Writer>,
     lines: Receiver<Line>,
     stderr: Arc<Mutex<Vec<u8>>>,
     program: String,
@@ -57,40 +64,50 @@ impl Stdio {
             .stdin(Pipe::piped())
             .stdout(Pipe::piped())
             .stderr(Pipe::piped());
+        // A group of its own, so that dropping the transport stops what the server started.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd.spawn().map_err(|e| {
             format!(
                 "`{}` could not be started ({e}); check `command` in pactum.toml",
                 super::short(program)
             )
         })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
+        let streams = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (Some(stdin), Some(stdout), Some(stderr)) = streams else {
+            stop(&mut child);
             return Err("its standard streams could not be opened".into());
         };
         let (tx, lines) = sync_channel(4);
-        std::thread::Builder::new()
+        let reader = std::thread::Builder::new()
             .name("mcp-stdout".into())
             .spawn(move || read_lines(stdout, &tx))
-            .map_err(|e| format!("a reader thread could not be started ({e})"))?;
+            .map_err(|e| format!("a reader thread could not be started ({e})"));
+        let input = reader.and_then(|_| Writer::spawn(stdin));
+        let input = match input {
+            Ok(input) => input,
+            Err(why) => {
+                stop(&mut child);
+                return Err(why);
+            }
+        };
         let kept = Arc::new(Mutex::new(Vec::new()));
         let ring = kept.clone();
         let _ = std::thread::Builder::new()
             .name("mcp-stderr".into())
             .spawn(move || drain(stderr, &ring));
-        Ok(Stdio { child, stdin: Some(stdin), lines, stderr: kept, program: program.clone() })
+        Ok(Stdio { child, input: Some(input), lines, stderr: kept, program: program.clone() })
     }
 
-    fn send(&mut self, message: &Value) -> std::result::Result<(), String> {
-        let stdin = self.stdin.as_mut().ok_or("its input is closed")?;
+    /// Writes one message, waiting at most until `deadline` for the child to take it.
+    fn send(&mut self, message: &Value, deadline: Instant) -> std::result::Result<(), String> {
         let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
         line.push(b'\n');
-        stdin
-            .write_all(&line)
-            .and_then(|()| stdin.flush())
-            .map_err(|e| format!("writing to it failed ({e}); {}", self.exit_status()))
+        let input = self.input.as_mut().ok_or("its input is closed")?;
+        match input.write(line, deadline) {
+            Ok(()) => Ok(()),
+            Err(why) => Err(format!("{why}; {}", self.exit_status())),
+        }
     }
 
     /// "it exited with …" when the child is gone, else "it is still running".
@@ -109,18 +126,15 @@ impl Transport for Stdio {
         id: u64,
         deadline: Instant,
     ) -> std::result::Result<Value, String> {
-        self.send(message)?;
+        self.send(message, deadline)?;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            // Checked before every line, not only when none comes: a server talking without
+            // end is cut at the deadline too.
+            let left = time_left(deadline)?;
             let line = match self.lines.recv_timeout(left) {
                 Ok(Ok(line)) => line,
                 Ok(Err(why)) => return Err(why),
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(
-                        "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)"
-                            .into(),
-                    );
-                }
+                Err(RecvTimeoutError::Timeout) => return Err(super::NO_ANSWER_IN_TIME.into()),
                 Err(RecvTimeoutError::Disconnected) => {
                     // The reader ended: give the child a moment to be reaped for its status.
                     std::thread::sleep(Duration::from_millis(20));
@@ -143,14 +157,14 @@ impl Transport for Stdio {
                 return Ok(answer);
             }
             if let Some(reply) = reply_to_server_request(&answer) {
-                self.send(&reply)?;
+                self.send(&reply, deadline)?;
             }
             // Notifications (logging, progress) and stray responses are skipped.
         }
     }
 
-    fn notify(&mut self, message: &Value, _deadline: Instant) -> std::result::Result<(), String> {
-        self.send(message)
+    fn notify(&mut self, message: &Value, deadline: Instant) -> std::result::Result<(), String> {
+        self.send(message, deadline)
     }
 
     fn diagnostics(&self) -> String {
@@ -169,16 +183,101 @@ impl Transport for Stdio {
 impl Drop for Stdio {
     fn drop(&mut self) {
         // Closing its input is how a stdio server is asked to stop (MCP lifecycle).
-        drop(self.stdin.take());
+        drop(self.input.take());
         let until = Instant::now() + GRACE;
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
+        while Instant::now() < until && !exited(&mut self.child) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
+    }
+}
+
+/// Kills the child's process group and the child, and reaps it.
+fn stop(child: &mut Child) {
+    // The child is not reaped yet, so its id (its group's) is no one else's.
+    kill_group(child);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Whether the child has exited, without reaping it (its process id stays its own).
+#[cfg(unix)]
+fn exited(child: &mut Child) -> bool {
+    let pid: libc::id_t = child.id();
+    // SAFETY: `info` is a zeroed siginfo_t the call fills; WNOWAIT leaves the child
+    // waitable, WNOHANG makes the call return at once.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+    };
+    r != 0 || info.si_signo == libc::SIGCHLD
+}
+
+#[cfg(not(unix))]
+fn exited(child: &mut Child) -> bool {
+    matches!(child.try_wait(), Ok(Some(_)))
+}
+
+/// Kills the child's process group: the child and whatever it started and left in it.
+#[cfg(unix)]
+fn kill_group(child: &Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: a plain system call; the group is the child's own (`process_group(0)`).
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_child: &Child) {}
+
+/// The writer thread of a child's input: one message at a time, each acknowledged.
+struct Writer {
+    lines: SyncSender<Vec<u8>>,
+    written: Receiver<std::io::Result<()>>,
+    /// A write did not finish in time: the child's input is in an unknown state.
+    stuck: bool,
+}
+
+impl Writer {
+    fn spawn(mut stdin: ChildStdin) -> std::result::Result<Writer, String> {
+        let (lines, rx) = sync_channel::<Vec<u8>>(1);
+        let (done, written) = sync_channel(1);
+        std::thread::Builder::new()
+            .name("mcp-stdin".into())
+            .spawn(move || {
+                // Ends when the transport drops its sender (the child's input closes
+                // with `stdin`) or a write fails.
+                for line in rx {
+                    let r = stdin.write_all(&line).and_then(|()| stdin.flush());
+                    let failed = r.is_err();
+                    if done.send(r).is_err() || failed {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| format!("a writer thread could not be started ({e})"))?;
+        Ok(Writer { lines, written, stuck: false })
+    }
+
+    /// Hands `line` to the writer and waits until it is written, at most until `deadline`.
+    fn write(&mut self, line: Vec<u8>, deadline: Instant) -> std::result::Result<(), String> {
+        if self.stuck {
+            return Err("it stopped reading its input".into());
+        }
+        // Every earlier line was acknowledged: the slot is free unless the thread ended.
+        if self.lines.try_send(line).is_err() {
+            return Err("its input is closed".into());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.written.recv_timeout(left) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("writing to it failed ({e})")),
+            Err(RecvTimeoutError::Timeout) => {
+                self.stuck = true;
+                Err(format!("it did not read its input in time; {}", super::NO_ANSWER_IN_TIME))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err("its input is closed".into()),
+        }
     }
 }
 

@@ -142,10 +142,11 @@ fn listed(specs: &[ServerSpec]) -> Result<Vec<String>, Error> {
             tools.into_iter().map(|t| t.name).filter(|n| allow.is_none_or(|a| a.contains(n)))
         {
             let owner = format!("tool server `{}`", server.name());
-            let first = if BUILTIN_NAMES.contains(&name.as_str()) {
+            // Case-insensitively, as `ToolRegistry::register_new` compares.
+            let first = if BUILTIN_NAMES.iter().any(|b| b.eq_ignore_ascii_case(&name)) {
                 Some("the built-in tools".to_string())
             } else {
-                names.iter().position(|n| *n == name).map(|i| owners[i].clone())
+                names.iter().position(|n| n.eq_ignore_ascii_case(&name)).map(|i| owners[i].clone())
             };
             if let Some(first) = first {
                 return Err(Error::ToolNameTaken { tool: name, first, second: owner });
