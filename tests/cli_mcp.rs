@@ -678,6 +678,24 @@ fn a_server_that_stops_reading_while_it_pings_fails_the_call_at_its_deadline() {
 }
 
 #[test]
+fn a_listing_whose_definitions_are_too_big_fails_the_server_in_run_and_validate() {
+    let p = hostile_project(&["bulky"]);
+    let (run, _) = run_bounded(&p);
+    assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
+    assert!(
+        run.json["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("tool definitions take more than 1048576 bytes"),
+        "{}",
+        run.out
+    );
+    work_order_naming(&p, json!(["lookup_order"]));
+    let (_, findings) = validate(&p, &[]);
+    assert_eq!(findings.first().map(|f| f.0.as_str()), Some("tool_server_failed"), "{findings:?}");
+}
+
+#[test]
 fn only_the_response_with_the_requests_own_id_is_taken() {
     let p = hostile_project(&["odd-ids"]);
     let (run, _) = run_bounded(&p);

@@ -41,6 +41,10 @@ pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 pub const MAX_TOOLS: usize = 256;
 /// The most pages one listing may take.
 const MAX_PAGES: usize = 64;
+/// The most bytes of tool definitions (names, descriptions, schemas, as JSON) one server's
+/// listing may hold: they go into prompts, so a listing of 256 tools of 4 MiB each is
+/// refused, not carried.
+pub const MAX_LISTING_BYTES: usize = 1024 * 1024;
 /// How long one request may take unless `timeout_s` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The failure of a request whose deadline passed.
@@ -241,6 +245,7 @@ impl Server {
         let deadline = Instant::now() + self.spec.timeout;
         let mut connection = self.lock();
         let mut tools = Vec::new();
+        let mut listed_bytes = 0usize;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = match &cursor {
@@ -257,6 +262,12 @@ impl Server {
                 if tools.len() == MAX_TOOLS {
                     return Err(self.spec.failed(format!(
                         "it lists more than {MAX_TOOLS} tools; pactum takes at most {MAX_TOOLS} from one server"
+                    )));
+                }
+                listed_bytes += serde_json::to_vec(t).map_or(usize::MAX, |v| v.len());
+                if listed_bytes > MAX_LISTING_BYTES {
+                    return Err(self.spec.failed(format!(
+                        "its tool definitions take more than {MAX_LISTING_BYTES} bytes; pactum takes at most {MAX_LISTING_BYTES} bytes of them from one server"
                     )));
                 }
                 tools.push(listed(t).map_err(|m| self.spec.failed(format!("tools/list: {m}")))?);
