@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request, time_left};
+use super::{Incoming, MAX_MESSAGE_BYTES, Transport, is_response_to, time_left};
 
 /// The most bytes one event stream may carry in all.
 const MAX_STREAM_BYTES: u64 = 4 * MAX_MESSAGE_BYTES as u64;
@@ -150,20 +150,15 @@ impl Transport for Http {
                     continue;
                 }
                 let event = std::mem::take(&mut data);
-                let Ok(answer) = serde_json::from_slice::<Value>(&event) else {
-                    return Err(format!(
-                        "an event's data is not JSON: {}",
-                        super::short(&String::from_utf8_lossy(&event))
-                    ));
-                };
-                if is_response_to(&answer, id) {
-                    return Ok(answer);
-                }
-                if let Some(reply) = reply_to_server_request(&answer) {
+                match super::incoming(&event, id, "an event's data")? {
+                    Incoming::Response(answer) => return Ok(answer),
                     // Answered on a request of its own; its answer is not awaited.
-                    if let Ok(r) = self.post(&reply, deadline) {
-                        drop(r);
+                    Incoming::Owed(reply) => {
+                        if let Ok(r) = self.post(&reply, deadline) {
+                            drop(r);
+                        }
                     }
+                    Incoming::Skip => {}
                 }
                 continue;
             }
@@ -240,10 +235,9 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
-            use std::io::{Read, Write};
+            use std::io::Write;
             let (mut s, _) = listener.accept().unwrap();
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf).unwrap();
+            read_request(&mut s);
             let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":5,\"result\":{\"ok\":true}}\n\n";
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: abc\r\nContent-Length: {}\r\n\r\n",
@@ -266,16 +260,44 @@ mod tests {
         server.join().unwrap();
     }
 
+    /// Reads one whole HTTP request (head, then `Content-Length` bytes of body): a server
+    /// that answers and closes with part of the request unread makes the kernel reset the
+    /// connection, and the client may see the reset before the answer.
+    fn read_request(s: &mut std::net::TcpStream) {
+        use std::io::Read;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        let head_end = loop {
+            if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&seen[..head_end]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while seen.len() < head_end + length {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
     /// A loopback server answering one request with what `answer` writes (until a write
     /// fails: the client went away); its URL.
     fn serve(answer: fn(&mut std::net::TcpStream)) -> String {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         std::thread::spawn(move || {
-            use std::io::Read;
             let (mut s, _) = listener.accept().unwrap();
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
+            read_request(&mut s);
             answer(&mut s);
         });
         format!("http://127.0.0.1:{port}/mcp")

@@ -158,6 +158,28 @@ pub fn reply_to_server_request(message: &Value) -> Option<Value> {
     })
 }
 
+/// A message read while a transport awaits the response to one request.
+pub enum Incoming {
+    /// The response awaited.
+    Response(Value),
+    /// A request of the server's own, with the reply it is owed.
+    Owed(Value),
+    /// A notification or a stray response: skipped.
+    Skip,
+}
+
+/// Sorts one message (`bytes`, one line or one event's data) read while awaiting the
+/// response to request `id`; `Err` names `what` carried bytes that are not JSON.
+pub fn incoming(bytes: &[u8], id: u64, what: &str) -> std::result::Result<Incoming, String> {
+    let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
+        return Err(format!("{what} is not JSON: {}", short(&String::from_utf8_lossy(bytes))));
+    };
+    if is_response_to(&message, id) {
+        return Ok(Incoming::Response(message));
+    }
+    Ok(reply_to_server_request(&message).map_or(Incoming::Skip, Incoming::Owed))
+}
+
 /// Whether a message is the response to request `id`.
 pub fn is_response_to(message: &Value, id: u64) -> bool {
     message.get("method").is_none()

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{MAX_MESSAGE_BYTES, Transport, is_response_to, reply_to_server_request, time_left};
+use super::{Incoming, MAX_MESSAGE_BYTES, Transport, time_left};
 
 /// How much of the server's error stream is kept.
 pub const STDERR_KEPT: usize = 4096;
@@ -147,17 +147,10 @@ impl Transport for Stdio {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let Ok(answer) = serde_json::from_slice::<Value>(&line) else {
-                return Err(format!(
-                    "it wrote a line that is not JSON: {}",
-                    super::short(&String::from_utf8_lossy(&line))
-                ));
-            };
-            if is_response_to(&answer, id) {
-                return Ok(answer);
-            }
-            if let Some(reply) = reply_to_server_request(&answer) {
-                self.send(&reply, deadline)?;
+            match super::incoming(&line, id, "a line it wrote")? {
+                Incoming::Response(answer) => return Ok(answer),
+                Incoming::Owed(reply) => self.send(&reply, deadline)?,
+                Incoming::Skip => {}
             }
             // Notifications (logging, progress) and stray responses are skipped.
         }

@@ -21,23 +21,60 @@ pub struct Args {
     /// Work order files (JSON or YAML).
     #[arg(required = true, value_name = "WO")]
     work_orders: Vec<PathBuf>,
-    /// Provider for every work order: a name from pactum.toml or openai, anthropic, scripted, replay, dry-run.
-    #[arg(long, value_name = "NAME")]
-    provider: Option<String>,
     /// Work orders run at once.
     #[arg(long, value_name = "N", default_value_t = 1)]
     jobs: usize,
-    /// Ledger file (default: .pactum/ledger.jsonl under the project root).
-    #[arg(long, value_name = "FILE")]
-    ledger: Option<PathBuf>,
-    /// Kernel cycle log (default: the ledger).
-    #[arg(long, value_name = "FILE")]
-    log: Option<PathBuf>,
-    /// Let drafts resolve.
-    #[arg(long)]
-    allow_draft: bool,
+    #[command(flatten)]
+    with: RunWith,
     #[command(flatten)]
     common: Common,
+}
+
+/// How work orders run, for `run` and `worker` alike: the provider, where the records go,
+/// whether drafts resolve.
+#[derive(clap::Args)]
+pub struct RunWith {
+    /// Provider for every work order: a name from pactum.toml or openai, anthropic, scripted, replay, dry-run.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Ledger file (default: .pactum/ledger.jsonl under the project root).
+    #[arg(long, value_name = "FILE")]
+    pub ledger: Option<PathBuf>,
+    /// Kernel cycle log (default: the ledger).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Let drafts resolve.
+    #[arg(long)]
+    pub allow_draft: bool,
+}
+
+impl RunWith {
+    /// The run's ledger and cycle log, each passed through `stamp` (a worker stamps its id
+    /// on every record).
+    pub fn ledgers(
+        &self,
+        project: &Project,
+        stamp: impl Fn(Ledger) -> Ledger,
+    ) -> Result<(Ledger, Option<Ledger>), Error> {
+        let (ledger, log) = open_ledgers(project, self.ledger.as_deref(), self.log.as_deref())?;
+        Ok((stamp(ledger), log.map(stamp)))
+    }
+
+    /// The session that runs work orders of `project` into `ledger` and `log`.
+    pub fn session<'a>(
+        &'a self,
+        project: &'a Project,
+        ledger: &'a Ledger,
+        log: Option<&'a Ledger>,
+    ) -> Session<'a> {
+        Session {
+            project,
+            ledger,
+            log,
+            provider: self.provider.as_deref(),
+            allow_draft: self.allow_draft,
+        }
+    }
 }
 
 fn open_project(args: &Args) -> Result<Project, Error> {
@@ -65,17 +102,11 @@ pub fn exec(args: Args) -> u8 {
         Ok(p) => p,
         Err(e) => return output::fail(&e, json),
     };
-    let (ledger, log) = match open_ledgers(&project, args.ledger.as_deref(), args.log.as_deref()) {
+    let (ledger, log) = match args.with.ledgers(&project, |l| l) {
         Ok(ledgers) => ledgers,
         Err(e) => return output::fail(&e, json),
     };
-    let session = Session {
-        project: &project,
-        ledger: &ledger,
-        log: log.as_ref(),
-        provider: args.provider.as_deref(),
-        allow_draft: args.allow_draft,
-    };
+    let session = args.with.session(&project, &ledger, log.as_ref());
     let jobs = args.jobs.max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut results: Vec<(usize, Result<RunResult, Error>)> = std::thread::scope(|s| {

@@ -3,7 +3,6 @@
 //! loop and its guarantees are the library's (`pactum::queue::worker`); this file wires the
 //! project, the ledger (every record carries `worker_id`), signals and output.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use pactum::queue::worker::{self, Event, Options, Outcome};
@@ -11,7 +10,7 @@ use pactum::work_order::WorkOrder;
 use serde_json::json;
 
 use super::queue::{QueueArgs, parse_duration};
-use super::run::{Session, open_ledgers, result_json};
+use super::run::{RunWith, result_json};
 use crate::output::{self, Common, OK};
 use crate::signal;
 
@@ -31,18 +30,8 @@ pub struct Args {
     /// This worker's name in results and the ledger (default: pactum-PID-RANDOM).
     #[arg(long, value_name = "ID")]
     worker_id: Option<String>,
-    /// Provider for every work order: a name from pactum.toml or openai, anthropic, scripted, replay, dry-run.
-    #[arg(long, value_name = "NAME")]
-    provider: Option<String>,
-    /// Ledger file (default: .pactum/ledger.jsonl under the project root).
-    #[arg(long, value_name = "FILE")]
-    ledger: Option<PathBuf>,
-    /// Kernel cycle log (default: the ledger).
-    #[arg(long, value_name = "FILE")]
-    log: Option<PathBuf>,
-    /// Let drafts resolve.
-    #[arg(long)]
-    allow_draft: bool,
+    #[command(flatten)]
+    with: RunWith,
     #[command(flatten)]
     common: Common,
 }
@@ -67,20 +56,12 @@ pub fn exec(args: Args) -> u8 {
         Err(e) => return output::fail(&e, json),
     };
     let worker_id = args.worker_id.clone().unwrap_or_else(default_worker_id);
-    let (ledger, log) = match open_ledgers(&project, args.ledger.as_deref(), args.log.as_deref()) {
-        Ok((ledger, log)) => (
-            ledger.stamping("worker_id", json!(worker_id)),
-            log.map(|l| l.stamping("worker_id", json!(worker_id))),
-        ),
-        Err(e) => return output::fail(&e, json),
-    };
-    let session = Session {
-        project: &project,
-        ledger: &ledger,
-        log: log.as_ref(),
-        provider: args.provider.as_deref(),
-        allow_draft: args.allow_draft,
-    };
+    let (ledger, log) =
+        match args.with.ledgers(&project, |l| l.stamping("worker_id", json!(worker_id))) {
+            Ok(ledgers) => ledgers,
+            Err(e) => return output::fail(&e, json),
+        };
+    let session = args.with.session(&project, &ledger, log.as_ref());
     let options = Options {
         worker_id: worker_id.clone(),
         concurrency: args.concurrency.max(1),
