@@ -780,21 +780,36 @@ fn add_refuses_files_with_a_hidden_component_anywhere_in_their_path() {
 }
 
 #[test]
-fn the_hidden_path_rule_is_for_entries_not_for_the_schema_files_they_reference() {
-    // A contract whose schema references `.schemas/lang.json` records that file in `refs`
-    // at promote; the entry-path rule on hidden components does not make it unreadable
-    // afterwards (verify and resolve still accept the entry).
+fn schema_references_reach_project_content_only_never_hidden_folders() {
+    // A `$ref` is read like any file a document names for pactum: `.schemas/lang.json` is
+    // refused as `.git/config` would be (a finding may quote what it read), and the same
+    // schema in a visible folder is recorded in the entry's `refs` at promote.
     let t = Tree::new();
-    std::fs::create_dir_all(t.path(".schemas")).unwrap();
-    std::fs::write(t.path(".schemas/lang.json"), br#"{"type": "string"}"#).unwrap();
+    for folder in [".schemas", "schemas-shared"] {
+        std::fs::create_dir_all(t.path(folder)).unwrap();
+        std::fs::write(t.path(&format!("{folder}/lang.json")), br#"{"type": "string"}"#).unwrap();
+    }
     let rel = "contracts/notes/1.0.0.json";
     let mut c = t.base_contract();
     c["input_schema"]["properties"]["lang"] = json!({"$ref": "../../.schemas/lang.json"});
     std::fs::write(t.path(rel), serde_json::to_vec_pretty(&c).unwrap()).unwrap();
     t.ok(&["registry", "add", rel]);
+    // The gate validates the contract bound to the pack, and refuses.
+    let (status, refused) = t.json(&["registry", "promote", &format!("{PACK}@1.0.0")]);
+    assert_eq!(status, 1, "{refused:#}");
+    assert_eq!(refused["code"], "contract_schema_invalid", "{refused:#}");
+    assert!(refused["message"].as_str().unwrap().contains("hidden path `.schemas`"), "{refused:#}");
+
+    c["input_schema"]["properties"]["lang"] = json!({"$ref": "../../schemas-shared/lang.json"});
+    std::fs::write(t.path(rel), serde_json::to_vec_pretty(&c).unwrap()).unwrap();
+    t.ok(&["registry", "add", rel]);
     t.ok(&["registry", "promote", &format!("{PACK}@1.0.0")]);
     t.ok(&["registry", "promote", &format!("{ID}@1.0.0")]);
-    assert!(t.entry(ID, "1.0.0")["refs"].get(".schemas/lang.json").is_some(), "{:#}", t.registry());
+    assert!(
+        t.entry(ID, "1.0.0")["refs"].get("schemas-shared/lang.json").is_some(),
+        "{:#}",
+        t.registry()
+    );
     t.ok(&["registry", "verify"]);
     t.ok(&["resolve", ID]);
 }
