@@ -1590,6 +1590,18 @@ fn validate_rejects_unknown_format_as_usage_error() {
 }
 
 #[test]
+fn a_usage_error_found_after_parsing_exits_2_like_one_the_parser_finds() {
+    // `--select` names codes the argument parser cannot know: pactum checks them itself,
+    // and the status is the usage status all the same.
+    let tree = Tree::new("good");
+    let out = tree.validate(&["--select", "no_such_code"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("usage_error"), "{}", stderr(&out));
+    let (doc, status) = tree.validate_json(&["--select", "no_such_code"]);
+    assert_eq!((status, doc["code"].as_str()), (2, Some("usage_error")), "{doc:#}");
+}
+
+#[test]
 fn validate_missing_path_is_an_io_error() {
     let tree = Tree::new("good");
     let out = tree.validate(&["no/such/folder"]);

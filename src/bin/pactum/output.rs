@@ -126,7 +126,7 @@ pub fn path_var() -> Option<std::ffi::OsString> {
 /// The exit status an error maps to.
 pub fn status_of(error: &Error) -> u8 {
     match error.code() {
-        Code::IoError | Code::PinInvalid | Code::InternalError => USAGE,
+        Code::IoError | Code::PinInvalid | Code::UsageError | Code::InternalError => USAGE,
         _ => FAILED,
     }
 }
