@@ -107,7 +107,7 @@ fn registry_add_refuses_files_of_two_projects_in_one_call() {
         "a/contracts/x/1.0.0.json",
         "b/contracts/x/1.0.0.json",
     ]));
-    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.code, 2, "{out}"); // a usage error: the call itself is wrong
     assert!(out.stderr.contains("error[usage_error]: the files belong to two projects"), "{out}");
 }
 
