@@ -12,12 +12,9 @@ use crate::exchange_harness as harness;
 use crate::kernel_harness;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use harness::{Project, first_code};
-use pactum::gateway::{
-    FinishReason, PromptRequest, Provider, ProviderResponse, ResponseBody, Role,
-};
+use pactum::gateway::{PromptRequest, Provider, ProviderResponse, Role};
 use serde_json::{Value, json};
 
 const CRITERIA: &str = "The label names the queue that handles the customer's problem.";
@@ -494,15 +491,7 @@ impl Provider for Scripted {
         } else {
             self.answers.lock().unwrap().remove(0).to_string()
         };
-        Ok(ProviderResponse {
-            body: ResponseBody::Text(text),
-            finish_reason: Some(FinishReason::Stop),
-            usage: None,
-            latency: Duration::ZERO,
-            model: None,
-            attempts: 1,
-            tool_calls: Vec::new(),
-        })
+        Ok(ProviderResponse::text(text))
     }
 }
 

@@ -41,15 +41,7 @@ impl Provider for Recorder {
 
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
         self.requests.lock().unwrap().push(request.clone());
-        Ok(ProviderResponse {
-            body: ResponseBody::Text(r#"{"label": "billing", "confidence": 0.9}"#.into()),
-            finish_reason: Some(FinishReason::Stop),
-            usage: None,
-            latency: Duration::ZERO,
-            model: None,
-            attempts: 1,
-            tool_calls: Vec::new(),
-        })
+        Ok(ProviderResponse::text(r#"{"label": "billing", "confidence": 0.9}"#))
     }
 }
 

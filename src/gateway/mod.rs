@@ -212,6 +212,22 @@ pub struct ProviderResponse {
     pub tool_calls: Vec<ToolCall>,
 }
 
+impl ProviderResponse {
+    /// A finished text reply with nothing else known: no usage, no model, answered at once
+    /// in one attempt (what an offline or hand-written provider returns).
+    pub fn text(text: impl Into<String>) -> ProviderResponse {
+        ProviderResponse {
+            body: ResponseBody::Text(text.into()),
+            finish_reason: Some(FinishReason::Stop),
+            usage: None,
+            latency: Duration::ZERO,
+            model: None,
+            attempts: 1,
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }

@@ -404,13 +404,8 @@ mod tests {
         }
         fn complete(&self, _: &PromptRequest) -> Result<ProviderResponse> {
             Ok(ProviderResponse {
-                body: ResponseBody::Text(format!("answer of {}", self.0)),
-                finish_reason: Some(FinishReason::Stop),
-                usage: None,
-                latency: std::time::Duration::ZERO,
                 model: Some(self.0.to_string()),
-                attempts: 1,
-                tool_calls: Vec::new(),
+                ..ProviderResponse::text(format!("answer of {}", self.0))
             })
         }
     }
