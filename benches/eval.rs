@@ -17,7 +17,7 @@ use pactum::eval::{Evaluator, Options, Plan, Suite, Version};
 use pactum::gateway::scripted::ScriptedProvider;
 use pactum::gateway::select::ProviderSet;
 use pactum::id::Pin;
-use pactum::ledger::{Ledger, Location};
+use pactum::ledger::{Durability, Ledger, Location};
 use pactum::project::Project;
 use pactum::validate::NoProgress;
 use serde_json::json;
@@ -82,7 +82,7 @@ fn fixture() -> Fixture {
     Fixture { _dir: dir, root, replies }
 }
 
-fn run(bencher: divan::Bencher, with_ledger: bool) {
+fn run(bencher: divan::Bencher, ledger: Option<Durability>) {
     let f = fixture();
     let project = Project::open(&f.root.join("registry.json")).unwrap();
     let suite =
@@ -94,7 +94,9 @@ fn run(bencher: divan::Bencher, with_ledger: bool) {
         },
         baseline: None,
     };
-    let ledger = with_ledger.then(|| Ledger::open(&Location::project(&f.root)).unwrap());
+    let ledger = ledger.map(|durability| {
+        Ledger::open(&Location::project(&f.root)).unwrap().with_durability(durability)
+    });
     bencher
         .counter(divan::counter::ItemsCount::new(CASES))
         .with_inputs(|| ProviderSet::single(Arc::new(ScriptedProvider::load(&f.replies).unwrap())))
@@ -107,6 +109,9 @@ fn run(bencher: divan::Bencher, with_ledger: bool) {
             };
             let outcome = evaluator.suite(&suite, &plan, &NoProgress).unwrap();
             assert_eq!(outcome.versions[0].passed, CASES as u64);
+            if let Some(ledger) = &ledger {
+                ledger.commit().unwrap();
+            }
             outcome
         });
 }
@@ -114,11 +119,19 @@ fn run(bencher: divan::Bencher, with_ledger: bool) {
 /// 256 cases through the evaluator, no ledger: time / 256 is the overhead per case.
 #[divan::bench(sample_count = 30)]
 fn eval_256_cases(bencher: divan::Bencher) {
-    run(bencher, false);
+    run(bencher, None);
 }
 
-/// The same with every exchange appended to the project's ledger, as `pactum eval` does.
+/// The same with every exchange appended to the project's ledger and the records synced
+/// together once the suite has run, as `pactum eval` does (group commit).
 #[divan::bench(sample_count = 30)]
 fn eval_256_cases_with_ledger(bencher: divan::Bencher) {
-    run(bencher, true);
+    run(bencher, Some(Durability::Grouped));
+}
+
+/// The same with each record synced before its exchange returns, as `pactum run` does:
+/// what group commit saves.
+#[divan::bench(sample_count = 30)]
+fn eval_256_cases_with_ledger_synced_per_record(bencher: divan::Bencher) {
+    run(bencher, Some(Durability::EachRecord));
 }

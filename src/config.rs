@@ -176,6 +176,16 @@ pub struct ToolServerSettings {
     pub timeout_s: Option<f64>,
 }
 
+/// Where spans go (SPEC §22): `[telemetry]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// The OpenTelemetry collector (OTLP/HTTP): its base URL or its `/v1/traces` URL.
+    pub otlp_endpoint: Option<String>,
+    /// Prompt and reply text (masked) on the spans, as `--otlp-content`.
+    pub content: bool,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -190,6 +200,7 @@ pub struct Config {
     pub lint: LintSettings,
     /// MCP tool servers by name (SPEC §23).
     pub tools: BTreeMap<String, ToolServerSettings>,
+    pub telemetry: TelemetrySettings,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]
     pub env: EnvSettings,
@@ -215,6 +226,8 @@ pub struct EnvSettings {
     /// The only variables a stdio tool server is started with ([`TOOL_SERVER_ENV`]): a
     /// server never inherits the API keys of the environment.
     pub tool_env: Vec<(String, String)>,
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// The values of [`TOOL_SERVER_ENV`] through `lookup` (the binary passes `std::env::var`).
@@ -326,6 +339,8 @@ impl Config {
         self.env.trust_config = get("PACTUM_TRUST_CONFIG")
             .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
         self.env.tool_env = tool_env(lookup);
+        self.env.otlp_endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .or_else(|| get("OTEL_EXPORTER_OTLP_ENDPOINT"));
         for p in self.providers.values() {
             if let Some(var) = &p.api_key_env
                 && is_key_variable(var)

@@ -155,6 +155,8 @@ codes! {
     // Queue (SPEC §22).
     QueueUnavailable = "queue_unavailable", Error, "the work-order queue (Redis) could not be reached, refused the login, or did not answer in time";
     QueueProtocolError = "queue_protocol_error", Error, "the queue answered something pactum did not ask for: a reply that is not RESP, too large, of the wrong shape, or a Redis error";
+    // Telemetry (SPEC §22).
+    OtlpExportFailed = "otlp_export_failed", Error, "`ledger export --otlp`: the OpenTelemetry collector could not be reached, or refused the spans (a run's own export only warns)";
     // Internal.
     InternalError = "internal_error", Error, "pactum hit a bug (a panic); nothing it reported in this run can be trusted as a success";
 }
@@ -618,6 +620,13 @@ pub enum Error {
     #[error("queue {queue}: {message}")]
     Queue { queue: String, failure: QueueFailure, message: String },
 
+    /// `ledger export --otlp` could not deliver every span (SPEC §22). `collector` is shown
+    /// without credentials or query.
+    #[error(
+        "{failed} span export request(s) to {collector} failed: {reason}; check that an OpenTelemetry collector listens there (OTLP over HTTP, protobuf) and export again"
+    )]
+    OtlpExportFailed { collector: String, failed: u64, reason: String },
+
     /// A bug: a panic caught at a thread or at the top of the binary.
     #[error("internal error: {message}; this is a bug in pactum, please report it")]
     Internal { message: String },
@@ -756,6 +765,7 @@ impl Error {
             Error::ToolNameTaken { .. } => Code::ToolNameTaken,
             Error::ToolUnknown { .. } => Code::ToolUnknown,
             Error::ToolServerFailed { .. } => Code::ToolServerFailed,
+            Error::OtlpExportFailed { .. } => Code::OtlpExportFailed,
             Error::SupervisorUnrecoverable { .. } => Code::SupervisorUnrecoverable,
             Error::TtlExpired { .. } => Code::TtlExpired,
             Error::LedgerBroken { .. } => Code::LedgerBroken,

@@ -34,6 +34,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
@@ -79,15 +80,50 @@ impl Kind {
     }
 }
 
+/// When an appended record reaches the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Synced before [`Ledger::append`] returns (`run`, `worker`: a worker acknowledges an
+    /// entry only after its records are on disk).
+    #[default]
+    EachRecord,
+    /// Group commit: records are written whole (all or nothing, as always) and synced
+    /// together at [`Ledger::commit`], or when the ledger is dropped. A process that dies
+    /// loses nothing (the lines are in the operating system's cache); a machine that loses
+    /// power may lose the records since the last commit, never more, and never a link of the
+    /// chain before them. `pactum eval` commits once per run, with its `eval_completed`
+    /// record: one sync instead of one per case.
+    Grouped,
+}
+
+/// Something that sees each record once it is written: the telemetry exporter
+/// (`crate::telemetry`), which turns records into spans.
+pub trait Observer: Send + Sync + std::fmt::Debug {
+    /// Whether the observer takes what callers attach besides the record (the prompt an
+    /// exchange sent): only then is it gathered.
+    fn wants_attachments(&self) -> bool {
+        false
+    }
+
+    /// `record` as written (masked, cut to the line budget); `attached`: values the caller
+    /// attached for observers, masked by the same redactor and never written.
+    fn appended(&self, record: &Value, attached: &Map<String, Value>);
+}
+
 /// An open ledger file.
 #[derive(Debug)]
 pub struct Ledger {
     location: Location,
     file: Mutex<File>,
+    durability: Durability,
+    /// Records written but not yet synced (under [`Durability::Grouped`]).
+    unsynced: AtomicBool,
     /// Masks secrets in every record before it is hashed and written.
     redactor: Arc<Redactor>,
     /// Fields every record carries ([`Ledger::stamping`]).
     stamp: Map<String, Value>,
+    /// Told of every record written ([`Ledger::observed_by`]).
+    observers: Vec<Arc<dyn Observer>>,
 }
 
 impl Ledger {
@@ -97,8 +133,11 @@ impl Ledger {
         Ok(Ledger {
             location: location.clone(),
             file: Mutex::new(file),
+            durability: Durability::EachRecord,
+            unsynced: AtomicBool::new(false),
             redactor: Arc::new(Redactor::new()),
             stamp: Map::new(),
+            observers: Vec::new(),
         })
     }
 
@@ -108,6 +147,38 @@ impl Ledger {
     pub fn stamping(mut self, key: &str, value: Value) -> Ledger {
         self.stamp.insert(key.to_string(), value);
         self
+    }
+
+    /// Tells `observer` of every record written from now on.
+    #[must_use]
+    pub fn observed_by(mut self, observer: Arc<dyn Observer>) -> Ledger {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Whether an observer takes attachments ([`Ledger::append_attached`]).
+    pub fn wants_attachments(&self) -> bool {
+        self.observers.iter().any(|o| o.wants_attachments())
+    }
+
+    /// Syncs records as `durability` says from now on.
+    #[must_use]
+    pub fn with_durability(mut self, durability: Durability) -> Ledger {
+        self.durability = durability;
+        self
+    }
+
+    /// Syncs every record written so far to disk (the group commit of
+    /// [`Durability::Grouped`]; nothing to do when each record was synced).
+    pub fn commit(&self) -> Result<()> {
+        if !self.unsynced.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        file.sync_data().map_err(|e| {
+            self.unsynced.store(true, Ordering::Release);
+            Error::io(self.path(), e)
+        })
     }
 
     /// Masks secrets with `redactor` (shared with the rest of the process) from now on.
@@ -135,7 +206,36 @@ impl Ledger {
     /// Appends one record (an object; `seq`, `at`, `kind`, `prev`, `hash` and, when fields
     /// had to be cut to fit [`MAX_LINE_BYTES`], `cut` are set here) and returns it as written
     /// (secrets masked, fields cut).
-    pub fn append(&self, kind: Kind, mut fields: Map<String, Value>) -> Result<Value> {
+    pub fn append(&self, kind: Kind, fields: Map<String, Value>) -> Result<Value> {
+        self.append_attached(kind, fields, Map::new)
+    }
+
+    /// [`Ledger::append`], then tells the observers, with what `attach` gives (masked; built
+    /// only when an observer takes attachments) beside the record.
+    pub fn append_attached(
+        &self,
+        kind: Kind,
+        fields: Map<String, Value>,
+        attach: impl FnOnce() -> Map<String, Value>,
+    ) -> Result<Value> {
+        let record = self.write(kind, fields)?;
+        if !self.observers.is_empty() {
+            let attached = if self.wants_attachments() {
+                match self.redactor.redact_value(Value::Object(attach())) {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                }
+            } else {
+                Map::new()
+            };
+            for observer in &self.observers {
+                observer.appended(&record, &attached);
+            }
+        }
+        Ok(record)
+    }
+
+    fn write(&self, kind: Kind, mut fields: Map<String, Value>) -> Result<Value> {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.lock().map_err(|e| Error::io(self.path(), e))?;
         let result = (|| {
@@ -144,7 +244,7 @@ impl Ledger {
             }
             let (seq, prev) = last_link(&file, self.path())?;
             fields.insert("seq".into(), Value::from(seq + 1));
-            fields.insert("at".into(), Value::String(crate::registry::lifecycle::now()));
+            fields.insert("at".into(), Value::String(now()));
             fields.insert("kind".into(), Value::String(kind.as_str().to_string()));
             fields.insert("prev".into(), Value::String(prev));
             // Secrets never reach the ledger: masked before the record is cut and hashed
@@ -154,10 +254,13 @@ impl Ledger {
             };
             let (record, line) = line::encode(masked);
             let before = file.metadata().map_err(|e| Error::io(self.path(), e))?.len();
-            let written = (&*file)
-                .write_all(line.as_bytes())
-                .and_then(|()| (&*file).flush())
-                .and_then(|()| file.sync_data());
+            let written = (&*file).write_all(line.as_bytes()).and_then(|()| (&*file).flush());
+            let written = match self.durability {
+                Durability::EachRecord => written.and_then(|()| file.sync_data()),
+                Durability::Grouped => {
+                    written.map(|()| self.unsynced.store(true, Ordering::Release))
+                }
+            };
             if let Err(e) = written {
                 // All or nothing: cut a partial line back off (best effort; if even that
                 // fails, the next append finds the torn line and refuses).
@@ -175,6 +278,20 @@ impl Ledger {
     pub fn head(&self) -> Result<(u64, String)> {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         last_link(&file, self.path())
+    }
+}
+
+/// The time a record is written: RFC 3339, UTC, to the millisecond (a span exported from
+/// the record starts `latency_ms` before it, SPEC §22).
+pub fn now() -> String {
+    let now = jiff::Timestamp::now();
+    now.round(jiff::Unit::Millisecond).unwrap_or(now).to_string()
+}
+
+impl Drop for Ledger {
+    /// A grouped ledger syncs what it wrote when it goes out of scope, on an error path too.
+    fn drop(&mut self) {
+        let _ = self.commit();
     }
 }
 
@@ -223,6 +340,23 @@ pub struct Verified {
 /// ledger (a cut tail would remove it): `ledger_broken` naming the last line otherwise.
 /// Reads one line at a time, none past [`MAX_LINE_BYTES`].
 pub fn verify(location: &Location, expect_head: Option<&str>) -> Result<Verified> {
+    walk(location, expect_head, |_| Ok(()))
+}
+
+/// Hands each record of the ledger at `location` to `each`, oldest first, checking the chain
+/// as [`verify`] does (a bad line stops the walk with its error); the number of records.
+pub fn for_each_record(
+    location: &Location,
+    mut each: impl FnMut(&Value) -> Result<()>,
+) -> Result<u64> {
+    walk(location, None, |record| each(record)).map(|v| v.records)
+}
+
+fn walk(
+    location: &Location,
+    expect_head: Option<&str>,
+    mut each: impl FnMut(&Value) -> Result<()>,
+) -> Result<Verified> {
     let path = location.path();
     let file = location.open(Access::Read)?;
     let mut reader = BufReader::with_capacity(backwards::BLOCK, file);
@@ -287,6 +421,7 @@ pub fn verify(location: &Location, expect_head: Option<&str>) -> Result<Verified
         if expect_head == Some(record.hash.as_str()) {
             head_line = Some(line_no as u64);
         }
+        each(&record.value)?;
         prev = record.hash;
         expected_seq += 1;
     }
@@ -534,6 +669,41 @@ mod tests {
         // A second handle (another writer) continues the same chain.
         append_one(&path).unwrap();
         assert_eq!(check(&path).unwrap().records, 101);
+    }
+
+    #[test]
+    fn grouped_records_are_whole_lines_of_the_one_chain_before_their_commit() {
+        let (_dir, path) = ledger_with(1);
+        let grouped = Ledger::open(&at(&path)).unwrap().with_durability(Durability::Grouped);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for i in 0..10 {
+                        grouped.append(Kind::Exchange, fields(json!({"i": i}))).unwrap();
+                    }
+                });
+            }
+            // A writer syncing each record (a `run` beside the eval) extends the same chain.
+            s.spawn(|| {
+                for _ in 0..5 {
+                    append_one(&path).unwrap();
+                }
+            });
+        });
+        // Written, not yet committed: every line is a record of the chain, readable now.
+        assert_eq!(check(&path).unwrap().records, 36);
+        assert!(grouped.unsynced.load(Ordering::Acquire));
+        grouped.commit().unwrap();
+        assert!(!grouped.unsynced.load(Ordering::Acquire), "the commit synced them");
+        grouped.commit().unwrap();
+        let last = grouped.append(Kind::Eval, Map::new()).unwrap();
+        assert_eq!(last["seq"], 37);
+        drop(grouped);
+        assert_eq!(check(&path).unwrap().last_hash, last["hash"].as_str().unwrap());
+        // A ledger that syncs each record has nothing left to commit.
+        let each = Ledger::open(&at(&path)).unwrap();
+        each.append(Kind::Exchange, Map::new()).unwrap();
+        assert!(!each.unsynced.load(Ordering::Acquire));
     }
 
     // --- Linear costs: N and 4N of the input, the fastest of a few runs each. -------------

@@ -67,6 +67,7 @@ pub mod scaffold;
 pub mod schema;
 pub mod source;
 pub mod synthesis;
+pub mod telemetry;
 pub mod terminal;
 pub mod validate;
 pub mod watch;

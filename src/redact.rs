@@ -61,6 +61,17 @@ pub const MAX_MARKED: usize = 10_000;
 /// up to some 50 times for one full of punctuation.
 pub const MAX_MARKED_BYTES: usize = 4 << 20;
 
+/// A URL as messages show it: credentials masked, its query and fragment left out (a token
+/// is often passed there: `?api_key=...`). MCP servers and OTLP collectors are named so.
+pub fn shown_url(url: &str) -> String {
+    let url = url.trim();
+    let (bare, cut) = match url.find(['?', '#']) {
+        Some(i) => (&url[..i], "?…"),
+        None => (url, ""),
+    };
+    format!("{}{cut}", mask_url_credentials(bare))
+}
+
 /// Replaces the user-info part of every `scheme://user[:password]@host` in `text`.
 pub fn mask_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("://") {

@@ -1,7 +1,8 @@
 //! `pactum worker`, `submit` and `results` against a real Redis (SPEC §22,
 //! `support/redis.rs`): the round trip, two workers sharing a batch, a worker killed with
 //! SIGKILL while it holds entries, an id resubmitted after it completed, dead letters,
-//! SIGTERM draining, and the queue's password kept out of everything printed.
+//! SIGTERM draining, the queue's password kept out of everything printed, and a worker's
+//! spans (`--otlp`) naming it.
 //!
 //! Work orders run on the scripted provider (the shipped classify contract); a fixture's
 //! `delay_ms` makes the "model" slow where a test needs a worker to hold entries.
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::common::{self, Out};
+use crate::otlp::Collector;
 use crate::redis::RedisServer;
 
 const STREAM: &str = "pactum";
@@ -181,11 +183,23 @@ fn submit_worker_results_round_trip_with_run_json_results_and_worker_ids() {
     submitted.status(0);
     assert_eq!(submitted.stdout.matches(" submitted as ").count(), 3, "{submitted}");
 
-    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    let collector = Collector::start();
+    let otlp = collector.url();
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s", "--otlp", &otlp]);
     assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 3));
+    // The worker's spans go out in batches while it serves, before it stops.
+    let spans = collector.wait_for(6);
     let out = worker.terminate(Duration::from_secs(20));
     out.status(0);
     assert!(out.stdout.contains("worker w1: 3 completed"), "{out}");
+    // One trace per work order (its root and its exchange), each span naming the worker.
+    let traces: std::collections::BTreeSet<&str> =
+        spans.iter().map(|s| s.trace_id.as_str()).collect();
+    assert_eq!((spans.len(), traces.len()), (6, 3), "{spans:#?}");
+    for span in &spans {
+        assert_eq!(span.attr("pactum.worker.id"), "w1");
+        assert_eq!(span.resource["service.instance.id"], "w1");
+    }
 
     let got = results(root, &redis.url());
     assert_eq!(per_id(&got).keys().cloned().collect::<Vec<_>>(), ids(&wos));

@@ -1846,6 +1846,33 @@ fn reproduces_queue_unavailable() {
 }
 
 #[test]
+fn reproduces_otlp_export_failed() {
+    let dir = empty_project();
+    // A ledger with one record; nothing listens on port 1 of the loopback.
+    let ledger = pactum::ledger::Ledger::open(&pactum::ledger::Location::chosen(
+        &dir.path().join("ledger.jsonl"),
+    ))
+    .unwrap();
+    let mut fields = serde_json::Map::new();
+    fields.insert("event".into(), json!("work_order_failed"));
+    fields.insert("work_order_id".into(), json!("WO-X"));
+    ledger.append(pactum::ledger::Kind::WorkOrder, fields).unwrap();
+    drop(ledger);
+    let (out, status) = json_of(pactum(dir.path()).args([
+        "ledger",
+        "export",
+        "--json",
+        "--otlp",
+        "http://127.0.0.1:1",
+        "ledger.jsonl",
+    ]));
+
+    assert_eq!(out["code"], "otlp_export_failed", "{out:#}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::OtlpExportFailed, 1);
+}
+
+#[test]
 fn reproduces_queue_protocol_error() {
     // Something on the queue's port that does not speak RESP: every reply is garbage.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -11,6 +11,8 @@ mod exchange_harness;
 mod kernel_harness;
 #[path = "support/mock_http.rs"]
 mod mock_http;
+#[path = "support/otlp.rs"]
+mod otlp;
 #[path = "support/redis.rs"]
 mod redis;
 #[path = "support/scorecard.rs"]
@@ -28,6 +30,7 @@ mod cli_hints;
 mod cli_in_ci;
 mod cli_ledger;
 mod cli_mcp;
+mod cli_otel;
 mod cli_project;
 mod cli_registry;
 mod cli_resolve;

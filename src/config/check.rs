@@ -63,8 +63,9 @@ const TOOLS: &[(&str, Kind)] = &[
     ("allow", Kind::TextList),
     ("timeout_s", Kind::Positive(3600.0)),
 ];
+const TELEMETRY: &[(&str, Kind)] = &[("otlp_endpoint", Kind::Text), ("content", Kind::Flag)];
 const SECTIONS: &[&str] =
-    &["project", "defaults", "providers", "retry", "lint", "prices", "gate", "tools"];
+    &["project", "defaults", "providers", "retry", "lint", "prices", "gate", "tools", "telemetry"];
 
 struct Checker<'t> {
     text: &'t str,
@@ -245,6 +246,7 @@ pub(super) fn check(text: &str) -> Vec<Located> {
                 None => c.push(value.span(), "lint", "`lint` must be a table ([lint])".into()),
             },
             "gate" => c.table(value, "gate", GATE),
+            "telemetry" => c.table(value, "telemetry", TELEMETRY),
             "prices" => match value.get_ref().as_table() {
                 Some(prices) => {
                     for (model, price) in prices.iter() {
@@ -334,6 +336,23 @@ pub fn is_key_variable(name: &str) -> bool {
 pub(super) fn insecure(text: &str) -> Vec<Located> {
     let Ok(doc) = DeTable::parse(text) else { return Vec::new() };
     let mut c = Checker { text, out: Vec::new() };
+    if let Some(url) = doc
+        .get_ref()
+        .get("telemetry")
+        .and_then(|t| t.get_ref().as_table())
+        .and_then(|t| t.get("otlp_endpoint"))
+        && let Some(text) = url.get_ref().as_str()
+        && (crate::redact::mask_url_credentials(text) != text || text.contains('?'))
+    {
+        c.push(
+            url.span(),
+            "telemetry.otlp_endpoint",
+            format!(
+                "`telemetry.otlp_endpoint` = `{}` holds credentials in a committed file; give the collector's URL alone, and its token in OTEL_EXPORTER_OTLP_HEADERS (e.g. `Authorization=Bearer ...`)",
+                crate::redact::shown_url(text)
+            ),
+        );
+    }
     let Some(providers) = doc.get_ref().get("providers").and_then(|p| p.get_ref().as_table())
     else {
         return c.out;
@@ -472,5 +491,11 @@ mod tests {
         assert!(!found[0].1.contains("pw@"), "credentials are masked: {}", found[0].1);
         assert_eq!(found[1].0, 4);
         assert!(insecure("[providers.x]\nkind = \"openai\"\nbase_url = \"http://localhost:1/v1\"\napi_key_env = \"X_API_KEY\"\n").is_empty());
+        let telemetry = "[telemetry]\notlp_endpoint = \"https://u:hunter2@otel.example\"\n";
+        let found = insecure(telemetry);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].line, found[0].key.as_str()), (2, "telemetry.otlp_endpoint"));
+        assert!(!found[0].message.contains("hunter2"), "{}", found[0].message);
+        assert!(insecure("[telemetry]\notlp_endpoint = \"http://localhost:4318\"\n").is_empty());
     }
 }

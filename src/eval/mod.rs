@@ -694,7 +694,9 @@ fn compare(baseline: &VersionOutcome, candidate: &VersionOutcome) -> Comparison 
 }
 
 /// Appends the one `eval_completed` record of a run: each suite with its dataset's
-/// SHA-256, the versions' summaries and the comparison, the provider and the cassette.
+/// SHA-256, the versions' summaries and the comparison, the provider and the cassette; then
+/// commits the ledger (a [`Durability::Grouped`](crate::ledger::Durability) ledger syncs
+/// every record of the run here, at once).
 pub fn record(
     ledger: &Ledger,
     outcomes: &[SuiteOutcome],
@@ -709,7 +711,9 @@ pub fn record(
         fields.insert("cassette".into(), json!(c));
     }
     fields.insert("ok".into(), json!(outcomes.iter().all(|o| o.problems().is_empty())));
-    ledger.append(crate::ledger::Kind::Eval, fields).map(drop)
+    ledger.append(crate::ledger::Kind::Eval, fields)?;
+    // The run's records, its cases' exchanges included, reach the disk together.
+    ledger.commit()
 }
 
 /// A suite's outcome without its case results: what the ledger and the gate keep.

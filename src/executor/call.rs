@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 use crate::exchange::{self, Output};
 use crate::gateway::select::ProviderSet;
 use crate::gateway::{
-    Message, PromptRequest, ProviderResponse, ResponseBody, ToolTurn, Usage, estimate_tokens,
-    prompt_hash,
+    Message, PromptRequest, Provider, ProviderResponse, ResponseBody, ToolTurn, Usage,
+    estimate_tokens, prompt_hash,
 };
 use crate::id::Pin;
 use crate::ledger::{Kind, Ledger};
@@ -266,15 +266,15 @@ impl<'a> Caller<'a> {
         let provider = provider.as_ref();
         // The `context_truncated` warning of this call, for its ledger record (SPEC §16).
         let truncation: std::cell::RefCell<Option<Warning>> = Default::default();
-        let record = |hash: Option<&str>,
+        let record = |sent: Option<Sent>,
                       response: Option<&ProviderResponse>,
                       verdict: std::result::Result<&Output, &Error>,
                       calls: &[Disclosed]| {
             let warnings: Vec<Warning> = truncation.borrow().iter().cloned().collect();
             self.record(
                 &resolved,
-                provider.name(),
-                hash,
+                provider,
+                sent,
                 response,
                 (verdict, calls),
                 repair_attempt,
@@ -374,7 +374,7 @@ impl<'a> Caller<'a> {
             let response = match provider.complete(&request) {
                 Ok(r) => r,
                 Err(e) => {
-                    record(Some(&hash), None, Err(&e), &[])?;
+                    record(Some(Sent::of(&hash, &request)), None, Err(&e), &[])?;
                     return Err(e);
                 }
             };
@@ -401,8 +401,8 @@ impl<'a> Caller<'a> {
             let answered = answered.calls;
             self.record_tool_calls(
                 &resolved,
-                provider.name(),
-                &hash,
+                provider,
+                Sent::of(&hash, &request),
                 &response,
                 &answered,
                 repair_attempt,
@@ -427,14 +427,14 @@ impl<'a> Caller<'a> {
                 &resolved.contract.key(),
                 disclosure.files(),
             ) {
-                record(Some(&hash), Some(&response), Err(&e), &[])?;
+                record(Some(Sent::hash_only(&hash)), Some(&response), Err(&e), &[])?;
                 return Err(e);
             }
             let estimate = request.estimated_prompt_tokens();
             if let Err(e) =
                 self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))
             {
-                record(Some(&hash), Some(&response), Err(&e), &[])?;
+                record(Some(Sent::hash_only(&hash)), Some(&response), Err(&e), &[])?;
                 return Err(e);
             }
         };
@@ -448,7 +448,7 @@ impl<'a> Caller<'a> {
             .flatten();
         let target = target.cloned().unwrap_or(own);
         if let Some((e, calls)) = stopped {
-            record(Some(&hash), Some(&response), Err(&e), &calls)?;
+            record(Some(Sent::of(&hash, &request)), Some(&response), Err(&e), &calls)?;
             return Ok(Exchanged {
                 resolved,
                 provider: provider.name().to_string(),
@@ -476,10 +476,10 @@ impl<'a> Caller<'a> {
         if let Some(value) = value
             && let Err(e) = self.mark_secrets(&target.contract, Schema::Output, value)
         {
-            record(Some(&hash), None, Err(&e), &[])?;
+            record(Some(Sent::of(&hash, &request)), None, Err(&e), &[])?;
             return Err(e);
         }
-        record(Some(&hash), Some(&response), output.as_ref(), &[])?;
+        record(Some(Sent::of(&hash, &request)), Some(&response), output.as_ref(), &[])?;
         if let Some(warning) = output
             .as_ref()
             .ok()
@@ -563,7 +563,7 @@ impl<'a> Caller<'a> {
     fn exchange_fields(
         &self,
         resolved: &Resolved,
-        provider: &str,
+        provider: &dyn Provider,
         prompt_hash: Option<&str>,
         response: Option<&ProviderResponse>,
         (repair_attempt, role): (u32, Option<&str>),
@@ -581,7 +581,15 @@ impl<'a> Caller<'a> {
         fields.insert("prompt_pack_version".into(), json!(resolved.pack.version.to_string()));
         fields.insert("prompt_pack_sha256".into(), json!(resolved.pack.sha256));
         fields.insert("prompt_hash".into(), json!(prompt_hash.unwrap_or(crate::digest::ZERO_HASH)));
-        fields.insert("provider".into(), json!(provider));
+        fields.insert("provider".into(), json!(provider.name()));
+        // The model asked and the model that answered (when either is known), for the
+        // span's `gen_ai.request.model` and `gen_ai.response.model` (SPEC §22).
+        if let Some(model) = provider.model() {
+            fields.insert("model".into(), json!(model));
+        }
+        if let Some(model) = response.and_then(|r| r.model.as_deref()) {
+            fields.insert("response_model".into(), json!(model));
+        }
         fields.insert(
             "raw_response".into(),
             match response.map(|r| &r.body) {
@@ -609,8 +617,8 @@ impl<'a> Caller<'a> {
     fn record_tool_calls(
         &self,
         resolved: &Resolved,
-        provider: &str,
-        prompt_hash: &str,
+        provider: &dyn Provider,
+        sent: Sent,
         response: &ProviderResponse,
         answered: &[Disclosed],
         repair_attempt: u32,
@@ -620,7 +628,7 @@ impl<'a> Caller<'a> {
         let mut fields = self.exchange_fields(
             resolved,
             provider,
-            Some(prompt_hash),
+            Some(sent.hash),
             Some(response),
             (repair_attempt, role),
         );
@@ -631,7 +639,7 @@ impl<'a> Caller<'a> {
             "disclosures".into(),
             Value::Array(answered.iter().map(Disclosed::to_json).collect()),
         );
-        ledger.append(Kind::Exchange, fields).map(|_| ())
+        ledger.append_attached(Kind::Exchange, fields, || sent.attachments()).map(|_| ())
     }
 
     /// The ledger record of a call: its verdict (`ok`, or the failure's code with the
@@ -641,8 +649,8 @@ impl<'a> Caller<'a> {
     fn record(
         &self,
         resolved: &Resolved,
-        provider: &str,
-        prompt_hash: Option<&str>,
+        provider: &dyn Provider,
+        sent: Option<Sent>,
         response: Option<&ProviderResponse>,
         (verdict, calls): (std::result::Result<&Output, &Error>, &[Disclosed]),
         repair_attempt: u32,
@@ -650,8 +658,13 @@ impl<'a> Caller<'a> {
         warnings: &[Warning],
     ) -> Result<()> {
         let Some(ledger) = self.ledger else { return Ok(()) };
-        let mut fields =
-            self.exchange_fields(resolved, provider, prompt_hash, response, (repair_attempt, role));
+        let mut fields = self.exchange_fields(
+            resolved,
+            provider,
+            sent.map(|s| s.hash),
+            response,
+            (repair_attempt, role),
+        );
         let (verdict_text, method, errors) = match verdict {
             Ok(out) => {
                 ("ok".to_string(), out.extraction().map(|x| x.method.as_str().to_string()), vec![])
@@ -682,7 +695,35 @@ impl<'a> Caller<'a> {
         if !warnings.is_empty() {
             fields.insert("warnings".into(), json!(warnings));
         }
-        ledger.append(Kind::Exchange, fields).map(|_| ())
+        let attach = || sent.map(Sent::attachments).unwrap_or_default();
+        ledger.append_attached(Kind::Exchange, fields, attach).map(|_| ())
+    }
+}
+
+/// The prompt an exchange sent: its hash (in the ledger record) and, where the record is
+/// written while they are at hand, its rendered messages (for observers only, SPEC §22's
+/// `--otlp-content`; the ledger keeps the hash).
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    hash: &'a str,
+    messages: Option<&'a [Message]>,
+}
+
+impl<'a> Sent<'a> {
+    fn of(hash: &'a str, request: &'a PromptRequest) -> Sent<'a> {
+        Sent { hash, messages: Some(&request.messages) }
+    }
+
+    fn hash_only(hash: &'a str) -> Sent<'a> {
+        Sent { hash, messages: None }
+    }
+
+    fn attachments(self) -> Map<String, Value> {
+        let mut map = Map::new();
+        if let Some(messages) = self.messages {
+            map.insert("prompt".into(), json!(messages));
+        }
+        map
     }
 }
 

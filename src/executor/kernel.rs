@@ -511,8 +511,16 @@ impl Kernel<'_> {
             )?;
             step.arguments = Some(args.clone());
         }
+        let started = std::time::Instant::now();
         let result = self.tools.call(&tool, &args);
-        let mut call = json!({"step_id": step.step_id, "tool": tool, "arguments": args});
+        // When it ended and how long it took: the tool's span (SPEC §22).
+        let mut call = json!({
+            "step_id": step.step_id,
+            "tool": tool,
+            "arguments": args,
+            "at": crate::ledger::now(),
+            "latency_ms": started.elapsed().as_millis() as u64,
+        });
         let done = match result {
             Ok(out) => {
                 call["output"] = out.clone();

@@ -200,15 +200,9 @@ impl Drop for Http {
     }
 }
 
-/// A URL as messages show it: credentials masked, its query and fragment left out (a token
-/// is often passed there: `?api_key=...`).
+/// A URL as messages show it (`redact::shown_url`), cut to a message's length.
 fn shown(url: &str) -> String {
-    let url = url.trim();
-    let (bare, cut) = match url.find(['?', '#']) {
-        Some(i) => (&url[..i], "?…"),
-        None => (url, ""),
-    };
-    format!("{}{cut}", super::short(&crate::redact::mask_url_credentials(bare)))
+    super::short(&crate::redact::shown_url(url))
 }
 
 /// A failed read's message: the timeout once the deadline passed (the agent's own timer

@@ -16,7 +16,11 @@ use sha2::{Digest, Sha256};
 
 /// Environment variables that choose or configure a provider; every command starts without
 /// them so the developer's environment never leaks into a test.
-pub const PROVIDER_VARS: [&str; 7] = [
+pub const PROVIDER_VARS: [&str; 11] = [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
     "PACTUM_TRUST_CONFIG",
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",

@@ -12,6 +12,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod cmd;
 mod output;
 mod signal;
+mod telemetry;
 
 /// pactum allocates many small values (parsed JSON, template values, diagnostics);
 /// mimalloc makes `validate` over large trees and every exchange markedly cheaper.

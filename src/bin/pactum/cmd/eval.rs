@@ -9,7 +9,7 @@ use pactum::error::{Error, ProviderFailure};
 use pactum::eval::{self, Evaluator, Options, Plan, Suite, Version, report};
 use pactum::gateway::select::{Choice, ProviderSet};
 use pactum::id::Pin;
-use pactum::ledger::{Ledger, Location};
+use pactum::ledger::{Durability, Ledger, Location};
 use pactum::project::Project;
 use pactum::validate::{NoProgress, Progress};
 use pactum::work_order::ProviderChoice;
@@ -67,6 +67,8 @@ pub struct Args {
     /// Same as --format json.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    telemetry: crate::telemetry::OtlpArgs,
 }
 
 /// The progress bar on stderr (drawn only on a terminal).
@@ -176,7 +178,9 @@ pub fn promotion_gate(
     let providers = ProviderSet::new(&project.config, &root, choice)?;
     print_notes(&providers);
     let selected = providers.selected();
-    let ledger = Ledger::open(&Location::project(&root))?.redacting(output::redactor().clone());
+    let ledger = Ledger::open(&Location::project(&root))?
+        .redacting(output::redactor().clone())
+        .with_durability(Durability::Grouped);
     let evaluator = Evaluator {
         project,
         providers: &providers,
@@ -273,7 +277,12 @@ fn run(args: &Args) -> Result<Vec<eval::SuiteOutcome>, Error> {
     let selected = providers.selected();
     print_notes(&providers);
     let jobs = args.jobs.map_or_else(|| selected.provider.default_jobs(), |j| j as usize);
-    let ledger = Ledger::open(&Location::project(&root))?.redacting(output::redactor().clone());
+    let exporter = args.telemetry.start(&project.config, None)?;
+    let ledger = exporter.attach(
+        Ledger::open(&Location::project(&root))?
+            .redacting(output::redactor().clone())
+            .with_durability(Durability::Grouped),
+    );
     let evaluator = Evaluator {
         project: &project,
         providers: &providers,
@@ -320,6 +329,7 @@ fn run(args: &Args) -> Result<Vec<eval::SuiteOutcome>, Error> {
         .filter(|p| p.kind == "replay")
         .and_then(|p| p.cassette.clone());
     eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
+    exporter.finish();
     Ok(outcomes)
 }
 

@@ -4,6 +4,8 @@
 //! `pactum ledger query [--event E] [--session S] [--tier T] [--since 24h] [--limit N]`:
 //! the matching records newest first, read backwards through the one reader
 //! `required_context.ledger_queries` use ([`pactum::ledger::query`]).
+//! `pactum ledger export --otlp URL [FILE]`: sends a verified ledger's records as
+//! OpenTelemetry spans, the spans its run would have sent with `--otlp` (SPEC §22).
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +33,19 @@ enum Action {
         /// verify); records cut from the end are then detected.
         #[arg(long, value_name = "HASH")]
         expect_head: Option<String>,
+    },
+    /// Send a ledger's exchanges, tool calls and work orders as OpenTelemetry spans to a
+    /// collector (OTLP/HTTP); the ledger is verified first.
+    Export {
+        /// The ledger (default: the project's .pactum/ledger.jsonl).
+        file: Option<PathBuf>,
+        /// The collector: its base URL (http://localhost:4318) or its /v1/traces URL.
+        #[arg(long, value_name = "URL", required = true)]
+        otlp: String,
+        /// Put reply text and tool arguments and results (as the ledger holds them, masked)
+        /// on the spans; prompts are not in a ledger, only their hashes.
+        #[arg(long)]
+        otlp_content: bool,
     },
     /// Show ledger records, newest first (the reader behind required_context.ledger_queries).
     Query {
@@ -75,6 +90,9 @@ pub fn exec(args: Args) -> u8 {
     let json = args.common.json();
     let (file, expect_head) = match &args.action {
         Action::Verify { file, expect_head } => (file, expect_head),
+        Action::Export { file, otlp, otlp_content } => {
+            return export(&location(file.as_deref(), &args.common), otlp, *otlp_content, json);
+        }
         Action::Query { ledger, event, session, tier, since, limit } => {
             let filter = pactum::ledger::query::Filter {
                 event: event.clone(),
@@ -111,6 +129,38 @@ pub fn exec(args: Args) -> u8 {
                     ));
                 }
                 output::print_text(&text);
+            }
+            OK
+        }
+        Err(e) => {
+            let status = output::fail(&e, json);
+            if status == output::USAGE { status } else { FAILED }
+        }
+    }
+}
+
+/// `pactum ledger export --otlp`: the spans of every record, and how many went.
+fn export(location: &Location, url: &str, content: bool, json: bool) -> u8 {
+    let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
+    let sent = pactum::telemetry::endpoint(url).and_then(|endpoint| {
+        let settings = pactum::telemetry::Settings { endpoint, content, instance: None };
+        pactum::telemetry::export(location, &settings)
+    });
+    match sent {
+        Ok(x) => {
+            if json {
+                output::print_json(&json!({
+                    "ok": true, "file": shown, "records": x.records, "spans": x.spans,
+                    "collector": x.report.collector, "requests": x.report.accepted,
+                }));
+            } else {
+                output::print_text(&format!(
+                    "{}: {} records sent as {} spans to {}\n",
+                    escape_line(&shown),
+                    x.records,
+                    x.spans,
+                    escape_line(&x.report.collector)
+                ));
             }
             OK
         }

@@ -46,6 +46,8 @@ pub struct RunWith {
     /// Let drafts resolve.
     #[arg(long)]
     pub allow_draft: bool,
+    #[command(flatten)]
+    pub telemetry: crate::telemetry::OtlpArgs,
 }
 
 impl RunWith {
@@ -102,7 +104,11 @@ pub fn exec(args: Args) -> u8 {
         Ok(p) => p,
         Err(e) => return output::fail(&e, json),
     };
-    let (ledger, log) = match args.with.ledgers(&project, |l| l) {
+    let exporter = match args.with.telemetry.start(&project.config, None) {
+        Ok(exporter) => exporter,
+        Err(e) => return output::fail(&e, json),
+    };
+    let (ledger, log) = match args.with.ledgers(&project, |l| exporter.attach(l)) {
         Ok(ledgers) => ledgers,
         Err(e) => return output::fail(&e, json),
     };
@@ -128,6 +134,7 @@ pub fn exec(args: Args) -> u8 {
         handles.into_iter().flat_map(output::join_or_propagate).collect()
     });
     results.sort_by_key(|(i, _)| *i);
+    exporter.finish();
     let mut status = OK;
     let mut docs = Vec::new();
     for (i, result) in &results {

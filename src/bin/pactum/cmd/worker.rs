@@ -56,11 +56,16 @@ pub fn exec(args: Args) -> u8 {
         Err(e) => return output::fail(&e, json),
     };
     let worker_id = args.worker_id.clone().unwrap_or_else(default_worker_id);
-    let (ledger, log) =
-        match args.with.ledgers(&project, |l| l.stamping("worker_id", json!(worker_id))) {
-            Ok(ledgers) => ledgers,
-            Err(e) => return output::fail(&e, json),
-        };
+    let exporter = match args.with.telemetry.start(&project.config, Some(&worker_id)) {
+        Ok(exporter) => exporter,
+        Err(e) => return output::fail(&e, json),
+    };
+    let stamp =
+        |l: pactum::ledger::Ledger| exporter.attach(l.stamping("worker_id", json!(worker_id)));
+    let (ledger, log) = match args.with.ledgers(&project, stamp) {
+        Ok(ledgers) => ledgers,
+        Err(e) => return output::fail(&e, json),
+    };
     let session = args.with.session(&project, &ledger, log.as_ref());
     let options = Options {
         worker_id: worker_id.clone(),
@@ -89,6 +94,7 @@ pub fn exec(args: Args) -> u8 {
         other => show(other),
     };
     let served = worker::serve(&connect, &options, stop, &run, &events);
+    exporter.finish();
     match served {
         Ok(summary) => {
             let line = format!(

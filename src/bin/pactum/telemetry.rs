@@ -1,0 +1,85 @@
+//! `--otlp URL` and `--otlp-content` (SPEC §22), for `run`, `worker` and `eval` alike: the
+//! exporter observes the ledgers the command writes, and says at the end what its collector
+//! did not take.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pactum::config::Config;
+use pactum::error::{Code, Error};
+use pactum::ledger::Ledger;
+use pactum::telemetry::{Settings, Telemetry};
+
+use crate::output;
+
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct OtlpArgs {
+    /// Send every exchange, tool call and work order as OpenTelemetry spans (GenAI
+    /// conventions, OTLP/HTTP) to this collector: its base URL (http://localhost:4318) or
+    /// its /v1/traces URL. Default: OTEL_EXPORTER_OTLP_ENDPOINT, else [telemetry]
+    /// otlp_endpoint in pactum.toml.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// Put prompt and reply text (secrets masked) on the spans; without it spans carry
+    /// hashes, ids, models, token counts and verdicts only.
+    #[arg(long)]
+    pub otlp_content: bool,
+}
+
+/// A command's exporter, when one is configured. Dropped unfinished (a command that failed
+/// half way), it finishes then: the spans of what did run still go out.
+#[derive(Default)]
+pub struct Exporter {
+    telemetry: Option<Arc<Telemetry>>,
+    finished: AtomicBool,
+}
+
+impl OtlpArgs {
+    /// Starts the exporter `config` and these arguments ask for (none when no collector is
+    /// named); `instance` is the worker's id.
+    pub fn start(&self, config: &Config, instance: Option<&str>) -> Result<Exporter, Error> {
+        mask_headers();
+        let settings = Settings::choose(self.otlp.as_deref(), self.otlp_content, config, instance)?;
+        let telemetry = settings.map(|s| Telemetry::start(&s)).transpose()?;
+        Ok(Exporter { telemetry, finished: AtomicBool::new(false) })
+    }
+}
+
+impl Exporter {
+    /// `ledger`, its records exported as spans from now on.
+    pub fn attach(&self, ledger: Ledger) -> Ledger {
+        match &self.telemetry {
+            Some(t) => ledger.observed_by(t.clone()),
+            None => ledger,
+        }
+    }
+
+    /// Sends what is queued and stops; a warning on stderr when the collector did not take
+    /// every span (the run's own result stands: telemetry never fails a run).
+    pub fn finish(&self) {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(problem) = self.telemetry.as_ref().and_then(|t| t.finish().problem()) {
+            output::eprint_warning(Code::OtlpExportFailed, &problem);
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The values of OTEL_EXPORTER_OTLP_(TRACES_)HEADERS (the collector's token, read by the
+/// OTLP exporter itself) are masked wherever pactum prints or records.
+fn mask_headers() {
+    for var in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+        for pair in output::env_lookup(var).unwrap_or_default().split(',') {
+            if let Some((_, value)) = pair.split_once('=') {
+                output::redactor().add(value.trim());
+            }
+        }
+    }
+}
