@@ -1654,48 +1654,71 @@ fn validate_github_output_is_workflow_annotations() {
     insta::assert_snapshot!("github_broken", text);
 }
 
-#[test]
-fn validate_rejects_unknown_format_as_usage_error() {
-    let tree = Tree::new("good");
-    let out = tree.validate(&["--format", "xml"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout(&out), "");
-    assert!(stderr(&out).contains("text, json, sarif, junit, github"), "{}", stderr(&out));
+/// Arguments validate refuses with exit status 2: the code (`None`: the argument parser's own
+/// error, which has none) and what stderr says. A usage error pactum finds after parsing
+/// (`--select` names codes the parser cannot know) exits 2 like one the parser finds; under
+/// `--format json` every refusal with a code is one JSON document.
+struct Refused {
+    name: &'static str,
+    args: &'static [&'static str],
+    code: Option<&'static str>,
+    says: &'static [&'static str],
 }
 
-#[test]
-fn a_usage_error_found_after_parsing_exits_2_like_one_the_parser_finds() {
-    // `--select` names codes the argument parser cannot know: pactum checks them itself,
-    // and the status is the usage status all the same.
-    let tree = Tree::new("good");
-    let out = tree.validate(&["--select", "no_such_code"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("usage_error"), "{}", stderr(&out));
-    let (doc, status) = tree.validate_json(&["--select", "no_such_code"]);
-    assert_eq!((status, doc["code"].as_str()), (2, Some("usage_error")), "{doc:#}");
-}
+const REFUSED: &[Refused] = &[
+    Refused {
+        name: "an unknown format",
+        args: &["--format", "xml"],
+        code: None,
+        says: &["text, json, sarif, junit, github"],
+    },
+    Refused {
+        name: "a --select code that does not exist",
+        args: &["--select", "no_such_code"],
+        code: Some("usage_error"),
+        says: &[],
+    },
+    Refused {
+        name: "a path that does not exist",
+        args: &["no/such/folder"],
+        code: Some("io_error"),
+        says: &["no/such/folder"],
+    },
+    Refused {
+        name: "a --registry that does not exist",
+        args: &["--registry", "nowhere.json"],
+        code: Some("io_error"),
+        says: &["nowhere.json"],
+    },
+];
 
 #[test]
-fn validate_missing_path_is_an_io_error() {
+fn validate_refuses_bad_arguments_and_missing_paths_with_exit_2() {
     let tree = Tree::new("good");
-    let out = tree.validate(&["no/such/folder"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("io_error"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no/such/folder"), "{}", stderr(&out));
-}
-
-#[test]
-fn validate_json_reports_io_errors_as_one_json_document() {
-    let tree = Tree::new("good");
-    for args in [&["no/such/folder"][..], &["--registry", "nowhere.json"][..]] {
-        let out = tree.pactum().args(["validate", "--format", "json"]).args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let doc: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e}): {}", stderr(&out)));
-        assert_eq!(doc["ok"], false, "{doc:#}");
-        assert_eq!(doc["code"], "io_error", "{doc:#}");
-        assert!(doc["message"].is_string() && doc["errors"].is_array(), "{doc:#}");
-    }
+    common::check_cases(
+        REFUSED,
+        |case| case.name,
+        |case| {
+            let out = tree.validate(case.args);
+            assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+            assert_eq!(stdout(&out), "");
+            let err = stderr(&out);
+            if let Some(code) = case.code {
+                assert!(err.contains(&format!("error[{code}]")), "{err}");
+            }
+            for part in case.says {
+                assert!(err.contains(part), "`{part}` missing: {err}");
+            }
+            let Some(code) = case.code else { return };
+            let (doc, status) = tree.validate_json(case.args);
+            assert_eq!((status, doc["code"].as_str()), (2, Some(code)), "{doc:#}");
+            assert_eq!(doc["ok"], false, "{doc:#}");
+            assert!(doc["message"].is_string() && doc["errors"].is_array(), "{doc:#}");
+            for part in case.says {
+                assert!(doc["message"].as_str().unwrap().contains(part), "`{part}`: {doc:#}");
+            }
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------
