@@ -58,39 +58,118 @@ fn scripted_run_prints_a_summary_for_people() {
     assert!(serde_json::from_str::<Value>(&out.stdout).is_err(), "text output is not JSON");
 }
 
-#[test]
-fn scripted_simulated_failures_fail_the_run_with_their_code() {
-    let p = Project::new();
-    p.fixtures(
-        "down.json",
-        json!([{"error": {"code": "provider_unreachable", "message": "simulated outage"}}]),
-    );
-    p.fixtures("empty.json", json!([]));
-    let down = p.classify_wo("WO-SCRIPTED-DOWN", json!({"provider": {"fixtures": "down.json"}}));
-    let empty = p.classify_wo("WO-SCRIPTED-EMPTY", json!({"provider": {"fixtures": "empty.json"}}));
+/// A classify work order that fails before or at its scripted call: the scripted replies of
+/// the fixtures file it names (no file when `None`), its other fields, the status of its
+/// result (`None`: refused before it runs, so there is none), and the code and a text of the
+/// first error's message the run must fail with.
+struct Failing {
+    name: &'static str,
+    id: &'static str,
+    fixtures: Option<Value>,
+    extra: Value,
+    status: Option<&'static str>,
+    code: &'static str,
+    says: Option<&'static str>,
+}
 
-    let (out, r) = p.run_json(&down, &[], &[]);
-    out.status(1);
-    assert_eq!(r["ok"], false);
-    assert_eq!(r["status"], "failed");
-    assert_eq!(first_code(&r), "provider_unreachable");
-    assert!(r.get("output").is_none(), "a failed run has no output: {r:#}");
-
-    let (out, r) = p.run_json(&empty, &[], &[]);
-    out.status(1);
-    assert_eq!(first_code(&r), "script_exhausted");
+fn failing() -> Vec<Failing> {
+    let ok = || {
+        let text = std::fs::read_to_string(harness::fixture("scripted/classify_ok.json")).unwrap();
+        Some(serde_json::from_str::<Value>(&text).unwrap()["responses"].clone())
+    };
+    vec![
+        Failing {
+            name: "a simulated outage fails with its code",
+            id: "WO-SCRIPTED-DOWN",
+            fixtures: Some(
+                json!([{"error": {"code": "provider_unreachable", "message": "simulated outage"}}]),
+            ),
+            extra: json!({}),
+            status: Some("failed"),
+            code: "provider_unreachable",
+            says: Some("simulated outage"),
+        },
+        Failing {
+            name: "a simulated failure without a message",
+            id: "WO-SCRIPTED-SHAPE",
+            fixtures: Some(json!([{"error": {"code": "provider_timeout"}}])),
+            extra: json!({}),
+            status: Some("failed"),
+            code: "provider_timeout",
+            says: None,
+        },
+        Failing {
+            name: "a script without replies is exhausted",
+            id: "WO-SCRIPTED-EMPTY",
+            fixtures: Some(json!([])),
+            extra: json!({}),
+            status: Some("failed"),
+            code: "script_exhausted",
+            says: None,
+        },
+        Failing {
+            name: "a missing fixtures file is an error, not a model call",
+            id: "WO-SCRIPTED-NOFILE",
+            fixtures: None,
+            extra: json!({}),
+            status: None,
+            code: "provider_not_configured",
+            says: None,
+        },
+        // An unresolvable pin fails before any call, listing the versions.
+        Failing {
+            name: "a pin no version matches",
+            id: "WO-PIN-MISSING",
+            fixtures: ok(),
+            extra: json!({"contract": "PRC-CLASSIFY-001@=2.0.0"}),
+            status: Some("failed"),
+            code: "contract_version_not_found",
+            says: Some("1.0.0"),
+        },
+        Failing {
+            name: "a pin of an unknown id",
+            id: "WO-PIN-UNKNOWN",
+            fixtures: ok(),
+            extra: json!({"contract": "PRC-CLASIFY-001"}),
+            status: Some("failed"),
+            code: "contract_not_found",
+            says: Some("PRC-CLASSIFY-001"),
+        },
+    ]
 }
 
 #[test]
-fn a_failed_run_json_names_its_code_and_message_at_top_level() {
-    let p = Project::new();
-    p.fixtures("down.json", json!([{"error": {"code": "provider_timeout"}}]));
-    let wo = p.classify_wo("WO-SCRIPTED-SHAPE", json!({"provider": {"fixtures": "down.json"}}));
-    let (out, r) = p.run_json(&wo, &[], &[]);
-    out.status(1);
-    assert_eq!(r["ok"], false);
-    assert_eq!(r["code"], "provider_timeout", "{r:#}");
-    assert!(r["message"].is_string(), "{r:#}");
+fn failing_runs_name_their_code_and_message_at_top_level() {
+    harness::check_cases(
+        &failing(),
+        |case| case.name,
+        |case| {
+            let p = Project::new();
+            let file = format!("{}.fixtures.json", case.id);
+            if let Some(fixtures) = &case.fixtures {
+                p.fixtures(&file, fixtures.clone());
+            }
+            let mut extra = json!({"provider": {"fixtures": file}});
+            harness::merge(&mut extra, case.extra.clone());
+            let wo = p.classify_wo(case.id, extra);
+
+            let (out, r) = p.run_json(&wo, &[], &[]);
+
+            out.status(1);
+            assert_eq!(r["ok"], false, "{r:#}");
+            if let Some(status) = case.status {
+                assert_eq!(r["status"], status, "{r:#}");
+            }
+            assert!(r.get("output").is_none(), "a failed run has no output: {r:#}");
+            assert_eq!(r["code"], case.code, "{r:#}");
+            assert_eq!(first_code(&r), case.code, "{r:#}");
+            assert!(r["message"].is_string(), "{r:#}");
+            if let Some(says) = case.says {
+                let message = r["errors"][0]["message"].as_str().unwrap();
+                assert!(message.contains(says), "`{says}` missing: {r:#}");
+            }
+        },
+    );
 }
 
 #[test]
@@ -155,16 +234,6 @@ fn run_text_names_the_work_order_line_and_pointer_of_every_bad_value() {
 }
 
 #[test]
-fn missing_fixtures_file_is_an_error_not_a_model_call() {
-    let p = Project::new();
-    let wo = p.classify_wo("WO-SCRIPTED-NOFILE", json!({"provider": {"fixtures": "nope.json"}}));
-    let (out, r) = p.run_json(&wo, &[], &[]);
-    assert_ne!(out.code, 0, "{out}");
-    assert_eq!(r["ok"], false);
-    assert_eq!(r["code"], "provider_not_configured", "{r:#}");
-}
-
-#[test]
 fn yaml_work_orders_and_fixtures_run_like_json_ones() {
     let p = Project::new();
     p.write(
@@ -179,29 +248,6 @@ fn yaml_work_orders_and_fixtures_run_like_json_ones() {
     out.status(0);
     assert_eq!(r["work_order_id"], "WO-YAML-1");
     assert_eq!(r["output"], json!({"label": "account", "confidence": 0.7}));
-}
-
-#[test]
-fn an_unresolvable_pin_fails_before_any_call() {
-    let p = Project::new();
-    p.copy_fixture("scripted/classify_ok.json", "wo/fx.json");
-    let wo = p.classify_wo(
-        "WO-PIN-MISSING",
-        json!({"contract": "PRC-CLASSIFY-001@=2.0.0", "provider": {"fixtures": "fx.json"}}),
-    );
-    let (out, r) = p.run_json(&wo, &[], &[]);
-    out.status(1);
-    assert_eq!(first_code(&r), "contract_version_not_found", "{r:#}");
-    assert!(r["errors"][0]["message"].as_str().unwrap().contains("1.0.0"), "lists versions: {r:#}");
-
-    let wo = p.classify_wo(
-        "WO-PIN-UNKNOWN",
-        json!({"contract": "PRC-CLASIFY-001", "provider": {"fixtures": "fx.json"}}),
-    );
-    let (out, r) = p.run_json(&wo, &[], &[]);
-    out.status(1);
-    assert_eq!(first_code(&r), "contract_not_found", "{r:#}");
-    assert!(r["errors"][0]["message"].as_str().unwrap().contains("PRC-CLASSIFY-001"), "{r:#}");
 }
 
 // --- dry-run -----------------------------------------------------------------------------
@@ -299,50 +345,57 @@ fn zero_repair_attempts_fail_at_once_with_the_original_code() {
     assert_eq!(p.records().len(), 1, "no repair call was made");
 }
 
+/// Replies that never fit the schema, under two repair attempts given explicitly and under
+/// the default budget (which is two).
+const NEVER_FIT: &[(&str, &str, Option<u64>)] = &[
+    ("two repair attempts given", "WO-REPAIR-NEVER", Some(2)),
+    ("the default repair budget", "WO-REPAIR-DEFAULT", None),
+];
+
 #[test]
 fn replies_that_never_fit_end_in_supervisor_unrecoverable() {
-    let p = Project::new();
-    p.copy_fixture("scripted/repair_never.json", "wo/fx.json");
-    let wo = p.classify_wo(
-        "WO-REPAIR-NEVER",
-        json!({"provider": {"fixtures": "fx.json"}, "constraints": {"max_repair_attempts": 2}}),
+    harness::check_cases(
+        NEVER_FIT,
+        |case| case.0,
+        |&(_, id, attempts)| {
+            let p = Project::new();
+            p.copy_fixture("scripted/repair_never.json", "wo/fx.json");
+            let mut extra = json!({"provider": {"fixtures": "fx.json"}});
+            if let Some(attempts) = attempts {
+                extra["constraints"] = json!({"max_repair_attempts": attempts});
+            }
+            let wo = p.classify_wo(id, extra);
+
+            let (out, r) = p.run_json(&wo, &[], &[]);
+
+            out.status(1);
+            assert_eq!(r["ok"], false);
+            assert_eq!(first_code(&r), "supervisor_unrecoverable", "{r:#}");
+            assert_eq!(r["repair_attempts"], 2);
+            let outcomes: Vec<&str> = r["supervisor_actions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["outcome"].as_str().unwrap())
+                .collect();
+            assert_eq!(outcomes, ["rejected", "rejected"]);
+            let records = p.records();
+            assert_eq!(records.len(), 3, "the exchange and two repair attempts, never a third");
+            let verdicts: Vec<&str> =
+                records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
+            assert_eq!(
+                verdicts,
+                [
+                    "output_json_extraction_failed",
+                    "output_json_extraction_failed",
+                    "output_schema_invalid"
+                ]
+            );
+            let attempts: Vec<u64> =
+                records.iter().map(|r| r["repair_attempt"].as_u64().unwrap()).collect();
+            assert_eq!(attempts, [0, 1, 2]);
+        },
     );
-
-    let (out, r) = p.run_json(&wo, &[], &[]);
-
-    out.status(1);
-    assert_eq!(r["ok"], false);
-    assert_eq!(first_code(&r), "supervisor_unrecoverable", "{r:#}");
-    assert_eq!(r["repair_attempts"], 2);
-    let outcomes: Vec<&str> = r["supervisor_actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["outcome"].as_str().unwrap())
-        .collect();
-    assert_eq!(outcomes, ["rejected", "rejected"]);
-    let records = p.records();
-    assert_eq!(records.len(), 3, "the exchange and two repair attempts, never a third");
-    let verdicts: Vec<&str> = records.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
-    assert_eq!(
-        verdicts,
-        ["output_json_extraction_failed", "output_json_extraction_failed", "output_schema_invalid"]
-    );
-    let attempts: Vec<u64> =
-        records.iter().map(|r| r["repair_attempt"].as_u64().unwrap()).collect();
-    assert_eq!(attempts, [0, 1, 2]);
-}
-
-#[test]
-fn default_repair_budget_is_two_attempts() {
-    let p = Project::new();
-    p.copy_fixture("scripted/repair_never.json", "wo/fx.json");
-    let wo = p.classify_wo("WO-REPAIR-DEFAULT", json!({"provider": {"fixtures": "fx.json"}}));
-    let (out, r) = p.run_json(&wo, &[], &[]);
-    out.status(1);
-    assert_eq!(first_code(&r), "supervisor_unrecoverable");
-    assert_eq!(r["repair_attempts"], 2);
-    assert_eq!(p.records().len(), 3);
 }
 
 // --- --jobs ------------------------------------------------------------------------------

@@ -126,19 +126,6 @@ fn openai_envelope_reply_is_extracted_from_its_text() {
 }
 
 #[test]
-fn openai_envelope_without_text_is_an_extraction_failure() {
-    let server = MockServer::start(vec![openai_content(json!({"label": "billing"}))]);
-    let (p, wo) =
-        setup("WO-OPENAI-ENVELOPE-BAD", json!({"constraints": {"max_repair_attempts": 0}}));
-
-    let (out, r) = run_openai(&p, &wo, &server.url());
-
-    out.status(1);
-    assert_eq!(first_code(&r), "output_json_extraction_failed", "{r:#}");
-    assert!(r["message"].as_str().unwrap().contains("text"), "{r:#}");
-}
-
-#[test]
 fn openai_content_parts_are_joined() {
     let (head, tail) = BILLING.split_at(20);
     let parts = json!([
@@ -155,25 +142,222 @@ fn openai_content_parts_are_joined() {
     assert_eq!(r["output"], serde_json::from_str::<Value>(BILLING).unwrap(), "{r:#}");
 }
 
+/// The provider a case runs with, configured from the environment against the mock.
+#[derive(Clone, Copy)]
+enum Via {
+    OpenAi,
+    Anthropic,
+}
+
+/// Runs `wo` with `--provider` set to `via`, its environment pointing at `url`.
+fn run_via(p: &Project, wo: &Path, via: Via, url: &str) -> (Out, Value) {
+    match via {
+        Via::OpenAi => run_openai(p, wo, url),
+        Via::Anthropic => p.run_json(wo, &["--provider", "anthropic"], &anthropic_env(url, KEY)),
+    }
+}
+
+/// A provider that answers badly, or not at all: the run fails with `code`.
+struct Failure {
+    name: &'static str,
+    id: &'static str,
+    via: Via,
+    /// What the mock answers, in turn; `None`: nothing listens on the port.
+    replies: Option<Vec<MockReply>>,
+    /// Fields of the work order.
+    extra: Value,
+    code: &'static str,
+    /// The requests the mock must have received.
+    hits: Option<usize>,
+    /// A text of the failure's message.
+    says: Option<&'static str>,
+    /// Fields of the run's exchange record in the ledger.
+    record: Value,
+}
+
+fn failures() -> Vec<Failure> {
+    let no_repair = json!({"constraints": {"max_repair_attempts": 0}});
+    vec![
+        Failure {
+            name: "an OpenAI 5xx is retried three times, then fails",
+            id: "WO-OPENAI-500",
+            via: Via::OpenAi,
+            // A fourth attempt would succeed; there must be none.
+            replies: Some({
+                let mut replies = vec![MockReply::text(500, "upstream exploded"); 3];
+                replies.push(openai_ok(BILLING));
+                replies
+            }),
+            extra: json!({}),
+            code: "provider_error",
+            hits: Some(3),
+            says: Some("500"),
+            // The ledger counts the failed attempts.
+            record: json!({"verdict": "provider_error", "attempts": 3}),
+        },
+        Failure {
+            name: "an OpenAI 429 on every attempt is rate limited",
+            id: "WO-OPENAI-429X3",
+            via: Via::OpenAi,
+            replies: Some(vec![MockReply::text(429, "slow down").header("Retry-After", "0"); 3]),
+            extra: json!({}),
+            code: "provider_rate_limited",
+            hits: Some(3),
+            says: None,
+            record: json!({}),
+        },
+        Failure {
+            name: "an OpenAI 400 is not retried (a 4xx other than 429)",
+            id: "WO-OPENAI-400",
+            via: Via::OpenAi,
+            replies: Some(vec![
+                MockReply::json(400, &json!({"error": {"message": "bad temperature"}})),
+                openai_ok(BILLING),
+            ]),
+            extra: json!({}),
+            code: "provider_error",
+            hits: Some(1),
+            says: Some("400"),
+            record: json!({}),
+        },
+        Failure {
+            name: "slow OpenAI answers time out per the work order, and are retried",
+            id: "WO-OPENAI-SLOW",
+            via: Via::OpenAi,
+            replies: Some(vec![openai_ok(BILLING).delay(Duration::from_millis(1500)); 3]),
+            extra: json!({"constraints": {"timeout_s": 0.2}}),
+            code: "provider_timeout",
+            hits: Some(3),
+            says: None,
+            record: json!({}),
+        },
+        Failure {
+            name: "an OpenAI connection refused is unreachable",
+            id: "WO-OPENAI-REFUSED",
+            via: Via::OpenAi,
+            replies: None,
+            extra: json!({}),
+            code: "provider_unreachable",
+            hits: None,
+            says: Some("OPENAI_BASE_URL"),
+            record: json!({}),
+        },
+        Failure {
+            name: "a truncated OpenAI reply is output_truncated",
+            id: "WO-OPENAI-LENGTH",
+            via: Via::OpenAi,
+            replies: Some(vec![MockReply::json(
+                200,
+                &openai_body(r#"{"label": "billing", "confidence": 0."#, "length"),
+            )]),
+            extra: no_repair.clone(),
+            code: "output_truncated",
+            hits: None,
+            says: None,
+            record: json!({"verdict": "output_truncated", "finish_reason": "length"}),
+        },
+        Failure {
+            name: "a non-JSON OpenAI 2xx body is invalid and not retried",
+            id: "WO-OPENAI-HTML",
+            via: Via::OpenAi,
+            replies: Some(vec![MockReply::text(200, "<html>gateway</html>"), openai_ok(BILLING)]),
+            extra: json!({}),
+            code: "provider_response_invalid",
+            hits: Some(1),
+            says: None,
+            record: json!({}),
+        },
+        Failure {
+            name: "an OpenAI answer without choices is invalid",
+            id: "WO-OPENAI-NOCHOICES",
+            via: Via::OpenAi,
+            replies: Some(vec![MockReply::json(200, &json!({"object": "list"}))]),
+            extra: json!({}),
+            code: "provider_response_invalid",
+            hits: None,
+            says: None,
+            record: json!({}),
+        },
+        Failure {
+            name: "an OpenAI envelope without text is an extraction failure",
+            id: "WO-OPENAI-ENVELOPE-BAD",
+            via: Via::OpenAi,
+            replies: Some(vec![openai_content(json!({"label": "billing"}))]),
+            extra: no_repair.clone(),
+            code: "output_json_extraction_failed",
+            hits: None,
+            says: Some("text"),
+            record: json!({}),
+        },
+        Failure {
+            name: "an Anthropic 401 fails at once",
+            id: "WO-ANTHROPIC-401",
+            via: Via::Anthropic,
+            replies: Some(vec![
+                MockReply::json(
+                    401,
+                    &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+                ),
+                anthropic_ok(BILLING),
+            ]),
+            extra: json!({}),
+            code: "provider_error",
+            hits: Some(1),
+            says: Some("ANTHROPIC_API_KEY"),
+            record: json!({}),
+        },
+        Failure {
+            name: "an Anthropic max_tokens stop is output_truncated",
+            id: "WO-ANTHROPIC-LENGTH",
+            via: Via::Anthropic,
+            replies: Some(vec![MockReply::json(
+                200,
+                &anthropic_body(r#"{"label": "billing", "conf"#, "max_tokens"),
+            )]),
+            extra: no_repair,
+            code: "output_truncated",
+            hits: None,
+            says: None,
+            record: json!({}),
+        },
+    ]
+}
+
 #[test]
-fn openai_5xx_is_retried_three_times_then_fails() {
-    let mut replies = vec![MockReply::text(500, "upstream exploded"); 3];
-    replies.push(openai_ok(BILLING)); // a fourth attempt would succeed; there must be none
-    let server = MockServer::start(replies);
-    let (p, wo) = setup("WO-OPENAI-500", json!({}));
+fn provider_failures_fail_the_run_with_their_code() {
+    harness::check_cases(
+        &failures(),
+        |case| case.name,
+        |case| {
+            let server = case.replies.clone().map(MockServer::start);
+            // Where connections are refused, for a case without a mock.
+            let refused = RefusedPort::new();
+            let url = server.as_ref().map_or_else(|| refused.url(), MockServer::url);
+            let (p, wo) = setup(case.id, case.extra.clone());
 
-    let (out, r) = run_openai(&p, &wo, &server.url());
+            let (out, r) = run_via(&p, &wo, case.via, &url);
 
-    out.status(1);
-    assert_eq!(r["ok"], false);
-    assert_eq!(r["status"], "failed");
-    assert_eq!(first_code(&r), "provider_error");
-    assert_eq!(server.hits(), 3, "exactly three attempts");
-    let message = r["errors"][0]["message"].as_str().unwrap();
-    assert!(message.contains("500"), "{message}");
-    let record = &p.records()[0];
-    assert_eq!(record["verdict"], "provider_error");
-    assert_eq!(record["attempts"], 3, "the ledger counts the failed attempts: {record:#}");
+            out.status(1);
+            assert_eq!(
+                (r["ok"].as_bool(), r["status"].as_str()),
+                (Some(false), Some("failed")),
+                "{r:#}"
+            );
+            assert_eq!(first_code(&r), case.code, "{r:#}");
+            if let (Some(hits), Some(server)) = (case.hits, &server) {
+                assert_eq!(server.hits(), hits, "the attempts made");
+            }
+            if let Some(says) = case.says {
+                for message in [&r["message"], &r["errors"][0]["message"]] {
+                    assert!(message.as_str().unwrap().contains(says), "`{says}` missing: {r:#}");
+                }
+            }
+            let records = p.records();
+            for (field, value) in case.record.as_object().unwrap() {
+                assert_eq!(&records[0][field], value, "{field} of {:#}", records[0]);
+            }
+        },
+    );
 }
 
 #[test]
@@ -191,106 +375,6 @@ fn openai_429_with_retry_after_is_retried() {
     assert_eq!(r["ok"], true, "{r:#}");
     assert_eq!(server.hits(), 2);
     assert_eq!(p.records()[0]["attempts"], 2, "the ledger records the attempts");
-}
-
-#[test]
-fn openai_429_on_every_attempt_is_rate_limited() {
-    let replies = vec![MockReply::text(429, "slow down").header("Retry-After", "0"); 3];
-    let server = MockServer::start(replies);
-    let (p, wo) = setup("WO-OPENAI-429X3", json!({}));
-    let (out, r) = run_openai(&p, &wo, &server.url());
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_rate_limited");
-    assert_eq!(server.hits(), 3);
-}
-
-#[test]
-fn openai_400_is_not_retried() {
-    let server = MockServer::start(vec![
-        MockReply::json(400, &json!({"error": {"message": "bad temperature"}})),
-        openai_ok(BILLING),
-    ]);
-    let (p, wo) = setup("WO-OPENAI-400", json!({}));
-
-    let (out, r) = run_openai(&p, &wo, &server.url());
-
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_error");
-    assert_eq!(server.hits(), 1, "a 4xx other than 429 is not retried");
-    assert!(r["errors"][0]["message"].as_str().unwrap().contains("400"), "{r:#}");
-}
-
-#[test]
-fn openai_slow_answers_time_out_per_the_work_order() {
-    let slow = openai_ok(BILLING).delay(Duration::from_millis(1500));
-    let server = MockServer::start(vec![slow; 3]);
-    let (p, wo) = setup("WO-OPENAI-SLOW", json!({"constraints": {"timeout_s": 0.2}}));
-
-    let (out, r) = run_openai(&p, &wo, &server.url());
-
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_timeout", "{r:#}");
-    assert_eq!(server.hits(), 3, "timeouts are retried");
-}
-
-#[test]
-fn openai_connection_refused_is_unreachable() {
-    let (p, wo) = setup("WO-OPENAI-REFUSED", json!({}));
-    let refused = RefusedPort::new();
-    let (out, r) = run_openai(&p, &wo, &refused.url());
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_unreachable", "{r:#}");
-    assert!(r["errors"][0]["message"].as_str().unwrap().contains("OPENAI_BASE_URL"), "{r:#}");
-}
-
-#[test]
-fn openai_truncated_reply_is_output_truncated() {
-    let server = MockServer::start(vec![MockReply::json(
-        200,
-        &openai_body(r#"{"label": "billing", "confidence": 0."#, "length"),
-    )]);
-    let (p, wo) = setup("WO-OPENAI-LENGTH", json!({"constraints": {"max_repair_attempts": 0}}));
-
-    let (out, r) = run_openai(&p, &wo, &server.url());
-
-    out.status(1);
-    assert_eq!(first_code(&r), "output_truncated", "{r:#}");
-    let record = &p.records()[0];
-    assert_eq!(record["verdict"], "output_truncated");
-    assert_eq!(record["finish_reason"], "length");
-}
-
-#[test]
-fn openai_non_json_success_body_is_an_invalid_response() {
-    let server =
-        MockServer::start(vec![MockReply::text(200, "<html>gateway</html>"), openai_ok(BILLING)]);
-    let (p, wo) = setup("WO-OPENAI-HTML", json!({}));
-
-    let (out, r) = run_openai(&p, &wo, &server.url());
-
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_response_invalid", "{r:#}");
-    assert_eq!(server.hits(), 1, "an invalid 2xx answer is not retried");
-}
-
-#[test]
-fn openai_answer_without_choices_is_an_invalid_response() {
-    let server = MockServer::start(vec![MockReply::json(200, &json!({"object": "list"}))]);
-    let (p, wo) = setup("WO-OPENAI-NOCHOICES", json!({}));
-    let (out, r) = run_openai(&p, &wo, &server.url());
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_response_invalid", "{r:#}");
-}
-
-#[test]
-fn openai_without_a_model_is_not_configured_and_makes_no_call() {
-    let server = MockServer::start(vec![openai_ok(BILLING)]);
-    let (p, wo) = setup("WO-OPENAI-NOMODEL", json!({}));
-    let env = vec![("OPENAI_BASE_URL", server.url()), ("OPENAI_API_KEY", KEY.to_string())];
-    let (out, r) = p.run_json(&wo, &["--provider", "openai"], &env);
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_not_configured", "{r:#}");
-    assert_eq!(server.hits(), 0);
 }
 
 #[test]
@@ -350,50 +434,6 @@ fn anthropic_success_sends_system_separately_with_the_api_key_header() {
     assert_eq!(messages[0]["role"], "user");
     assert!(messages[0]["content"].as_str().unwrap().contains("I was charged twice"));
     assert_eq!(p.records()[0]["provider"], "anthropic");
-}
-
-#[test]
-fn anthropic_401_fails_at_once() {
-    let server = MockServer::start(vec![
-        MockReply::json(
-            401,
-            &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
-        ),
-        anthropic_ok(BILLING),
-    ]);
-    let (p, wo) = setup("WO-ANTHROPIC-401", json!({}));
-
-    let (out, r) =
-        p.run_json(&wo, &["--provider", "anthropic"], &anthropic_env(&server.url(), KEY));
-
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_error");
-    assert_eq!(server.hits(), 1);
-    assert!(r["errors"][0]["message"].as_str().unwrap().contains("ANTHROPIC_API_KEY"), "{r:#}");
-}
-
-#[test]
-fn anthropic_max_tokens_stop_is_output_truncated() {
-    let server = MockServer::start(vec![MockReply::json(
-        200,
-        &anthropic_body(r#"{"label": "billing", "conf"#, "max_tokens"),
-    )]);
-    let (p, wo) = setup("WO-ANTHROPIC-LENGTH", json!({"constraints": {"max_repair_attempts": 0}}));
-    let (out, r) =
-        p.run_json(&wo, &["--provider", "anthropic"], &anthropic_env(&server.url(), KEY));
-    out.status(1);
-    assert_eq!(first_code(&r), "output_truncated", "{r:#}");
-}
-
-#[test]
-fn anthropic_without_a_key_makes_no_call() {
-    let server = MockServer::start(vec![anthropic_ok(BILLING)]);
-    let (p, wo) = setup("WO-ANTHROPIC-NOKEY", json!({}));
-    let env = vec![("ANTHROPIC_BASE_URL", server.url()), ("PACTUM_MODEL", MODEL.to_string())];
-    let (out, r) = p.run_json(&wo, &["--provider", "anthropic"], &env);
-    out.status(1);
-    assert_eq!(first_code(&r), "provider_not_configured", "{r:#}");
-    assert_eq!(server.hits(), 0);
 }
 
 // --- replay ------------------------------------------------------------------------------
@@ -489,28 +529,75 @@ fn invalid_input_lists_every_pointer_and_makes_no_call() {
     assert_eq!(server.hits(), 0, "no LLM call for an invalid input");
 }
 
-#[test]
-fn a_budget_too_small_for_prompt_and_max_tokens_makes_no_call() {
-    let server = MockServer::start(vec![openai_ok(BILLING)]);
-    // max_tokens alone (256) is more than the budget.
-    let (p, wo) = setup("WO-BUDGET-SMALL", json!({"constraints": {"token_budget": 200}}));
+/// A run the provider must never be asked about: the run fails with `code` first.
+struct NoCall {
+    name: &'static str,
+    id: &'static str,
+    provider: &'static str,
+    /// The environment, for the mock at this URL.
+    env: fn(&str) -> Vec<(&'static str, String)>,
+    extra: Value,
+    code: &'static str,
+}
 
-    let (out, r) = run_openai(&p, &wo, &server.url());
-
-    out.status(1);
-    assert_eq!(first_code(&r), "budget_exceeded", "{r:#}");
-    assert_eq!(server.hits(), 0);
+fn no_calls() -> Vec<NoCall> {
+    vec![
+        NoCall {
+            name: "OpenAI without a model is not configured",
+            id: "WO-OPENAI-NOMODEL",
+            provider: "openai",
+            env: |url| {
+                vec![("OPENAI_BASE_URL", url.to_string()), ("OPENAI_API_KEY", KEY.to_string())]
+            },
+            extra: json!({}),
+            code: "provider_not_configured",
+        },
+        NoCall {
+            name: "Anthropic without a key is not configured",
+            id: "WO-ANTHROPIC-NOKEY",
+            provider: "anthropic",
+            env: |url| {
+                vec![("ANTHROPIC_BASE_URL", url.to_string()), ("PACTUM_MODEL", MODEL.to_string())]
+            },
+            extra: json!({}),
+            code: "provider_not_configured",
+        },
+        // max_tokens alone (256) is more than the budget.
+        NoCall {
+            name: "a budget too small for max_tokens",
+            id: "WO-BUDGET-SMALL",
+            provider: "openai",
+            env: |url| openai_env(url, KEY),
+            extra: json!({"constraints": {"token_budget": 200}}),
+            code: "budget_exceeded",
+        },
+        // More than max_tokens (256), less than max_tokens plus the rendered prompt.
+        NoCall {
+            name: "a budget that counts the prompt, not only max_tokens",
+            id: "WO-BUDGET-PROMPT",
+            provider: "openai",
+            env: |url| openai_env(url, KEY),
+            extra: json!({"constraints": {"token_budget": 300}}),
+            code: "budget_exceeded",
+        },
+    ]
 }
 
 #[test]
-fn a_budget_counts_the_prompt_not_only_max_tokens() {
-    let server = MockServer::start(vec![openai_ok(BILLING)]);
-    // More than max_tokens (256), less than max_tokens plus the rendered prompt.
-    let (p, wo) = setup("WO-BUDGET-PROMPT", json!({"constraints": {"token_budget": 300}}));
-    let (out, r) = run_openai(&p, &wo, &server.url());
-    out.status(1);
-    assert_eq!(first_code(&r), "budget_exceeded", "{r:#}");
-    assert_eq!(server.hits(), 0);
+fn runs_that_cannot_be_made_as_configured_make_no_call() {
+    harness::check_cases(
+        &no_calls(),
+        |case| case.name,
+        |case| {
+            let server = MockServer::start(vec![openai_ok(BILLING)]);
+            let (p, wo) = setup(case.id, case.extra.clone());
+            let (out, r) =
+                p.run_json(&wo, &["--provider", case.provider], &(case.env)(&server.url()));
+            out.status(1);
+            assert_eq!(first_code(&r), case.code, "{r:#}");
+            assert_eq!(server.hits(), 0);
+        },
+    );
 }
 
 #[test]

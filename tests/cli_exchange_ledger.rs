@@ -36,8 +36,13 @@ fn lines(p: &Project) -> Vec<String> {
     std::fs::read_to_string(p.ledger()).unwrap().lines().map(str::to_string).collect()
 }
 
+/// The text of a ledger file of `lines`.
+fn joined(lines: &[String]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
 fn write_lines(p: &Project, lines: &[String]) {
-    std::fs::write(p.ledger(), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    std::fs::write(p.ledger(), joined(lines)).unwrap();
 }
 
 fn verify(p: &Project, json: bool) -> harness::Out {
@@ -49,12 +54,8 @@ fn verify(p: &Project, json: bool) -> harness::Out {
     p.pactum(&args, &[])
 }
 
-/// Verifies the tampered ledger and returns the line it names (text and JSON agree).
-fn broken_line(p: &Project) -> String {
-    failing_line(p, "ledger_broken")
-}
-
-/// Like [`broken_line`] for a failure with `code`.
+/// Verifies the tampered ledger, which must fail with `code`, and returns the line it names
+/// (text and JSON agree).
 fn failing_line(p: &Project, code: &str) -> String {
     let out = verify(p, false);
     out.status(1);
@@ -212,52 +213,87 @@ fn record_hashes_recompute_without_the_library() {
     assert!(broken.is_err(), "an edited record must not recompute");
 }
 
-#[test]
-fn verify_names_an_edited_line() {
-    let p = ledger_of_five();
-    let mut edited = lines(&p);
-    // Line 5 is the repaired exchange's first record: its verdict was not ok.
-    let mut record: Value = serde_json::from_str(&edited[4]).unwrap();
-    assert_eq!(record["verdict"], "output_schema_invalid");
-    record["verdict"] = json!("ok");
-    edited[4] = serde_json::to_string(&record).unwrap();
-    write_lines(&p, &edited);
-    assert_eq!(broken_line(&p), "5");
+/// A tampered copy of [`ledger_of_five`]'s ledger: how it is made from the file's lines,
+/// and the failure and line `ledger verify` must name.
+struct Tampering {
+    name: &'static str,
+    tamper: fn(&[String]) -> String,
+    code: &'static str,
+    line: &'static str,
 }
 
-#[test]
-fn verify_names_the_line_after_a_removed_one() {
-    let p = ledger_of_five();
-    let mut removed = lines(&p);
-    removed.remove(2);
-    write_lines(&p, &removed);
-    assert_eq!(broken_line(&p), "3");
-}
+const TAMPERINGS: &[Tampering] = &[
+    Tampering {
+        name: "an edited line",
+        tamper: |lines| {
+            let mut edited = lines.to_vec();
+            // Line 5 is the repaired exchange's first record: its verdict was not ok.
+            let mut record: Value = serde_json::from_str(&edited[4]).unwrap();
+            assert_eq!(record["verdict"], "output_schema_invalid");
+            record["verdict"] = json!("ok");
+            edited[4] = serde_json::to_string(&record).unwrap();
+            joined(&edited)
+        },
+        code: "ledger_broken",
+        line: "5",
+    },
+    Tampering {
+        name: "the line after a removed one",
+        tamper: |lines| {
+            let mut removed = lines.to_vec();
+            removed.remove(2);
+            joined(&removed)
+        },
+        code: "ledger_broken",
+        line: "3",
+    },
+    Tampering {
+        name: "the first out-of-order line",
+        tamper: |lines| {
+            let mut swapped = lines.to_vec();
+            swapped.swap(1, 3);
+            joined(&swapped)
+        },
+        code: "ledger_broken",
+        line: "2",
+    },
+    // A line that is no record in the one form pactum writes (SPEC §18).
+    Tampering {
+        name: "a line that is not JSON",
+        tamper: |lines| {
+            let mut garbled = lines.to_vec();
+            garbled[3] = "{not json".to_string();
+            joined(&garbled)
+        },
+        code: "ledger_corrupt",
+        line: "4",
+    },
+    // A torn last line is a cut-off write, not an edit (SPEC §18).
+    Tampering {
+        name: "a cut-off last line",
+        tamper: |lines| {
+            let mut text = joined(lines);
+            text.truncate(text.len() - 20);
+            text
+        },
+        code: "ledger_corrupt",
+        line: "13",
+    },
+];
 
+/// `ledger verify` names the first line a tampering broke, in text and in JSON.
 #[test]
-fn verify_names_the_first_out_of_order_line() {
-    let p = ledger_of_five();
-    let mut swapped = lines(&p);
-    swapped.swap(1, 3);
-    write_lines(&p, &swapped);
-    assert_eq!(broken_line(&p), "2");
-}
-
-#[test]
-fn verify_names_a_line_that_is_not_json_and_a_cut_off_last_line() {
+fn verify_names_the_line_each_tampering_breaks() {
     let p = ledger_of_five();
     let original = lines(&p);
-    let mut garbled = original.clone();
-    garbled[3] = "{not json".to_string();
-    write_lines(&p, &garbled);
-    // A line that is no record in the one form pactum writes (SPEC §18).
-    assert_eq!(failing_line(&p, "ledger_corrupt"), "4");
-
-    let mut text: String = original.iter().map(|l| format!("{l}\n")).collect();
-    text.truncate(text.len() - 20);
-    std::fs::write(p.ledger(), text).unwrap();
-    // A torn last line is a cut-off write, not an edit (SPEC §18).
-    assert_eq!(failing_line(&p, "ledger_corrupt"), "13");
+    harness::check_cases(
+        TAMPERINGS,
+        |case| case.name,
+        |case| {
+            std::fs::write(p.ledger(), (case.tamper)(&original)).unwrap();
+            assert_eq!(failing_line(&p, case.code), case.line);
+        },
+    );
 }
 
 #[test]
@@ -271,7 +307,7 @@ fn a_rehashed_edit_still_breaks_the_chain_at_the_next_line() {
     edited[1] = pactum::digest::canonical_json(&record);
     write_lines(&p, &edited);
     // The edited line now checks out on its own; the next line's `prev` no longer does.
-    assert_eq!(broken_line(&p), "3");
+    assert_eq!(failing_line(&p, "ledger_broken"), "3");
 }
 
 #[test]

@@ -802,14 +802,14 @@ fn the_merge_driver_refuses_a_side_that_does_not_verify_and_takes_large_registri
     assert_eq!(code, 0, "{v:#}");
 }
 
-#[test]
-fn two_branches_that_add_and_promote_contracts_merge_without_a_conflict() {
-    merges_cleanly("");
-}
+/// Where the project sits in its repository (the folder `Repo::new` takes): the merge
+/// driver works the same from either.
+const PROJECT_FOLDERS: &[(&str, &str)] =
+    &[("at the top level of the repository", ""), ("in a subfolder of the repository", "prompts")];
 
 #[test]
-fn the_merge_driver_works_for_a_project_in_a_subfolder_of_the_repository() {
-    merges_cleanly("prompts");
+fn two_branches_that_add_and_promote_contracts_merge_without_a_conflict() {
+    common::check_cases(PROJECT_FOLDERS, |case| case.0, |&(_, sub)| merges_cleanly(sub));
 }
 
 #[test]

@@ -1184,47 +1184,66 @@ fn owned(items: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
     items.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect()
 }
 
-#[test]
-fn diff_reports_an_added_optional_input_as_minor() {
-    let t = Tree::new();
-    let rel = t.write_version("1.1.0", add_optional_input);
-    t.ok(&["registry", "add", &rel]);
-    let v = t.ok(&["diff", &format!("{ID}@1.0.0"), &format!("{ID}@1.1.0")]);
-    check_diff_shape(&v, &format!("{ID}@1.0.0"), &format!("{ID}@1.1.0"), "minor", "minor");
-    assert_eq!(changes(&v), owned(&[("/input_schema/properties/lang", "added_optional", "minor")]));
+/// A new version of the scaffolded contract, `edit`ed, diffed against 1.0.0 (with `flags`):
+/// the bump its changes need (also the one its version declares) and the changes, in order.
+struct Diff {
+    name: &'static str,
+    version: &'static str,
+    edit: fn(&mut Value),
+    flags: &'static [&'static str],
+    bump: &'static str,
+    changes: &'static [(&'static str, &'static str, &'static str)],
 }
 
-#[test]
-fn diff_reports_a_retyped_output_property_as_major() {
-    let t = Tree::new();
-    let rel = t.write_version("2.0.0", |c| {
-        c["output_schema"]["properties"]["result"]["type"] = json!("integer");
-    });
-    t.ok(&["registry", "add", &rel]);
-    let v = t.ok(&["diff", &format!("{ID}@1.0.0"), &format!("{ID}@2.0.0"), "--format", "json"]);
-    check_diff_shape(&v, &format!("{ID}@1.0.0"), &format!("{ID}@2.0.0"), "major", "major");
-    let c = changes(&v);
-    assert_eq!(c.len(), 1, "{v:#}");
-    assert!(c[0].0.starts_with("/output_schema/properties/result"), "{v:#}");
-    assert_eq!((c[0].1.as_str(), c[0].2.as_str()), ("retyped", "major"));
-}
-
-#[test]
-fn diff_reports_description_and_metadata_changes_as_patch() {
-    let t = Tree::new();
-    let rel = t.write_version("1.0.1", |c| {
-        c["metadata"]["description"] = json!("Takes notes.");
-        c["input_schema"]["properties"]["input"]["description"] = json!("The notes.");
-    });
-    t.ok(&["registry", "add", &rel]);
-    let v = t.ok(&["diff", &format!("{ID}@1.0.0"), &format!("{ID}@1.0.1")]);
-    check_diff_shape(&v, &format!("{ID}@1.0.0"), &format!("{ID}@1.0.1"), "patch", "patch");
-    assert_eq!(
-        changes(&v),
-        owned(&[
+const DIFFS: &[Diff] = &[
+    Diff {
+        name: "an added optional input is minor",
+        version: "1.1.0",
+        edit: add_optional_input,
+        flags: &[],
+        bump: "minor",
+        changes: &[("/input_schema/properties/lang", "added_optional", "minor")],
+    },
+    Diff {
+        name: "a retyped output property is major",
+        version: "2.0.0",
+        edit: |c| c["output_schema"]["properties"]["result"]["type"] = json!("integer"),
+        flags: &["--format", "json"],
+        bump: "major",
+        changes: &[("/output_schema/properties/result/type", "retyped", "major")],
+    },
+    Diff {
+        name: "description and metadata changes are patch",
+        version: "1.0.1",
+        edit: |c| {
+            c["metadata"]["description"] = json!("Takes notes.");
+            c["input_schema"]["properties"]["input"]["description"] = json!("The notes.");
+        },
+        flags: &[],
+        bump: "patch",
+        changes: &[
             ("/input_schema/properties/input/description", "annotation_changed", "patch"),
             ("/metadata/description", "metadata_changed", "patch"),
-        ])
+        ],
+    },
+];
+
+#[test]
+fn diff_reports_the_bump_each_change_needs() {
+    common::check_cases(
+        DIFFS,
+        |case| case.name,
+        |case| {
+            let t = Tree::new();
+            let rel = t.write_version(case.version, case.edit);
+            t.ok(&["registry", "add", &rel]);
+            let (from, to) = (format!("{ID}@1.0.0"), format!("{ID}@{}", case.version));
+            let mut args = vec!["diff", from.as_str(), to.as_str()];
+            args.extend_from_slice(case.flags);
+            let v = t.ok(&args);
+            check_diff_shape(&v, &from, &to, case.bump, case.bump);
+            assert_eq!(changes(&v), owned(case.changes), "{v:#}");
+        },
     );
 }
 

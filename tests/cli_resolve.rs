@@ -136,32 +136,71 @@ fn resolve_without_requirement_picks_the_highest_active_version() {
     assert_eq!(stderr(&out), "");
 }
 
-#[test]
-fn resolve_bare_version_is_an_exact_pin() {
-    let project = Project::new();
-    // Unlike Cargo's caret default, 1.2.0 does not float to 1.3.0.
-    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@1.2.0", &[]), "1.2.0");
-    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@1.2.1", &[]), "1.2.1");
+/// A requirement that resolves: the version it picks, in what state, with which warnings.
+struct Picks {
+    name: &'static str,
+    pin: &'static str,
+    flags: &'static [&'static str],
+    version: &'static str,
+    state: &'static str,
+    warnings: &'static [&'static str],
 }
 
-#[test]
-fn resolve_equals_version_is_an_exact_pin() {
-    let project = Project::new();
-    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@=1.2.0", &[]), "1.2.0");
+/// A requirement that resolves to an active version, without warnings.
+const fn active(name: &'static str, pin: &'static str, version: &'static str) -> Picks {
+    Picks { name, pin, flags: &[], version, state: "active", warnings: &[] }
 }
 
+/// A requirement that resolves to the draft 2.0.0 with `--allow-draft`.
+const fn draft(name: &'static str, pin: &'static str) -> Picks {
+    Picks { name, pin, flags: &["--allow-draft"], version: "2.0.0", state: "draft", warnings: &[] }
+}
+
+const PICKS: &[Picks] = &[
+    // Unlike Cargo's caret default, a bare version does not float to 1.3.0.
+    active("a bare version is an exact pin", "PRC-ROUTE-001@1.2.0", "1.2.0"),
+    active("a bare patch version is an exact pin", "PRC-ROUTE-001@1.2.1", "1.2.1"),
+    active("= is an exact pin", "PRC-ROUTE-001@=1.2.0", "1.2.0"),
+    active("a caret range picks the highest active match", "PRC-ROUTE-001@^1.2", "1.3.0"),
+    active("a tilde range picks the highest active match", "PRC-ROUTE-001@~1.2", "1.2.1"),
+    active("a range below the draft", "PRC-ROUTE-001@>=1.0, <2.0", "1.3.0"),
+    active("a range below the highest active version", "PRC-ROUTE-001@>=1.0, <1.3", "1.2.1"),
+    active("a major caret range", "PRC-ROUTE-001@^1", "1.3.0"),
+    Picks {
+        name: "a range only a deprecated version matches resolves with the warning",
+        pin: "PRC-ROUTE-001@~1.0",
+        flags: &[],
+        version: "1.0.0",
+        state: "deprecated",
+        warnings: &["contract_deprecated"],
+    },
+    draft("--allow-draft lets an exact draft pin resolve", "PRC-ROUTE-001@2.0.0"),
+    // Drafts count as active: "latest" picks the draft being worked on.
+    draft("--allow-draft makes latest the draft", "PRC-ROUTE-001"),
+    draft("--allow-draft lets a range only the draft matches resolve", "PRC-ROUTE-001@^2"),
+];
+
 #[test]
-fn resolve_ranges_pick_the_highest_matching_active_version() {
+fn each_requirement_resolves_to_the_version_it_names() {
     let project = Project::new();
-    for (pin, expected) in [
-        ("PRC-ROUTE-001@^1.2", "1.3.0"),
-        ("PRC-ROUTE-001@~1.2", "1.2.1"),
-        ("PRC-ROUTE-001@>=1.0, <2.0", "1.3.0"),
-        ("PRC-ROUTE-001@>=1.0, <1.3", "1.2.1"),
-        ("PRC-ROUTE-001@^1", "1.3.0"),
-    ] {
-        assert_eq!(resolved_version(&project, pin, &[]), expected, "{pin}");
-    }
+    common::check_cases(
+        PICKS,
+        |case| case.name,
+        |case| {
+            assert_eq!(resolved_version(&project, case.pin, case.flags), case.version);
+            let mut args = vec![case.pin];
+            args.extend_from_slice(case.flags);
+            let (doc, _) = project.resolve_json(&args);
+            assert_eq!(doc["state"], case.state, "{doc:#}");
+            let warnings: Vec<&str> = doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| w["code"].as_str().unwrap())
+                .collect();
+            assert_eq!(warnings, case.warnings, "{doc:#}");
+        },
+    );
 }
 
 #[test]
@@ -192,90 +231,102 @@ fn resolve_deprecated_version_warns_in_json() {
     assert!(warnings[0]["message"].as_str().unwrap().contains("successor is 1.2.0"), "{doc:#}");
 }
 
-#[test]
-fn resolve_range_matching_only_a_deprecated_version_resolves_with_the_warning() {
-    let project = Project::new();
-    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@~1.0"]);
-    assert_eq!(status, 0, "{doc:#}");
-    assert_eq!(doc["version"], "1.0.0");
-    assert_eq!(doc["warnings"][0]["code"], "contract_deprecated");
+/// A requirement that does not resolve: the exit status and code, in text and in JSON, and
+/// what the message says (and never says).
+struct Refusal {
+    name: &'static str,
+    pin: &'static str,
+    status: i32,
+    code: &'static str,
+    says: &'static [&'static str],
+    never_says: &'static [&'static str],
 }
 
-#[test]
-fn resolve_refuses_a_draft_without_allow_draft() {
-    let project = Project::new();
-    let out = project.resolve(&["PRC-ROUTE-001@2.0.0"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stdout(&out), "");
-    let err = stderr(&out);
-    assert!(err.starts_with("error[contract_not_active]: "), "{err}");
-    assert!(err.contains("--allow-draft"), "{err}");
-
-    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@2.0.0"]);
-    assert_eq!(status, 1);
-    assert_eq!(failure_code(&doc), "contract_not_active");
+/// A malformed pin: a usage error.
+const fn malformed(name: &'static str, pin: &'static str) -> Refusal {
+    Refusal { name, pin, status: 2, code: "pin_invalid", says: &[], never_says: &[] }
 }
 
-#[test]
-fn resolve_allow_draft_lets_drafts_resolve() {
-    let project = Project::new();
-    let allow = ["--allow-draft"];
-    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@2.0.0", &allow), "2.0.0");
-    // Drafts count as active: "latest" picks the draft being worked on.
-    assert_eq!(resolved_version(&project, "PRC-ROUTE-001", &allow), "2.0.0");
-    let (doc, _) = project.resolve_json(&["PRC-ROUTE-001@2.0.0", "--allow-draft"]);
-    assert_eq!(doc["state"], "draft");
-    assert_eq!(doc["warnings"], json!([]));
+/// A well-formed requirement nothing answers: exit status 1.
+const fn unanswered(
+    name: &'static str,
+    pin: &'static str,
+    code: &'static str,
+    says: &'static [&'static str],
+) -> Refusal {
+    Refusal { name, pin, status: 1, code, says, never_says: &[] }
 }
 
-#[test]
-fn resolve_removed_version_is_not_found_listing_available_versions() {
-    let project = Project::new();
-    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@1.1.0"]);
-    assert_eq!(status, 1);
-    assert_eq!(failure_code(&doc), "contract_version_not_found");
-    let message = doc["message"].as_str().unwrap();
-    assert!(
-        message
-            .contains("available versions: 1.0.0 (deprecated), 1.2.0, 1.2.1, 1.3.0, 2.0.0 (draft)"),
-        "{message}"
-    );
+const REFUSALS: &[Refusal] = &[
+    unanswered(
+        "a draft without --allow-draft",
+        "PRC-ROUTE-001@2.0.0",
+        "contract_not_active",
+        &["--allow-draft"],
+    ),
     // The removed version is not offered.
-    assert!(!message.contains("1.1.0 ("), "{message}");
-
-    let out = project.resolve(&["PRC-ROUTE-001@^3"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).starts_with("error[contract_version_not_found]: "), "{}", stderr(&out));
-}
+    Refusal {
+        name: "a removed version",
+        pin: "PRC-ROUTE-001@1.1.0",
+        status: 1,
+        code: "contract_version_not_found",
+        says: &["available versions: 1.0.0 (deprecated), 1.2.0, 1.2.1, 1.3.0, 2.0.0 (draft)"],
+        never_says: &["1.1.0 ("],
+    },
+    unanswered("a range no version matches", "PRC-ROUTE-001@^3", "contract_version_not_found", &[]),
+    unanswered(
+        "a range only a draft matches names the draft",
+        "PRC-ROUTE-001@^2",
+        "contract_version_not_found",
+        &["2.0.0 (draft)"],
+    ),
+    unanswered(
+        "an unknown id",
+        "PRC-ROTUE-001",
+        "contract_not_found",
+        &["did you mean PRC-ROUTE-001?"],
+    ),
+    unanswered(
+        "an unknown id with a range",
+        "PRC-ROUTES-001@^1",
+        "contract_not_found",
+        &["did you mean PRC-ROUTE-001?"],
+    ),
+    malformed("an empty requirement", "PRC-ROUTE-001@"),
+    malformed("no id", "route"),
+    malformed("a requirement that is no version", "PRC-ROUTE-001@^x"),
+    malformed("a lowercase id", "PRC-route-001"),
+    malformed("a pack id", "PRM-ROUTE-001"),
+];
 
 #[test]
-fn resolve_unknown_id_suggests_the_closest_one() {
+fn requirements_that_do_not_resolve_are_refused_with_their_code() {
     let project = Project::new();
-    let (doc, status) = project.resolve_json(&["PRC-ROTUE-001"]);
-    assert_eq!(status, 1);
-    assert_eq!(failure_code(&doc), "contract_not_found");
-    assert!(doc["message"].as_str().unwrap().contains("did you mean PRC-ROUTE-001?"), "{doc:#}");
+    common::check_cases(
+        REFUSALS,
+        |case| case.name,
+        |case| {
+            let out = project.resolve(&[case.pin]);
+            assert_eq!(out.status.code(), Some(case.status));
+            assert_eq!(stdout(&out), "");
+            let err = stderr(&out);
+            assert!(err.starts_with(&format!("error[{}]: ", case.code)), "{err}");
 
-    let out = project.resolve(&["PRC-ROUTES-001@^1"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(err.starts_with("error[contract_not_found]: "), "{err}");
-    assert!(err.contains("did you mean PRC-ROUTE-001?"), "{err}");
-}
-
-#[test]
-fn resolve_malformed_pin_is_a_usage_error() {
-    let project = Project::new();
-    for pin in ["PRC-ROUTE-001@", "route", "PRC-ROUTE-001@^x", "PRC-route-001", "PRM-ROUTE-001"] {
-        let out = project.resolve(&[pin]);
-        assert_eq!(out.status.code(), Some(2), "{pin}");
-        assert!(stderr(&out).starts_with("error[pin_invalid]: "), "{pin}: {}", stderr(&out));
-        assert_eq!(stdout(&out), "", "{pin}");
-
-        let (doc, status) = project.resolve_json(&[pin]);
-        assert_eq!(status, 2, "{pin}");
-        assert_eq!(failure_code(&doc), "pin_invalid", "{pin}");
-    }
+            let (doc, status) = project.resolve_json(&[case.pin]);
+            assert_eq!(status, case.status, "{doc:#}");
+            assert_eq!(failure_code(&doc), case.code);
+            let message = doc["message"].as_str().unwrap();
+            let first = doc["errors"][0]["message"].as_str().unwrap();
+            for text in [err.as_str(), message, first] {
+                for part in case.says {
+                    assert!(text.contains(part), "`{part}` missing: {text}");
+                }
+                for part in case.never_says {
+                    assert!(!text.contains(part), "`{part}` is there: {text}");
+                }
+            }
+        },
+    );
 }
 
 #[test]
@@ -414,18 +465,6 @@ fn resolve_fixture_registry_hashes_its_files_exactly() {
             assert_eq!(entry["sha256"], sha256_hex(&bytes), "{entry:#}");
         }
     }
-}
-
-#[test]
-fn a_range_that_only_drafts_match_is_version_not_found_naming_the_drafts() {
-    let project = Project::new();
-    let (doc, status) = project.resolve_json(&["PRC-ROUTE-001@^2"]);
-    assert_eq!(status, 1, "{doc:#}");
-    assert_eq!(failure_code(&doc), "contract_version_not_found");
-    let message = doc["errors"][0]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("2.0.0 (draft)"), "{doc:#}");
-
-    assert_eq!(resolved_version(&project, "PRC-ROUTE-001@^2", &["--allow-draft"]), "2.0.0");
 }
 
 /// Runs `pactum registry ARGS` in the project and requires success.

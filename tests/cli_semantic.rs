@@ -134,52 +134,66 @@ fn retry_reasks_with_the_judges_reason_and_keeps_the_second_answer() {
     assert_ne!(records[0]["prompt_hash"], records[2]["prompt_hash"]);
 }
 
-#[test]
-fn retry_with_its_attempts_spent_is_semantic_rejected() {
-    let p = Project::new();
-    let wo = checked_wo(
-        &p,
-        "WO-SEM-SPENT",
-        "retry",
-        json!([
-            classify(WRONG),
-            verdict(false, REASON),
-            classify(WRONG),
-            verdict(false, "Still technical.")
-        ]),
-        json!({"constraints": {"max_repair_attempts": 1}}),
-    );
+/// `retry` with the work order's re-asks spent: the replies (the classify answers and the
+/// judge's verdicts, in turn), the re-asks allowed, and what the rejection says.
+struct Spent {
+    name: &'static str,
+    id: &'static str,
+    responses: Value,
+    reasks: u64,
+    says: &'static [&'static str],
+}
 
-    let (out, r) = p.run_json(&wo, &[], &[]);
-
-    out.status(1);
-    assert_eq!(r["ok"], false);
-    assert_eq!(first_code(&r), "semantic_rejected", "{r:#}");
-    let message = r["message"].as_str().unwrap();
-    assert!(
-        message.contains("Still technical.") && message.contains("after 1 re-ask(s)"),
-        "{message}"
-    );
-    assert_eq!(r["repair_attempts"], 1);
-    assert!(r.get("output").is_none(), "a rejected output is not returned: {r:#}");
-    // Exactly one re-ask: the work order allows one.
-    assert_eq!(exchange_records(&p).len(), 4, "{:?}", exchange_records(&p));
+fn spent() -> Vec<Spent> {
+    vec![
+        Spent {
+            name: "one re-ask allowed and rejected again",
+            id: "WO-SEM-SPENT",
+            responses: json!([
+                classify(WRONG),
+                verdict(false, REASON),
+                classify(WRONG),
+                verdict(false, "Still technical.")
+            ]),
+            reasks: 1,
+            says: &["Still technical.", "after 1 re-ask(s)"],
+        },
+        Spent {
+            name: "max_repair_attempts 0 makes no re-ask",
+            id: "WO-SEM-NONE",
+            responses: json!([classify(WRONG), verdict(false, REASON)]),
+            reasks: 0,
+            says: &[REASON],
+        },
+    ]
 }
 
 #[test]
-fn retry_with_max_repair_attempts_zero_makes_no_reask() {
-    let p = Project::new();
-    let wo = checked_wo(
-        &p,
-        "WO-SEM-NONE",
-        "retry",
-        json!([classify(WRONG), verdict(false, REASON)]),
-        json!({"constraints": {"max_repair_attempts": 0}}),
+fn retry_with_its_attempts_spent_is_semantic_rejected() {
+    harness::check_cases(
+        &spent(),
+        |case| case.name,
+        |case| {
+            let p = Project::new();
+            let constraints = json!({"constraints": {"max_repair_attempts": case.reasks}});
+            let wo = checked_wo(&p, case.id, "retry", case.responses.clone(), constraints);
+
+            let (out, r) = p.run_json(&wo, &[], &[]);
+
+            out.status(1);
+            assert_eq!(r["ok"], false);
+            assert_eq!(first_code(&r), "semantic_rejected", "{r:#}");
+            let message = r["message"].as_str().unwrap();
+            for part in case.says {
+                assert!(message.contains(part), "`{part}` missing: {message}");
+            }
+            assert_eq!(r["repair_attempts"], case.reasks);
+            assert!(r.get("output").is_none(), "a rejected output is not returned: {r:#}");
+            // Exactly the re-asks the work order allows: an answer and a verdict each.
+            let records = exchange_records(&p);
+            assert_eq!(records.len() as u64, 2 * (1 + case.reasks), "{records:?}");
+        },
     );
-    let (out, r) = p.run_json(&wo, &[], &[]);
-    out.status(1);
-    assert_eq!(first_code(&r), "semantic_rejected", "{r:#}");
-    assert_eq!(exchange_records(&p).len(), 2);
 }
 
 #[test]
@@ -251,32 +265,36 @@ fn a_judge_that_gives_no_verdict_fails_the_check_with_its_own_code() {
     // reply at all: each fails the run, never a silent pass.
     let cases = [
         (
+            "a reply that is not a verdict",
+            "WO-SEM-NOVERDICT-0",
             json!({"contract_id": "PRC-JUDGE-001", "text": "{\"score\": 0.9, \"reason\": \"fine\"}"}),
             "output_schema_invalid",
         ),
         (
+            "a reply that is not JSON",
+            "WO-SEM-NOVERDICT-1",
             json!({"contract_id": "PRC-JUDGE-001", "text": "Looks good to me."}),
             "output_json_extraction_failed",
         ),
         (
+            "no judge reply at all",
+            "WO-SEM-NOVERDICT-2",
             json!({"contract_id": "PRC-JUDGE-001", "error": {"code": "provider_unreachable", "message": "down"}}),
             "provider_unreachable",
         ),
     ];
-    for (i, (judge, code)) in cases.into_iter().enumerate() {
-        let wo = checked_wo(
-            &p,
-            &format!("WO-SEM-NOVERDICT-{i}"),
-            "accept",
-            json!([classify(RIGHT), judge]),
-            json!({}),
-        );
-        let (out, r) = p.run_json(&wo, &[], &[]);
-        out.status(1);
-        assert_eq!((r["ok"].as_bool(), first_code(&r)), (Some(false), code), "{r:#}");
-        let message = r["message"].as_str().unwrap();
-        assert!(message.contains("the semantic check's judge PRC-JUDGE-001"), "{message}");
-    }
+    harness::check_cases(
+        &cases,
+        |case| case.0,
+        |(_, id, judge, code)| {
+            let wo = checked_wo(&p, id, "accept", json!([classify(RIGHT), judge]), json!({}));
+            let (out, r) = p.run_json(&wo, &[], &[]);
+            out.status(1);
+            assert_eq!((r["ok"].as_bool(), first_code(&r)), (Some(false), *code), "{r:#}");
+            let message = r["message"].as_str().unwrap();
+            assert!(message.contains("the semantic check's judge PRC-JUDGE-001"), "{message}");
+        },
+    );
 }
 
 #[test]

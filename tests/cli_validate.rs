@@ -330,68 +330,165 @@ fn validate_allows_unknown_top_level_keys() {
 // Checks 1-3: parse, schema, embedded schemas
 // ---------------------------------------------------------------------------------------
 
-#[test]
-fn validate_reports_json_parse_error_at_line_and_column() {
-    let tree = Tree::new("good");
-    tree.write(
-        "contracts/notes/1.0.0.json",
-        "{\n  \"contract_id\": \"PRC-NOTES-001\"\n  \"version\": \"1.0.0\"\n}\n",
-    );
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    check_summary(&doc);
-    let d = one(&doc, "contract_parse_error", "contracts/notes/1.0.0.json");
-    // The missing comma is noticed where the next key starts.
-    check(d, "error", None, Some((3, 3)), "expected `,`");
-
-    let text = stdout(&tree.validate(&[]));
-    assert!(
-        text.contains(
-            "error[contract_parse_error]: expected `,` or `}`\n \
-             --> contracts/notes/1.0.0.json:3:3\n  |\n3 |   \"version\": \"1.0.0\"\n  |   ^\n  = help: "
-        ),
-        "{text}"
-    );
-}
-
-#[test]
-fn validate_reports_empty_file_as_parse_error_at_start() {
-    let tree = Tree::new("good");
-    tree.write("contracts/empty/1.0.0.json", "");
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    check(
-        one(&doc, "contract_parse_error", "contracts/empty/1.0.0.json"),
-        "error",
-        None,
-        Some((1, 1)),
-        "EOF while parsing a value",
-    );
-}
-
-#[test]
-fn validate_reports_yaml_pack_parse_error_at_line_and_column() {
-    let tree = Tree::new("good");
-    let rel = "prompt_packs/summarize/1.0.0.yaml";
-    tree.edit(rel, "  constraints: Keep", "  constraints: [Keep");
-    let expected = pos_after(&tree.read(rel), "  constraints: ");
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    check(
-        one(&doc, "contract_parse_error", rel),
-        "error",
-        None,
-        Some(expected),
-        "unclosed bracket '['",
-    );
-    assert_eq!(expected, (11, 16));
-}
-
-/// Where a single-edit case expects its finding: right after a text of the edited file, or
-/// at a fixed line and column.
+/// Where a case expects its finding: right after a text of the file, at a fixed line and
+/// column, or both (right after a text, which is at that line and column).
 enum At {
     After(&'static str),
     Fixed(u64, u64),
+    Both(&'static str, u64, u64),
+}
+
+impl At {
+    /// The line and column in `text`, the file's content.
+    fn in_text(&self, text: &str) -> (u64, u64) {
+        match *self {
+            At::After(prefix) => pos_after(text, prefix),
+            At::Fixed(line, column) => (line, column),
+            At::Both(prefix, line, column) => {
+                let at = pos_after(text, prefix);
+                assert_eq!(at, (line, column), "`{prefix}` is not where the case says");
+                at
+            }
+        }
+    }
+}
+
+/// How a [`BadFile`] case makes its file in the `good` tree.
+enum Content {
+    /// A new file with this text.
+    Write(&'static str),
+    /// The first `from` of the existing file replaced with `to`.
+    Edit(&'static str, &'static str),
+    /// A new work order (its id the file's stem) pinning this contract requirement.
+    WorkOrder(&'static str),
+}
+
+/// A file that must give exactly one error finding of `code` in it, at its pointer and
+/// position, whose message says every text of `says` (and, in the text report, `text`):
+/// files that do not parse, and work orders that check 10 refuses, alike.
+struct BadFile {
+    name: &'static str,
+    file: &'static str,
+    content: Content,
+    code: &'static str,
+    pointer: Option<&'static str>,
+    at: At,
+    says: &'static [&'static str],
+    text: Option<&'static str>,
+}
+
+const BAD_FILES: &[BadFile] = &[
+    // The missing comma is noticed where the next key starts.
+    BadFile {
+        name: "JSON with a missing comma",
+        file: "contracts/notes/1.0.0.json",
+        content: Content::Write(
+            "{\n  \"contract_id\": \"PRC-NOTES-001\"\n  \"version\": \"1.0.0\"\n}\n",
+        ),
+        code: "contract_parse_error",
+        pointer: None,
+        at: At::Fixed(3, 3),
+        says: &["expected `,`"],
+        text: Some(
+            "error[contract_parse_error]: expected `,` or `}`\n \
+             --> contracts/notes/1.0.0.json:3:3\n  |\n3 |   \"version\": \"1.0.0\"\n  |   ^\n  = help: ",
+        ),
+    },
+    BadFile {
+        name: "an empty file, at its start",
+        file: "contracts/empty/1.0.0.json",
+        content: Content::Write(""),
+        code: "contract_parse_error",
+        pointer: None,
+        at: At::Fixed(1, 1),
+        says: &["EOF while parsing a value"],
+        text: None,
+    },
+    BadFile {
+        name: "YAML pack with an unclosed bracket",
+        file: "prompt_packs/summarize/1.0.0.yaml",
+        content: Content::Edit("  constraints: Keep", "  constraints: [Keep"),
+        code: "contract_parse_error",
+        pointer: None,
+        at: At::Both("  constraints: ", 11, 16),
+        says: &["unclosed bracket '['"],
+        text: None,
+    },
+    BadFile {
+        name: "work order pinning an unknown contract",
+        file: "work_orders/WO-LOST-001.json",
+        content: Content::WorkOrder("PRC-GRET-001@^1"),
+        code: "contract_not_found",
+        pointer: Some("/contract"),
+        at: At::Fixed(4, 15),
+        says: &["did you mean PRC-GREET-001"],
+        text: None,
+    },
+    BadFile {
+        name: "work order pinning a version nothing matches",
+        file: "work_orders/WO-FUTURE-001.json",
+        content: Content::WorkOrder("PRC-GREET-001@^4"),
+        code: "contract_version_not_found",
+        pointer: Some("/contract"),
+        at: At::Fixed(4, 15),
+        says: &["^4", "1.0.0, 1.1.0"],
+        text: None,
+    },
+    BadFile {
+        name: "work order of an unknown kind",
+        file: "work_orders/WO-BAD-001.json",
+        content: Content::Write(
+            "{\n  \"work_order_id\": \"WO-BAD-001\",\n  \"kind\": \"batch\",\n  \"input\": {}\n}\n",
+        ),
+        code: "work_order_invalid",
+        pointer: Some("/kind"),
+        at: At::Fixed(3, 11),
+        says: &["batch"],
+        text: None,
+    },
+    BadFile {
+        name: "YAML work order of an unknown kind, at the value",
+        file: "work_orders/WO-SUMMARIZE-001.yaml",
+        content: Content::Edit("kind: exchange", "kind: batch"),
+        code: "work_order_invalid",
+        pointer: Some("/kind"),
+        at: At::Fixed(2, 7),
+        says: &["batch"],
+        text: None,
+    },
+];
+
+/// Every case of [`BAD_FILES`] on its own copy of `good` (registry.json untouched).
+#[test]
+fn validate_reports_each_bad_file_once_at_its_place() {
+    common::check_cases(
+        BAD_FILES,
+        |case| case.name,
+        |case| {
+            let tree = Tree::new("good");
+            match case.content {
+                Content::Write(text) => tree.write(case.file, text),
+                Content::Edit(from, to) => tree.edit(case.file, from, to),
+                Content::WorkOrder(pin) => {
+                    let id = Path::new(case.file).file_stem().unwrap().to_str().unwrap();
+                    tree.write(case.file, &work_order(id, pin));
+                }
+            }
+            let (doc, status) = tree.validate_json(&[]);
+            assert_eq!(status, 1, "{doc:#}");
+            check_summary(&doc);
+            let d = one(&doc, case.code, case.file);
+            let at = case.at.in_text(&tree.read(case.file));
+            check(d, "error", case.pointer, Some(at), case.says[0]);
+            for part in case.says {
+                assert!(d["message"].as_str().unwrap().contains(part), "`{part}` missing: {d:#}");
+            }
+            if let Some(expected) = case.text {
+                let text = stdout(&tree.validate(&[]));
+                assert!(text.contains(expected), "{text}");
+            }
+        },
+    );
 }
 
 /// One edit of the `good` tree that must give exactly one error finding, with its code,
@@ -489,44 +586,45 @@ const SINGLE_EDITS: &[SingleEdit] = &[
         at: At::After("\"template\": "),
         says: "does not compile",
     },
+    SingleEdit {
+        name: "version that is not the registered one",
+        file: "contracts/summarize/1.0.0.json",
+        from: "\"version\": \"1.0.0\"",
+        to: "\"version\": \"1.0.1\"",
+        code: "contract_id_mismatch",
+        pointer: "/version",
+        at: At::After("\"version\": "),
+        says: "PRC-SUMMARIZE-001@1.0.1",
+    },
+    SingleEdit {
+        name: "id that is not the registered one",
+        file: "contracts/summarize/1.0.0.json",
+        from: "\"PRC-SUMMARIZE-001\"",
+        to: "\"PRC-SUMMARY-001\"",
+        code: "contract_id_mismatch",
+        pointer: "/contract_id",
+        at: At::After("\"contract_id\": "),
+        says: "PRC-SUMMARY-001@1.0.0",
+    },
 ];
 
 /// Every case of [`SINGLE_EDITS`] on its own copy of `good`; fails naming every case that
 /// did not give its one finding where it belongs.
 #[test]
 fn validate_reports_each_single_edit_once_at_its_place() {
-    let failed: Vec<String> = SINGLE_EDITS
-        .iter()
-        .filter_map(|case| {
-            let outcome = std::panic::catch_unwind(|| {
-                let tree = Tree::new("good");
-                tree.edit(case.file, case.from, case.to);
-                tree.resync();
-                let (doc, status) = tree.validate_json(&[]);
-                assert_eq!(status, 1, "{doc:#}");
-                let at = match case.at {
-                    At::After(text) => pos_after(&tree.read(case.file), text),
-                    At::Fixed(line, column) => (line, column),
-                };
-                let d = one(&doc, case.code, case.file);
-                check(d, "error", Some(case.pointer), Some(at), case.says);
-            });
-            outcome.err().map(|e| {
-                let why = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                format!("{}: {why}", case.name)
-            })
-        })
-        .collect();
-    assert!(
-        failed.is_empty(),
-        "{} of {} cases failed:\n{}",
-        failed.len(),
-        SINGLE_EDITS.len(),
-        failed.join("\n\n")
+    common::check_cases(
+        SINGLE_EDITS,
+        |case| case.name,
+        |case| {
+            let tree = Tree::new("good");
+            tree.edit(case.file, case.from, case.to);
+            tree.resync();
+            let (doc, status) = tree.validate_json(&[]);
+            assert_eq!(status, 1, "{doc:#}");
+            let at = case.at.in_text(&tree.read(case.file));
+            let d = one(&doc, case.code, case.file);
+            check(d, "error", Some(case.pointer), Some(at), case.says);
+        },
     );
 }
 
@@ -642,39 +740,60 @@ fn add_entry(r: &mut Value, index: usize, version: &str, path: &str) -> usize {
     list.len() - 1
 }
 
-#[test]
-fn validate_reports_registry_path_with_dotdot_as_path_escape() {
-    let tree = Tree::new("good");
-    fs::write(tree.outside().join("1.5.0.json"), "{}").unwrap();
-    let mut index = 0;
-    tree.edit_registry(|r| index = add_entry(r, 1, "1.5.0", "../1.5.0.json"));
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read("registry.json"), "\"path\": \"../1.5.0.json");
-    let at = (at.0, at.1 - "\"../1.5.0.json".len() as u64);
-    check(
-        one(&doc, "path_escape", "registry.json"),
-        "error",
-        Some(format!("/contracts/{index}/path").as_str()),
-        Some(at),
-        "..",
-    );
+/// A registry entry whose path leads out of the root; `{outside}` in `path` is the folder
+/// above the root, where `outside_file` is written.
+struct EscapingPath {
+    name: &'static str,
+    outside_file: &'static str,
+    path: &'static str,
+    version: &'static str,
+    says: &'static str,
 }
 
+const ESCAPING_PATHS: &[EscapingPath] = &[
+    EscapingPath {
+        name: "a path through ..",
+        outside_file: "1.5.0.json",
+        path: "../1.5.0.json",
+        version: "1.5.0",
+        says: "..",
+    },
+    EscapingPath {
+        name: "an absolute path",
+        outside_file: "abs.json",
+        path: "{outside}/abs.json",
+        version: "1.6.0",
+        says: "absolute",
+    },
+];
+
 #[test]
-fn validate_reports_absolute_registry_path_as_path_escape() {
-    let tree = Tree::new("good");
-    let absolute = tree.outside().join("abs.json");
-    fs::write(&absolute, "{}").unwrap();
-    let absolute = absolute.to_string_lossy().replace('\\', "/");
-    let mut index = 0;
-    tree.edit_registry(|r| index = add_entry(r, 1, "1.6.0", &absolute));
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let d = one(&doc, "path_escape", "registry.json");
-    let at = pos_after(&tree.read("registry.json"), &format!("\"path\": \"{absolute}"));
-    let at = (at.0, at.1 - absolute.chars().count() as u64 - 1);
-    check(d, "error", Some(format!("/contracts/{index}/path").as_str()), Some(at), "absolute");
+fn validate_reports_registry_paths_leaving_the_root_as_path_escape_at_the_path() {
+    common::check_cases(
+        ESCAPING_PATHS,
+        |case| case.name,
+        |case| {
+            let tree = Tree::new("good");
+            fs::write(tree.outside().join(case.outside_file), "{}").unwrap();
+            let outside = tree.outside().to_string_lossy().replace('\\', "/");
+            let path = case.path.replace("{outside}", &outside);
+            let mut index = 0;
+            tree.edit_registry(|r| index = add_entry(r, 1, case.version, &path));
+            let (doc, status) = tree.validate_json(&[]);
+            assert_eq!(status, 1);
+            let d = one(&doc, "path_escape", "registry.json");
+            // At the opening quote of the path's value.
+            let at = pos_after(&tree.read("registry.json"), &format!("\"path\": \"{path}"));
+            let at = (at.0, at.1 - path.chars().count() as u64 - 1);
+            check(
+                d,
+                "error",
+                Some(format!("/contracts/{index}/path").as_str()),
+                Some(at),
+                case.says,
+            );
+        },
+    );
 }
 
 #[cfg(unix)]
@@ -719,35 +838,33 @@ fn validate_reports_registry_entry_whose_file_is_missing() {
     );
 }
 
-#[test]
-fn validate_reports_duplicate_registry_entries() {
-    let tree = Tree::new("good");
-    tree.edit_registry(|r| {
-        let list = r["contracts"].as_array_mut().unwrap();
-        let mut copy = list[0].clone();
-        copy["state"] = json!("draft");
-        list.push(copy);
-    });
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let d = one(&doc, "registry_duplicate_entry", "registry.json");
-    let at = entry_pos(&tree.read("registry.json"), "contracts", 3);
-    check(d, "error", Some("/contracts/3"), Some(at), "PRC-GREET-001@1.0.0");
-    assert!(d["message"].as_str().unwrap().contains("also at /contracts/0"), "{d:#}");
-}
+/// A second entry of PRC-GREET-001@1.0.0: identical, or with another state.
+const DUPLICATES: &[(&str, Option<&str>)] =
+    &[("a duplicate in another state", Some("draft")), ("an identical duplicate", None)];
 
 #[test]
-fn validate_points_identical_duplicate_at_the_second_entry() {
-    let tree = Tree::new("good");
-    tree.edit_registry(|r| {
-        let list = r["contracts"].as_array_mut().unwrap();
-        let copy = list[0].clone();
-        list.push(copy);
-    });
-    let (doc, _) = tree.validate_json(&[]);
-    let d = one(&doc, "registry_duplicate_entry", "registry.json");
-    assert_eq!(d["pointer"], "/contracts/3", "{d:#}");
-    assert!(d["message"].as_str().unwrap().contains("also at /contracts/0"), "{d:#}");
+fn validate_reports_a_duplicate_registry_entry_at_the_second_one() {
+    common::check_cases(
+        DUPLICATES,
+        |case| case.0,
+        |&(_, state)| {
+            let tree = Tree::new("good");
+            tree.edit_registry(|r| {
+                let list = r["contracts"].as_array_mut().unwrap();
+                let mut copy = list[0].clone();
+                if let Some(state) = state {
+                    copy["state"] = json!(state);
+                }
+                list.push(copy);
+            });
+            let (doc, status) = tree.validate_json(&[]);
+            assert_eq!(status, 1);
+            let d = one(&doc, "registry_duplicate_entry", "registry.json");
+            let at = entry_pos(&tree.read("registry.json"), "contracts", 3);
+            check(d, "error", Some("/contracts/3"), Some(at), "PRC-GREET-001@1.0.0");
+            assert!(d["message"].as_str().unwrap().contains("also at /contracts/0"), "{d:#}");
+        },
+    );
 }
 
 #[test]
@@ -870,37 +987,6 @@ fn validate_treats_a_draft_as_a_working_copy_and_a_promoted_file_as_frozen() {
     assert!(help.contains(&format!("git checkout -- {rel}")), "{d:#}");
 }
 
-#[test]
-fn validate_reports_id_and_version_mismatch() {
-    let tree = Tree::new("good");
-    let rel = "contracts/summarize/1.0.0.json";
-    tree.edit(rel, "\"version\": \"1.0.0\"", "\"version\": \"1.0.1\"");
-    tree.resync();
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let at = pos_after(&tree.read(rel), "\"version\": ");
-    check(
-        one(&doc, "contract_id_mismatch", rel),
-        "error",
-        Some("/version"),
-        Some(at),
-        "PRC-SUMMARIZE-001@1.0.1",
-    );
-
-    let tree = Tree::new("good");
-    tree.edit(rel, "\"PRC-SUMMARIZE-001\"", "\"PRC-SUMMARY-001\"");
-    tree.resync();
-    let (doc, _) = tree.validate_json(&[]);
-    let at = pos_after(&tree.read(rel), "\"contract_id\": ");
-    check(
-        one(&doc, "contract_id_mismatch", rel),
-        "error",
-        Some("/contract_id"),
-        Some(at),
-        "PRC-SUMMARY-001@1.0.0",
-    );
-}
-
 // ---------------------------------------------------------------------------------------
 // Checks 5-6: packs and template variables
 // ---------------------------------------------------------------------------------------
@@ -1013,44 +1099,72 @@ fn deprecate_by_hand(tree: &Tree, index: usize, since: &str, successor: Option<&
     });
 }
 
-#[test]
-fn validate_reports_deprecated_entry_without_a_valid_successor() {
-    for (successor, reason) in
-        [(Some("0.9.0"), "not higher"), (Some("1.9.0"), "not registered"), (None, "missing")]
-    {
-        let tree = Tree::new("good");
-        deprecate_by_hand(&tree, 2, "2099-01-01T00:00:00Z", successor);
-        let (doc, status) = tree.validate_json(&[]);
-        assert_eq!(status, 1, "{doc:#}");
-        let d = one(&doc, "successor_missing", "registry.json");
-        let pointer = "/contracts/2/successor_version";
-        let registry = tree.read("registry.json");
-        // At the successor's value, or at the entry when it names none.
-        let at = match successor {
-            Some(_) => pos_after(&registry, "\"successor_version\": "),
-            None => entry_pos(&registry, "contracts", 2),
-        };
-        check(d, "error", Some(pointer), Some(at), reason);
-        assert!(d["message"].as_str().unwrap().contains("PRC-SUMMARIZE-001@1.0.0"), "{d:#}");
-    }
+/// PRC-SUMMARIZE-001@1.0.0 deprecated by hand with a successor that is no valid one (or
+/// none): what the finding says, says once, and never says.
+struct BadSuccessor {
+    name: &'static str,
+    successor: Option<&'static str>,
+    says: &'static [&'static str],
+    once: &'static [&'static str],
+    never_says: &'static [&'static str],
 }
 
-#[test]
-fn validate_successor_missing_message_reads_cleanly() {
-    let tree = Tree::new("good");
-    deprecate_by_hand(&tree, 2, "2099-01-01T00:00:00Z", Some("0.9.0"));
-    let (doc, _) = tree.validate_json(&[]);
-    let message =
-        one(&doc, "successor_missing", "registry.json")["message"].as_str().unwrap().to_string();
-    assert_eq!(message.matches("0.9.0").count(), 1, "{message}");
-    assert!(message.contains("0.9.0 is not higher than 1.0.0"), "{message}");
+const BAD_SUCCESSORS: &[BadSuccessor] = &[
+    BadSuccessor {
+        name: "a lower successor",
+        successor: Some("0.9.0"),
+        says: &["not higher", "0.9.0 is not higher than 1.0.0"],
+        once: &["0.9.0"],
+        never_says: &[],
+    },
+    BadSuccessor {
+        name: "a successor that is not registered",
+        successor: Some("1.9.0"),
+        says: &["not registered"],
+        once: &[],
+        never_says: &[],
+    },
+    BadSuccessor {
+        name: "no successor",
+        successor: None,
+        says: &["missing"],
+        once: &[],
+        never_says: &["?"],
+    },
+];
 
-    let tree = Tree::new("good");
-    deprecate_by_hand(&tree, 2, "2099-01-01T00:00:00Z", None);
-    let (doc, _) = tree.validate_json(&[]);
-    let message =
-        one(&doc, "successor_missing", "registry.json")["message"].as_str().unwrap().to_string();
-    assert!(!message.contains('?'), "{message}");
+#[test]
+fn validate_reports_deprecated_entry_without_a_valid_successor() {
+    common::check_cases(
+        BAD_SUCCESSORS,
+        |case| case.name,
+        |case| {
+            let tree = Tree::new("good");
+            deprecate_by_hand(&tree, 2, "2099-01-01T00:00:00Z", case.successor);
+            let (doc, status) = tree.validate_json(&[]);
+            assert_eq!(status, 1, "{doc:#}");
+            let d = one(&doc, "successor_missing", "registry.json");
+            let pointer = "/contracts/2/successor_version";
+            let registry = tree.read("registry.json");
+            // At the successor's value, or at the entry when it names none.
+            let at = match case.successor {
+                Some(_) => pos_after(&registry, "\"successor_version\": "),
+                None => entry_pos(&registry, "contracts", 2),
+            };
+            check(d, "error", Some(pointer), Some(at), case.says[0]);
+            let message = d["message"].as_str().unwrap();
+            assert!(message.contains("PRC-SUMMARIZE-001@1.0.0"), "{d:#}");
+            for part in case.says {
+                assert!(message.contains(part), "`{part}` missing: {message}");
+            }
+            for part in case.once {
+                assert_eq!(message.matches(part).count(), 1, "`{part}` not once: {message}");
+            }
+            for part in case.never_says {
+                assert!(!message.contains(part), "`{part}` is there: {message}");
+            }
+        },
+    );
 }
 
 #[test]
@@ -1104,34 +1218,6 @@ fn validate_reports_failing_contract_example() {
 }
 
 #[test]
-fn validate_reports_work_order_pinning_an_unknown_contract() {
-    let tree = Tree::new("good");
-    let rel = "work_orders/WO-LOST-001.json";
-    tree.write(rel, &work_order("WO-LOST-001", "PRC-GRET-001@^1"));
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    check(
-        one(&doc, "contract_not_found", rel),
-        "error",
-        Some("/contract"),
-        Some((4, 15)),
-        "did you mean PRC-GREET-001",
-    );
-}
-
-#[test]
-fn validate_reports_work_order_pinning_an_unmatched_version() {
-    let tree = Tree::new("good");
-    let rel = "work_orders/WO-FUTURE-001.json";
-    tree.write(rel, &work_order("WO-FUTURE-001", "PRC-GREET-001@^4"));
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    let d = one(&doc, "contract_version_not_found", rel);
-    check(d, "error", Some("/contract"), Some((4, 15)), "^4");
-    assert!(d["message"].as_str().unwrap().contains("1.0.0, 1.1.0"), "{d:#}");
-}
-
-#[test]
 fn validate_reports_work_order_pinning_a_draft() {
     let tree = Tree::new("good");
     let contract = "contracts/greet/1.2.0.json";
@@ -1168,29 +1254,6 @@ fn validate_warns_when_a_work_order_pins_a_deprecated_version() {
     assert_eq!(doc["summary"]["warnings"], 1, "{doc:#}");
     let (_, status) = tree.validate_json(&["--strict"]);
     assert_eq!(status, 1);
-}
-
-#[test]
-fn validate_reports_invalid_work_order() {
-    let tree = Tree::new("good");
-    let rel = "work_orders/WO-BAD-001.json";
-    tree.write(
-        rel,
-        "{\n  \"work_order_id\": \"WO-BAD-001\",\n  \"kind\": \"batch\",\n  \"input\": {}\n}\n",
-    );
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    check(one(&doc, "work_order_invalid", rel), "error", Some("/kind"), Some((3, 11)), "batch");
-}
-
-#[test]
-fn validate_reports_invalid_yaml_work_order_at_the_value() {
-    let tree = Tree::new("good");
-    let rel = "work_orders/WO-SUMMARIZE-001.yaml";
-    tree.edit(rel, "kind: exchange", "kind: batch");
-    let (doc, status) = tree.validate_json(&[]);
-    assert_eq!(status, 1);
-    check(one(&doc, "work_order_invalid", rel), "error", Some("/kind"), Some((2, 7)), "batch");
 }
 
 #[test]
@@ -1580,48 +1643,71 @@ fn validate_github_output_is_workflow_annotations() {
     insta::assert_snapshot!("github_broken", text);
 }
 
-#[test]
-fn validate_rejects_unknown_format_as_usage_error() {
-    let tree = Tree::new("good");
-    let out = tree.validate(&["--format", "xml"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout(&out), "");
-    assert!(stderr(&out).contains("text, json, sarif, junit, github"), "{}", stderr(&out));
+/// Arguments validate refuses with exit status 2: the code (`None`: the argument parser's own
+/// error, which has none) and what stderr says. A usage error pactum finds after parsing
+/// (`--select` names codes the parser cannot know) exits 2 like one the parser finds; under
+/// `--format json` every refusal with a code is one JSON document.
+struct Refused {
+    name: &'static str,
+    args: &'static [&'static str],
+    code: Option<&'static str>,
+    says: &'static [&'static str],
 }
 
-#[test]
-fn a_usage_error_found_after_parsing_exits_2_like_one_the_parser_finds() {
-    // `--select` names codes the argument parser cannot know: pactum checks them itself,
-    // and the status is the usage status all the same.
-    let tree = Tree::new("good");
-    let out = tree.validate(&["--select", "no_such_code"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("usage_error"), "{}", stderr(&out));
-    let (doc, status) = tree.validate_json(&["--select", "no_such_code"]);
-    assert_eq!((status, doc["code"].as_str()), (2, Some("usage_error")), "{doc:#}");
-}
+const REFUSED: &[Refused] = &[
+    Refused {
+        name: "an unknown format",
+        args: &["--format", "xml"],
+        code: None,
+        says: &["text, json, sarif, junit, github"],
+    },
+    Refused {
+        name: "a --select code that does not exist",
+        args: &["--select", "no_such_code"],
+        code: Some("usage_error"),
+        says: &[],
+    },
+    Refused {
+        name: "a path that does not exist",
+        args: &["no/such/folder"],
+        code: Some("io_error"),
+        says: &["no/such/folder"],
+    },
+    Refused {
+        name: "a --registry that does not exist",
+        args: &["--registry", "nowhere.json"],
+        code: Some("io_error"),
+        says: &["nowhere.json"],
+    },
+];
 
 #[test]
-fn validate_missing_path_is_an_io_error() {
+fn validate_refuses_bad_arguments_and_missing_paths_with_exit_2() {
     let tree = Tree::new("good");
-    let out = tree.validate(&["no/such/folder"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("io_error"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no/such/folder"), "{}", stderr(&out));
-}
-
-#[test]
-fn validate_json_reports_io_errors_as_one_json_document() {
-    let tree = Tree::new("good");
-    for args in [&["no/such/folder"][..], &["--registry", "nowhere.json"][..]] {
-        let out = tree.pactum().args(["validate", "--format", "json"]).args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let doc: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e}): {}", stderr(&out)));
-        assert_eq!(doc["ok"], false, "{doc:#}");
-        assert_eq!(doc["code"], "io_error", "{doc:#}");
-        assert!(doc["message"].is_string() && doc["errors"].is_array(), "{doc:#}");
-    }
+    common::check_cases(
+        REFUSED,
+        |case| case.name,
+        |case| {
+            let out = tree.validate(case.args);
+            assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+            assert_eq!(stdout(&out), "");
+            let err = stderr(&out);
+            if let Some(code) = case.code {
+                assert!(err.contains(&format!("error[{code}]")), "{err}");
+            }
+            for part in case.says {
+                assert!(err.contains(part), "`{part}` missing: {err}");
+            }
+            let Some(code) = case.code else { return };
+            let (doc, status) = tree.validate_json(case.args);
+            assert_eq!((status, doc["code"].as_str()), (2, Some(code)), "{doc:#}");
+            assert_eq!(doc["ok"], false, "{doc:#}");
+            assert!(doc["message"].is_string() && doc["errors"].is_array(), "{doc:#}");
+            for part in case.says {
+                assert!(doc["message"].as_str().unwrap().contains(part), "`{part}`: {doc:#}");
+            }
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------

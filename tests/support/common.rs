@@ -1,7 +1,7 @@
 //! What every CLI test shares: the checkout, prerequisites outside it (for tests that
 //! `#[ignore]` without them), copying a project tree, SHA-256 hex, an independent check of a
-//! ledger's hash chain, the `pactum` binary with a controlled environment, and what one
-//! command did.
+//! ledger's hash chain, the `pactum` binary with a controlled environment, what one
+//! command did, and running a table of named cases.
 //!
 //! Include it with `#[path = "support/common.rs"] mod common;` (the harnesses under
 //! `tests/fixtures/` include it themselves and re-export it).
@@ -190,4 +190,33 @@ impl std::fmt::Display for Out {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
     }
+}
+
+// --- Tables of cases -----------------------------------------------------------------------
+
+/// Runs `check` on every case of a table-driven test, each to its end (a failing case does
+/// not hide the ones after it), then fails naming every case that failed, with its message.
+/// `name` gives a case's name, which is what a failure is reported under.
+pub fn check_cases<C>(cases: &[C], name: impl Fn(&C) -> &str, check: impl Fn(&C)) {
+    let failed: Vec<String> = cases
+        .iter()
+        .filter_map(|case| {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(case)));
+            outcome.err().map(|e| {
+                let why = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                format!("{}: {why}", name(case))
+            })
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failed.len(),
+        cases.len(),
+        failed.join("\n\n")
+    );
 }
