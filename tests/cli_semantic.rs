@@ -134,6 +134,60 @@ fn retry_reasks_with_the_judges_reason_and_keeps_the_second_answer() {
     assert_ne!(records[0]["prompt_hash"], records[2]["prompt_hash"]);
 }
 
+#[test]
+fn a_reasked_reply_that_does_not_fit_is_reasked_with_its_errors_while_attempts_remain() {
+    let p = Project::new();
+    // The first re-ask answers prose (no JSON): the next re-ask holds that reply and the
+    // extraction's code, and its answer is judged again.
+    let prose = "Billing, I think.";
+    let mut third = classify(RIGHT);
+    third["expect_prompt"] = json!([prose, "output_json_extraction_failed"]);
+    let wo = checked_wo(
+        &p,
+        "WO-SEM-REASK-BAD",
+        "retry",
+        json!([
+            classify(WRONG),
+            verdict(false, REASON),
+            classify(prose),
+            third,
+            verdict(true, "Now billing.")
+        ]),
+        json!({"constraints": {"max_repair_attempts": 2}}),
+    );
+
+    let (out, r) = p.run_json(&wo, &[], &[]);
+
+    out.status(0);
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert_eq!(r["output"]["label"], "billing");
+    assert_eq!(r["repair_attempts"], 2);
+    assert_eq!(
+        exchange_records(&p),
+        [
+            rec("PRC-CLASSIFY-001", "ok", 0),
+            rec("PRC-JUDGE-001", "ok", 0),
+            rec("PRC-CLASSIFY-001", "output_json_extraction_failed", 1),
+            rec("PRC-CLASSIFY-001", "ok", 2),
+            rec("PRC-JUDGE-001", "ok", 0),
+        ]
+    );
+
+    // With one re-ask only, the reply that does not fit ends the check with its own code.
+    let p = Project::new();
+    let wo = checked_wo(
+        &p,
+        "WO-SEM-REASK-SPENT",
+        "retry",
+        json!([classify(WRONG), verdict(false, REASON), classify(prose)]),
+        json!({"constraints": {"max_repair_attempts": 1}}),
+    );
+    let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(first_code(&r), "output_json_extraction_failed", "{r:#}");
+    assert_eq!(r["repair_attempts"], 1);
+}
+
 /// `retry` with the work order's re-asks spent: the replies (the classify answers and the
 /// judge's verdicts, in turn), the re-asks allowed, and what the rejection says.
 struct Spent {

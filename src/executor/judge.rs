@@ -96,49 +96,77 @@ pub fn enforce(
     reask: &mut dyn FnMut(u32, &Reask) -> Result<Exchanged>,
 ) -> std::result::Result<Checked, Refused> {
     let spec = &check.judge;
-    let (mut output, mut previous, mut reply, mut made) = (output, previous, None, 0);
+    let (mut previous, mut reply, mut made) = (previous, None, 0);
+    // What to judge next: an output that fits the contract, or why the last re-asked
+    // reply did not (extraction or output_schema), which is re-asked about in turn.
+    let mut next: std::result::Result<Value, Error> = Ok(output);
     loop {
-        let judged = ask(caller, spec, input, &output);
-        let judge = judged.judge.unwrap_or_else(|| spec.contract.to_string());
-        let verdict = match judged.verdict {
-            Ok(v) => v,
-            Err(e) => return Err(Refused { errors: judge_failed(&judge, &e), retries: made }),
-        };
-        if verdict.pass {
-            return Ok(Checked { output, reply, warning: None, retries: made });
-        }
-        let rejected = Error::SemanticRejected {
-            judge: judge.clone(),
-            criteria: spec.criteria.clone(),
-            reason: verdict.reason.clone(),
-            retries: made,
-        };
-        match check.on_fail {
-            OnFail::Accept => {
-                let warning =
-                    Warning { code: Code::SemanticRejected, message: rejected.to_string() };
-                return Ok(Checked { output, reply, warning: Some(warning), retries: made });
-            }
-            OnFail::Retry if made < retries => {
-                made += 1;
+        let (feedback, failure) = match next {
+            Ok(output) => {
+                let judged = ask(caller, spec, input, &output);
+                let judge = judged.judge.unwrap_or_else(|| spec.contract.to_string());
+                let verdict = match judged.verdict {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return Err(Refused { errors: judge_failed(&judge, &e), retries: made });
+                    }
+                };
+                if verdict.pass {
+                    return Ok(Checked { output, reply, warning: None, retries: made });
+                }
+                let rejected = Error::SemanticRejected {
+                    judge: judge.clone(),
+                    criteria: spec.criteria.clone(),
+                    reason: verdict.reason.clone(),
+                    retries: made,
+                };
+                match check.on_fail {
+                    OnFail::Accept => {
+                        let warning =
+                            Warning { code: Code::SemanticRejected, message: rejected.to_string() };
+                        return Ok(Checked {
+                            output,
+                            reply,
+                            warning: Some(warning),
+                            retries: made,
+                        });
+                    }
+                    OnFail::Escalate => {
+                        return Err(Refused { errors: error_entries(&rejected), retries: made });
+                    }
+                    OnFail::Retry => {}
+                }
                 let feedback = json!({"semantic_check": {
                     "judge": judge, "criteria": spec.criteria, "verdict": verdict,
-                    "attempt": made, "max_attempts": retries,
+                    "attempt": made + 1, "max_attempts": retries,
                 }});
-                let x = reask(made, &Reask { previous, feedback })
-                    .map_err(|e| Refused { errors: error_entries(&e), retries: made })?;
-                // A re-asked reply is checked like the first: extraction and output_schema,
-                // then the judge again.
-                output = match &x.output {
-                    Ok(out) => out.clone().into_value(),
-                    Err(e) => return Err(Refused { errors: error_entries(e), retries: made }),
-                };
-                previous = x.raw_text();
-                reply = Some(x);
+                (feedback, rejected)
             }
-            OnFail::Retry | OnFail::Escalate => {
-                return Err(Refused { errors: error_entries(&rejected), retries: made });
+            // A re-asked reply that does not fit the contract: its errors are what the next
+            // re-ask tells the model, as a supervisor repair would.
+            Err(e) => {
+                let feedback = json!({"output_errors": {
+                    "code": e.code(), "errors": error_entries(&e),
+                    "attempt": made + 1, "max_attempts": retries,
+                }});
+                (feedback, e)
             }
+        };
+        if made >= retries {
+            return Err(Refused { errors: error_entries(&failure), retries: made });
+        }
+        made += 1;
+        let x = reask(made, &Reask { previous, feedback })
+            .map_err(|e| Refused { errors: error_entries(&e), retries: made })?;
+        // A re-asked reply is checked like the first: extraction and output_schema, then
+        // the judge again.
+        previous = x.raw_text();
+        next = match &x.output {
+            Ok(out) => Ok(out.clone().into_value()),
+            Err(e) => Err(super::clone_error(e)),
+        };
+        if next.is_ok() {
+            reply = Some(x);
         }
     }
 }

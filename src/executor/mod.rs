@@ -643,7 +643,7 @@ pub fn record_unrun(
 }
 
 /// A copy of an output failure (output errors hold no I/O sources, so nothing is lost).
-fn clone_error(e: &Error) -> Error {
+pub(crate) fn clone_error(e: &Error) -> Error {
     match e {
         Error::ExtractionFailed { methods_tried, detail } => {
             Error::ExtractionFailed { methods_tried: methods_tried.clone(), detail: detail.clone() }

@@ -178,9 +178,13 @@ pub fn promotion_gate(
     let providers = ProviderSet::new(&project.config, &root, choice)?;
     print_notes(&providers);
     let selected = providers.selected();
-    let ledger = Ledger::open(&Location::project(&root))?
-        .redacting(output::redactor().clone())
-        .with_durability(Durability::Grouped);
+    // The gate's cases are spans too when the environment or pactum.toml names a collector.
+    let exporter = crate::telemetry::OtlpArgs::default().start(&project.config, None)?;
+    let ledger = exporter.attach(
+        Ledger::open(&Location::project(&root))?
+            .redacting(output::redactor().clone())
+            .with_durability(Durability::Grouped),
+    );
     let evaluator = Evaluator {
         project,
         providers: &providers,
