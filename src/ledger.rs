@@ -83,16 +83,16 @@ impl Kind {
 /// When an appended record reaches the disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// Synced before [`Ledger::append`] returns (`run`, `worker`: a worker acknowledges an
-    /// entry only after its records are on disk).
+    /// Synced before [`Ledger::append`] returns (the library's default).
     #[default]
     EachRecord,
     /// Group commit: records are written whole (all or nothing, as always) and synced
     /// together at [`Ledger::commit`], or when the ledger is dropped. A process that dies
     /// loses nothing (the lines are in the operating system's cache); a machine that loses
     /// power may lose the records since the last commit, never more, and never a link of the
-    /// chain before them. `pactum eval` commits once per run, with its `eval_completed`
-    /// record: one sync instead of one per case.
+    /// chain before them. `pactum run` and `worker` commit when each work order ends, before
+    /// its result is printed or acknowledged (one sync per work order, not three);
+    /// `pactum eval` once per run, with its `eval_completed` record (not one per case).
     Grouped,
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use pactum::error::Error;
 use pactum::executor::{RunResult, Runner};
 use pactum::gateway::select::{Choice, ProviderSet};
-use pactum::ledger::{Ledger, Location};
+use pactum::ledger::{Durability, Ledger, Location};
 use pactum::project::Project;
 use pactum::synthesis::FinalAnswer;
 use pactum::terminal::{escape_block, escape_line};
@@ -172,7 +172,8 @@ pub fn exec(args: Args) -> u8 {
 
 /// The run's ledger (`--ledger FILE`, else the project's own, which stays inside the
 /// project: a committed `.pactum` that is a symlink is refused) and its cycle log
-/// (`--log FILE`), both masking secrets with the process's redactor.
+/// (`--log FILE`), both masking secrets with the process's redactor, and both grouped:
+/// [`Session::run`] commits them when each work order ends.
 pub fn open_ledgers(
     project: &Project,
     ledger: Option<&Path>,
@@ -182,11 +183,13 @@ pub fn open_ledgers(
         Some(path) => Location::chosen(path),
         None => Location::project(&project.root),
     };
-    let ledger = Ledger::open(&location)?.redacting(output::redactor().clone());
-    let log = match log {
-        Some(p) => Some(Ledger::open(&Location::chosen(p))?.redacting(output::redactor().clone())),
-        None => None,
+    let open = |location: &Location| -> Result<Ledger, Error> {
+        Ok(Ledger::open(location)?
+            .redacting(output::redactor().clone())
+            .with_durability(Durability::Grouped))
     };
+    let ledger = open(&location)?;
+    let log = log.map(|p| open(&Location::chosen(p))).transpose()?;
     Ok((ledger, log))
 }
 
@@ -216,8 +219,23 @@ pub struct Session<'a> {
 
 impl Session<'_> {
     /// Runs one work order (`loaded`: the file read and validated, or why it was not);
-    /// `shown` names its file, relative to the project root.
+    /// `shown` names its file, relative to the project root. Its records are on disk
+    /// before it returns (the ledgers are grouped: one sync per work order, not one per
+    /// record), so a result printed or acknowledged always has its records behind it.
     pub fn run(&self, shown: &str, loaded: Result<WorkOrder, Error>) -> Result<RunResult, Error> {
+        let result = self.run_unsynced(shown, loaded);
+        self.ledger.commit()?;
+        if let Some(log) = self.log {
+            log.commit()?;
+        }
+        result
+    }
+
+    fn run_unsynced(
+        &self,
+        shown: &str,
+        loaded: Result<WorkOrder, Error>,
+    ) -> Result<RunResult, Error> {
         // A work order that cannot run at all is in the ledger too (SPEC §10).
         let unrun = |wo: Option<&WorkOrder>, e: Error| {
             let _ = pactum::executor::record_unrun(self.ledger, shown, wo, &e);
