@@ -623,9 +623,9 @@ pub enum Error {
     /// `ledger export --otlp` could not deliver every span (SPEC §22). `collector` is shown
     /// without credentials or query.
     #[error(
-        "{failed} span export request(s) to {collector} failed: {reason}; check that an OpenTelemetry collector listens there (OTLP over HTTP, protobuf) and export again"
+        "the export to {collector} stopped after {delivered} span(s) arrived: {reason}; check that an OpenTelemetry collector listens there (OTLP over HTTP, protobuf) and export again"
     )]
-    OtlpExportFailed { collector: String, failed: u64, reason: String },
+    OtlpExportFailed { collector: String, delivered: u64, reason: String },
 
     /// A bug: a panic caught at a thread or at the top of the binary.
     #[error("internal error: {message}; this is a bug in pactum, please report it")]

@@ -210,32 +210,42 @@ impl Ledger {
         self.append_attached(kind, fields, Map::new)
     }
 
-    /// [`Ledger::append`], then tells the observers, with what `attach` gives (masked; built
-    /// only when an observer takes attachments) beside the record.
+    /// [`Ledger::append`], telling the observers, with what `attach` gives (masked; built
+    /// only when an observer takes attachments) beside the record. Observers are told while
+    /// the ledger is still locked, so they see records in the file's order (two work orders
+    /// appending at once included): what they make of the records is what a reader of the
+    /// file later makes of them.
     pub fn append_attached(
         &self,
         kind: Kind,
         fields: Map<String, Value>,
         attach: impl FnOnce() -> Map<String, Value>,
     ) -> Result<Value> {
-        let record = self.write(kind, fields)?;
-        if !self.observers.is_empty() {
-            let attached = if self.wants_attachments() {
-                match self.redactor.redact_value(Value::Object(attach())) {
-                    Value::Object(map) => map,
-                    _ => Map::new(),
-                }
-            } else {
-                Map::new()
-            };
-            for observer in &self.observers {
-                observer.appended(&record, &attached);
-            }
+        if self.observers.is_empty() {
+            return self.write(kind, fields, |_| {});
         }
-        Ok(record)
+        let attached = if self.wants_attachments() {
+            match self.redactor.redact_value(Value::Object(attach())) {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            }
+        } else {
+            Map::new()
+        };
+        self.write(kind, fields, |record| {
+            for observer in &self.observers {
+                observer.appended(record, &attached);
+            }
+        })
     }
 
-    fn write(&self, kind: Kind, mut fields: Map<String, Value>) -> Result<Value> {
+    /// Writes one record; `written` sees it before the lock is released.
+    fn write(
+        &self,
+        kind: Kind,
+        mut fields: Map<String, Value>,
+        written: impl FnOnce(&Value),
+    ) -> Result<Value> {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.lock().map_err(|e| Error::io(self.path(), e))?;
         let result = (|| {
@@ -270,6 +280,9 @@ impl Ledger {
             }
             Ok(record)
         })();
+        if let Ok(record) = &result {
+            written(record);
+        }
         let _ = file.unlock();
         result
     }

@@ -9,27 +9,33 @@
 //! ledger gives the spans its run sent. Content (prompt, reply, tool arguments and results)
 //! goes only with `content` (`--otlp-content`), cut to [`spans::MAX_CONTENT_BYTES`].
 //!
-//! Off the hot path: an appended record is turned into spans and queued; the SDK's batch
-//! processor sends them from its own thread (at most 2,048 queued; past that spans are
-//! dropped, never waited for). A collector that is down never fails a run: [`Telemetry::finish`]
-//! says what was not delivered.
+//! Every text a span carries is masked by the process's redactor and cut to a bound
+//! (`spans`' gate), so neither a secret the environment names nor a record of any size
+//! reaches a collector.
+//!
+//! Off the hot path: an appended record is turned into spans and queued; a thread of the
+//! exporter's own sends them (`send`: at most 2,048 queued; past that spans are dropped,
+//! never waited for). A collector that is down, slow or hostile never fails a run and holds
+//! its exit at most [`WAIT_AT_EXIT`]: [`Telemetry::finish`] says how many spans did not
+//! arrive, and why.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use opentelemetry::KeyValue;
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SpanProcessor};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::ledger::{self, Location};
+use crate::redact::Redactor;
 
 mod client;
+mod send;
 pub mod spans;
 
-pub use client::Delivery;
+pub use send::{Counts, MAX_QUEUED};
+
+/// The longest a run waits for its spans to be sent once it is done (one batch's time).
+pub const WAIT_AT_EXIT: Duration = client::TIMEOUT;
 
 /// Where spans go and what they carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,8 +72,11 @@ impl Settings {
 }
 
 /// The traces URL of `url`: the collector's base URL gets `/v1/traces`, a URL that already
-/// ends so is kept. Only `http://` and `https://` URLs with a host are taken (`usage_error`
-/// otherwise, naming the URL without its credentials or query).
+/// ends so is kept (surrounding white space and trailing slashes dropped, the scheme in any
+/// case). Only an `http://` or `https://` URL with a host, a port if any from 1 to 65535,
+/// and neither query nor fragment is taken (`usage_error` otherwise, naming the URL without
+/// its credentials or query), so a URL that can name no collector stops the command before
+/// anything runs.
 pub fn endpoint(url: &str) -> Result<String> {
     let url = url.trim();
     let lower = url.to_ascii_lowercase();
@@ -79,24 +88,99 @@ pub fn endpoint(url: &str) -> Result<String> {
         ),
     };
     let Some(rest) = rest else { return Err(bad("is not an http:// or https:// URL")) };
-    if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
-        return Err(bad("names no host"));
-    }
     if url.contains(['?', '#']) {
         return Err(bad("has a query or fragment"));
     }
     let base = url.trim_end_matches('/');
-    Ok(if base.ends_with("/v1/traces") { base.to_string() } else { format!("{base}/v1/traces") })
+    let traces =
+        if base.ends_with("/v1/traces") { base.to_string() } else { format!("{base}/v1/traces") };
+    let uri: ureq::http::Uri = traces.parse().map_err(|_| bad("is not a valid URL"))?;
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    if uri.host().is_none_or(str::is_empty) || host.starts_with(':') {
+        return Err(bad("names no host"));
+    }
+    // The port, after an IPv6 address's brackets (`Uri` takes any digits, then has none).
+    let after_host = host.rsplit_once(']').map_or(host, |(_, rest)| rest);
+    if let Some((_, port)) = after_host.rsplit_once(':')
+        && !matches!(port.parse::<u16>(), Ok(p) if p > 0)
+    {
+        return Err(bad("names no port from 1 to 65535"));
+    }
+    Ok(traces)
 }
 
-/// A run's exporter: observes its ledgers, queues each record's spans for the batch
-/// processor.
+/// What of a collector's settings the redactor must mask (SPEC §18): each value of
+/// `OTEL_EXPORTER_OTLP_(TRACES_)HEADERS` (`headers`: the variables' values, `key=value`
+/// pairs separated by commas) as written and as the exporter sends it (percent-decoded),
+/// and the credential after its scheme (`Bearer TOKEN`); and the password of the
+/// collector's URL (`endpoint`; a user without one, which is then a token), as written and
+/// decoded.
+pub fn collector_secrets(headers: &[&str], endpoint: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |value: &str| {
+        let value = value.trim();
+        let decoded = percent_decoded(value);
+        for v in [value, decoded.as_str()] {
+            out.push(v.to_string());
+            // `Scheme credential`: the credential alone too (the scheme is no secret).
+            if let Some((_, credential)) = v.split_once(char::is_whitespace) {
+                out.push(credential.trim().to_string());
+            }
+        }
+    };
+    for pair in headers.iter().flat_map(|h| h.split(',')) {
+        if let Some((_, value)) = pair.split_once('=') {
+            add(value);
+        }
+    }
+    if let Some(endpoint) = endpoint {
+        let rest = endpoint.split_once("://").map_or("", |(_, rest)| rest);
+        let authority = rest.split('/').next().unwrap_or("");
+        if let Some((userinfo, _)) = authority.rsplit_once('@') {
+            // The password; a user alone is a token (`https://TOKEN@host`).
+            add(userinfo.split_once(':').map_or(userinfo, |(_, password)| password));
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `text` with each `%XX` replaced by its byte (as the OTLP exporter decodes header values);
+/// `text` as is when that is not UTF-8.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).and_then(|&b| hex(b)),
+            bytes.get(i + 2).and_then(|&b| hex(b)),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+/// A run's exporter: observes its ledgers, queues each record's spans for the sending
+/// thread.
 #[derive(Debug)]
 pub struct Telemetry {
-    processor: BatchSpanProcessor,
+    queue: send::Queue,
     traces: Mutex<spans::Traces>,
     content: bool,
-    delivery: Arc<Delivery>,
     shown: String,
 }
 
@@ -105,109 +189,89 @@ pub struct Telemetry {
 pub struct Report {
     /// The collector, as messages show it.
     pub collector: String,
+    /// What happened to each span.
+    pub counts: Counts,
     /// Export requests the collector accepted.
-    pub accepted: u64,
-    /// Export requests that failed, and the first failure's message.
-    pub failed: u64,
-    pub first_failure: Option<String>,
+    pub requests: u64,
 }
 
 impl Report {
-    /// A warning's text when something was not delivered.
+    /// Spans the collector is not known to have taken.
+    pub fn lost(&self) -> u64 {
+        self.counts.spans.saturating_sub(self.counts.delivered)
+    }
+
+    /// A warning's text when a span did not arrive: how many, and why.
     pub fn problem(&self) -> Option<String> {
-        (self.failed > 0).then(|| {
+        let c = &self.counts;
+        let mut why = Vec::new();
+        if let Some(failure) = &c.first_failure {
+            why.push(failure.clone());
+        }
+        if c.dropped > 0 {
+            why.push(format!(
+                "{} did not fit the queue of {MAX_QUEUED} (the collector was slower than the run)",
+                c.dropped
+            ));
+        }
+        if c.unsent > 0 {
+            why.push(format!(
+                "{} were still on their way after waiting {} s at the end",
+                c.unsent,
+                WAIT_AT_EXIT.as_secs()
+            ));
+        }
+        (self.lost() > 0).then(|| {
             format!(
-                "{} of {} span export requests to {} failed: {}",
-                self.failed,
-                self.failed + self.accepted,
+                "{} of {} spans did not reach {}: {}",
+                self.lost(),
+                c.spans,
                 self.collector,
-                self.first_failure.as_deref().unwrap_or("no reason given")
+                if why.is_empty() { "no reason given".to_string() } else { why.join("; ") }
             )
         })
     }
 }
 
-impl Telemetry {
-    /// An exporter to `settings.endpoint`; nothing is sent until spans are queued.
-    pub fn start(settings: &Settings) -> Result<Arc<Telemetry>> {
-        Telemetry::with_batch(settings, if settings.content { 64 } else { 512 })
-    }
+/// How many spans go in one export request: fewer with content (each may carry 48 KiB of
+/// text), so a request stays a few MiB at most, below what collectors take.
+fn batch_size(content: bool) -> usize {
+    if content { 64 } else { 512 }
+}
 
-    fn with_batch(settings: &Settings, batch: usize) -> Result<Arc<Telemetry>> {
+impl Telemetry {
+    /// An exporter to `settings.endpoint`, masking every span's texts with `redactor` (the
+    /// process's: the binary passes the one its output and ledgers mask with); nothing is
+    /// sent until spans are queued.
+    pub fn start(settings: &Settings, redactor: Arc<Redactor>) -> Result<Arc<Telemetry>> {
         let shown = crate::redact::shown_url(&settings.endpoint);
-        let client = client::Client::new(shown.clone());
-        let delivery = client.delivery.clone();
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_http_client(client)
-            .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(settings.endpoint.clone())
-            .with_timeout(client::TIMEOUT)
-            .build()
-            .map_err(|e| Error::Usage {
-                message: format!("cannot export spans to {shown}: {e}"),
-            })?;
-        let config = BatchConfigBuilder::default()
-            .with_max_queue_size(2048)
-            .with_max_export_batch_size(batch)
-            .with_scheduled_delay(Duration::from_millis(500))
-            .build();
-        let mut processor = BatchSpanProcessor::new(exporter, config);
-        let mut resource = Resource::builder_empty()
-            .with_service_name("pactum")
-            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
-        if let Some(instance) = &settings.instance {
-            resource =
-                resource.with_attribute(KeyValue::new("service.instance.id", instance.clone()));
-        }
-        processor.set_resource(&resource.build());
+        let traces = spans::Traces::new(redactor);
+        let resource = traces.resource(settings.instance.as_deref());
+        let sink = send::Sink::new(&settings.endpoint, &shown, &resource)?;
         Ok(Arc::new(Telemetry {
-            processor,
-            traces: Mutex::new(spans::Traces::default()),
+            queue: send::Queue::start(sink, batch_size(settings.content))?,
+            traces: Mutex::new(traces),
             content: settings.content,
-            delivery,
             shown,
         }))
     }
 
-    /// Queues the spans of `record`.
+    /// Queues the spans of `record`; how many it made.
     pub fn record(&self, record: &Value, attached: &Map<String, Value>) -> usize {
         let spans = {
             let mut traces = self.traces.lock().unwrap_or_else(|p| p.into_inner());
             traces.spans(record, attached, self.content)
         };
         let n = spans.len();
-        for span in spans {
-            self.processor.on_end(span);
-        }
+        self.queue.push(spans);
         n
     }
 
-    /// Sends what is queued and waits for it (at most the export timeout per batch).
-    pub fn flush(&self) {
-        let _ = self.processor.force_flush();
-    }
-
-    /// Sends what is queued, stops the exporter and says what was delivered.
+    /// Sends what is queued, waiting at most [`WAIT_AT_EXIT`], stops the exporter and says
+    /// what was delivered.
     pub fn finish(&self) -> Report {
-        let _ = self.processor.force_flush();
-        let _ = self.processor.shutdown_with_timeout(client::TIMEOUT);
-        self.report()
-    }
-
-    fn report(&self) -> Report {
-        use std::sync::atomic::Ordering;
-        Report {
-            collector: self.shown.clone(),
-            accepted: self.delivery.accepted.load(Ordering::Acquire),
-            failed: self.delivery.failed.load(Ordering::Acquire),
-            first_failure: self
-                .delivery
-                .first_failure
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
-        }
+        let counts = self.queue.finish(WAIT_AT_EXIT);
+        Report { collector: self.shown.clone(), requests: self.queue.requests(), counts }
     }
 }
 
@@ -230,35 +294,63 @@ pub struct Exported {
 }
 
 /// Sends the spans of every record of the ledger at `location` (SPEC §22, `ledger export
-/// --otlp`). The ledger is verified first: a broken or corrupt one is refused before
-/// anything is sent. Records are read a line at a time and sent in batches, waiting for
-/// each (the queue never drops a span here). `otlp_export_failed` when the collector did
-/// not take them all.
-pub fn export(location: &Location, settings: &Settings) -> Result<Exported> {
+/// --otlp`), their texts masked by `redactor` (the exporting process's: a key its
+/// environment names is masked even in a ledger written without it). The ledger is
+/// verified first: a broken or corrupt one is refused before anything is sent. Records are
+/// read a line at a time and their spans sent in batches on this thread, each waited for:
+/// nothing is dropped, memory holds one batch, and the first batch the collector does not
+/// take ends the export (`otlp_export_failed`), at most [`WAIT_AT_EXIT`] after it was sent.
+/// A record's `worker_id` is its spans' `service.instance.id`, as the worker's own export
+/// said.
+pub fn export(
+    location: &Location,
+    settings: &Settings,
+    redactor: Arc<Redactor>,
+) -> Result<Exported> {
     ledger::verify(location, None)?;
-    let telemetry = Telemetry::with_batch(settings, 512)?;
-    let mut spans = 0u64;
-    let mut queued = 0usize;
+    let shown = crate::redact::shown_url(&settings.endpoint);
+    let mut traces = spans::Traces::new(redactor);
+    let mut instance: Option<String> = None;
+    let mut sink = send::Sink::new(&settings.endpoint, &shown, &traces.resource(None))?;
+    let size = batch_size(settings.content);
+    let mut batch = Vec::with_capacity(size);
+    let mut counts = Counts::default();
+    let send = |sink: &send::Sink, batch: &mut Vec<_>, counts: &mut Counts| {
+        let n = batch.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        match sink.send(std::mem::take(batch)) {
+            Ok(()) => {
+                counts.delivered += n;
+                Ok(())
+            }
+            Err(reason) => Err(Error::OtlpExportFailed {
+                collector: shown.clone(),
+                delivered: counts.delivered,
+                reason,
+            }),
+        }
+    };
     let records = ledger::for_each_record(location, |record| {
-        let n = telemetry.record(record, &Map::new());
-        spans += n as u64;
-        queued += n;
-        // The queue holds 2,048: flush well before, so nothing is dropped.
-        if queued >= 1024 {
-            telemetry.flush();
-            queued = 0;
+        let worker = record.get("worker_id").and_then(Value::as_str);
+        if worker != instance.as_deref() {
+            send(&sink, &mut batch, &mut counts)?;
+            instance = worker.map(str::to_string);
+            sink.set_resource(&traces.resource(worker));
+        }
+        for span in traces.spans(record, &Map::new(), settings.content) {
+            counts.spans += 1;
+            batch.push(span);
+            if batch.len() >= size {
+                send(&sink, &mut batch, &mut counts)?;
+            }
         }
         Ok(())
     })?;
-    let report = telemetry.finish();
-    if report.failed > 0 {
-        return Err(Error::OtlpExportFailed {
-            collector: report.collector.clone(),
-            failed: report.failed,
-            reason: report.first_failure.clone().unwrap_or_default(),
-        });
-    }
-    Ok(Exported { records, spans, report })
+    send(&sink, &mut batch, &mut counts)?;
+    let report = Report { collector: shown.clone(), requests: sink.requests(), counts };
+    Ok(Exported { records, spans: report.counts.spans, report })
 }
 
 #[cfg(test)]
@@ -277,11 +369,51 @@ mod tests {
             endpoint("http://collector:4318/otlp").unwrap(),
             "http://collector:4318/otlp/v1/traces"
         );
-        for bad in ["localhost:4318", "file:///tmp/x", "http://", "http:///v1", "ftp://x"] {
+        assert_eq!(endpoint("http://[::1]:4318/").unwrap(), "http://[::1]:4318/v1/traces");
+        assert_eq!(endpoint("HTTPS://c.example").unwrap(), "HTTPS://c.example/v1/traces");
+        assert_eq!(endpoint("http://u:p@c:65535//").unwrap(), "http://u:p@c:65535/v1/traces");
+        for bad in [
+            "localhost:4318",
+            "file:///tmp/x",
+            "http://",
+            "http:///v1",
+            "ftp://x",
+            "http://:4318",
+            "http://u:p@:4318",
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:0",
+            "http://127.0.0.1:http",
+            "http://127.0.0.1 :4318",
+            "http://[::1",
+        ] {
             let e = endpoint(bad).unwrap_err();
             assert_eq!(e.code(), crate::Code::UsageError, "{bad}");
         }
         let e = endpoint("http://user:hunter2@c:4318/?token=hunter3").unwrap_err().to_string();
         assert!(!e.contains("hunter2") && !e.contains("hunter3"), "{e}");
+        let e = endpoint("http://user:hunter2@c:4318/a b").unwrap_err().to_string();
+        assert!(!e.contains("hunter2") && !e.contains("hunter3"), "{e}");
+    }
+
+    #[test]
+    fn a_collectors_secrets_are_its_header_values_in_each_form_and_its_url_credentials() {
+        let headers = ["Authorization=Bearer%20tok-123456, x-key = k%2Fey-7890 ,bad", "b=c"];
+        let secrets = collector_secrets(&headers, Some("http://user:pa%40ss@c:4318/v1/traces"));
+        for s in [
+            "Bearer%20tok-123456",
+            "Bearer tok-123456",
+            "tok-123456",
+            "k%2Fey-7890",
+            "k/ey-7890",
+            "pa%40ss",
+            "pa@ss",
+        ] {
+            assert!(secrets.iter().any(|x| x == s), "{s}: {secrets:?}");
+        }
+        assert!(!secrets.iter().any(|x| ["Bearer", "bad", "user"].contains(&x.as_str())));
+        let token = collector_secrets(&[], Some("https://tok-abcdef@c.example"));
+        assert_eq!(token, ["tok-abcdef"]);
+        assert_eq!(percent_decoded("a%zz%4"), "a%zz%4");
+        assert_eq!(percent_decoded("%C3%A9%ff"), "%C3%A9%ff", "not UTF-8: as written");
     }
 }

@@ -14,7 +14,7 @@ use crate::common::{self, Out};
 use crate::otlp::{Collector, Span};
 
 /// A copy of the shipped project with its demo work orders and their scripted fixtures.
-fn demo() -> tempfile::TempDir {
+pub(crate) fn demo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     common::copy_shipped(dir.path());
     for folder in ["work_orders", "fixtures"] {
@@ -23,7 +23,7 @@ fn demo() -> tempfile::TempDir {
     dir
 }
 
-fn pactum(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+pub(crate) fn pactum(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     let mut cmd = common::pactum_in(dir);
     cmd.args(args).timeout(std::time::Duration::from_secs(60));
     for (k, v) in env {
@@ -32,14 +32,14 @@ fn pactum(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     Out::of(&mut cmd)
 }
 
-const SUM: &str = "work_orders/WO-DEMO-SUM-001.json";
-const CLASSIFY: &str = "work_orders/WO-DEMO-CLASSIFY-001.json";
+pub(crate) const SUM: &str = "work_orders/WO-DEMO-SUM-001.json";
+pub(crate) const CLASSIFY: &str = "work_orders/WO-DEMO-CLASSIFY-001.json";
 
-fn ledger(dir: &Path) -> PathBuf {
+pub(crate) fn ledger(dir: &Path) -> PathBuf {
     dir.join(".pactum/ledger.jsonl")
 }
 
-fn records(dir: &Path) -> Vec<Value> {
+pub(crate) fn records(dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(ledger(dir))
         .unwrap()
         .lines()
@@ -47,7 +47,7 @@ fn records(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn by_trace(spans: &[Span]) -> BTreeMap<String, Vec<Span>> {
+pub(crate) fn by_trace(spans: &[Span]) -> BTreeMap<String, Vec<Span>> {
     let mut traces: BTreeMap<String, Vec<Span>> = BTreeMap::new();
     for s in spans {
         traces.entry(s.trace_id.clone()).or_default().push(s.clone());

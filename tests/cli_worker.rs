@@ -610,3 +610,30 @@ fn results_follow_prints_each_result_as_it_is_written_until_sigterm() {
     assert_eq!(sorted, ["WO-Q-000", "WO-Q-001"], "{out}");
     assert!(docs.iter().all(|d| d["worker_id"] == "w1" && d["result"]["ok"] == true), "{out}");
 }
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn a_workers_spans_are_the_spans_its_ledger_exports() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(3, 0);
+    let root = dir.path();
+    submit(root, &redis.url(), &wos).status(0);
+    let live = Collector::start();
+    let worker =
+        Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s", "--otlp", &live.url()]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 3));
+    worker.terminate(Duration::from_secs(20)).status(0);
+    let later = Collector::start();
+    let mut cmd = common::pactum_in(root);
+    cmd.args(["ledger", "export", "--otlp", &later.url(), "w1.jsonl"]);
+    Out::of(&mut cmd).status(0);
+    let sorted = |mut spans: Vec<crate::otlp::Span>| {
+        spans.sort_by(|a, b| (&a.trace_id, &a.span_id).cmp(&(&b.trace_id, &b.span_id)));
+        spans
+    };
+    let (live, exported) = (sorted(live.spans()), sorted(later.spans()));
+    assert_eq!(live.len(), 6, "{live:#?}");
+    // The same spans, under the same resource: the worker's id is each record's.
+    assert_eq!(live, exported);
+    assert!(exported.iter().all(|s| s.resource["service.instance.id"] == "w1"));
+}

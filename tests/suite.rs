@@ -31,6 +31,7 @@ mod cli_in_ci;
 mod cli_ledger;
 mod cli_mcp;
 mod cli_otel;
+mod cli_otel_attacks;
 mod cli_project;
 mod cli_registry;
 mod cli_resolve;

@@ -127,6 +127,9 @@ pub struct Caller<'a> {
     /// The run's tools, which sections' tools are answered through (`None`: the built-ins
     /// over a memory of each exchange's own).
     tools: Option<Arc<super::toolbox::Toolbox>>,
+    /// The hash of the work order's `work_order_started` record, which the run's later
+    /// records name.
+    start_record: Option<String>,
 }
 
 impl<'a> Caller<'a> {
@@ -149,6 +152,24 @@ impl<'a> Caller<'a> {
             warnings: Mutex::default(),
             packs: Mutex::default(),
             tools: None,
+            start_record: None,
+        }
+    }
+
+    /// Names `hash`, the work order's `work_order_started` record, in every record written
+    /// from now on (`work_order_started`): a record then says whose it is on its own — in a
+    /// cycle log of its own, beside a run of the same id at once — and its spans hang under
+    /// that work order's trace (SPEC §22).
+    #[must_use]
+    pub fn with_start_record(mut self, hash: Option<String>) -> Self {
+        self.start_record = hash;
+        self
+    }
+
+    /// Adds `work_order_started` to a record's `fields`, when the run has a start record.
+    pub fn name_start_record(&self, fields: &mut Map<String, Value>) {
+        if let Some(hash) = &self.start_record {
+            fields.insert("work_order_started".into(), json!(hash));
         }
     }
 
@@ -573,6 +594,7 @@ impl<'a> Caller<'a> {
         let wo = self.work_order;
         fields.insert("event".into(), json!("exchange"));
         fields.insert("work_order_id".into(), json!(wo.id));
+        self.name_start_record(&mut fields);
         who(&mut fields, wo, Some(c));
         fields.insert("contract_id".into(), json!(c.id));
         fields.insert("contract_version".into(), json!(c.version.to_string()));

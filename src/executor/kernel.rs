@@ -601,6 +601,8 @@ impl Kernel<'_> {
         f.insert("errors".into(), json!(errors));
         f.insert("timestamp".into(), json!(crate::registry::lifecycle::now()));
         f.insert("work_order_id".into(), json!(self.caller.work_order.id));
+        // A cycle log of its own still says whose cycles it holds (SPEC §22).
+        self.caller.name_start_record(&mut f);
         f.insert("contract_id".into(), json!(contract.0));
         f.insert("version".into(), json!(contract.1));
         f.insert("sha256".into(), json!(contract.2));
@@ -632,6 +634,8 @@ impl Kernel<'_> {
         }
         f.insert("timestamp".into(), json!(crate::registry::lifecycle::now()));
         f.insert("work_order_id".into(), json!(self.caller.work_order.id));
+        // A cycle log of its own still says whose cycles it holds (SPEC §22).
+        self.caller.name_start_record(&mut f);
         f.insert("contract_id".into(), json!(pin.id));
         f.insert(
             "version".into(),

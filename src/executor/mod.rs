@@ -164,15 +164,21 @@ impl Runner<'_> {
             ),
             wo.tools.clone(),
         ));
-        let caller =
-            Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft)
-                .with_tools(toolbox.clone());
-        let mut result = RunResult::new(wo, self.providers.selected().provider.as_ref());
-        result.warnings.extend(repair_unavailable(&self.project.registry, wo));
         // The run is bracketed in the ledger (SPEC §10): `work_order_started` before any
         // call, `work_order_completed` or `work_order_failed` after the last. A ledger that
-        // cannot take the first record stops the run before any model is called.
-        let blocked = record_event(self.ledger, "work_order_started", wo, |_| {}).err();
+        // cannot take the first record stops the run before any model is called. Every
+        // later record of the run names the start record (`work_order_started`), so each
+        // says whose it is on its own, whatever file it is in and whatever runs beside it.
+        let (started, blocked) = match record_event(self.ledger, "work_order_started", wo, |_| {}) {
+            Ok(hash) => (hash, None),
+            Err(e) => (None, Some(e)),
+        };
+        let caller =
+            Caller::new(self.project, &self.providers, self.ledger, wo, &budget, self.allow_draft)
+                .with_tools(toolbox.clone())
+                .with_start_record(started.clone());
+        let mut result = RunResult::new(wo, self.providers.selected().provider.as_ref());
+        result.warnings.extend(repair_unavailable(&self.project.registry, wo));
         match &wo.task {
             Task::Exchange { contract, input } => match blocked {
                 None => self.exchange(&caller, wo, contract, input, &mut result),
@@ -204,6 +210,7 @@ impl Runner<'_> {
         result.warnings = warnings;
         let event = if result.ok { "work_order_completed" } else { "work_order_failed" };
         let ended = record_event(self.ledger, event, wo, |f| {
+            caller.name_start_record(f);
             f.insert("status".into(), json!(result.status));
             for (key, value) in [("code", &result.code), ("message", &result.message)] {
                 if let Some(v) = value {
@@ -599,14 +606,14 @@ fn exact(contract: &crate::contract::Contract) -> Pin {
 }
 
 /// Appends a `work_order` record with `event` for `wo` (its id, kind, session, agent and
-/// tier), plus what `fill` adds.
+/// tier), plus what `fill` adds; the record's hash (none without a ledger).
 fn record_event(
     ledger: Option<&Ledger>,
     event: &str,
     wo: &WorkOrder,
     fill: impl FnOnce(&mut serde_json::Map<String, Value>),
-) -> Result<(), Error> {
-    let Some(ledger) = ledger else { return Ok(()) };
+) -> Result<Option<String>, Error> {
+    let Some(ledger) = ledger else { return Ok(None) };
     let mut fields = serde_json::Map::new();
     fields.insert("event".into(), json!(event));
     fields.insert("work_order_id".into(), json!(wo.id));
@@ -616,7 +623,8 @@ fn record_event(
     );
     call::who(&mut fields, wo, None);
     fill(&mut fields);
-    ledger.append(crate::ledger::Kind::WorkOrder, fields).map(drop)
+    let record = ledger.append(crate::ledger::Kind::WorkOrder, fields)?;
+    Ok(record.get("hash").and_then(Value::as_str).map(str::to_string))
 }
 
 /// Records a work order that could not run at all — its file did not load, or no provider

@@ -14,47 +14,82 @@
 //!   its cycle record's `tool_calls`).
 //! - An `eval_completed` record is one `eval` span.
 //!
+//! A work order's records after its start name the start record (`work_order_started`), so
+//! each finds its trace on its own: a kernel's cycles in a `--log` file of their own, and two
+//! runs of one id at once (`--jobs`), come out as they went. A record that names no start
+//! (an older ledger) joins the last open start of its work-order id.
+//!
 //! Span ids are the first bytes of the record's hash (and of the SHA-256 of the hash and the
 //! call's place, for tool calls): deterministic, and a span names the ledger record it came
 //! from (`pactum.ledger.seq`, `pactum.ledger.hash`).
+//!
+//! **Every text a span carries passes one gate ([`Text`], made only by `Gate`):** masked by
+//! the process's redactor (the run's, which masked the ledger too; for `ledger export`, the
+//! exporting environment's, which may know a key the run did not), then cut: content
+//! (`--otlp-content`) to [`MAX_CONTENT_BYTES`], everything else (a span's name, an id, a
+//! model, a code) to [`MAX_TEXT_BYTES`], arrays to [`MAX_ITEMS`] items. Without content a
+//! failure's status is its code: error messages quote inputs and replies.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value as Attr};
+use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use serde_json::{Map, Value, json};
 
+use crate::redact::Redactor;
+
 /// The most of one content attribute's text (a prompt, a reply, a tool's arguments or
-/// result) a span carries: collectors refuse large requests, and a span is for finding the
-/// exchange, the ledger is for reading it whole.
+/// result) a span carries, the note saying it was cut included: collectors refuse large
+/// requests, and a span is for finding the exchange, the ledger is for reading it whole.
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+/// The most of any other text on a span (its name, an id, a model, a code, a status without
+/// content, an array's item), the note saying it was cut included.
+pub const MAX_TEXT_BYTES: usize = 1024;
+
+/// The most items of an array attribute (an eval's suites).
+pub const MAX_ITEMS: usize = 128;
 
 /// Work orders open at once whose end is awaited; past it the oldest open one is forgotten
 /// (its spans still go out; its root span does not). Only a run that died between a start
 /// and its end leaves one open.
 const MAX_OPEN: usize = 65_536;
 
-/// The traces of work orders started and not yet ended.
-#[derive(Debug, Default)]
+/// The traces of work orders started and not yet ended, and the gate every text passes.
+#[derive(Debug)]
 pub struct Traces {
+    redactor: Arc<Redactor>,
+    /// By the hash of their `work_order_started` record.
     open: HashMap<String, Open>,
-    /// Order of opening, for forgetting the oldest past [`MAX_OPEN`].
-    opened: std::collections::VecDeque<(String, TraceId)>,
+    /// The last start of each work-order id (by the SHA-256 of the id: an id may be as long
+    /// as a ledger line), for records that do not name their start.
+    latest: HashMap<String, String>,
+    /// Starts in the order they came, for forgetting the oldest past [`MAX_OPEN`].
+    opened: VecDeque<String>,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Open {
     trace: TraceId,
     root: SpanId,
     start: SystemTime,
+    /// The SHA-256 of the work order's id.
+    key: String,
 }
 
 impl Traces {
+    /// A mapping whose spans' texts are masked by `redactor`.
+    pub fn new(redactor: Arc<Redactor>) -> Traces {
+        Traces { redactor, open: HashMap::new(), latest: HashMap::new(), opened: VecDeque::new() }
+    }
+
     /// The spans `record` makes (none for a `work_order_started`: its span ends later).
     /// `attached` holds what the writer attached (the prompt); content attributes are set
     /// only when `content` is.
@@ -70,52 +105,113 @@ impl Traces {
         let event = record.get("event").and_then(Value::as_str);
         let kind = record.get("kind").and_then(Value::as_str).unwrap_or("");
         let wo = text(record, "work_order_id");
+        let redactor = Arc::clone(&self.redactor);
+        let gate = Gate { redactor: &redactor, content };
         match (kind, event) {
             ("work_order", Some("work_order_started")) => {
                 if let Some(wo) = wo {
-                    self.open(wo, Open { trace: id.trace, root: id.root, start: end });
+                    self.open(hash, wo, &id, end);
                 }
                 Vec::new()
             }
             ("work_order", _) => {
-                let open = wo.and_then(|wo| self.close(wo));
-                vec![work_order_span(record, open, &id, end)]
+                let open = self.close(record, wo, end);
+                vec![work_order_span(&gate, record, open, &id, end)]
             }
             ("exchange", _) => {
-                let parent = self.parent(wo);
-                exchange_spans(record, attached, content, parent, &id, end)
+                let parent = self.parent(record, wo);
+                exchange_spans(&gate, record, attached, parent, &id, end)
             }
             ("cycle", _) => {
-                let parent = self.parent(wo).unwrap_or((id.trace, SpanId::INVALID));
-                tool_spans(record.get("tool_calls"), content, parent, &id, end)
+                let parent = self.parent(record, wo).unwrap_or((id.trace, SpanId::INVALID));
+                tool_spans(&gate, record.get("tool_calls"), parent, &id, end)
             }
-            ("eval", _) => vec![eval_span(record, &id, end)],
+            ("eval", _) => vec![eval_span(&gate, record, &id, end)],
             _ => Vec::new(),
         }
     }
 
-    fn parent(&self, wo: Option<&str>) -> Option<(TraceId, SpanId)> {
-        wo.and_then(|wo| self.open.get(wo)).map(|o| (o.trace, o.root))
+    /// The resource of spans sent for `instance` (a worker's id: `service.instance.id`),
+    /// its id through the same gate as every span's text.
+    pub fn resource(&self, instance: Option<&str>) -> Resource {
+        let mut resource = Resource::builder_empty()
+            .with_service_name("pactum")
+            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+        if let Some(instance) = instance {
+            let gate = Gate { redactor: &self.redactor, content: false };
+            resource = resource
+                .with_attribute(KeyValue::new("service.instance.id", gate.text(instance).0));
+        }
+        resource.build()
     }
 
-    fn open(&mut self, wo: &str, open: Open) {
-        if self.open.len() >= MAX_OPEN
-            && let Some((oldest, trace)) = self.opened.pop_front()
-            && self.open.get(&oldest).is_some_and(|o| o.trace == trace)
-        {
-            self.open.remove(&oldest);
+    /// The root a record hangs under: the start record it names (from the record alone),
+    /// else the last start of its work order's id still open.
+    fn parent(&self, record: &Value, wo: Option<&str>) -> Option<(TraceId, SpanId)> {
+        if let Some(start) = named_start(record) {
+            let ids = Ids::of(start);
+            return Some((ids.trace, ids.root));
         }
-        self.open.insert(wo.to_string(), open);
-        self.opened.push_back((wo.to_string(), open.trace));
-        // Entries of work orders that ended are dropped as the queue turns over.
-        while self.opened.len() > 2 * MAX_OPEN {
-            self.opened.pop_front();
+        let start = wo.and_then(|wo| self.latest.get(&key(wo)))?;
+        self.open.get(start).map(|o| (o.trace, o.root))
+    }
+
+    fn open(&mut self, hash: &str, wo: &str, id: &Ids, start: SystemTime) {
+        while self.open.len() >= MAX_OPEN {
+            let Some(oldest) = self.opened.pop_front() else { break };
+            if let Some(o) = self.open.remove(&oldest) {
+                self.forget(&o.key, &oldest);
+            }
+        }
+        let key = key(wo);
+        self.latest.insert(key.clone(), hash.to_string());
+        self.open.insert(hash.to_string(), Open { trace: id.trace, root: id.root, start, key });
+        self.opened.push_back(hash.to_string());
+        // Starts of work orders that ended are dropped once they outnumber the open ones
+        // (a pass over at most 2 × MAX_OPEN entries, once per MAX_OPEN starts).
+        if self.opened.len() > 2 * MAX_OPEN {
+            let open = &self.open;
+            self.opened.retain(|h| open.contains_key(h));
         }
     }
 
-    fn close(&mut self, wo: &str) -> Option<Open> {
-        self.open.remove(wo)
+    /// The work order an end record closes: the start it names, else the last start of its
+    /// id. A start it names that is not open (in another file, or forgotten) still gives the
+    /// trace and root; the root then starts when it ends.
+    fn close(&mut self, record: &Value, wo: Option<&str>, end: SystemTime) -> Option<Open> {
+        let named = named_start(record);
+        let start = match named {
+            Some(start) => start.to_string(),
+            None => self.latest.get(&key(wo?))?.clone(),
+        };
+        match self.open.remove(&start) {
+            Some(o) => {
+                self.forget(&o.key, &start);
+                Some(o)
+            }
+            None => named.map(|start| {
+                let ids = Ids::of(start);
+                Open { trace: ids.trace, root: ids.root, start: end, key: String::new() }
+            }),
+        }
     }
+
+    /// Drops `key`'s last start when it is `start`.
+    fn forget(&mut self, key: &str, start: &str) {
+        if self.latest.get(key).is_some_and(|s| s == start) {
+            self.latest.remove(key);
+        }
+    }
+}
+
+/// The `work_order_started` record a record names, when it names one.
+fn named_start(record: &Value) -> Option<&str> {
+    text(record, "work_order_started").filter(|h| crate::digest::is_sha256_hex(h))
+}
+
+/// What a work order's id is known by.
+fn key(wo: &str) -> String {
+    crate::digest::sha256_hex(wo.as_bytes())
 }
 
 /// The ids a record's spans take, from its hash.
@@ -173,15 +269,59 @@ fn scope() -> InstrumentationScope {
     InstrumentationScope::builder("pactum").with_version(env!("CARGO_PKG_VERSION")).build()
 }
 
+/// Text a span may carry: masked, then cut to its bound. Made only by [`Gate`].
+#[derive(Clone, Debug)]
+struct Text(String);
+
+/// The one way text reaches a span.
+struct Gate<'r> {
+    redactor: &'r Redactor,
+    /// Whether content (`--otlp-content`) goes.
+    content: bool,
+}
+
+impl Gate<'_> {
+    /// A name, an id, a model, a code: masked, cut to [`MAX_TEXT_BYTES`].
+    fn text(&self, text: &str) -> Text {
+        Text(cut(&self.redactor.redact(text), MAX_TEXT_BYTES))
+    }
+
+    /// Content: masked, cut to [`MAX_CONTENT_BYTES`].
+    fn content(&self, text: &str) -> Text {
+        Text(cut(&self.redactor.redact(text), MAX_CONTENT_BYTES))
+    }
+
+    /// A value's text as content (a string's own text, anything else its JSON).
+    fn content_of(&self, value: &Value) -> Text {
+        match value {
+            Value::String(s) => self.content(s),
+            other => self.content(&other.to_string()),
+        }
+    }
+}
+
+/// `text`, or as much of it as fits `limit` bytes with a note saying how long it was.
+fn cut(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let note = format!("… [cut: {} bytes in all]", text.len());
+    let mut at = limit.saturating_sub(note.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!("{}{note}", &text[..at])
+}
+
 struct Span {
-    name: String,
+    name: Text,
     trace: TraceId,
     id: SpanId,
     parent: SpanId,
     kind: SpanKind,
     start: SystemTime,
     end: SystemTime,
-    attributes: Vec<KeyValue>,
+    attributes: Attrs,
     status: Status,
 }
 
@@ -198,10 +338,10 @@ impl Span {
             parent_span_id: self.parent,
             parent_span_is_remote: false,
             span_kind: self.kind,
-            name: Cow::Owned(self.name),
+            name: Cow::Owned(self.name.0),
             start_time: self.start,
             end_time: self.end.max(self.start),
-            attributes: self.attributes,
+            attributes: self.attributes.out,
             dropped_attributes_count: 0,
             events: SpanEvents::default(),
             links: SpanLinks::default(),
@@ -211,95 +351,89 @@ impl Span {
     }
 }
 
-/// Attributes taken from a record's fields, when present.
-struct Attrs<'r> {
-    record: &'r Value,
+/// A span's attributes: texts from the gate, numbers and flags.
+struct Attrs {
     out: Vec<KeyValue>,
 }
 
-impl<'r> Attrs<'r> {
-    fn new(record: &'r Value) -> Self {
-        let mut a = Attrs { record, out: Vec::new() };
-        a.set("pactum.ledger.hash", record.get("hash"));
+impl Attrs {
+    /// The attributes every span of a record has, when present.
+    fn of(gate: &Gate, record: &Value) -> Self {
+        let mut a = Attrs { out: Vec::new() };
+        a.field(gate, "pactum.ledger.hash", record, "hash");
         a.int("pactum.ledger.seq", record.get("seq"));
-        a.set("pactum.worker.id", record.get("worker_id"));
-        a.set("gen_ai.conversation.id", record.get("session_id"));
-        a.set("gen_ai.agent.id", record.get("agent_id"));
-        a.set("pactum.agent.class", record.get("agent_class"));
-        a.set("pactum.tier", record.get("tier"));
+        a.field(gate, "pactum.worker.id", record, "worker_id");
+        a.field(gate, "gen_ai.conversation.id", record, "session_id");
+        a.field(gate, "gen_ai.agent.id", record, "agent_id");
+        a.field(gate, "pactum.agent.class", record, "agent_class");
+        a.field(gate, "pactum.tier", record, "tier");
         a
     }
 
-    fn put(&mut self, key: &'static str, value: impl Into<Attr>) {
-        self.out.push(KeyValue::new(key, value));
+    fn text(&mut self, key: &'static str, text: Text) {
+        self.out.push(KeyValue::new(key, text.0));
     }
 
-    /// `key` from a string field.
-    fn set(&mut self, key: &'static str, value: Option<&Value>) {
-        if let Some(v) = value.and_then(Value::as_str) {
-            self.put(key, v.to_string());
-        }
+    fn flag(&mut self, key: &'static str, value: bool) {
+        self.out.push(KeyValue::new(key, value));
     }
 
     fn int(&mut self, key: &'static str, value: Option<&Value>) {
         if let Some(v) = value.and_then(Value::as_i64) {
-            self.put(key, v);
+            self.out.push(KeyValue::new(key, v));
         }
     }
 
-    fn field(&mut self, key: &'static str, field: &str) {
-        self.set(key, self.record.get(field));
-    }
-}
-
-/// A value's text for a content attribute, cut to [`MAX_CONTENT_BYTES`].
-fn content_text(value: &Value) -> String {
-    let text = match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    cut(text)
-}
-
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_CONTENT_BYTES {
-        let whole = text.len();
-        let mut at = MAX_CONTENT_BYTES;
-        while !text.is_char_boundary(at) {
-            at -= 1;
+    /// `key` from a string field of `record`, when it has one.
+    fn field(&mut self, gate: &Gate, key: &'static str, record: &Value, field: &str) {
+        if let Some(v) = text(record, field) {
+            self.text(key, gate.text(v));
         }
-        text.truncate(at);
-        text.push_str(&format!("… [cut: {whole} bytes in all; the ledger keeps them]"));
     }
-    text
+
+    /// An array of texts, at most [`MAX_ITEMS`] of them.
+    fn texts<'v>(&mut self, gate: &Gate, key: &'static str, items: impl Iterator<Item = &'v str>) {
+        let items = items.take(MAX_ITEMS).map(|s| StringValue::from(gate.text(s).0)).collect();
+        self.out.push(KeyValue::new(key, Attr::Array(Array::String(items))));
+    }
 }
 
-/// The failure of a record: its code as `error.type` and its first message as the status.
-fn failure(record: &Value, code: Option<&str>, attrs: &mut Attrs) -> Status {
+/// The failure of a record: its code as `error.type` and as the status; with content, the
+/// status is its first message instead (messages quote inputs and replies).
+fn failure(gate: &Gate, record: &Value, code: Option<&str>, attrs: &mut Attrs) -> Status {
     let Some(code) = code else { return Status::Unset };
-    attrs.put("error.type", code.to_string());
+    let code = gate.text(code);
+    attrs.text("error.type", code.clone());
+    if !gate.content {
+        return Status::error(code.0);
+    }
     let message = record
         .get("errors")
         .and_then(Value::as_array)
         .and_then(|e| e.first())
         .and_then(|e| e.get("message"))
         .and_then(Value::as_str)
-        .or(text(record, "message"))
-        .unwrap_or(code);
-    Status::error(cut(message.to_string()))
+        .or(text(record, "message"));
+    Status::error(message.map_or(code, |m| gate.content(m)).0)
 }
 
-fn work_order_span(record: &Value, open: Option<Open>, id: &Ids, end: SystemTime) -> SpanData {
+fn work_order_span(
+    gate: &Gate,
+    record: &Value,
+    open: Option<Open>,
+    id: &Ids,
+    end: SystemTime,
+) -> SpanData {
     let wo = text(record, "work_order_id").unwrap_or("");
-    let mut a = Attrs::new(record);
-    a.put("gen_ai.operation.name", "invoke_agent");
-    a.field("pactum.work_order.id", "work_order_id");
-    a.field("pactum.work_order.kind", "work_order_kind");
-    a.field("pactum.work_order.file", "work_order_file");
-    a.field("pactum.work_order.status", "status");
+    let mut a = Attrs::of(gate, record);
+    a.text("gen_ai.operation.name", gate.text("invoke_agent"));
+    a.field(gate, "pactum.work_order.id", record, "work_order_id");
+    a.field(gate, "pactum.work_order.kind", record, "work_order_kind");
+    a.field(gate, "pactum.work_order.file", record, "work_order_file");
+    a.field(gate, "pactum.work_order.status", record, "status");
     let failed = text(record, "event") == Some("work_order_failed");
     let code = failed.then(|| text(record, "code").unwrap_or("work_order_failed"));
-    let status = failure(record, code, &mut a);
+    let status = failure(gate, record, code, &mut a);
     let (trace, root, start) = match open {
         Some(o) => (o.trace, o.root, o.start),
         // Ended without a start this ledger saw (a work order that could not load): a
@@ -307,111 +441,139 @@ fn work_order_span(record: &Value, open: Option<Open>, id: &Ids, end: SystemTime
         None => (id.trace, id.root, end),
     };
     Span {
-        name: if wo.is_empty() { "invoke_agent".into() } else { format!("invoke_agent {wo}") },
+        name: gate.text(&if wo.is_empty() {
+            "invoke_agent".to_string()
+        } else {
+            format!("invoke_agent {wo}")
+        }),
         trace,
         id: root,
         parent: SpanId::INVALID,
         kind: SpanKind::Internal,
         start,
         end,
-        attributes: a.out,
+        attributes: a,
         status: if failed { status } else { Status::Ok },
     }
     .data()
 }
 
 fn exchange_spans(
+    gate: &Gate,
     record: &Value,
     attached: &Map<String, Value>,
-    content: bool,
     parent: Option<(TraceId, SpanId)>,
     id: &Ids,
     end: SystemTime,
 ) -> Vec<SpanData> {
     let (trace, parent) = parent.unwrap_or((id.trace, SpanId::INVALID));
     let model = text(record, "model").or(text(record, "response_model"));
-    let mut a = Attrs::new(record);
-    a.put("gen_ai.operation.name", "chat");
-    a.field("gen_ai.provider.name", "provider");
-    a.field("gen_ai.request.model", "model");
-    a.field("gen_ai.response.model", "response_model");
+    let mut a = Attrs::of(gate, record);
+    a.text("gen_ai.operation.name", gate.text("chat"));
+    a.field(gate, "gen_ai.provider.name", record, "provider");
+    a.field(gate, "gen_ai.request.model", record, "model");
+    a.field(gate, "gen_ai.response.model", record, "response_model");
     let usage = record.get("usage");
     a.int("gen_ai.usage.input_tokens", usage.and_then(|u| u.get("prompt_tokens")));
     a.int("gen_ai.usage.output_tokens", usage.and_then(|u| u.get("completion_tokens")));
     if let Some(reason) = text(record, "finish_reason") {
-        let reasons = Array::String(vec![StringValue::from(reason.to_string())]);
-        a.put("gen_ai.response.finish_reasons", Attr::Array(reasons));
+        a.texts(gate, "gen_ai.response.finish_reasons", std::iter::once(reason));
     }
-    a.field("pactum.contract.id", "contract_id");
-    a.field("pactum.contract.version", "contract_version");
-    a.field("pactum.contract.sha256", "contract_sha256");
-    a.field("pactum.prompt_pack.id", "prompt_pack_id");
-    a.field("pactum.prompt_pack.version", "prompt_pack_version");
-    a.field("pactum.prompt_pack.sha256", "prompt_pack_sha256");
-    a.field("pactum.prompt.sha256", "prompt_hash");
-    a.field("pactum.work_order.id", "work_order_id");
-    a.field("pactum.verdict", "verdict");
-    a.field("pactum.extraction_method", "extraction_method");
-    a.field("pactum.role", "role");
+    a.field(gate, "pactum.contract.id", record, "contract_id");
+    a.field(gate, "pactum.contract.version", record, "contract_version");
+    a.field(gate, "pactum.contract.sha256", record, "contract_sha256");
+    a.field(gate, "pactum.prompt_pack.id", record, "prompt_pack_id");
+    a.field(gate, "pactum.prompt_pack.version", record, "prompt_pack_version");
+    a.field(gate, "pactum.prompt_pack.sha256", record, "prompt_pack_sha256");
+    a.field(gate, "pactum.prompt.sha256", record, "prompt_hash");
+    a.field(gate, "pactum.work_order.id", record, "work_order_id");
+    a.field(gate, "pactum.verdict", record, "verdict");
+    a.field(gate, "pactum.extraction_method", record, "extraction_method");
+    a.field(gate, "pactum.role", record, "role");
     a.int("pactum.repair_attempt", record.get("repair_attempt"));
     a.int("pactum.attempts", record.get("attempts"));
-    if content {
+    if gate.content {
         if let Some(prompt) = attached.get("prompt").and_then(Value::as_array) {
-            a.put("gen_ai.input.messages", cut(input_messages(prompt).to_string()));
+            a.text("gen_ai.input.messages", input_messages(gate, prompt));
         }
         if let Some(reply) = record.get("raw_response").filter(|r| !r.is_null()) {
             let reason = text(record, "finish_reason");
-            a.put("gen_ai.output.messages", output_messages(reply, reason).to_string());
+            a.text("gen_ai.output.messages", output_messages(gate, reply, reason));
         }
     }
     let verdict = text(record, "verdict").unwrap_or("ok");
     let code = (verdict != "ok" && verdict != "tool_calls").then_some(verdict);
-    let status = failure(record, code, &mut a);
+    let status = failure(gate, record, code, &mut a);
     let chat = Span {
-        name: model.map_or_else(|| "chat".to_string(), |m| format!("chat {m}")),
+        name: gate.text(&model.map_or_else(|| "chat".to_string(), |m| format!("chat {m}"))),
         trace,
         id: id.span,
         parent,
         kind: SpanKind::Client,
         start: before(end, record),
         end,
-        attributes: a.out,
+        attributes: a,
         status,
     };
-    let mut spans = tool_spans(record.get("disclosures"), content, (trace, id.span), id, end);
+    let mut spans = tool_spans(gate, record.get("disclosures"), (trace, id.span), id, end);
     spans.insert(0, chat.data());
     spans
 }
 
-/// The prompt's messages in the GenAI conventions' shape: role and text parts.
-fn input_messages(prompt: &[Value]) -> Value {
-    Value::Array(
-        prompt
-            .iter()
-            .map(|m| {
-                json!({
-                    "role": m.get("role").cloned().unwrap_or(Value::Null),
-                    "parts": [{"type": "text", "content": m.get("content").cloned().unwrap_or(Value::Null)}],
-                })
-            })
-            .collect(),
-    )
+/// The prompt's messages in the GenAI conventions' shape (role and text parts), as JSON that
+/// stays JSON when the prompt is cut: the messages' texts share [`MAX_CONTENT_BYTES`], the
+/// message where it runs out is cut (saying how long the prompt was) and the rest left out.
+fn input_messages(gate: &Gate, prompt: &[Value]) -> Text {
+    let texts: Vec<Cow<str>> = prompt
+        .iter()
+        .map(|m| match m.get("content") {
+            Some(Value::String(s)) => gate.redactor.redact(s),
+            Some(other) => Cow::Owned(gate.redactor.redact(&other.to_string()).into_owned()),
+            None => Cow::Borrowed(""),
+        })
+        .collect();
+    let whole: usize = texts.iter().map(|t| t.len()).sum();
+    let mut left = MAX_CONTENT_BYTES;
+    let mut messages = Vec::new();
+    for (m, text) in prompt.iter().zip(&texts) {
+        let role = m.get("role").and_then(Value::as_str).map(|r| gate.text(r).0);
+        let fits = text.len() <= left;
+        let content = if fits {
+            left -= text.len();
+            text.to_string()
+        } else {
+            let note = format!("… [cut: the prompt's {whole} bytes in all]");
+            let mut at = left.saturating_sub(note.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            format!("{}{note}", &text[..at])
+        };
+        messages.push(json!({"role": role, "parts": [{"type": "text", "content": content}]}));
+        if !fits {
+            break;
+        }
+    }
+    Text(Value::Array(messages).to_string())
 }
 
-fn output_messages(reply: &Value, finish_reason: Option<&str>) -> Value {
-    json!([{
-        "role": "assistant",
-        "parts": [{"type": "text", "content": content_text(reply)}],
-        "finish_reason": finish_reason,
-    }])
+fn output_messages(gate: &Gate, reply: &Value, finish_reason: Option<&str>) -> Text {
+    Text(
+        json!([{
+            "role": "assistant",
+            "parts": [{"type": "text", "content": gate.content_of(reply).0}],
+            "finish_reason": finish_reason.map(|r| gate.text(r).0),
+        }])
+        .to_string(),
+    )
 }
 
 /// The spans of tool calls (`calls`: an array of calls, as `disclosures` and a cycle's
 /// `tool_calls` hold them) under `parent`. A call that says when it ended and how long it
 /// took (a kernel step's) spans that time; a reply's calls end with their record.
 fn tool_spans(
+    gate: &Gate,
     calls: Option<&Value>,
-    content: bool,
     (trace, parent): (TraceId, SpanId),
     id: &Ids,
     end: SystemTime,
@@ -422,34 +584,38 @@ fn tool_spans(
         .enumerate()
         .map(|(n, call)| {
             let tool = text(call, "tool").unwrap_or("");
-            let mut a = Attrs { record: call, out: Vec::new() };
-            a.put("gen_ai.operation.name", "execute_tool");
-            a.put("gen_ai.tool.type", "function");
-            a.field("gen_ai.tool.name", "tool");
-            a.field("gen_ai.tool.call.id", "id");
-            a.field("pactum.step_id", "step_id");
-            if content {
+            let mut a = Attrs { out: Vec::new() };
+            a.text("gen_ai.operation.name", gate.text("execute_tool"));
+            a.text("gen_ai.tool.type", gate.text("function"));
+            a.field(gate, "gen_ai.tool.name", call, "tool");
+            a.field(gate, "gen_ai.tool.call.id", call, "id");
+            a.field(gate, "pactum.step_id", call, "step_id");
+            if gate.content {
                 if let Some(args) = call.get("arguments") {
-                    a.put("gen_ai.tool.call.arguments", content_text(args));
+                    a.text("gen_ai.tool.call.arguments", gate.content_of(args));
                 }
                 if let Some(result) = call.get("result").or(call.get("output")) {
-                    a.put("gen_ai.tool.call.result", content_text(result));
+                    a.text("gen_ai.tool.call.result", gate.content_of(result));
                 }
             }
             let code = if let Some(refused) = text(call, "refused") {
-                Some(refused.to_string())
+                Some(refused)
             } else if let Some(e) = call.get("error") {
-                Some(text(e, "code").unwrap_or("tool_failed").to_string())
+                Some(text(e, "code").unwrap_or("tool_failed"))
             } else if call.get("is_error").and_then(Value::as_bool) == Some(true) {
-                Some("tool_error".to_string())
+                Some("tool_error")
             } else {
                 None
             };
-            let status = match &code {
+            let status = match code {
                 Some(code) => {
-                    a.put("error.type", code.clone());
+                    let code = gate.text(code);
+                    a.text("error.type", code.clone());
                     let message = call.get("error").and_then(|e| text(e, "message"));
-                    Status::error(cut(message.unwrap_or(code).to_string()))
+                    match message.filter(|_| gate.content) {
+                        Some(message) => Status::error(gate.content(message).0),
+                        None => Status::error(code.0),
+                    }
                 }
                 None => Status::Unset,
             };
@@ -457,18 +623,18 @@ fn tool_spans(
                 .and_then(|at| at.parse::<jiff::Timestamp>().ok())
                 .map_or(end, SystemTime::from);
             Span {
-                name: if tool.is_empty() {
-                    "execute_tool".into()
+                name: gate.text(&if tool.is_empty() {
+                    "execute_tool".to_string()
                 } else {
                     format!("execute_tool {tool}")
-                },
+                }),
                 trace,
                 id: id.tool(n),
                 parent,
                 kind: SpanKind::Internal,
                 start: before(ended, call),
                 end: ended,
-                attributes: a.out,
+                attributes: a,
                 status,
             }
             .data()
@@ -476,30 +642,23 @@ fn tool_spans(
         .collect()
 }
 
-fn eval_span(record: &Value, id: &Ids, end: SystemTime) -> SpanData {
-    let mut a = Attrs::new(record);
-    a.put("gen_ai.operation.name", "evaluate");
-    a.field("gen_ai.provider.name", "provider");
-    let suites: Vec<StringValue> = record
-        .get("suites")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| text(s, "eval_id"))
-        .map(|s| StringValue::from(s.to_string()))
-        .collect();
-    a.put("pactum.eval.suites", Attr::Array(Array::String(suites)));
+fn eval_span(gate: &Gate, record: &Value, id: &Ids, end: SystemTime) -> SpanData {
+    let mut a = Attrs::of(gate, record);
+    a.text("gen_ai.operation.name", gate.text("evaluate"));
+    a.field(gate, "gen_ai.provider.name", record, "provider");
+    let suites = record.get("suites").and_then(Value::as_array).into_iter().flatten();
+    a.texts(gate, "pactum.eval.suites", suites.filter_map(|s| text(s, "eval_id")));
     let ok = record.get("ok").and_then(Value::as_bool).unwrap_or(false);
-    a.put("pactum.eval.ok", ok);
+    a.flag("pactum.eval.ok", ok);
     Span {
-        name: "eval".into(),
+        name: gate.text("eval"),
         trace: id.trace,
         id: id.root,
         parent: SpanId::INVALID,
         kind: SpanKind::Internal,
         start: end,
         end,
-        attributes: a.out,
+        attributes: a,
         status: if ok { Status::Ok } else { Status::error("the evaluation found problems") },
     }
     .data()
@@ -508,9 +667,14 @@ fn eval_span(record: &Value, id: &Ids, end: SystemTime) -> SpanData {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn attr<'s>(span: &'s SpanData, key: &str) -> Option<&'s Attr> {
         span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| &kv.value)
+    }
+
+    fn traces() -> Traces {
+        Traces::new(Arc::new(Redactor::new()))
     }
 
     const H1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
@@ -519,7 +683,7 @@ mod tests {
 
     #[test]
     fn a_work_order_is_one_trace_with_its_exchanges_and_their_tool_calls_under_it() {
-        let mut t = Traces::default();
+        let mut t = traces();
         let started = json!({"kind": "work_order", "event": "work_order_started", "work_order_id": "WO-1",
             "hash": H1, "seq": 1, "at": "2026-01-01T00:00:00Z"});
         assert!(t.spans(&started, &Map::new(), false).is_empty());
@@ -565,28 +729,89 @@ mod tests {
         let later = t.spans(&exchange, &Map::new(), false);
         assert_eq!(later[0].parent_span_id, SpanId::INVALID);
         assert_eq!(later[0].span_context.trace_id(), Ids::of(H2).trace);
+        // A record naming its work order's start hangs under it, whatever is open.
+        let cycle = json!({"kind": "cycle", "hash": H3, "work_order_id": "WO-2",
+            "work_order_started": H1, "tool_calls": [{"tool": "calculator"}]});
+        let tools = t.spans(&cycle, &Map::new(), false);
+        assert_eq!(tools[0].span_context.trace_id(), Ids::of(H1).trace);
+        assert_eq!(tools[0].parent_span_id, Ids::of(H1).root);
     }
 
     #[test]
-    fn failures_carry_their_code_and_content_is_cut() {
-        let mut t = Traces::default();
+    fn failures_carry_their_code_and_their_message_only_as_content() {
+        let mut t = traces();
         let long = "é".repeat(MAX_CONTENT_BYTES);
         let exchange = json!({"kind": "exchange", "hash": H2, "verdict": "output_schema_invalid",
-            "errors": [{"code": "output_schema_invalid", "message": "no `label`"}], "raw_response": long});
+            "errors": [{"code": "output_schema_invalid", "message": "no `label` in jane's reply"}],
+            "raw_response": long});
         let spans = t.spans(&exchange, &Map::new(), true);
         assert_eq!(attr(&spans[0], "error.type"), Some(&Attr::from("output_schema_invalid")));
-        assert_eq!(spans[0].status, Status::error("no `label`"));
+        assert_eq!(spans[0].status, Status::error("no `label` in jane's reply"));
         let output = attr(&spans[0], "gen_ai.output.messages").unwrap().as_str();
+        let parsed: Value = serde_json::from_str(&output).unwrap();
+        let text = parsed[0]["parts"][0]["content"].as_str().unwrap();
         assert!(
-            output.len() < MAX_CONTENT_BYTES + 200 && output.contains("[cut: "),
+            text.len() <= MAX_CONTENT_BYTES && text.ends_with(" bytes in all]"),
             "{}",
-            output.len()
+            text.len()
         );
+        // Without content, the status is the code: the message quotes the reply.
+        let spans = t.spans(&exchange, &Map::new(), false);
+        assert_eq!(spans[0].status, Status::error("output_schema_invalid"));
         let failed = json!({"kind": "work_order", "event": "work_order_failed", "hash": H3,
             "work_order_id": null, "code": "work_order_invalid", "message": "bad file"});
         let root = t.spans(&failed, &Map::new(), false);
-        assert_eq!(root[0].status, Status::error("bad file"));
+        assert_eq!(root[0].status, Status::error("work_order_invalid"));
         assert_eq!(root[0].name, "invoke_agent");
+        let root = t.spans(&failed, &Map::new(), true);
+        assert_eq!(root[0].status, Status::error("bad file"));
+    }
+
+    #[test]
+    fn every_text_of_a_span_is_masked_and_bounded() {
+        let redactor = Arc::new(Redactor::new());
+        let secret = "sk-span-secret-0123456789";
+        redactor.add(secret);
+        let mut t = Traces::new(redactor);
+        let huge = format!("{secret}{}", "x".repeat(1 << 20));
+        let record = json!({"kind": "exchange", "hash": H2, "model": huge, "work_order_id": huge,
+            "verdict": huge, "errors": [{"message": huge}], "raw_response": huge,
+            "finish_reason": huge, "worker_id": secret,
+            "disclosures": [{"tool": huge, "arguments": {"k": huge}, "result": huge,
+                "error": {"code": huge, "message": huge}}]});
+        let prompt = json!({"prompt": [{"role": "user", "content": huge}, {"role": "user", "content": "more"}]});
+        for content in [false, true] {
+            for span in t.spans(&record, prompt.as_object().unwrap(), content) {
+                assert!(span.name.len() <= MAX_TEXT_BYTES && !span.name.contains(secret));
+                if let Status::Error { description } = &span.status {
+                    assert!(
+                        description.len() <= MAX_CONTENT_BYTES && !description.contains(secret)
+                    );
+                }
+                for kv in &span.attributes {
+                    let text = kv.value.as_str();
+                    let limit = if kv.key.as_str().starts_with("gen_ai.") && text.starts_with('[') {
+                        2 * MAX_CONTENT_BYTES
+                    } else if kv.key.as_str().starts_with("gen_ai.tool.call.a")
+                        || kv.key.as_str().starts_with("gen_ai.tool.call.r")
+                    {
+                        MAX_CONTENT_BYTES
+                    } else {
+                        MAX_TEXT_BYTES
+                    };
+                    assert!(text.len() <= limit, "{}: {}", kv.key, text.len());
+                    assert!(!text.contains(secret), "{}", kv.key);
+                }
+                if let Some(input) = attr(&span, "gen_ai.input.messages") {
+                    // Cut, the prompt is still JSON: its first message cut, the rest left out.
+                    let messages: Value = serde_json::from_str(&input.as_str()).unwrap();
+                    assert_eq!(messages.as_array().unwrap().len(), 1, "{messages}");
+                }
+            }
+        }
+        let resource = t.resource(Some(secret));
+        let instance = resource.get(&opentelemetry::Key::new("service.instance.id")).unwrap();
+        assert_eq!(instance.as_str(), "[redacted]");
     }
 
     #[test]
@@ -596,5 +821,126 @@ mod tests {
         assert_eq!(ids.span, SpanId::from_bytes([0x22; 8]));
         assert_ne!(ids.tool(0), ids.tool(1));
         assert_eq!(ids.tool(1), Ids::of(H2).tool(1));
+    }
+
+    /// The medians of five timings each of `f(small)` and `f(large)`, taken in turn (so
+    /// the load of a shared machine falls on both alike).
+    fn medians<T>(small: &T, large: &T, mut f: impl FnMut(&T)) -> (Duration, Duration) {
+        let mut time = |x: &T| {
+            let t = std::time::Instant::now();
+            f(x);
+            t.elapsed()
+        };
+        let (mut a, mut b): (Vec<Duration>, Vec<Duration>) =
+            (0..5).map(|_| (time(small), time(large))).unzip();
+        a.sort();
+        b.sort();
+        (a[2], b[2])
+    }
+
+    /// The mapping costs what a record holds, linearly: its tool calls (a reply or a
+    /// kernel cycle of thousands), and its content (a reply of megabytes, masked, then cut).
+    #[test]
+    fn a_records_spans_cost_time_linear_in_its_calls_and_its_content() {
+        let redactor = Arc::new(Redactor::new());
+        redactor.add("sk-linear-secret-000");
+        let mut t = Traces::new(redactor);
+        let calls = |n: usize| {
+            let calls: Vec<Value> = (0..n)
+                .map(|i| json!({"tool": "calculator", "id": format!("c{i}"), "result": i}))
+                .collect();
+            json!({"kind": "exchange", "hash": H2, "model": "m", "disclosures": calls})
+        };
+        let reply =
+            |n: usize| json!({"kind": "exchange", "hash": H2, "raw_response": "r".repeat(n)});
+        for (what, make, n) in [
+            ("tool calls", &calls as &dyn Fn(usize) -> Value, 1_500),
+            ("reply bytes", &reply, 1 << 20),
+        ] {
+            let (small, large) = (make(n), make(4 * n));
+            let (a, b) = medians(&small, &large, |r| drop(t.spans(r, &Map::new(), true)));
+            let ratio = b.as_secs_f64() / a.as_secs_f64().max(1e-6);
+            assert!(ratio < 8.0, "{what}: {n} took {a:?}, {} took {b:?} ({ratio:.1}x)", 4 * n);
+        }
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            Just(Value::from(u64::MAX)),
+            "[a-z0-9:.TZ\\-é ]{0,24}".prop_map(Value::String),
+            Just(json!("2026-01-01T00:00:00Z")),
+            Just(json!(H1)),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(field(), inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// The names the mapping reads, and some it does not.
+    fn field() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("kind"),
+            Just("event"),
+            Just("hash"),
+            Just("at"),
+            Just("latency_ms"),
+            Just("work_order_id"),
+            Just("work_order_started"),
+            Just("model"),
+            Just("usage"),
+            Just("prompt_tokens"),
+            Just("verdict"),
+            Just("errors"),
+            Just("message"),
+            Just("raw_response"),
+            Just("finish_reason"),
+            Just("disclosures"),
+            Just("tool_calls"),
+            Just("tool"),
+            Just("arguments"),
+            Just("result"),
+            Just("error"),
+            Just("code"),
+            Just("refused"),
+            Just("is_error"),
+            Just("suites"),
+            Just("eval_id"),
+            Just("ok"),
+            Just("seq"),
+            Just("other"),
+        ]
+        .prop_map(str::to_string)
+    }
+
+    proptest! {
+        /// Whatever a record holds (`ledger export` reads hand-written ones too), the mapping
+        /// makes spans without panicking, and its texts stay bounded.
+        #[test]
+        fn any_record_maps_without_panicking(
+            records in prop::collection::vec(
+                (prop::sample::select(vec!["exchange", "cycle", "work_order", "eval", "x"]),
+                 prop::collection::btree_map(field(), json_value(), 0..8)),
+                1..6),
+            content in any::<bool>(),
+        ) {
+            let mut t = traces();
+            for (i, (kind, fields)) in records.into_iter().enumerate() {
+                let mut record: Map<String, Value> = fields.into_iter().collect();
+                record.insert("kind".into(), json!(kind));
+                record.entry("hash").or_insert_with(|| json!([H1, H2, H3][i % 3]));
+                let prompt = json!({"prompt": record.get("errors").cloned().unwrap_or(json!([]))});
+                for span in t.spans(&Value::Object(record), prompt.as_object().unwrap(), content) {
+                    prop_assert!(span.name.len() <= MAX_TEXT_BYTES);
+                }
+            }
+        }
     }
 }

@@ -38,9 +38,12 @@ impl OtlpArgs {
     /// Starts the exporter `config` and these arguments ask for (none when no collector is
     /// named); `instance` is the worker's id.
     pub fn start(&self, config: &Config, instance: Option<&str>) -> Result<Exporter, Error> {
-        mask_headers();
         let settings = Settings::choose(self.otlp.as_deref(), self.otlp_content, config, instance)?;
-        let telemetry = settings.map(|s| Telemetry::start(&s)).transpose()?;
+        if let Some(s) = &settings {
+            mask_collector_secrets(&s.endpoint);
+        }
+        let telemetry =
+            settings.map(|s| Telemetry::start(&s, output::redactor().clone())).transpose()?;
         Ok(Exporter { telemetry, finished: AtomicBool::new(false) })
     }
 }
@@ -72,14 +75,16 @@ impl Drop for Exporter {
     }
 }
 
-/// The values of OTEL_EXPORTER_OTLP_(TRACES_)HEADERS (the collector's token, read by the
-/// OTLP exporter itself) are masked wherever pactum prints or records.
-fn mask_headers() {
-    for var in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
-        for pair in output::env_lookup(var).unwrap_or_default().split(',') {
-            if let Some((_, value)) = pair.split_once('=') {
-                output::redactor().add(value.trim());
-            }
-        }
+/// The collector's token (the values of OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, which the OTLP
+/// exporter reads itself) and the credentials of its URL are masked wherever pactum prints,
+/// records or exports, in every form the exporter sends them.
+pub fn mask_collector_secrets(endpoint: &str) {
+    let headers: Vec<String> = ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"]
+        .into_iter()
+        .filter_map(output::env_lookup)
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    for secret in pactum::telemetry::collector_secrets(&headers, Some(endpoint)) {
+        output::redactor().add(&secret);
     }
 }

@@ -143,15 +143,16 @@ pub fn exec(args: Args) -> u8 {
 fn export(location: &Location, url: &str, content: bool, json: bool) -> u8 {
     let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
     let sent = pactum::telemetry::endpoint(url).and_then(|endpoint| {
+        crate::telemetry::mask_collector_secrets(&endpoint);
         let settings = pactum::telemetry::Settings { endpoint, content, instance: None };
-        pactum::telemetry::export(location, &settings)
+        pactum::telemetry::export(location, &settings, output::redactor().clone())
     });
     match sent {
         Ok(x) => {
             if json {
                 output::print_json(&json!({
                     "ok": true, "file": shown, "records": x.records, "spans": x.spans,
-                    "collector": x.report.collector, "requests": x.report.accepted,
+                    "collector": x.report.collector, "requests": x.report.requests,
                 }));
             } else {
                 output::print_text(&format!(
