@@ -98,44 +98,6 @@ fn sorted(mut spans: Vec<Span>) -> Vec<Span> {
     spans
 }
 
-/// Runs `check` on every case at once, one thread each (the cases wait on collectors and
-/// deadlines, not on the processor), and fails naming every case that failed.
-fn check_at_once<C: Sync>(
-    cases: &[C],
-    name: impl Fn(&C) -> &str + Sync,
-    check: impl Fn(&C) + Sync,
-) {
-    let failed: Vec<String> = std::thread::scope(|scope| {
-        let handles: Vec<_> = cases
-            .iter()
-            .map(|case| {
-                let check = &check;
-                (name(case).to_string(), scope.spawn(move || check(case)))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|(name, handle)| {
-                handle.join().err().map(|e| {
-                    let why = e
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    format!("{name}: {why}")
-                })
-            })
-            .collect()
-    });
-    assert!(
-        failed.is_empty(),
-        "{} of {} cases failed:\n{}",
-        failed.len(),
-        cases.len(),
-        failed.join("\n\n")
-    );
-}
-
 // --- 1. No secret reaches a collector --------------------------------------------------------
 
 #[test]
@@ -271,7 +233,7 @@ fn a_hostile_collector_never_fails_a_run_nor_holds_its_exit_past_the_bound() {
         ("garbage", Answer::Garbage),
         ("refusing", Answer::Status(500)),
     ];
-    check_at_once(
+    common::check_cases_at_once(
         &cases,
         |c| c.0,
         |(_, answer)| {

@@ -198,25 +198,52 @@ impl std::fmt::Display for Out {
 /// not hide the ones after it), then fails naming every case that failed, with its message.
 /// `name` gives a case's name, which is what a failure is reported under.
 pub fn check_cases<C>(cases: &[C], name: impl Fn(&C) -> &str, check: impl Fn(&C)) {
-    let failed: Vec<String> = cases
-        .iter()
-        .filter_map(|case| {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(case)));
+    let outcomes = cases.iter().map(|case| {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(case)));
+        (name(case).to_string(), outcome)
+    });
+    report_cases(cases.len(), outcomes.collect());
+}
+
+/// [`check_cases`] with every case at once, one thread each: for cases that wait on servers
+/// and deadlines, not on the processor.
+pub fn check_cases_at_once<C: Sync>(
+    cases: &[C],
+    name: impl Fn(&C) -> &str + Sync,
+    check: impl Fn(&C) + Sync,
+) {
+    let outcomes = std::thread::scope(|scope| {
+        let handles: Vec<_> = cases
+            .iter()
+            .map(|case| {
+                let check = &check;
+                (name(case).to_string(), scope.spawn(move || check(case)))
+            })
+            .collect();
+        handles.into_iter().map(|(name, handle)| (name, handle.join())).collect()
+    });
+    report_cases(cases.len(), outcomes);
+}
+
+/// Fails naming every case whose check panicked, with its message.
+fn report_cases(count: usize, outcomes: Vec<(String, std::thread::Result<()>)>) {
+    let failed: Vec<String> = outcomes
+        .into_iter()
+        .filter_map(|(name, outcome)| {
             outcome.err().map(|e| {
                 let why = e
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
-                format!("{}: {why}", name(case))
+                format!("{name}: {why}")
             })
         })
         .collect();
     assert!(
         failed.is_empty(),
-        "{} of {} cases failed:\n{}",
+        "{} of {count} cases failed:\n{}",
         failed.len(),
-        cases.len(),
         failed.join("\n\n")
     );
 }
