@@ -59,12 +59,16 @@ impl Settings {
         config: &crate::config::Config,
         instance: Option<&str>,
     ) -> Result<Option<Settings>> {
-        let url = cli
-            .or(config.env.otlp_endpoint.as_deref())
-            .or(config.telemetry.otlp_endpoint.as_deref());
-        let Some(url) = url else { return Ok(None) };
+        let named = [
+            (cli, "--otlp"),
+            (config.env.otlp_endpoint.as_deref(), "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT"),
+            (config.telemetry.otlp_endpoint.as_deref(), "[telemetry] otlp_endpoint in pactum.toml"),
+        ];
+        let Some((Some(url), source)) = named.into_iter().find(|(url, _)| url.is_some()) else {
+            return Ok(None);
+        };
         Ok(Some(Settings {
-            endpoint: endpoint(url)?,
+            endpoint: endpoint_from(url, source)?,
             content: content || config.telemetry.content,
             instance: instance.map(str::to_string),
         }))
@@ -78,12 +82,17 @@ impl Settings {
 /// its credentials or query), so a URL that can name no collector stops the command before
 /// anything runs.
 pub fn endpoint(url: &str) -> Result<String> {
+    endpoint_from(url, "--otlp")
+}
+
+/// [`endpoint`], a refusal naming where the URL came from (`source`).
+fn endpoint_from(url: &str, source: &str) -> Result<String> {
     let url = url.trim();
     let lower = url.to_ascii_lowercase();
     let rest = lower.strip_prefix("http://").or_else(|| lower.strip_prefix("https://"));
     let bad = |why: &str| Error::Usage {
         message: format!(
-            "--otlp `{}` {why}; give the collector's base URL (http://localhost:4318) or its /v1/traces URL",
+            "{source} `{}` {why}; give the collector's base URL (http://localhost:4318) or its /v1/traces URL",
             crate::redact::shown_url(url)
         ),
     };

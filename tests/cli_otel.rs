@@ -269,6 +269,19 @@ fn the_collector_comes_from_the_flag_the_environment_or_pactum_toml() {
     let out = pactum(dir.path(), &["run", CLASSIFY, "--otlp", "ftp://u:hunter2@x"], &[]);
     out.status(2);
     assert!(out.stderr.contains("usage_error") && !out.stderr.contains("hunter2"), "{out}");
+    // The refusal names where the URL came from.
+    let out = pactum(
+        dir.path(),
+        &["run", CLASSIFY],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")],
+    );
+    out.status(2);
+    assert!(out.stderr.contains("OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT `localhost:4318`"), "{out}");
+    std::fs::write(dir.path().join("pactum.toml"), "[telemetry]\notlp_endpoint = \"collector\"\n")
+        .unwrap();
+    let out = pactum(dir.path(), &["run", CLASSIFY], &[]);
+    out.status(2);
+    assert!(out.stderr.contains("[telemetry] otlp_endpoint in pactum.toml `collector`"), "{out}");
 }
 
 #[test]
