@@ -10,14 +10,15 @@
 //! Run: `cargo bench --bench telemetry`.
 #![allow(clippy::disallowed_methods)] // tests, benches and examples build their trees directly
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::Arc;
 
 use pactum::ledger::{Durability, Kind, Ledger, Location};
 use pactum::telemetry::spans::Traces;
 use pactum::telemetry::{Settings, Telemetry};
 use serde_json::{Map, Value, json};
+
+#[path = "../tests/support/otlp.rs"]
+mod otlp;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -45,49 +46,6 @@ fn exchange() -> Map<String, Value> {
     record.as_object().cloned().unwrap()
 }
 
-/// A collector on 127.0.0.1 that reads each request whole and answers 200.
-fn sink() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(&stream);
-                loop {
-                    let mut length = 0usize;
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let header = line.trim_end().to_ascii_lowercase();
-                        if header.is_empty() {
-                            break;
-                        }
-                        if let Some(v) = header.strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                    if (&stream).write_all(answer.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    url
-}
-
 #[divan::bench]
 fn record_to_spans(bencher: divan::Bencher) {
     let mut record = Value::Object(exchange());
@@ -103,8 +61,10 @@ fn appending(bencher: divan::Bencher, otlp: bool) {
     let mut ledger = Ledger::open(&Location::chosen(&dir.path().join("ledger.jsonl")))
         .unwrap()
         .with_durability(Durability::Grouped);
+    // The tests' collector (it keeps what it receives, decoded only when asked).
+    let collector = otlp::Collector::start();
     let telemetry = otlp.then(|| {
-        let endpoint = pactum::telemetry::endpoint(&sink()).unwrap();
+        let endpoint = pactum::telemetry::endpoint(&collector.url()).unwrap();
         let redactor = Arc::new(pactum::redact::Redactor::new());
         Telemetry::start(&Settings { endpoint, content: false, instance: None }, redactor).unwrap()
     });
@@ -118,6 +78,7 @@ fn appending(bencher: divan::Bencher, otlp: bool) {
         let report = t.finish();
         assert_eq!(report.problem(), None, "{report:?}");
         assert!(report.requests > 0);
+        assert!(!collector.spans().is_empty(), "the collector decoded what was sent");
     }
 }
 
