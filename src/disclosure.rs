@@ -95,6 +95,10 @@ pub struct Disclosed {
     pub result: ToolResult,
     /// The call came past `max_disclosures`: it was not run, and the exchange ends.
     pub refused: bool,
+    /// When the call was answered (RFC 3339, to the millisecond) and how long it took: the
+    /// tool's span (SPEC §22).
+    pub at: String,
+    pub latency_ms: u64,
 }
 
 impl Disclosed {
@@ -109,6 +113,8 @@ impl Disclosed {
             "reason": self.reason,
             "is_error": self.result.is_error,
             "result": self.result.content,
+            "at": self.at,
+            "latency_ms": self.latency_ms,
         });
         if self.refused {
             v["refused"] = json!(crate::error::Code::DisclosureLimitExceeded.as_str());
@@ -198,9 +204,12 @@ impl<'a> Disclosure<'a> {
                     reason: None,
                     result: ToolResult { id: call.id.clone(), content, is_error: true },
                     refused: true,
+                    at: crate::ledger::now(),
+                    latency_ms: 0,
                 });
                 continue;
             }
+            let started = std::time::Instant::now();
             let offered = self.rendered.tools.contains(&call.name);
             let (content, is_error, opened, reason) = if !offered {
                 let list = self.rendered.tools.join(", ");
@@ -228,6 +237,8 @@ impl<'a> Disclosure<'a> {
                 reason,
                 result: ToolResult { id: call.id.clone(), content, is_error },
                 refused: false,
+                at: crate::ledger::now(),
+                latency_ms: started.elapsed().as_millis() as u64,
             });
         }
         if reopen && limit.is_none() {

@@ -569,8 +569,9 @@ fn output_messages(gate: &Gate, reply: &Value, finish_reason: Option<&str>) -> T
 }
 
 /// The spans of tool calls (`calls`: an array of calls, as `disclosures` and a cycle's
-/// `tool_calls` hold them) under `parent`. A call that says when it ended and how long it
-/// took (a kernel step's) spans that time; a reply's calls end with their record.
+/// `tool_calls` hold them) under `parent`. A call spans the time it took, ending when it
+/// was answered (`at`, `latency_ms`: a kernel step's and a reply's calls say both); a call
+/// of an older record that does not ends with its record.
 fn tool_spans(
     gate: &Gate,
     calls: Option<&Value>,
@@ -691,7 +692,8 @@ mod tests {
             "seq": 2, "at": "2026-01-01T00:00:02.500Z", "latency_ms": 1500, "model": "m1",
             "usage": {"prompt_tokens": 10, "completion_tokens": 3}, "verdict": "ok",
             "contract_id": "PRC-A-001", "raw_response": "secret reply",
-            "disclosures": [{"id": "c1", "tool": "memory_read", "arguments": {"k": 1}, "is_error": false, "result": "x"}]});
+            "disclosures": [{"id": "c1", "tool": "memory_read", "arguments": {"k": 1}, "is_error": false, "result": "x",
+                "at": "2026-01-01T00:00:02.400Z", "latency_ms": 250}]});
         let prompt = json!({"prompt": [{"role": "user", "content": "hello"}]});
         let spans = t.spans(&exchange, prompt.as_object().unwrap(), false);
         assert_eq!(spans.len(), 2);
@@ -709,6 +711,13 @@ mod tests {
         assert!(attr(chat, "gen_ai.input.messages").is_none());
         assert_eq!(tool.parent_span_id, chat.span_context.span_id());
         assert_eq!(tool.name, "execute_tool memory_read");
+        // The call spans the time it took, ending when it was answered.
+        let answered =
+            SystemTime::from("2026-01-01T00:00:02.400Z".parse::<jiff::Timestamp>().unwrap());
+        assert_eq!(
+            (tool.start_time, tool.end_time),
+            (answered - Duration::from_millis(250), answered)
+        );
         let ended = json!({"kind": "work_order", "event": "work_order_completed", "work_order_id": "WO-1",
             "hash": H3, "seq": 3, "at": "2026-01-01T00:00:03Z", "status": "completed"});
         let root = t.spans(&ended, &Map::new(), false);
