@@ -297,8 +297,7 @@ impl Ledger {
 /// The time a record is written: RFC 3339, UTC, to the millisecond (a span exported from
 /// the record starts `latency_ms` before it, SPEC §22).
 pub fn now() -> String {
-    let now = jiff::Timestamp::now();
-    now.round(jiff::Unit::Millisecond).unwrap_or(now).to_string()
+    crate::registry::lifecycle::now_to(jiff::Unit::Millisecond)
 }
 
 impl Drop for Ledger {

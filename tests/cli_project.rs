@@ -825,19 +825,25 @@ fn the_same_version_added_with_different_content_on_both_sides_is_a_conflict_nam
     r.add_optional_input("contracts/summarize/1.1.0.json", "audience");
     r.ok(&["registry", "promote", "PRC-SUMMARIZE-001@1.1.0"]);
     r.commit_all("main 1.1.0");
-    let ours = std::fs::read(r.root.join("registry.json")).unwrap();
+    let all = merge_conflicts(
+        &r,
+        "PRC-SUMMARIZE-001@1.1.0: both sides changed it with different content",
+    );
+    assert!(all.contains("CONFLICT") && all.contains("registry.json"), "{all}");
+}
 
+/// Merges `alice` into the checked-out branch and asserts the registry driver refused it
+/// with `registry_merge_conflict` naming `names`, writing nothing (registry.json is still
+/// ours, with no conflict markers); what git printed.
+fn merge_conflicts(r: &Repo, names: &str) -> String {
+    let ours = std::fs::read(r.root.join("registry.json")).unwrap();
     let merge = git(&r.top, &["merge", "--no-edit", "alice"]);
     assert_ne!(merge.code, 0, "the merge should conflict:\n{}", merge.stdout);
     let all = format!("{}{}", merge.stdout, merge.stderr);
     assert!(all.contains("error[registry_merge_conflict]"), "{all}");
-    assert!(
-        all.contains("PRC-SUMMARIZE-001@1.1.0: both sides changed it with different content"),
-        "{all}"
-    );
-    assert!(all.contains("CONFLICT") && all.contains("registry.json"), "{all}");
-    // The driver wrote nothing: registry.json is still ours, with no conflict markers.
+    assert!(all.contains(names), "the conflict names the entry: {all}");
     assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), ours);
+    all
 }
 
 #[test]
@@ -854,19 +860,10 @@ fn one_version_deprecated_with_two_successors_is_a_conflict_naming_it() {
     git_ok(&r.top, &["checkout", "-q", "main"]);
     r.ok(&["registry", "deprecate", "PRC-SUMMARIZE-001@1.0.0", "--successor", "1.1.0"]);
     r.commit_all("main deprecates 1.0.0 for 1.1.0");
-    let ours = std::fs::read(r.root.join("registry.json")).unwrap();
-
-    let merge = git(&r.top, &["merge", "--no-edit", "alice"]);
-    assert_ne!(merge.code, 0, "the merge should conflict:\n{}", merge.stdout);
-    let all = format!("{}{}", merge.stdout, merge.stderr);
-    assert!(all.contains("error[registry_merge_conflict]"), "{all}");
-    assert!(
-        all.contains(
-            "PRC-SUMMARIZE-001@1.0.0: deprecated on both sides with different successors (ours 1.1.0, theirs 1.2.0)"
-        ),
-        "the conflict names the entry and both successors: {all}"
+    merge_conflicts(
+        &r,
+        "PRC-SUMMARIZE-001@1.0.0: deprecated on both sides with different successors (ours 1.1.0, theirs 1.2.0)",
     );
-    assert_eq!(std::fs::read(r.root.join("registry.json")).unwrap(), ours);
 }
 
 #[test]

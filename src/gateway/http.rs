@@ -122,6 +122,20 @@ pub struct HttpClient {
     key_withheld: Option<String>,
 }
 
+/// The agent pactum sends requests with to a server it was told of (a provider, an MCP
+/// server): every status handed back as an answer, no redirect followed, no proxy taken from
+/// the environment, pactum's user agent; `connect` bounds connecting.
+pub fn agent(connect: Duration) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(connect))
+        .max_redirects(0)
+        .proxy(None)
+        .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")))
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
 impl HttpClient {
     /// A client for the provider named `provider` (the name errors carry).
     ///
@@ -134,15 +148,8 @@ impl HttpClient {
         retry: RetryPolicy,
         settings: SettingNames,
     ) -> Self {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(connect_timeout))
-            .max_redirects(0)
-            .proxy(None)
-            .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")))
-            .build();
         HttpClient {
-            agent: ureq::Agent::new_with_config(config),
+            agent: agent(connect_timeout),
             provider: provider.into(),
             timeout,
             retry,

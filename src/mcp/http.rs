@@ -37,15 +37,8 @@ impl Http {
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
             return Err(format!("`{}` is not an http:// or https:// URL", shown(url)));
         }
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(10)))
-            .max_redirects(0)
-            .proxy(None)
-            .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")))
-            .build();
         Ok(Http {
-            agent: ureq::Agent::new_with_config(config),
+            agent: crate::gateway::http::agent(Duration::from_secs(10)),
             url: url.trim().to_string(),
             session: None,
             protocol_version: None,

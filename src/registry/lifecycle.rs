@@ -32,8 +32,13 @@ use crate::schema::graph::{self, ProjectFiles};
 
 /// The current time as the registry writes it: RFC 3339, UTC, whole seconds.
 pub fn now() -> String {
+    now_to(jiff::Unit::Second)
+}
+
+/// The current time, RFC 3339, UTC, rounded to `unit` (the ledger writes milliseconds).
+pub fn now_to(unit: jiff::Unit) -> String {
     let now = jiff::Timestamp::now();
-    now.round(jiff::Unit::Second).unwrap_or(now).to_string()
+    now.round(unit).unwrap_or(now).to_string()
 }
 
 /// When and by whom a change is made; every history event records both.
