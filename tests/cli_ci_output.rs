@@ -291,6 +291,45 @@ fn sarif_output_validates_against_the_oasis_sarif_2_1_0_schema() {
     let mut broken = doc.clone();
     broken["runs"][0]["results"][0].as_object_mut().unwrap().remove("message");
     assert!(!validator.is_valid(&broken));
+
+    // Nothing the standard does not define: with every object of the schema closed, the
+    // log still validates (a consumer's typed reader would drop an unknown property).
+    let closed = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&closed_objects(schema))
+        .expect("the closed OASIS schema compiles");
+    let errors: Vec<String> = closed.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let mut extra = doc.clone();
+    extra["runs"][0]["results"][0]["severity"] = json!("error");
+    assert!(!closed.is_valid(&extra), "a property SARIF does not define is refused");
+}
+
+/// `schema` with `"additionalProperties": false` on every subschema that lists
+/// `properties` and does not say otherwise.
+fn closed_objects(mut schema: Value) -> Value {
+    fn close(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                    map.insert("additionalProperties".into(), Value::Bool(false));
+                }
+                for (key, sub) in map.iter_mut() {
+                    match (key.as_str(), sub) {
+                        // Maps of names to schemas: each value is a schema, the map is not.
+                        ("properties" | "definitions" | "$defs", Value::Object(named)) => {
+                            named.values_mut().for_each(close)
+                        }
+                        (_, sub) => close(sub),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(close),
+            _ => {}
+        }
+    }
+    close(&mut schema);
+    schema
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! it must never panic, and every span it reports must slice the text on character
 //! boundaries.
 #![no_main]
+// The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
+#![allow(clippy::disallowed_methods)]
 
 use libfuzzer_sys::fuzz_target;
 use pactum::extract::{ExtractOptions, extract, extract_envelope};

@@ -4,6 +4,8 @@
 //! chain must fail without writing, and one that succeeds leaves a ledger that verifies
 //! whenever the ledger verified before it.
 #![no_main]
+// The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
+#![allow(clippy::disallowed_methods)]
 
 use libfuzzer_sys::fuzz_target;
 use pactum::ledger::{Kind, Ledger, Location, query, verify};

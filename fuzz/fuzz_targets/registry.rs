@@ -2,6 +2,8 @@
 //! and the hash-chained history (`verify_history`, `audit`), as `Registry::load` reads it.
 //! None may panic.
 #![no_main]
+// The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
+#![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
 

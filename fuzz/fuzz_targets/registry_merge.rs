@@ -7,6 +7,8 @@
 //! sides are valid registries), must agree with the merge the other way round, and a clean
 //! merge must load again with an intact history that replays to its entries.
 #![no_main]
+// The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -56,8 +58,9 @@ fn branch(ops: &[u8], actor: &str) -> String {
         let _ = match op[0] % 4 {
             0 => lifecycle::promote(&mut registry, kind, &id, &version, &stamp).map(|_| ()),
             1 => lifecycle::discard(&mut registry, kind, &id, &version, &stamp).map(|_| ()),
-            2 => lifecycle::deprecate(&mut registry, kind, &id, &version, &other, &stamp)
-                .map(|_| ()),
+            2 => {
+                lifecycle::deprecate(&mut registry, kind, &id, &version, &other, &stamp).map(|_| ())
+            }
             _ => lifecycle::remove(&mut registry, kind, &id, &version, &stamp).map(|_| ()),
         };
     }

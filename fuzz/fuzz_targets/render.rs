@@ -1,6 +1,8 @@
 //! Fuzzes template compilation and rendering with fuel: any template text must compile or
 //! fail with a code, and rendering must stop (fuel, recursion, output cap) without panicking.
 #![no_main]
+// The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
+#![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
 

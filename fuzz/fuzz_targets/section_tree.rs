@@ -2,6 +2,8 @@
 //! array must load or fail with a code, and a tree that loads must render with every
 //! combination of opened sections, and answer any tool call, without panicking.
 #![no_main]
+// The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeSet;
 use std::path::Path;
