@@ -1,6 +1,7 @@
 //! Fuzzes document loading: JSON and YAML parsing (with their budgets), and the contract,
 //! pack, work-order and registry loaders on whatever parses. None may panic.
-#![no_main]
+// libFuzzer supplies `main`; without it (no `libfuzzer` feature) `main` replays files.
+#![cfg_attr(feature = "libfuzzer", no_main)]
 // The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
 #![allow(clippy::disallowed_methods)]
 
@@ -25,3 +26,8 @@ fuzz_target!(|data: &[u8]| {
         let _ = pactum::source::locate_best(text, syntax, "/boundary/temperature");
     }
 });
+
+#[cfg(not(feature = "libfuzzer"))]
+fn main() -> std::process::ExitCode {
+    pactum_fuzz::replay()
+}

@@ -1,7 +1,8 @@
 //! Fuzzes JSON extraction (strict and lenient, object and array candidates, envelopes):
 //! it must never panic, and every span it reports must slice the text on character
 //! boundaries.
-#![no_main]
+// libFuzzer supplies `main`; without it (no `libfuzzer` feature) `main` replays files.
+#![cfg_attr(feature = "libfuzzer", no_main)]
 // The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
 #![allow(clippy::disallowed_methods)]
 
@@ -21,3 +22,8 @@ fuzz_target!(|data: &[u8]| {
     let envelope = serde_json::json!({ "text": text });
     let _ = extract_envelope(&envelope, &ExtractOptions::default());
 });
+
+#[cfg(not(feature = "libfuzzer"))]
+fn main() -> std::process::ExitCode {
+    pactum_fuzz::replay()
+}

@@ -3,7 +3,8 @@
 //! they found. None may panic; an append to a ledger whose last line is not a record of the
 //! chain must fail without writing, and one that succeeds leaves a ledger that verifies
 //! whenever the ledger verified before it.
-#![no_main]
+// libFuzzer supplies `main`; without it (no `libfuzzer` feature) `main` replays files.
+#![cfg_attr(feature = "libfuzzer", no_main)]
 // The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
 #![allow(clippy::disallowed_methods)]
 
@@ -37,3 +38,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+#[cfg(not(feature = "libfuzzer"))]
+fn main() -> std::process::ExitCode {
+    pactum_fuzz::replay()
+}

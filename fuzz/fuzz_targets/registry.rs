@@ -1,7 +1,8 @@
 //! Fuzzes registry loading: `registry.json` text through parsing, the schema, the index
 //! and the hash-chained history (`verify_history`, `audit`), as `Registry::load` reads it.
 //! None may panic.
-#![no_main]
+// libFuzzer supplies `main`; without it (no `libfuzzer` feature) `main` replays files.
+#![cfg_attr(feature = "libfuzzer", no_main)]
 // The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
 #![allow(clippy::disallowed_methods)]
 
@@ -25,3 +26,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = registry.duplicates();
     let _ = registry.to_json();
 });
+
+#[cfg(not(feature = "libfuzzer"))]
+fn main() -> std::process::ExitCode {
+    pactum_fuzz::replay()
+}

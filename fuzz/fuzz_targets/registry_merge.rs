@@ -6,7 +6,8 @@
 //! merge of the two must never panic, must fail only with `registry_merge_conflict` (both
 //! sides are valid registries), must agree with the merge the other way round, and a clean
 //! merge must load again with an intact history that replays to its entries.
-#![no_main]
+// libFuzzer supplies `main`; without it (no `libfuzzer` feature) `main` replays files.
+#![cfg_attr(feature = "libfuzzer", no_main)]
 // The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
 #![allow(clippy::disallowed_methods)]
 
@@ -95,3 +96,8 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(merged.is_ok(), mirrored.is_ok(), "the merge depends on the side: {merged:?}");
 });
+
+#[cfg(not(feature = "libfuzzer"))]
+fn main() -> std::process::ExitCode {
+    pactum_fuzz::replay()
+}

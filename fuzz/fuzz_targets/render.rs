@@ -1,6 +1,7 @@
 //! Fuzzes template compilation and rendering with fuel: any template text must compile or
 //! fail with a code, and rendering must stop (fuel, recursion, output cap) without panicking.
-#![no_main]
+// libFuzzer supplies `main`; without it (no `libfuzzer` feature) `main` replays files.
+#![cfg_attr(feature = "libfuzzer", no_main)]
 // The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
 #![allow(clippy::disallowed_methods)]
 
@@ -20,3 +21,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = compiled.render(&input, true);
     let _ = compiled.render(&input, false);
 });
+
+#[cfg(not(feature = "libfuzzer"))]
+fn main() -> std::process::ExitCode {
+    pactum_fuzz::replay()
+}

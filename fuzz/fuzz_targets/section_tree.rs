@@ -1,7 +1,8 @@
 //! Fuzzes section trees (SPEC §14, §15): any JSON document given as a pack's `sections`
 //! array must load or fail with a code, and a tree that loads must render with every
 //! combination of opened sections, and answer any tool call, without panicking.
-#![no_main]
+// libFuzzer supplies `main`; without it (no `libfuzzer` feature) `main` replays files.
+#![cfg_attr(feature = "libfuzzer", no_main)]
 // The fuzz_target! macro's debug mode writes a file itself (RUST_LIBFUZZER_DEBUG_PATH).
 #![allow(clippy::disallowed_methods)]
 
@@ -42,3 +43,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = disclosure.answer(&calls);
     let _ = disclosure.messages();
 });
+
+#[cfg(not(feature = "libfuzzer"))]
+fn main() -> std::process::ExitCode {
+    pactum_fuzz::replay()
+}
