@@ -27,9 +27,12 @@ fn matches_prefixed(id: &str, prefix: &str) -> bool {
     }
 }
 
-/// The contract id rule in words, for messages.
-pub const CONTRACT_ID_RULE: &str =
-    "a contract id is `PRC-`, capital letters, `-` and digits, e.g. PRC-SUMMARIZE-001";
+/// The contract id rule in words, for messages (`^PRC-[A-Z]+-[0-9]+$`): one word, so
+/// `PRC-MY-TOOL-001` and `PRC-B2-001` are not ids.
+pub const CONTRACT_ID_RULE: &str = "a contract id is `PRC-`, one word of capital letters A-Z      (no digits, no second `-`), `-` and a number, e.g. PRC-SUMMARIZE-001";
+
+/// Both id rules in words, for messages about a pin that may name either.
+const ANY_ID_RULE: &str = "a contract id is `PRC-`, one word of capital letters A-Z (no      digits, no second `-`), `-` and a number (PRC-CLASSIFY-001); a prompt pack id the same      with `PRM-` (PRM-CLASSIFY-001)";
 
 /// `^PRC-[A-Z]+-[0-9]+$`
 pub fn is_contract_id(id: &str) -> bool {
@@ -143,19 +146,10 @@ impl Pin {
             None => (text.trim(), ""),
         };
         if kind_of_id(id).is_none() && !text.contains('@') {
-            return Err(Error::IdInvalid {
-                id: id.to_string(),
-                rule:
-                    "a contract id is `PRC-`, capital letters, `-` and digits (PRC-CLASSIFY-001); \
-                       a prompt pack id the same with `PRM-` (PRM-CLASSIFY-001)"
-                        .into(),
-            });
+            return Err(Error::IdInvalid { id: id.to_string(), rule: ANY_ID_RULE.into() });
         }
         if kind_of_id(id).is_none() {
-            return Err(invalid(format!(
-                "`{id}` is not an id: a contract id is `PRC-`, capital letters, `-` and digits \
-                 (PRC-CLASSIFY-001), a prompt pack id the same with `PRM-` (PRM-CLASSIFY-001)"
-            )));
+            return Err(invalid(format!("`{id}` is not an id: {ANY_ID_RULE}")));
         }
         if text.contains('@') && req.trim().is_empty() {
             return Err(invalid("nothing after `@`; write ID, ID@1.2.0 or ID@^1.2".into()));

@@ -717,8 +717,13 @@ fn a_failing_file_makes_the_whole_add_refused() {
         !String::from_utf8_lossy(&t.registry_bytes()).contains("1.1.0"),
         "nothing of a refused add is registered"
     );
-    // A missing file is an I/O error (exit 2).
-    t.refused(&["registry", "add", "contracts/notes/nope.json"], "io_error", 2);
+    // A missing file is an I/O error (exit 2) that names the file, whether its folder
+    // exists or not (a mistyped folder once walked up to a project root of "").
+    for missing in ["contracts/notes/nope.json", "contracts/PRC-NOTES-001/1.0.0.json"] {
+        let v = t.refused(&["registry", "add", missing], "io_error", 2);
+        let message = v["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{missing}: ")), "{v:#}");
+    }
 }
 
 #[test]
@@ -1497,12 +1502,18 @@ fn new_contract_with_a_taken_folder_name_gets_a_numbered_folder() {
 #[test]
 fn new_contract_refuses_an_invalid_id_with_pin_invalid() {
     let dir = tempfile::tempdir().unwrap();
-    for id in ["notes", "PRC-notes-001", "PRC-NOTES", "PRM-NOTES-001"] {
+    // The last two look like ids to someone who read "capital letters, `-` and digits":
+    // the message says the name is one word of letters.
+    let ids =
+        ["notes", "PRC-notes-001", "PRC-NOTES", "PRM-NOTES-001", "PRC-B2-001", "PRC-MY-TOOL-001"];
+    for id in ids {
         let args = ["new", "contract", id, "--json"];
         let out = pactum(dir.path(), &args);
         assert_eq!(code_of(&out), 2, "{}", describe(&args, &out));
         let v = one_json(&args, &out);
         assert_eq!(v["code"], json!("pin_invalid"), "{id}: {v:#}");
+        let message = v["message"].as_str().unwrap();
+        assert!(message.contains("one word of capital letters"), "{id}: {v:#}");
         let text = pactum(dir.path(), &["new", "contract", id]);
         assert_eq!(code_of(&text), 2);
         assert!(String::from_utf8_lossy(&text.stderr).contains("error[pin_invalid]"));

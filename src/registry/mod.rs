@@ -957,7 +957,10 @@ pub fn confined(path: &Path) -> Result<()> {
 
 /// Walks up from `start` (a file or folder) to the nearest folder holding registry.json.
 pub fn find_upwards(start: &Path) -> Option<PathBuf> {
+    // Absolute even when `start` does not exist (a mistyped folder): walking up a relative
+    // path would end at `registry.json` with an empty parent, a project root of "".
     let start = crate::confine::real_or_given(start);
+    let start = if start.is_relative() { std::path::absolute(&start).ok()? } else { start };
     let mut dir =
         if crate::confine::is_file(&start) { start.parent()?.to_path_buf() } else { start };
     loop {

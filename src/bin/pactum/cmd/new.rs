@@ -20,7 +20,7 @@ pub struct Args {
 enum What {
     /// A contract (PRC-NAME-001) and its pack (PRM-NAME-001), version 1.0.0, as drafts.
     Contract {
-        /// The new contract's id: `PRC-`, capital letters, `-`, digits (PRC-SUMMARIZE-001).
+        /// The new contract's id: `PRC-`, one capital-letter word, `-`, a number (PRC-SUMMARIZE-001).
         id: String,
         /// Write the pack as a section tree (keyed, numbered sections with a summarized
         /// reference section the model opens on demand) instead of the canonical object.
