@@ -29,10 +29,13 @@ fn matches_prefixed(id: &str, prefix: &str) -> bool {
 
 /// The contract id rule in words, for messages (`^PRC-[A-Z]+-[0-9]+$`): one word, so
 /// `PRC-MY-TOOL-001` and `PRC-B2-001` are not ids.
-pub const CONTRACT_ID_RULE: &str = "a contract id is `PRC-`, one word of capital letters A-Z      (no digits, no second `-`), `-` and a number, e.g. PRC-SUMMARIZE-001";
+pub const CONTRACT_ID_RULE: &str = "a contract id is `PRC-`, one word of capital letters A-Z \
+     (no digits, no second `-`), `-` and a number, e.g. PRC-SUMMARIZE-001";
 
 /// Both id rules in words, for messages about a pin that may name either.
-const ANY_ID_RULE: &str = "a contract id is `PRC-`, one word of capital letters A-Z (no      digits, no second `-`), `-` and a number (PRC-CLASSIFY-001); a prompt pack id the same      with `PRM-` (PRM-CLASSIFY-001)";
+const ANY_ID_RULE: &str = "a contract id is `PRC-`, one word of capital letters A-Z (no \
+     digits, no second `-`), `-` and a number (PRC-CLASSIFY-001); a prompt pack id the same \
+     with `PRM-` (PRM-CLASSIFY-001)";
 
 /// `^PRC-[A-Z]+-[0-9]+$`
 pub fn is_contract_id(id: &str) -> bool {
@@ -211,6 +214,14 @@ pub fn suggest<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<St
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rules_in_words_read_as_one_line() {
+        for rule in [CONTRACT_ID_RULE, ANY_ID_RULE] {
+            assert!(!rule.contains("  ") && !rule.contains('\n'), "{rule:?}");
+        }
+        assert!(!is_contract_id("PRC-B2-001") && !is_contract_id("PRC-MY-TOOL-001"));
+    }
 
     #[test]
     fn ids() {

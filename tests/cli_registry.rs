@@ -727,6 +727,37 @@ fn a_failing_file_makes_the_whole_add_refused() {
 }
 
 #[test]
+fn root_names_the_project_folder_and_is_never_walked_up_from() {
+    // A folder inside the project without a registry.json, and one that does not exist:
+    // no registry command acts on the project above them.
+    let t = Tree::active();
+    std::fs::create_dir_all(t.path("other")).unwrap();
+    let v100 = format!("{ID}@1.0.0");
+    let commands: [&[&str]; 4] = [
+        &["registry", "label", ID, "prod", "1.0.0"],
+        &["registry", "verify"],
+        &["registry", "list"],
+        &["registry", "promote", &v100],
+    ];
+    for args in commands {
+        for root in ["other", "missing"] {
+            let with: Vec<&str> = args.iter().copied().chain(["--root", root]).collect();
+            let v = t.refused(&with, "io_error", 2);
+            let message = v["message"].as_str().unwrap();
+            assert!(message.starts_with(root), "{v:#}");
+            assert!(message.contains("--root"), "{v:#}");
+        }
+    }
+    // `registry add` may start a registry in an existing folder, never in a missing one.
+    t.refused(
+        &["registry", "add", "contracts/notes/1.0.0.json", "--root", "missing"],
+        "io_error",
+        2,
+    );
+    assert!(!t.path("missing").exists());
+}
+
+#[test]
 fn add_refuses_files_outside_the_root() {
     let t = Tree::active();
     // A sibling of the project root, so `..` from inside the root reaches it.
@@ -1514,6 +1545,7 @@ fn new_contract_refuses_an_invalid_id_with_pin_invalid() {
         assert_eq!(v["code"], json!("pin_invalid"), "{id}: {v:#}");
         let message = v["message"].as_str().unwrap();
         assert!(message.contains("one word of capital letters"), "{id}: {v:#}");
+        assert!(!message.contains("  "), "one space between words: {message}");
         let text = pactum(dir.path(), &["new", "contract", id]);
         assert_eq!(code_of(&text), 2);
         assert!(String::from_utf8_lossy(&text.stderr).contains("error[pin_invalid]"));

@@ -181,23 +181,44 @@ fn wants_json(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
     false
 }
 
-/// `{"ok": false, "code": "usage_error", "message"}` for an argument error: clap's first
-/// line, and where to read the usage.
+/// `{"ok": false, "code": "usage_error", "message"}` for an argument error: clap's message
+/// (its first paragraph, which names what is wrong, e.g. the missing `<WO>...`, and its
+/// tips) on one line, and the help of the (sub)command its usage line names.
 fn usage_error_json(e: &clap::Error, command: Option<std::ffi::OsString>) -> serde_json::Value {
     let rendered = e.to_string();
-    let first = rendered.lines().next().unwrap_or_default();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    let command = command
-        .map(|c| c.to_string_lossy().into_owned())
-        .filter(|c| Cli::command().find_subcommand(c).is_some());
-    let help = match command {
-        Some(c) => format!("pactum {c} --help"),
-        None => "pactum --help".to_string(),
+    let mut said = Vec::new();
+    let mut usage = None;
+    for paragraph in rendered.split("\n\n") {
+        let paragraph = paragraph.trim();
+        if let Some(line) = paragraph.strip_prefix("Usage: ") {
+            usage.get_or_insert(line);
+        } else if !paragraph.is_empty() && !paragraph.starts_with("For more information") {
+            let words: Vec<&str> = paragraph.lines().map(str::trim).collect();
+            said.push(words.join(" "));
+        }
+    }
+    let message = said.join("; ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    // `pactum registry promote [OPTIONS] <PIN>` → `pactum registry promote`.
+    let from_usage = usage.map(|line| {
+        let path: Vec<&str> =
+            line.split_whitespace().take_while(|w| !w.starts_with(['<', '[', '-'])).collect();
+        path.join(" ")
+    });
+    let help = match from_usage.filter(|p| p.starts_with("pactum")) {
+        Some(path) => format!("{path} --help"),
+        None => match command
+            .map(|c| c.to_string_lossy().into_owned())
+            .filter(|c| Cli::command().find_subcommand(c).is_some())
+        {
+            Some(c) => format!("pactum {c} --help"),
+            None => "pactum --help".to_string(),
+        },
     };
     serde_json::json!({
         "ok": false,
         "code": pactum::Code::UsageError,
-        "message": format!("{first}; run `{help}` for the usage"),
+        "message": format!("{message}; run `{help}` for the usage"),
     })
 }
 
@@ -210,6 +231,28 @@ mod tests {
 
     fn args(list: &[&str]) -> impl Iterator<Item = std::ffi::OsString> {
         list.iter().map(std::ffi::OsString::from).collect::<Vec<_>>().into_iter()
+    }
+
+    /// The JSON form of an argument error names what is missing and the exact
+    /// subcommand's help, on one line.
+    #[test]
+    fn usage_errors_in_json_keep_clap_s_words() {
+        let message = |list: &[&str]| {
+            let Err(e) = Cli::try_parse_from(list.iter().copied()) else { panic!("{list:?}") };
+            let doc = usage_error_json(&e, list.get(1).map(std::ffi::OsString::from));
+            doc["message"].as_str().unwrap().to_string()
+        };
+        let run = message(&["pactum", "run", "--json"]);
+        assert!(run.contains("were not provided: <WO>..."), "{run}");
+        assert!(run.ends_with("run `pactum run --help` for the usage"), "{run}");
+        let promote = message(&["pactum", "registry", "promote", "--json"]);
+        assert!(promote.contains("<PIN>"), "{promote}");
+        assert!(promote.contains("`pactum registry promote --help`"), "{promote}");
+        let unknown = message(&["pactum", "validate", "--strictt", "--json"]);
+        assert!(unknown.contains("'--strictt'") && unknown.contains("`pactum validate --help`"));
+        for text in [run, promote, unknown] {
+            assert!(!text.contains('\n') && !text.contains(":;"), "{text}");
+        }
     }
 
     #[test]

@@ -116,22 +116,44 @@ enum Action {
 }
 
 fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
+    let not_found = |path: PathBuf, reason: &str| Error::Io {
+        path,
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, reason.to_string()),
+    };
     if let Some(root) = &common.root {
+        // `--root` names the project's folder: its registry.json, never one further up
+        // (a registry found above a mistyped --root is another project's).
         let path = root.join(registry::FILE_NAME);
-        if pactum::confine::is_file(&path) || create {
+        if pactum::confine::entry_at(&path).is_some() {
             return Ok(path);
         }
+        if !pactum::confine::is_dir(root) {
+            return Err(not_found(
+                root.clone(),
+                "--root is not a folder; pass the folder that holds the project's registry.json",
+            ));
+        }
+        if create {
+            return Ok(path);
+        }
+        return Err(not_found(
+            path,
+            "no registry.json in --root (the folder that holds the project's registry.json); \
+             create one with `pactum new contract ID`",
+        ));
     }
-    let start = match &common.root {
-        Some(root) => root.clone(),
-        None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
-    };
-    registry::find_upwards(&start).ok_or_else(|| Error::Io {
-        path: start.join(registry::FILE_NAME),
-        source: std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no registry.json here or above; pass --root DIR to create one there",
-        ),
+    let start = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    registry::find_upwards(&start).ok_or_else(|| {
+        not_found(
+            start.join(registry::FILE_NAME),
+            if create {
+                "no registry.json here or in any folder above; run inside a project, or pass \
+                 --root DIR to start a registry in DIR"
+            } else {
+                "no registry.json here or in any folder above; run inside a project, or pass \
+                 --root DIR (the folder that holds its registry.json)"
+            },
+        )
     })
 }
 
