@@ -92,6 +92,16 @@ fn messages_and_hints_name_files_from_the_repository_root_and_their_commands_wor
     // and `registry add` finds the project from the file wherever it runs.
     let inside = Out::of(pactum_in(&root.join("prompts/contracts")).args(["validate", ".."]));
     assert_eq!(inside.code, 0, "{inside}");
+    // `..` that climbs out of the project names the folder it leads to (the repository
+    // root, which holds the project below it): no escape, the same check as from there.
+    let from_root = Out::of(pactum_in(root).args(["validate", "--json"])).status(0).json();
+    let files = &from_root["summary"]["files"];
+    assert!(files.as_u64().unwrap() >= 4, "{from_root:#}");
+    for (cwd, path) in [("prompts", ".."), ("prompts/contracts", "../.."), (".", "prompts/..")] {
+        let out = Out::of(pactum_in(&root.join(cwd)).args(["validate", path, "--json"]));
+        let doc = out.status(0).json();
+        assert_eq!(&doc["summary"]["files"], files, "{cwd}: validate {path}: {doc:#}");
+    }
 }
 
 #[test]

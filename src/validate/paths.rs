@@ -88,7 +88,7 @@ pub fn validate_paths(
         // `work_orders/x.json -> /proc/self/environ`, named by a CI step that validates the
         // changed files) is refused by name, never read.
         if let Some(root) = lexical_project(path)
-            && let Ok(absolute) = std::path::absolute(path)
+            && let Some(absolute) = written_absolute(path)
             && let Err(crate::confine::Refusal::Escape(reason)) =
                 crate::confine::Root::new(&root).locate(&absolute)
         {
@@ -171,14 +171,24 @@ fn governed(candidate: &super::discover::Candidate) -> bool {
 }
 
 /// The project a path lies in as written (its folders' own registry.json, found without
-/// resolving the path's links), if any.
+/// resolving the path's links), if any. A path written with `..` is taken where it leads
+/// (`p1/..` is the folder above p1, not an escape from p1): its links are resolved first.
 fn lexical_project(path: &Path) -> Option<PathBuf> {
-    let absolute = std::path::absolute(path).ok()?;
+    let absolute = written_absolute(path)?;
     absolute
         .ancestors()
         .skip(1)
         .find(|dir| crate::confine::entry_at(&dir.join(registry::FILE_NAME)).is_some())
         .map(Path::to_path_buf)
+}
+
+/// `path` made absolute as written, or, when it climbs with `..`, its real location.
+fn written_absolute(path: &Path) -> Option<PathBuf> {
+    if path.components().any(|c| c == std::path::Component::ParentDir) {
+        crate::confine::real_path(path).ok()
+    } else {
+        std::path::absolute(path).ok()
+    }
 }
 
 fn shown(names: &Path, path: &Path) -> String {
