@@ -454,3 +454,42 @@ fn registry_handle_refuses_an_invalid_first_state() {
     std::fs::write(root.join("contracts/watch/1.0.0.json"), b"{").unwrap();
     assert!(RegistryHandle::open(&root.join("registry.json")).is_err());
 }
+
+/// `pactum watch PATH` starts as `pactum validate PATH` would: a path in no project, or
+/// one that does not exist, is a usage error that ends the command (SPEC §21, never a
+/// silent pass), and more than one path for `validate --watch` is refused.
+#[test]
+fn watch_of_a_path_in_no_project_or_missing_exits_as_validate_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.json"), b"{\"hello\": 1}").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["watch"], "no_project"),
+        (&["validate", "--watch"], "no_project"),
+        (&["watch", "nodir"], "io_error"),
+        (&["validate", "--watch", ".", "notes.json"], "usage_error"),
+    ];
+    for (args, code) in cases {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("pactum {} kept watching", args.join(" "));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        assert_eq!(status.code(), Some(2), "pactum {}: {stderr}", args.join(" "));
+        assert!(stderr.contains(&format!("error[{code}]")), "pactum {}: {stderr}", args.join(" "));
+    }
+}

@@ -107,6 +107,13 @@ pub fn exec(args: Args) -> u8 {
         output::USAGE
     };
     if args.watch {
+        if paths.len() > 1 {
+            return fail(&pactum::Error::Usage {
+                message:
+                    "--watch takes one path; watch each folder with its own `pactum watch PATH`"
+                        .into(),
+            });
+        }
         return crate::cmd::watch::watch(&paths[0], args.strict, format);
     }
     let registry = args

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pactum::report::{self, Format};
-use pactum::validate::{NoProgress, ValidateOptions, validate};
+use pactum::validate::paths::validate_paths;
+use pactum::validate::{NoProgress, ValidateOptions};
 
 use crate::output;
 
@@ -23,10 +24,13 @@ pub struct Args {
 
 /// One validation, written like `pactum validate` writes it, except that JSON is one
 /// compact document per line (NDJSON): a stream of reports a script reads line by line.
-fn run_once(path: &Path, strict: bool, format: Format) {
+/// One validation, as `pactum validate PATH` runs it (projects below a folder in none,
+/// `no_project` for a path in no project). An error is printed and returned: the first run
+/// stops the watch on it, later ones (a file mid-edit) keep watching.
+fn run_once(path: &Path, strict: bool, format: Format) -> Result<(), ()> {
     let options =
         ValidateOptions { names_from: std::env::current_dir().ok(), ..Default::default() };
-    match validate(path, &options, &NoProgress) {
+    match validate_paths(&[path.to_path_buf()], &options, &NoProgress) {
         Ok(mut r) => {
             if strict {
                 r.make_strict();
@@ -36,23 +40,31 @@ fn run_once(path: &Path, strict: bool, format: Format) {
             } else {
                 crate::cmd::validate::write_report(&r, format, false);
             }
+            Ok(())
         }
         Err(e) if format == Format::Json => {
             let mut line = serde_json::to_string(&output::error_json(&e)).unwrap_or_default();
             line.push('\n');
             output::print_exact(&line);
+            Err(())
         }
-        Err(e) => output::eprint_error(&e),
+        Err(e) => {
+            output::eprint_error(&e);
+            Err(())
+        }
     }
 }
 
-/// Validates, then re-validates on every change until the process is stopped.
 pub fn watch(path: &Path, strict: bool, format: Format) -> u8 {
     let root = match pactum::registry::find_upwards(path) {
         Some(reg) => reg.parent().map(Path::to_path_buf).unwrap_or_else(|| path.to_path_buf()),
         None => path.to_path_buf(),
     };
-    run_once(path, strict, format);
+    // A path that does not exist, or is in no project, is the same usage error as for
+    // `pactum validate`: never a watch that passes in silence (SPEC §21).
+    if run_once(path, strict, format).is_err() {
+        return output::USAGE;
+    }
     let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
     let watch = pactum::watch::watch_tree(&root, DEBOUNCE, move |paths| {
         let _ = tx.send(paths);
@@ -79,7 +91,7 @@ pub fn watch(path: &Path, strict: bool, format: Format) -> u8 {
         } else {
             eprint!("{notice}");
         }
-        run_once(path, strict, format);
+        let _ = run_once(path, strict, format);
     }
     output::OK
 }
