@@ -105,6 +105,48 @@ fn messages_and_hints_name_files_from_the_repository_root_and_their_commands_wor
 }
 
 #[test]
+fn reports_and_baselines_are_never_written_over_what_the_project_governs() {
+    let repo_dir = monorepo(false);
+    let root = repo_dir.path();
+    let registry = std::fs::read(root.join("prompts/registry.json")).unwrap();
+    let contract = std::fs::read(root.join("prompts/contracts/x/1.0.0.json")).unwrap();
+    std::fs::create_dir_all(root.join("prompts/.pactum")).unwrap();
+    for (flag, target) in [
+        ("--output-file", "prompts/registry.json"),
+        ("--output-file", "prompts/contracts/x/1.0.0.json"),
+        ("--output-file", "prompts/pactum.toml"),
+        ("--output-file", "prompts/.pactum/report.json"),
+        ("--output-file", "./"),
+        ("--write-baseline", "prompts/contracts/"),
+        ("--write-baseline", "prompts/registry.json"),
+    ] {
+        let out = Out::of(pactum_in(root).args(["validate", flag, target, "--json"]));
+        let doc = out.status(2).json();
+        assert_eq!(doc["code"], "usage_error", "{flag} {target}: {doc:#}");
+        let message = doc["message"].as_str().unwrap();
+        assert!(message.starts_with(target) && message.contains("a file of its own"), "{message}");
+    }
+    assert_eq!(std::fs::read(root.join("prompts/registry.json")).unwrap(), registry);
+    assert_eq!(std::fs::read(root.join("prompts/contracts/x/1.0.0.json")).unwrap(), contract);
+    assert!(!root.join("prompts/.pactum/report.json").exists());
+    // A file of its own, in a folder made for it, is written (and written again).
+    for _ in 0..2 {
+        let out = Out::of(pactum_in(root).args([
+            "validate",
+            "--format",
+            "sarif",
+            "--output-file",
+            "reports/validate.sarif",
+        ]));
+        out.status(0);
+        let sarif: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(root.join("reports/validate.sarif")).unwrap())
+                .unwrap();
+        assert_eq!(sarif["version"], "2.1.0");
+    }
+}
+
+#[test]
 fn registry_add_refuses_files_of_two_projects_in_one_call() {
     let dir = tempfile::tempdir().unwrap();
     for p in ["a", "b"] {

@@ -223,12 +223,55 @@ fn code_filter(args: &Args) -> pactum::Result<CodeFilter> {
     })
 }
 
-/// Writes a file the user named on the command line (a report, a baseline), atomically.
+/// Writes a file the user named on the command line (a report, a baseline), atomically,
+/// never over what the project governs (see [`report_target_problem`]).
 fn write_file(path: &std::path::Path, bytes: &[u8]) -> pactum::Result<()> {
+    if let Some(problem) = report_target_problem(path) {
+        return Err(pactum::Error::Usage {
+            message: format!(
+                "{} {problem}; write the report to a file of its own, such as reports/validate.sarif",
+                path.display()
+            ),
+        });
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         pactum::confine::create_folders(dir)?;
     }
     pactum::confine::write_atomic(path, bytes)
+}
+
+/// Why `path` may not receive a report or a baseline: a folder, a file the project
+/// governs by name (registry.json, its lock, pactum.toml), anything in `.git/` or
+/// `.pactum/` (history, ledger), or an existing contract, pack, work order or eval suite.
+/// `None`: it may.
+fn report_target_problem(path: &std::path::Path) -> Option<String> {
+    if pactum::confine::is_dir(path) {
+        return Some("is a folder".to_string());
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if [pactum::registry::FILE_NAME, ".registry.lock", pactum::config::FILE_NAME]
+        .contains(&name.as_str())
+    {
+        return Some(format!("is the project's {name}"));
+    }
+    let written = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = pactum::confine::real_or_given(&written);
+    for candidate in [&written, &real] {
+        if let Some(hidden) = candidate.components().find_map(|c| {
+            let part = c.as_os_str().to_string_lossy();
+            [".git", ".pactum"].contains(&part.as_ref()).then(|| part.into_owned())
+        }) {
+            return Some(format!("lies in {hidden}/, which pactum and git keep"));
+        }
+    }
+    if pactum::confine::is_file(path)
+        && let Ok(doc) = pactum::document::load(path, None)
+        && (pactum::validate::file::FileKind::from_value(&doc.value).is_some()
+            || doc.value.get("eval_id").is_some())
+    {
+        return Some("is a governed document".to_string());
+    }
+    None
 }
 
 /// Writes a rendered report to stdout: text through `anstream` (which keeps the colors
