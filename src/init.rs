@@ -128,6 +128,15 @@ pub struct Initialized {
 
 /// Initializes the project at `dir` (created when missing). See the module docs.
 pub fn init(dir: &Path, kernel: bool, stamp: &Stamp) -> Result<Initialized> {
+    if crate::confine::entry_at(dir).is_some() && !crate::confine::is_dir(dir) {
+        return Err(Error::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "is a file; `pactum init DIR` makes a project in a folder (a new one, or an existing one)",
+            ),
+        });
+    }
     crate::confine::create_folders(dir)?;
     let root = crate::confine::real_path(dir).map_err(|e| Error::io(dir, e))?;
     let confined = Root::canonical(&root);

@@ -1261,3 +1261,32 @@ fn validate_takes_root_and_ids_are_explained_not_called_pins() {
         );
     }
 }
+
+/// A new user's slips are answered with the names they know: the folder they mistyped
+/// (never the registry's lock file inside it), a ledger not written yet, a file where a
+/// project folder was meant.
+#[test]
+fn first_steps_slips_name_what_the_user_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    Out::of(pactum_in(root).args(["init", "p"])).status(0);
+    std::fs::write(root.join("f.json"), b"x").unwrap();
+    let p = root.join("p");
+    let cases: [(&Path, &[&str], &str, &str); 4] = [
+        (root, &["new", "contract", "PRC-V-001", "--root", "missing"], "missing: ", "pactum init"),
+        (root, &["registry", "add", "p/x.json", "--root", "missing"], "missing", "--root"),
+        (&p, &["ledger", "verify"], ".pactum/ledger.jsonl: ", "no ledger yet"),
+        (root, &["init", "f.json"], "f.json: ", "is a file"),
+    ];
+    for (cwd, args, starts, says) in cases {
+        let mut with = args.to_vec();
+        with.push("--json");
+        let doc = Out::of(pactum_in(cwd).args(&with)).status(2).json();
+        assert_eq!(doc["code"], "io_error", "{args:?}: {doc:#}");
+        let message = doc["message"].as_str().unwrap();
+        assert!(message.starts_with(starts) && message.contains(says), "{args:?}: {message}");
+        assert!(!message.contains(".registry.lock"), "{args:?}: {message}");
+    }
+    assert!(!root.join("missing").exists());
+    assert_eq!(std::fs::read(root.join("f.json")).unwrap(), b"x");
+}

@@ -56,6 +56,18 @@ pub use crate::confine::{remove_stale_temps, write_atomic};
 /// `change` succeeds. A refused change leaves the file untouched.
 pub fn update<T>(path: &Path, change: impl FnOnce(&mut Registry) -> Result<T>) -> Result<T> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // Every registry write lands in an existing project folder: a missing one is named
+    // (never its lock file, which the user does not know of).
+    if !crate::confine::is_dir(dir) {
+        return Err(Error::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such project folder; make one with `pactum init DIR`, or pass the folder \
+                 that holds registry.json",
+            ),
+        });
+    }
     let _lock = Lock::acquire(dir)?;
     remove_stale_temps(path);
     let exists = crate::confine::existing_file(path)?.is_some();

@@ -108,6 +108,19 @@ pub fn exec(args: Args) -> u8 {
     };
     let location = location(file.as_deref(), &args.common);
     let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
+    if pactum::confine::entry_at(location.path()).is_none() {
+        // Named as the user knows it (not a folder of it that happens to be missing).
+        let reason = if file.is_some() {
+            "no such ledger file"
+        } else {
+            "no ledger yet: a project's ledger is written by its first `pactum run`"
+        };
+        let e = pactum::Error::Io {
+            path: shown.into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, reason),
+        };
+        return output::fail(&e, json);
+    }
     match pactum::ledger::verify(&location, expect_head.as_deref()) {
         Ok(v) => {
             if json {
