@@ -146,9 +146,18 @@ pub(crate) fn json_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// The YAML parser's first line, without the location it appends (reported separately)
+/// and without advice about its own settings, which a user cannot change.
 fn yaml_message(e: &serde_saphyr::Error) -> String {
     let text = e.without_snippet().to_string();
-    text.lines().next().unwrap_or("invalid YAML").to_string()
+    let mut message = text.lines().next().unwrap_or("invalid YAML").to_string();
+    if let Some(at) = message.rfind(" at line ") {
+        message.truncate(at);
+    }
+    message.replace(
+        ", set DuplicateKeyPolicy in Options if acceptable",
+        "; a key may appear only once in a mapping",
+    )
 }
 
 /// serde_json reports byte columns; diagnostics count characters.
@@ -193,6 +202,15 @@ mod tests {
         let (line, column, _) = parse_err("{\"é\": tru}", Syntax::Json);
         assert_eq!(line, 1);
         assert!(column <= 10, "{column}");
+    }
+
+    #[test]
+    fn yaml_messages_say_what_is_wrong_without_the_parser_s_settings_or_location() {
+        let (line, column, message) = parse_err("a: 1\na: 2\n", Syntax::Yaml);
+        assert_eq!((line, column), (2, 1));
+        assert!(message.starts_with("duplicate mapping key: a"), "{message}");
+        assert!(message.contains("only once"), "{message}");
+        assert!(!message.contains("DuplicateKeyPolicy") && !message.contains(" at line "));
     }
 
     #[test]

@@ -1129,8 +1129,11 @@ fn explain_prints_every_codes_documentation() {
     let (code, v) = r.json(&["explain", "registry_history_missing"]);
     assert_eq!((code, v["severity"].clone()), (0, json!("warning")), "{v:#}");
     let out = r.run(&["explain", "registry_merge_conflct"]);
-    assert_eq!(out.code, 1);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("error[usage_error]"), "{}", out.stderr);
     assert!(out.stderr.contains("did you mean registry_merge_conflict?"), "{}", out.stderr);
+    let (code, v) = r.json(&["explain", "nope"]);
+    assert_eq!((code, v["code"].clone()), (2, json!("usage_error")), "{v:#}");
     // Every code of the schema of error codes has a section.
     let docs = std::fs::read_to_string(repo().join("docs/error-codes.md")).unwrap();
     let codes: Vec<&str> = docs.lines().filter_map(|l| l.strip_prefix("## ")).collect();

@@ -30,7 +30,8 @@ pub enum Format {
 /// The `--root`, `--format` and `--json` options most commands take.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Common {
-    /// Project root (the folder of registry.json); default: found by walking up from the current folder.
+    /// Project root (the folder of registry.json); default: the nearest one above the
+    /// current folder (above the work order, for `run`).
     #[arg(long, value_name = "DIR", global = true)]
     pub root: Option<PathBuf>,
     /// Output format.

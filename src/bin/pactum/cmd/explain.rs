@@ -4,7 +4,7 @@
 use pactum::Code;
 use serde_json::json;
 
-use crate::output::{self, FAILED, Format, OK};
+use crate::output::{self, Format, OK};
 
 /// The error-code documentation, embedded so `explain` works anywhere.
 const DOCS: &str = include_str!("../../../../docs/error-codes.md");
@@ -80,13 +80,10 @@ pub fn exec(args: Args) -> u8 {
         } else {
             format!("did you mean {}?", close.join(", "))
         };
+        // A name that is no code is a mistake on the command line, reported as every
+        // other one is (a documented code, exit 2).
         let message = format!("`{code}` is not a pactum error code; {hint}");
-        if json {
-            output::print_json(&json!({"ok": false, "code": "unknown_code", "message": message}));
-        } else {
-            eprintln!("error: {}", pactum::terminal::escape_line(&message));
-        }
-        return FAILED;
+        return output::fail(&pactum::Error::Usage { message }, json);
     };
     let text = section(known.as_str()).unwrap_or(known.summary());
     if json {
