@@ -450,6 +450,12 @@ pub enum Error {
     #[error("{id}@{version} is already registered")]
     DuplicateEntry { id: String, version: String },
 
+    /// A second file claims an id and version the registry already has from another file.
+    #[error(
+        "{other} claims {id}@{version}, which is registered ({state}) from {registered}; one version has one file: give {other} a new version, or remove it"
+    )]
+    ClaimedTwice { id: String, version: String, state: String, registered: String, other: String },
+
     #[error("registry history is broken at event {seq}: {reason}")]
     HistoryBroken { seq: u64, reason: String },
 
@@ -723,7 +729,9 @@ impl Error {
             }
             Error::IdMismatch { .. } => Code::ContractIdMismatch,
             Error::RegistryFileMissing { .. } => Code::RegistryFileMissing,
-            Error::DuplicateEntry { .. } => Code::RegistryDuplicateEntry,
+            Error::DuplicateEntry { .. } | Error::ClaimedTwice { .. } => {
+                Code::RegistryDuplicateEntry
+            }
             Error::HistoryBroken { .. } => Code::RegistryHistoryBroken,
             Error::TransitionInvalid { .. } => Code::RegistryTransitionInvalid,
             Error::EntryImmutable { .. } => Code::RegistryEntryImmutable,

@@ -681,6 +681,13 @@ fn add_reports_unchanged_and_refreshes_an_edited_draft() {
     t.ok(&["registry", "verify"]);
     std::fs::rename(t.path(moved), t.path(rel)).unwrap();
     t.ok(&["registry", "add", rel]);
+    // A copy beside the registered file claims the same version: refused, naming both.
+    let copy = "contracts/notes/copy.json";
+    std::fs::copy(t.path(rel), t.path(copy)).unwrap();
+    let v = t.refused(&["registry", "add", copy], "registry_duplicate_entry", 1);
+    let message = v["message"].as_str().unwrap();
+    assert!(message.starts_with(copy) && message.contains(&format!("from {rel}")), "{message}");
+    std::fs::remove_file(t.path(copy)).unwrap();
 
     // Several files in one command.
     let a = t.write_version("1.1.0", add_optional_input);
@@ -705,6 +712,19 @@ fn re_adding_an_active_file_with_changed_content_is_refused() {
     text.extend_from_slice(b" ");
     std::fs::write(t.path(pack), text).unwrap();
     t.refused(&["registry", "add", pack], "registry_entry_immutable", 1);
+}
+
+#[test]
+fn a_byte_identical_copy_of_an_active_file_is_a_second_claim_not_a_change() {
+    let t = Tree::active();
+    let rel = "contracts/notes/1.0.0.json";
+    std::fs::create_dir_all(t.path("contracts/copy")).unwrap();
+    std::fs::copy(t.path(rel), t.path("contracts/copy/1.0.0.json")).unwrap();
+    let v =
+        t.refused(&["registry", "add", "contracts/copy/1.0.0.json"], "registry_duplicate_entry", 1);
+    let message = v["message"].as_str().unwrap();
+    assert!(message.contains("(active) from contracts/notes/1.0.0.json"), "{message}");
+    assert!(!message.contains("changed"), "{message}");
 }
 
 #[test]

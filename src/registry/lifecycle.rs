@@ -159,6 +159,19 @@ pub fn add(registry: &mut Registry, file: &Path, stamp: &Stamp) -> Result<Added>
     let doc = document::load(&real, None)?;
     let (kind, id, version) = identify(&doc)?;
     if let Some(existing) = registry.get(kind, &id, &version).cloned() {
+        // Another file claiming a registered version: refused, unless it is a draft's file
+        // that moved (the old one is gone), which the entry follows.
+        let moved_draft = existing.state == State::Draft
+            && crate::confine::entry_at(&root.join(&existing.path)).is_none();
+        if existing.path != rel && !moved_draft {
+            return Err(Error::ClaimedTwice {
+                id,
+                version: version.to_string(),
+                state: existing.state.as_str().to_string(),
+                registered: existing.path.clone(),
+                other: rel,
+            });
+        }
         let same = existing.sha256 == doc.sha256 && existing.path == rel;
         return match existing.state {
             _ if same => Ok(Added::Unchanged(existing)),
