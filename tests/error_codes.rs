@@ -607,6 +607,16 @@ fn reproduces_no_project() {
 
     assert_eq!((out["code"].as_str(), status), (Some("no_project"), 2), "{out:#}");
     doc_example(dir.path(), Code::NoProject, 2);
+    // A file that is no JSON or YAML document, outside any project, is in none either
+    // (it is not parsed as a contract), and a broken `.json` there is still shown.
+    fs::write(dir.path().join("notes/plain.txt"), "hello").unwrap();
+    let (out, status) = json_of(pactum(dir.path()).args(["validate", "notes/plain.txt", "--json"]));
+    assert_eq!((out["code"].as_str(), status), (Some("no_project"), 2), "{out:#}");
+    fs::write(dir.path().join("notes/broken.json"), "{\"a\": ").unwrap();
+    let (out, status) =
+        json_of(pactum(dir.path()).args(["validate", "notes/broken.json", "--json"]));
+    assert_eq!(status, 1, "{out:#}");
+    assert_eq!(out["diagnostics"][0]["code"], "contract_parse_error", "{out:#}");
 }
 
 #[test]

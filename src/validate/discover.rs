@@ -46,7 +46,7 @@ pub const FOLDERS: &[(&str, FileKind)] = &[
 
 /// Whether a file of this name is one `validate` checks: `.json`, `.yaml` or `.yml` (any
 /// case), but not registry.json nor a shared `*.schema.json`.
-fn is_document(name: &std::ffi::OsStr) -> bool {
+pub(crate) fn is_document(name: &std::ffi::OsStr) -> bool {
     let name = name.as_encoded_bytes();
     if name == registry::FILE_NAME.as_bytes() || name.ends_with(b".schema.json") {
         return false;

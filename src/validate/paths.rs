@@ -159,14 +159,15 @@ pub fn validate_paths(
 }
 
 /// Whether a file found outside any project is one pactum governs: in a conventional
-/// folder, or a document whose keys name its kind, or one that does not even parse (its
-/// error is worth showing). Other JSON and YAML (a `notes/a.json`) is not a document.
+/// folder, or a document whose keys name its kind, or a `.json`/`.yaml` file that does not
+/// even parse (its error is worth showing). Other JSON and YAML (a `notes/a.json`) is not
+/// a document, nor is a file of another kind (a `notes.txt`, `/etc/passwd`).
 fn governed(candidate: &super::discover::Candidate) -> bool {
     candidate.dir_kind.is_some()
         || candidate.escape.is_some()
         || match crate::document::load(&candidate.path, None) {
             Ok(doc) => super::file::FileKind::from_value(&doc.value).is_some(),
-            Err(_) => true,
+            Err(_) => candidate.path.file_name().is_some_and(super::discover::is_document),
         }
 }
 
