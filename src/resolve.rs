@@ -97,7 +97,7 @@ pub fn resolve<'r>(
                     requirement: format!("label {name}"),
                     available: if labels.is_empty() {
                         vec![format!(
-                            "no labels; set one with `pactum registry label {id} {name} VERSION`"
+                            "none labelled yet (`pactum registry label {id} {name} VERSION` sets the label)"
                         )]
                     } else {
                         labels

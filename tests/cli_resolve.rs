@@ -258,6 +258,19 @@ const fn unanswered(
 }
 
 const REFUSALS: &[Refusal] = &[
+    // A label nobody set: says how to set it, not "available versions: no labels".
+    Refusal {
+        name: "a label never set",
+        pin: "PRC-ROUTE-001@latest",
+        status: 1,
+        code: "contract_version_not_found",
+        says: &[
+            "`label latest`",
+            "none labelled yet",
+            "pactum registry label PRC-ROUTE-001 latest VERSION",
+        ],
+        never_says: &["no labels;"],
+    },
     unanswered(
         "a draft without --allow-draft",
         "PRC-ROUTE-001@2.0.0",

@@ -298,12 +298,14 @@ fn print_result(mut out: &mut Vec<u8>, r: &RunResult) {
         "{bold}{}{bold:#} ({}) {status_style}{mark}{status_style:#}: {}",
         escape_line(&r.work_order_id),
         r.kind,
+        // The status once: `failed` is already the mark (`unrecoverable` is more).
         escape_line(&format!(
             "{}{} via {}",
-            r.status,
+            if r.status == mark { "" } else { r.status.as_str() },
             r.contract.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default(),
             r.provider
-        )),
+        ))
+        .trim_start(),
     );
     if r.kind == "kernel" {
         print_final_answer(&mut out, r.final_answer.as_ref());
