@@ -1107,6 +1107,17 @@ fn log_lists_events_in_order_and_filters_by_id() {
         v["events"].as_array().unwrap().iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, [2, 4, 5, 6, 7]);
 
+    // An id the registry never had is not found (as for `list`), one that is no id is
+    // refused with the rule, and an id with a version is a usage error.
+    for args in [["registry", "log", "PRC-NOTEZ-001"], ["registry", "list", "PRC-NOTEZ-001"]] {
+        let v = t.refused(&args, "contract_not_found", 1);
+        assert!(v["message"].as_str().unwrap().contains(ID), "did you mean: {v:#}");
+    }
+    for sub in ["log", "list"] {
+        t.refused(&["registry", sub, "bogus"], "pin_invalid", 2);
+        t.refused(&["registry", sub, &format!("{ID}@1.0.0")], "usage_error", 2);
+    }
+
     // Text: one line per event, in order.
     let out = t.run(&["registry", "log", ID]);
     assert_eq!(code_of(&out), 0);

@@ -557,6 +557,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
         Action::Log { id } => {
             let path = registry_path(&args.common, false)?;
             let reg = Registry::load(&path)?;
+            if let Some(id) = id {
+                known_id(&reg, id)?;
+            }
             let events: Vec<&registry::Event> = reg
                 .history
                 .iter()
@@ -583,18 +586,32 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
     }
 }
 
+/// Refuses an id `list` or `log` is asked about that is no id (`pin_invalid`, with the
+/// rule) or that the registry has never had (`contract_not_found`, with the closest ids).
+fn known_id(reg: &Registry, id: &str) -> Result<()> {
+    let kind = EntryKind::of_id(id);
+    let Some(kind) = kind else {
+        pactum::id::Pin::parse(id)?;
+        return Err(Error::Usage {
+            message: format!("`{id}`: name the id alone (such as PRC-NAME-001), without a version"),
+        });
+    };
+    let in_history = reg.history.iter().flatten().any(|e| e.id == id);
+    if reg.versions(kind, id).next().is_none() && !in_history {
+        return Err(Error::NotFound {
+            kind: kind.doc_kind(),
+            id: id.to_string(),
+            suggestions: pactum::id::suggest(id, reg.ids(kind)),
+        });
+    }
+    Ok(())
+}
+
 fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
     let path = registry_path(&args.common, false)?;
     let reg = Registry::open(&path)?;
     if let Some(id) = only {
-        let kind = EntryKind::of_id(id).unwrap_or(EntryKind::Contract);
-        if reg.versions(kind, id).next().is_none() {
-            return Err(Error::NotFound {
-                kind: kind.doc_kind(),
-                id: id.to_string(),
-                suggestions: pactum::id::suggest(id, reg.ids(kind)),
-            });
-        }
+        known_id(&reg, id)?;
     }
     let work_orders: Vec<_> =
         pactum::work_order::in_project(&reg.root).into_iter().map(|(_, wo)| wo).collect();
