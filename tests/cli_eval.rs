@@ -633,6 +633,10 @@ fn validate_checks_suites_their_pins_pointers_judges_and_every_dataset_line() {
         "evals/triage/EVAL-TRIAGE-003.json",
         "{\"eval_id\": \"EVAL-TRIAGE-003\", \"contract\": \"PRC-TRIAGE-009@^1\", \"dataset\": \"../outside.jsonl\", \"repeat\": 0}",
     );
+    p.write(
+        "evals/triage/EVAL-TRIAGE-004.json",
+        "{\"eval_id\": \"EVAL-TRIAGE-004\", \"contract\": \"PRC-TRIAGE-001@^1\", \"dataset\": \"evals/triage/gone.jsonl\"}",
+    );
 
     let out = p.pactum(&["validate", "--json"]);
 
@@ -672,6 +676,12 @@ fn validate_checks_suites_their_pins_pointers_judges_and_every_dataset_line() {
         .map(|d| d["message"].as_str().unwrap())
         .collect();
     assert!(messages.iter().any(|m| m.contains("did you mean `/label`?")), "{messages:#?}");
+    // A missing dataset is named once, with what is wrong.
+    let gone = messages.iter().find(|m| m.contains("gone.jsonl")).expect("the missing dataset");
+    assert_eq!(gone.matches("gone.jsonl").count(), 1, "{gone}");
+    assert!(gone.contains("No such file"), "{gone}");
+    // A line that is no JSON is placed by the file's line only.
+    assert!(messages.iter().all(|m| !m.contains("at line 1 column")), "{messages:#?}");
     assert!(
         messages.iter().any(|m| m.contains("PRC-TRIAGE-001@1.1.0 cannot judge")),
         "{messages:#?}"

@@ -134,8 +134,13 @@ impl Dataset {
     fn case(&mut self) -> Result<Case> {
         let text = std::str::from_utf8(&self.buffer)
             .map_err(|e| self.invalid(format!("not UTF-8 (byte {})", e.valid_up_to() + 1)))?;
+        // serde_json counts lines within this one line; the file's line is in `invalid`.
         let value: Value = serde_json::from_str(text).map_err(|e| {
-            self.invalid(format!("not a JSON value: {e}; each line holds one case as JSON"))
+            self.invalid(format!(
+                "not a JSON value: {} at column {}; each line holds one case as JSON",
+                crate::document::json_message(&e),
+                e.column()
+            ))
         })?;
         let found = crate::schema::check_eval_case(&value);
         if let Some(f) = found.first() {
@@ -270,6 +275,7 @@ mod tests {
             .collect();
         assert_eq!(lines[0], "ok 1");
         assert!(lines[1].starts_with("cases.jsonl:2: not a JSON value"), "{}", lines[1]);
+        assert!(!lines[1].contains("line 1"), "the file's line only: {}", lines[1]);
         assert!(lines[2].contains(":3: case id `a` is used by an earlier line"), "{}", lines[2]);
         assert!(lines[3].contains(":4: not a case: /id:"), "{}", lines[3]);
         assert!(lines[4].contains(":5: the line is longer than"), "{}", lines[4]);

@@ -161,7 +161,13 @@ fn check_suite(
             file.push(
                 if e.code() == Code::PathEscape { e.code() } else { Code::EvalDatasetInvalid },
                 "/dataset",
-                format!("{}'s dataset {}: {e}", suite.eval_id, suite.dataset),
+                // An I/O error names the path itself; the message names it once.
+                match &e {
+                    Error::Io { source, .. } => {
+                        format!("{}'s dataset {}: {source}", suite.eval_id, suite.dataset)
+                    }
+                    other => format!("{}'s dataset {}: {other}", suite.eval_id, suite.dataset),
+                },
                 "name a JSON Lines file inside the project, relative to the project root",
             );
             None
