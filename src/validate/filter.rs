@@ -204,13 +204,20 @@ impl Baseline {
         text
     }
 
+    /// Parses a baseline; a syntax or shape error is placed as every parse error is (line,
+    /// 1-based column in characters), its message saying what the file should be.
     pub fn parse(text: &str, path: &std::path::Path) -> Result<Baseline> {
-        serde_json::from_str(text).map_err(|e| Error::Parse {
-            path: path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message: format!("not a pactum baseline ({e}); write one with `pactum validate --write-baseline FILE`"),
-            doc: None,
+        crate::document::parse_json(text, path, None).map_err(|e| match e {
+            Error::Parse { path, line, column, message, doc } => Error::Parse {
+                path,
+                line,
+                column,
+                message: format!(
+                    "not a pactum baseline ({message}); write one with `pactum validate --write-baseline FILE`"
+                ),
+                doc,
+            },
+            other => other,
         })
     }
 
@@ -239,6 +246,21 @@ impl Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broken_baseline_is_placed_at_a_1_based_column_once() {
+        let path = std::path::Path::new("base.json");
+        for text in ["", "{\"version\": 1, \"findings\": ["] {
+            match Baseline::parse(text, path) {
+                Err(Error::Parse { line, column, message, .. }) => {
+                    assert!(line >= 1 && column >= 1, "{line}:{column}");
+                    assert!(message.starts_with("not a pactum baseline ("), "{message}");
+                    assert!(!message.contains(" at line "), "{message}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn globs_match_segments_and_anywhere_names() {
