@@ -48,7 +48,8 @@ pub struct Args {
     /// server could offer are not checked (`tool_unknown`); for offline or untrusted CI.
     #[arg(long)]
     no_tools: bool,
-    /// Write the report to FILE (any format); the text summary goes to stderr.
+    /// Write the report to FILE (any format); the text summary goes to stderr. Never over
+    /// registry.json, pactum.toml, a governed document or anything in .git/ or .pactum/.
     #[arg(long, value_name = "FILE")]
     output_file: Option<PathBuf>,
     /// Exit 0 even when there are findings (errors of pactum itself still exit 2).
