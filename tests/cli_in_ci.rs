@@ -147,6 +147,30 @@ fn reports_and_baselines_are_never_written_over_what_the_project_governs() {
 }
 
 #[test]
+fn a_folder_of_a_project_without_documents_is_said_to_be_empty() {
+    let repo_dir = monorepo(false);
+    let root = repo_dir.path();
+    std::fs::create_dir_all(root.join("prompts/contrcts")).unwrap();
+    let notes = |path: &str| {
+        let doc = Out::of(pactum_in(root).args(["validate", path, "--json"])).status(0).json();
+        doc["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let typo = notes("prompts/contrcts");
+    assert!(
+        typo.iter().any(|n| n.starts_with("prompts/contrcts holds no JSON or YAML document")),
+        "{typo:#?}"
+    );
+    for path in ["prompts/contracts", "prompts"] {
+        assert!(notes(path).iter().all(|n| !n.contains("holds no JSON")), "{path}");
+    }
+}
+
+#[test]
 fn registry_add_refuses_files_of_two_projects_in_one_call() {
     let dir = tempfile::tempdir().unwrap();
     for p in ["a", "b"] {

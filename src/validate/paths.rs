@@ -106,7 +106,20 @@ pub fn validate_paths(
         crate::confine::metadata(path)?;
         let in_project = options.registry.is_some() || registry::find_upwards(path).is_some();
         if in_project {
-            add(validate(path, options, progress)?, &mut merged);
+            let mut report = validate(path, options, progress)?;
+            // A folder below the project's root with no document in it (a mistyped but
+            // existing folder) checks only the registry: said, never a quiet green.
+            if crate::confine::is_dir(path)
+                && crate::confine::entry_at(&path.join(registry::FILE_NAME)).is_none()
+                && super::discover::files(path, path, None).is_empty()
+            {
+                let names = options.names_from.clone().unwrap_or_else(|| PathBuf::from("."));
+                report.notes.push(format!(
+                    "{} holds no JSON or YAML document: only its project's registry was checked",
+                    shown(&names, path)
+                ));
+            }
+            add(report, &mut merged);
             checked_any = true;
             continue;
         }
