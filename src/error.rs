@@ -810,6 +810,12 @@ impl Error {
         Error::Io { path: path.into(), source }
     }
 
+    /// `io_error` for something that is not at `path`, saying in `reason` what was
+    /// expected there and how to make it.
+    pub fn not_found(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, reason.into()))
+    }
+
     /// True when a retry with repaired model output could help (SPEC §6.2: output failures
     /// are not terminal).
     pub fn is_output_failure(&self) -> bool {

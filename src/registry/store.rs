@@ -59,14 +59,11 @@ pub fn update<T>(path: &Path, change: impl FnOnce(&mut Registry) -> Result<T>) -
     // Every registry write lands in an existing project folder: a missing one is named
     // (never its lock file, which the user does not know of).
     if !crate::confine::is_dir(dir) {
-        return Err(Error::Io {
-            path: dir.to_path_buf(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no such project folder; make one with `pactum init DIR`, or pass the folder \
-                 that holds registry.json",
-            ),
-        });
+        return Err(Error::not_found(
+            dir,
+            "no such project folder; make one with `pactum init DIR`, or pass the folder that \
+             holds registry.json",
+        ));
     }
     let _lock = Lock::acquire(dir)?;
     remove_stale_temps(path);

@@ -87,8 +87,8 @@ pub fn validate_paths(
         // A path inside a project that leads out of it through a link (a committed
         // `work_orders/x.json -> /proc/self/environ`, named by a CI step that validates the
         // changed files) is refused by name, never read.
-        if let Some(root) = lexical_project(path)
-            && let Some(absolute) = written_absolute(path)
+        if let Some(absolute) = written_absolute(path)
+            && let Some(root) = lexical_project(&absolute)
             && let Err(crate::confine::Refusal::Escape(reason)) =
                 crate::confine::Root::new(&root).locate(&absolute)
         {
@@ -109,9 +109,14 @@ pub fn validate_paths(
             let mut report = validate(path, options, progress)?;
             // A folder below the project's root with no document in it (a mistyped but
             // existing folder) checks only the registry: said, never a quiet green.
-            if crate::confine::is_dir(path)
+            // (What it checked is in the report: no second walk of the folder.)
+            let only_registry = report
+                .files
+                .iter()
+                .all(|f| Path::new(f).file_name() == Some(registry::FILE_NAME.as_ref()));
+            if only_registry
+                && crate::confine::is_dir(path)
                 && crate::confine::entry_at(&path.join(registry::FILE_NAME)).is_none()
-                && super::discover::files(path, path, None).is_empty()
             {
                 let names = options.names_from.clone().unwrap_or_else(|| PathBuf::from("."));
                 report.notes.push(format!(
@@ -184,11 +189,9 @@ fn governed(candidate: &super::discover::Candidate) -> bool {
         }
 }
 
-/// The project a path lies in as written (its folders' own registry.json, found without
-/// resolving the path's links), if any. A path written with `..` is taken where it leads
-/// (`p1/..` is the folder above p1, not an escape from p1): its links are resolved first.
-fn lexical_project(path: &Path) -> Option<PathBuf> {
-    let absolute = written_absolute(path)?;
+/// The project an absolute path (from [`written_absolute`]) lies in as written: its
+/// folders' own registry.json, found without resolving the path's links, if any.
+fn lexical_project(absolute: &Path) -> Option<PathBuf> {
     absolute
         .ancestors()
         .skip(1)
@@ -196,7 +199,9 @@ fn lexical_project(path: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// `path` made absolute as written, or, when it climbs with `..`, its real location.
+/// `path` made absolute as written, or, when it climbs with `..`, its real location: a
+/// path written with `..` is taken where it leads (`p1/..` is the folder above p1, not an
+/// escape from p1).
 fn written_absolute(path: &Path) -> Option<PathBuf> {
     if path.components().any(|c| c == std::path::Component::ParentDir) {
         crate::confine::real_path(path).ok()

@@ -115,11 +115,7 @@ pub fn exec(args: Args) -> u8 {
         } else {
             "no ledger yet: a project's ledger is written by its first `pactum run`"
         };
-        let e = pactum::Error::Io {
-            path: shown.into(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, reason),
-        };
-        return output::fail(&e, json);
+        return output::fail(&pactum::Error::not_found(shown, reason), json);
     }
     match pactum::ledger::verify(&location, expect_head.as_deref()) {
         Ok(v) => {

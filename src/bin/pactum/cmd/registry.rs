@@ -116,10 +116,6 @@ enum Action {
 }
 
 fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
-    let not_found = |path: PathBuf, reason: &str| Error::Io {
-        path,
-        source: std::io::Error::new(std::io::ErrorKind::NotFound, reason.to_string()),
-    };
     if let Some(root) = &common.root {
         // `--root` names the project's folder: its registry.json, never one further up
         // (a registry found above a mistyped --root is another project's).
@@ -128,15 +124,15 @@ fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
             return Ok(path);
         }
         if !pactum::confine::is_dir(root) {
-            return Err(not_found(
-                root.clone(),
+            return Err(Error::not_found(
+                root,
                 "--root is not a folder; pass the folder that holds the project's registry.json",
             ));
         }
         if create {
             return Ok(path);
         }
-        return Err(not_found(
+        return Err(Error::not_found(
             path,
             "no registry.json in --root (the folder that holds the project's registry.json); \
              create one with `pactum new contract ID`",
@@ -144,7 +140,7 @@ fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
     }
     let start = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     registry::find_upwards(&start).ok_or_else(|| {
-        not_found(
+        Error::not_found(
             start.join(registry::FILE_NAME),
             if create {
                 "no registry.json here or in any folder above; run inside a project, or pass \
@@ -589,8 +585,7 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
 /// Refuses an id `list` or `log` is asked about that is no id (`pin_invalid`, with the
 /// rule) or that the registry has never had (`contract_not_found`, with the closest ids).
 fn known_id(reg: &Registry, id: &str) -> Result<()> {
-    let kind = EntryKind::of_id(id);
-    let Some(kind) = kind else {
+    let Some(kind) = EntryKind::of_id(id) else {
         pactum::id::Pin::parse(id)?;
         return Err(Error::Usage {
             message: format!("`{id}`: name the id alone (such as PRC-NAME-001), without a version"),

@@ -22,11 +22,11 @@ pub struct Args {
     strict: bool,
 }
 
-/// One validation, written like `pactum validate` writes it, except that JSON is one
-/// compact document per line (NDJSON): a stream of reports a script reads line by line.
-/// One validation, as `pactum validate PATH` runs it (projects below a folder in none,
-/// `no_project` for a path in no project). An error is printed and returned: the first run
-/// stops the watch on it, later ones (a file mid-edit) keep watching.
+/// One validation, as `pactum validate PATH` runs and writes it (projects below a folder in
+/// none, `no_project` for a path in no project), except that JSON is one compact document
+/// per line (NDJSON): a stream of reports a script reads line by line. An error is printed
+/// and returned: the first run stops the watch on it, later ones (a file mid-edit) keep
+/// watching.
 fn run_once(path: &Path, strict: bool, format: Format) -> Result<(), ()> {
     let options =
         ValidateOptions { names_from: std::env::current_dir().ok(), ..Default::default() };
@@ -55,6 +55,7 @@ fn run_once(path: &Path, strict: bool, format: Format) -> Result<(), ()> {
     }
 }
 
+/// Validates, then re-validates on every change until the process is stopped.
 pub fn watch(path: &Path, strict: bool, format: Format) -> u8 {
     let root = match pactum::registry::find_upwards(path) {
         Some(reg) => reg.parent().map(Path::to_path_buf).unwrap_or_else(|| path.to_path_buf()),
