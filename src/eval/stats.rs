@@ -100,15 +100,15 @@ mod tests {
     fn mcnemar_is_linear_in_the_discordant_pairs() {
         let time = |n: u64| {
             let started = std::time::Instant::now();
-            for _ in 0..20 {
+            for _ in 0..8 {
                 std::hint::black_box(mcnemar_exact(n, n));
             }
             started.elapsed()
         };
         let median = |n: u64| {
-            let mut t: Vec<_> = (0..5).map(|_| time(n)).collect();
+            let mut t: Vec<_> = (0..3).map(|_| time(n)).collect();
             t.sort();
-            t[2]
+            t[1]
         };
         crate::linear::assert_linear("McNemar pairs", || {
             (median(50_000).as_secs_f64(), median(200_000).as_secs_f64())

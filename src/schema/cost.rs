@@ -188,6 +188,10 @@ pub fn check(schema: &Value, at: &str, base_dir: &Path, root: &Path) -> Option<R
 /// levels, so no parsed value is deeper.
 pub const MAX_INSTANCE_DEPTH: usize = 128;
 
+/// The longest cycle of levels [`Profile::of`] looks for (a schema that alternates between
+/// object and array levels repeats every two).
+const MAX_PERIOD: usize = 4;
+
 /// What evaluating a schema costs per instance node, by the node's depth: the measure
 /// behind [`super::Validator`]'s budget (`validation_too_costly`).
 ///
@@ -369,8 +373,14 @@ fn in_place_order(edges: &Edges) -> Vec<NodeId> {
 impl Profile {
     /// The profile of the graph's schema (`schema` is its root).
     pub fn of(graph: &Graph<'_>, schema: &Value) -> Profile {
+        Profile::level_by_level(graph, schema, true).0
+    }
+
+    /// [`Profile::of`], and how many levels were computed over the graph; `shortcut:
+    /// false` computes every level (the tests compare).
+    fn level_by_level(graph: &Graph<'_>, schema: &Value, shortcut: bool) -> (Profile, usize) {
         let Some(root) = graph.node_of(schema) else {
-            return Profile { evaluations: vec![1], walks: vec![0] };
+            return (Profile { evaluations: vec![1], walks: vec![0] }, 0);
         };
         let (edges, unevaluated) = edges(graph, schema);
         let hop: u64 = if unevaluated { 2 } else { 1 };
@@ -391,45 +401,79 @@ impl Profile {
         let n = graph.len();
         let (mut evals, mut walks) = (vec![0u64; n], vec![0u64; n]);
         let mut profile = Profile { evaluations: Vec::new(), walks: Vec::new() };
-        let mut walked: u64 = 0;
+        // The root's walks at each level (the table keeps their running sum).
+        let mut root_walks: Vec<u64> = Vec::new();
+        // The last levels computed, newest last, to find where the levels repeat.
+        let mut recent: std::collections::VecDeque<(Vec<u64>, Vec<u64>)> =
+            std::collections::VecDeque::with_capacity(MAX_PERIOD + 1);
+        let mut computed = 0;
         for depth in 0..=MAX_INSTANCE_DEPTH {
-            let (below_evals, below_walks) = (evals.clone(), walks.clone());
+            computed = depth + 1;
+            let (below_evals, below_walks) = (&evals, &walks);
+            let (mut next_evals, mut next_walks) = (vec![0u64; n], vec![0u64; n]);
             let mut reached = false;
             // Targets come first in `order`, so their values at this level are final; a
             // cut cycle reads a target not yet computed at this level (zero): the
             // validator stops such a cycle too.
-            evals.iter_mut().for_each(|v| *v = 0);
-            walks.iter_mut().for_each(|v| *v = 0);
             let mut done = vec![false; n];
             for &node in &order {
                 let (mut e, mut w) =
                     if depth == 0 { (edges.base[node], edges.walk[node]) } else { (0, 0) };
                 for &t in &edges.in_place[node] {
                     if done[t] {
-                        e = e.saturating_add(evals[t].saturating_mul(hop));
-                        w = w.saturating_add(walks[t].saturating_mul(hop));
+                        e = e.saturating_add(next_evals[t].saturating_mul(hop));
+                        w = w.saturating_add(next_walks[t].saturating_mul(hop));
                     }
                 }
                 if depth > 0 {
                     for group in &edges.children[node] {
                         let most = |of: &[u64]| group.iter().map(|&c| of[c]).max().unwrap_or(0);
-                        e = e.saturating_add(most(&below_evals));
-                        w = w.saturating_add(most(&below_walks));
+                        e = e.saturating_add(most(below_evals));
+                        w = w.saturating_add(most(below_walks));
                     }
                 }
                 reached |= e > 0 || w > 0;
-                evals[node] = e;
-                walks[node] = w;
+                next_evals[node] = e;
+                next_walks[node] = w;
                 done[node] = true;
             }
             if !reached {
                 break;
             }
-            walked = walked.saturating_add(walks[root]);
-            profile.evaluations.push(evals[root]);
-            profile.walks.push(walked);
+            profile.push(next_evals[root], next_walks[root]);
+            root_walks.push(next_walks[root]);
+            // Every level below the first is the same function of the level above it, so
+            // once a level equals one `period` levels up, the levels repeat with that
+            // period to the end: a recursive schema (a tree of sections, a nested message)
+            // settles within a few levels, and the rest of the table is copied from the
+            // levels it repeats instead of walking the graph again.
+            let period = recent
+                .iter()
+                .rev()
+                .position(|(e, w)| *e == next_evals && *w == next_walks)
+                .map(|back| back + 1);
+            if let (true, Some(period)) = (shortcut, period) {
+                for level in depth + 1..=MAX_INSTANCE_DEPTH {
+                    let repeated = level - period;
+                    profile.push(profile.evaluations[repeated], root_walks[repeated]);
+                    root_walks.push(root_walks[repeated]);
+                }
+                break;
+            }
+            if recent.len() == MAX_PERIOD {
+                recent.pop_front();
+            }
+            recent.push_back((next_evals.clone(), next_walks.clone()));
+            (evals, walks) = (next_evals, next_walks);
         }
-        profile
+        (profile, computed)
+    }
+
+    /// Appends the next level: its evaluations, and its walks added to the running sum.
+    fn push(&mut self, evaluations: u64, walks: u64) {
+        let walked = self.walks.last().copied().unwrap_or(0).saturating_add(walks);
+        self.evaluations.push(evaluations);
+        self.walks.push(walked);
     }
 
     /// The cost weight of one instance node at `depth`: the node itself, the subschemas
@@ -587,6 +631,42 @@ mod tests {
             .collect();
         times.sort_by(f64::total_cmp);
         times[runs / 2]
+    }
+
+    #[test]
+    fn a_settled_profile_is_the_profile_of_every_level() {
+        let tree = json!({"$defs": {"node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "$ref": "#/$defs/node"});
+        // Object and array levels alternating, a branch that doubles per level, a walk
+        // below `uniqueItems`, a chain that ends: settled or not, the same table.
+        let alternating = json!({"$defs": {"o": {"properties": {"a": {"$ref": "#/$defs/a"}}},
+            "a": {"uniqueItems": true, "items": {"$ref": "#/$defs/o"}}}, "$ref": "#/$defs/o"});
+        let branching = json!({"$defs": {"n": {"anyOf": [{"items": {"$ref": "#/$defs/n"}},
+            {"items": {"$ref": "#/$defs/n"}}]}}, "$ref": "#/$defs/n"});
+        let mut schemas = vec![tree, alternating, branching, doubling(5), anchored(3)];
+        schemas.extend(
+            crate::schema::EMBEDDED
+                .iter()
+                .map(|(_, text)| serde_json::from_str::<Value>(text).unwrap()),
+        );
+        for schema in &schemas {
+            let graph = Graph::build(schema, &Origin::detached());
+            let (full, all) = Profile::level_by_level(&graph, schema, false);
+            let (settled, computed) = Profile::level_by_level(&graph, schema, true);
+            assert_eq!(settled, full, "{schema}");
+            assert!(computed <= all);
+        }
+        // The recursive ones that repeat (not the doubling one) are computed for a few
+        // levels, not for every one: a tree, alternating levels, the prompt pack's sections.
+        let pack =
+            serde_json::from_str(crate::schema::embedded("prompt_pack.schema.json").unwrap());
+        for schema in [&schemas[0], &schemas[1], &pack.unwrap()] {
+            let graph = Graph::build(schema, &Origin::detached());
+            let (profile, computed) = Profile::level_by_level(&graph, schema, true);
+            assert_eq!(profile.evaluations.len(), MAX_INSTANCE_DEPTH + 1, "{schema}");
+            assert!(computed < 10, "{computed} levels for {schema}");
+        }
     }
 
     #[test]
