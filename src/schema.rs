@@ -238,17 +238,36 @@ fn measure(profile: &cost::Profile, instance: &Value) -> Result<(u64, u64), TooC
 }
 
 fn compile_embedded(name: &str) -> Validator {
+    compile_trusted(name, "", &trusted_schema(name, ""))
+}
+
+/// One of pactum's own schemas as it is compiled: the embedded document, or (`def` not
+/// empty) the same document with its root replaced by a reference to `$defs/{def}`, so
+/// every `$ref` inside still resolves.
+fn trusted_schema(name: &str, def: &str) -> Value {
     let text = embedded(name).unwrap_or("true");
-    let schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
-    compile_trusted(&schema)
+    let mut schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
+    if let (false, Value::Object(root)) = (def.is_empty(), &mut schema) {
+        root.retain(|k, _| matches!(k.as_str(), "$schema" | "$id" | "$defs"));
+        root.insert("$ref".into(), Value::String(format!("#/$defs/{def}")));
+    }
+    schema
+}
+
+/// The cost profile of a trusted schema: the one stored for it in [`profiles`] (computed
+/// from the same embedded text; a test recomputes every one), else measured now.
+fn trusted_profile(name: &str, def: &str, schema: &Value) -> cost::Profile {
+    match profiles::STORED.iter().find(|(n, d, ..)| *n == name && *d == def) {
+        Some((.., evaluations, walks)) => cost::Profile::from_table(evaluations, walks),
+        None => cost::Profile::of(&graph::Graph::build(schema, &graph::Origin::detached()), schema),
+    }
 }
 
 /// Compiles one of pactum's own schemas (formats checked), measured like a user schema.
 /// They are tested to compile; `true` accepts all as a last resort.
 #[allow(clippy::disallowed_methods)] // the one door: the compiled schema is measured
-fn compile_trusted(schema: &Value) -> Validator {
-    let graph = graph::Graph::build(schema, &graph::Origin::detached());
-    let profile = cost::Profile::of(&graph, schema);
+fn compile_trusted(name: &str, def: &str, schema: &Value) -> Validator {
+    let profile = trusted_profile(name, def, schema);
     let compiled = options()
         .with_draft(jsonschema::Draft::Draft202012)
         .build(schema)
@@ -321,13 +340,7 @@ fn compile_registry_part(def: &str) -> Validator {
 
 /// A validator for one `$defs` item of an embedded schema (see [`compile_registry_part`]).
 fn compile_part(name: &str, def: &str) -> Validator {
-    let text = embedded(name).unwrap_or("true");
-    let mut schema: Value = serde_json::from_str(text).unwrap_or(Value::Bool(true));
-    if let Value::Object(root) = &mut schema {
-        root.retain(|k, _| matches!(k.as_str(), "$schema" | "$id" | "$defs"));
-        root.insert("$ref".into(), Value::String(format!("#/$defs/{def}")));
-    }
-    compile_trusted(&schema)
+    compile_trusted(name, def, &trusted_schema(name, def))
 }
 
 static CONTRACT_ENTRY: LazyLock<Validator> =
@@ -759,6 +772,7 @@ impl Retrieve for GraphRetriever {
 pub mod cost;
 pub mod files;
 pub mod graph;
+mod profiles;
 mod unique;
 
 #[cfg(test)]
@@ -803,6 +817,89 @@ mod tests {
         let expected: Vec<(String, String)> =
             expected.iter().map(|(p, k)| (p.to_string(), k.to_string())).collect();
         assert_eq!(seen, expected);
+    }
+
+    /// Every trusted schema pactum compiles: (file name, `$defs` item or "" for the
+    /// whole); `every_trusted_schema_is_compiled_with_its_stored_profile` checks the list.
+    const TRUSTED: &[(&str, &str)] = &[
+        ("prompt_contract.schema.json", ""),
+        ("prompt_pack.schema.json", ""),
+        ("registry.schema.json", ""),
+        ("work_order.schema.json", ""),
+        ("final_answer.schema.json", ""),
+        ("ledger_entry.schema.json", ""),
+        ("eval_suite.schema.json", ""),
+        ("registry.schema.json", "contract_entry"),
+        ("registry.schema.json", "pack_entry"),
+        ("registry.schema.json", "event"),
+        ("eval_suite.schema.json", "case"),
+        ("eval_suite.schema.json", "assertion"),
+    ];
+
+    /// The stored profiles are the measured ones, for every trusted schema and nothing
+    /// else. After a change to `schemas/`, `PACTUM_BLESS=1 cargo test --lib
+    /// stored_profiles` writes `src/schema/profiles.rs` again.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // a test's own switch, not configuration
+    fn stored_profiles_are_the_measured_ones() {
+        let measured: Vec<(&str, &str, cost::Profile)> = TRUSTED
+            .iter()
+            .map(|&(name, def)| {
+                let schema = trusted_schema(name, def);
+                let graph = graph::Graph::build(&schema, &graph::Origin::detached());
+                (name, def, cost::Profile::of(&graph, &schema))
+            })
+            .collect();
+        let stored: Vec<(&str, &str, cost::Profile)> = profiles::STORED
+            .iter()
+            .map(|(name, def, e, w)| (*name, *def, cost::Profile::from_table(e, w)))
+            .collect();
+        if stored == measured {
+            return;
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/schema/profiles.rs");
+        if std::env::var_os("PACTUM_BLESS").is_some() {
+            std::fs::write(path, profiles_source(&measured)).unwrap();
+            return;
+        }
+        panic!(
+            "{path} does not hold the cost profiles of the schemas in schemas/: run `PACTUM_BLESS=1 cargo test --lib stored_profiles` to write it again"
+        );
+    }
+
+    fn profiles_source(profiles: &[(&str, &str, cost::Profile)]) -> String {
+        let list = |values: &[u64]| {
+            let items: Vec<String> = values.iter().map(u64::to_string).collect();
+            items.join(", ")
+        };
+        let mut out = String::from(
+            "//! The cost profiles ([`super::cost::Profile`]) of pactum's own schemas, stored so that a\n//! command does not build their reference graphs and measure them at every start. Written by\n//! `PACTUM_BLESS=1 cargo test --lib stored_profiles` (src/schema.rs), which recomputes them\n//! from `schemas/` and fails when this file differs. Do not edit by hand.\n\n/// (file name, `$defs` item or \"\" for the whole schema, evaluations by depth, cumulative\n/// walks by depth).\n#[rustfmt::skip]\npub const STORED: &[(&str, &str, &[u64], &[u64])] = &[\n",
+        );
+        for (name, def, profile) in profiles {
+            let (evaluations, walks) = profile.table();
+            out.push_str(&format!(
+                "    (\"{name}\", \"{def}\",\n        &[{}],\n        &[{}]),\n",
+                list(evaluations),
+                list(walks)
+            ));
+        }
+        out.push_str("];\n");
+        out
+    }
+
+    #[test]
+    fn every_trusted_schema_is_compiled_with_its_stored_profile() {
+        // The statics are the trusted schemas: each is one of TRUSTED, and each has a
+        // stored profile (so no command measures one at its start).
+        for (name, def) in TRUSTED {
+            assert!(
+                profiles::STORED.iter().any(|(n, d, ..)| n == name && d == def),
+                "{name} {def}"
+            );
+        }
+        for (name, _) in EMBEDDED {
+            assert!(TRUSTED.contains(&(name, "")), "{name}");
+        }
     }
 
     #[test]

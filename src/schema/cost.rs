@@ -469,6 +469,17 @@ impl Profile {
         (profile, computed)
     }
 
+    /// A profile from its table, as [`Profile::table`] gives it (the stored profiles of
+    /// pactum's own schemas: `src/schema/profiles.rs`).
+    pub fn from_table(evaluations: &[u64], walks: &[u64]) -> Profile {
+        Profile { evaluations: evaluations.to_vec(), walks: walks.to_vec() }
+    }
+
+    /// The table behind [`Profile::weight`]: evaluations by depth, cumulative walks.
+    pub fn table(&self) -> (&[u64], &[u64]) {
+        (&self.evaluations, &self.walks)
+    }
+
     /// Appends the next level: its evaluations, and its walks added to the running sum.
     fn push(&mut self, evaluations: u64, walks: u64) {
         let walked = self.walks.last().copied().unwrap_or(0).saturating_add(walks);
