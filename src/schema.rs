@@ -840,7 +840,6 @@ mod tests {
     /// else. After a change to `schemas/`, `PACTUM_BLESS=1 cargo test --lib
     /// stored_profiles` writes `src/schema/profiles.rs` again.
     #[test]
-    #[allow(clippy::disallowed_methods)] // a test's own switch, not configuration
     fn stored_profiles_are_the_measured_ones() {
         let measured: Vec<(&str, &str, cost::Profile)> = TRUSTED
             .iter()

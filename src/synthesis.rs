@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
+use crate::terminal::{escape_block, escape_line};
 
 /// What Phase E is given. Everything is optional here so that missing state can be
 /// detected and reported instead of crashing; [`PhaseEInput::missing_required`] says which
@@ -337,10 +338,101 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// The Phase E answer for people (SPEC §9).
+pub fn print_final_answer(out: &mut impl std::io::Write, answer: Option<&FinalAnswer>) {
+    let Some(a) = answer else {
+        let _ = writeln!(out, "No final answer available");
+        return;
+    };
+    let _ = writeln!(out, "Answer: {}", escape_block(&a.answer_text, "  "));
+    if let Some(c) = a.confidence {
+        let _ = writeln!(out, "Confidence: {c}");
+    }
+    if a.ttl_exhausted == Some(true) {
+        let _ = writeln!(out, "⚠ Time limit reached: the run used its whole TTL before converging");
+    }
+    if let Some(n) = a.notes.as_deref().filter(|n| !n.is_empty()) {
+        let _ = writeln!(out, "Note: {}", escape_line(n));
+    }
+    if !a.metadata.is_empty() {
+        let summary: Vec<String> = a
+            .metadata
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}={s}"),
+                Value::Bool(_) | Value::Number(_) | Value::Null => format!("{k}={v}"),
+                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+                    format!("{k}={v}")
+                }
+                Value::Array(items) => format!("{k}=({} items)", items.len()),
+                Value::Object(map) => format!("{k}=({} fields)", map.len()),
+            })
+            .collect();
+        let _ = writeln!(out, "Metadata: {}", escape_line(&summary.join(", ")));
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
+
+    fn shown(answer: Option<&FinalAnswer>) -> String {
+        let mut out = Vec::new();
+        print_final_answer(&mut out, answer);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_missing_final_answer_is_said_so() {
+        assert_eq!(shown(None), "No final answer available\n");
+    }
+
+    #[test]
+    fn a_final_answer_prints_every_part_people_read() {
+        let answer = FinalAnswer::from_value(&json!({
+            "answer_text": "The sum is 15.",
+            "confidence": 0.5,
+            "notes": "Stopped early.",
+            "ttl_exhausted": true,
+            "metadata": {"degraded": true, "missing_fields": ["plan_state"], "plan": {"a": 1}},
+        }))
+        .unwrap();
+        let text = shown(Some(&answer));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Answer: The sum is 15.");
+        assert_eq!(lines[1], "Confidence: 0.5");
+        assert!(lines[2].contains("Time limit reached"), "{text}");
+        assert_eq!(lines[3], "Note: Stopped early.");
+        assert_eq!(
+            lines[4],
+            "Metadata: degraded=true, missing_fields=[\"plan_state\"], plan=(1 fields)"
+        );
+        assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn a_hostile_answer_cannot_command_the_runner_or_the_terminal() {
+        let answer = FinalAnswer::from_value(&json!({
+            "answer_text": "fine\n::error file=x::forged\n\u{1b}[2J",
+            "notes": "##[add-mask]x",
+            "metadata": {"k\n::warning::": "v"},
+        }))
+        .unwrap();
+        let text = shown(Some(&answer));
+        assert_eq!(
+            text,
+            "Answer: fine\n  \\u{3a}:error file=x::forged\n  \\u{1b}[2J\nNote: ##\\u{5b}add-mask]x\n\
+             Metadata: k\\n::warning::=v\n"
+        );
+    }
+
+    #[test]
+    fn optional_parts_are_left_out_when_absent() {
+        let answer =
+            FinalAnswer::from_value(&json!({"answer_text": "Done.", "metadata": {}})).unwrap();
+        assert_eq!(shown(Some(&answer)), "Answer: Done.\n");
+    }
 
     fn complete() -> PhaseEInput {
         PhaseEInput {

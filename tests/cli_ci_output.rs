@@ -525,6 +525,50 @@ fn argument_errors_under_json_are_one_json_document() {
     assert!(out.stdout.is_empty() && out.stderr.contains("--strictt"), "{out}");
 }
 
+/// The JSON form of an argument error keeps clap's words (what is missing, the tips) on
+/// one line and names the exact subcommand's help; JSON is asked for by `--json` or
+/// `--format json` before a `--` only.
+#[test]
+fn json_usage_errors_keep_clap_s_words_and_json_is_asked_for_before_a_double_dash_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let message = |args: &[&str]| {
+        let out = Out::of(pactum_in(dir.path()).args(args));
+        out.status(2);
+        let doc = out.json();
+        assert_eq!(doc["code"], "usage_error", "{args:?}");
+        doc["message"].as_str().unwrap().to_string()
+    };
+    let run = message(&["run", "--json"]);
+    assert!(run.contains("were not provided: <WO>..."), "{run}");
+    assert!(run.ends_with("run `pactum run --help` for the usage"), "{run}");
+    let promote = message(&["registry", "promote", "--json"]);
+    assert!(promote.contains("<PIN>"), "{promote}");
+    assert!(promote.contains("`pactum registry promote --help`"), "{promote}");
+    let unknown = message(&["validate", "--strictt", "--json"]);
+    assert!(unknown.contains("'--strictt'") && unknown.contains("`pactum validate --help`"));
+    for text in [&run, &promote, &unknown] {
+        assert!(!text.contains('\n') && !text.contains(":;"), "{text}");
+    }
+    for args in [
+        &["validate", "--format", "json", "--strictt"][..],
+        &["validate", "--format=json", "--strictt"],
+    ] {
+        message(args);
+    }
+    // `json` as a path, `--json` after `--`: nothing asked for JSON.
+    for args in [
+        &["validate", "--format", "sarif", "json", "--strictt"][..],
+        &["validate", "json", "--strictt"],
+        &["render", "PRC-X-001", "--strictt", "--", "--json"],
+        &[],
+    ] {
+        let out = Out::of(pactum_in(dir.path()).args(args));
+        out.status(2);
+        assert!(out.stdout.is_empty(), "{args:?}: {out}");
+        assert!(!out.stderr.trim_start().starts_with('{'), "{args:?}: {out}");
+    }
+}
+
 // --- Terminal and CI output ---------------------------------------------------------------
 
 /// No line a GitHub runner would read as a command (other than pactum's own annotations),

@@ -228,14 +228,14 @@ fn check_line(tree: &BTreeMap<Vec<String>, Help>, line: &str) -> Vec<String> {
 
 #[test]
 fn every_command_line_in_messages_and_docs_exists() {
-    let tree = tree();
+    let tree = shared_tree();
     assert!(tree.len() > 20, "the command tree was read: {:?}", tree.keys());
     let mut problems = Vec::new();
     let mut checked = 0;
     for (file, text) in sources() {
         for line in command_lines(&text) {
             checked += 1;
-            for p in check_line(&tree, &line) {
+            for p in check_line(tree, &line) {
                 problems.push(format!("{file}: `{line}`: {p}"));
             }
         }
@@ -246,7 +246,7 @@ fn every_command_line_in_messages_and_docs_exists() {
 
 #[test]
 fn every_flag_a_message_mentions_exists_on_some_command() {
-    let tree = tree();
+    let tree = shared_tree();
     let all: BTreeSet<&String> = tree.values().flat_map(|h| h.flags.iter()).collect();
     let mut problems = Vec::new();
     // git.rs passes git's own flags to git.
@@ -282,15 +282,15 @@ fn every_flag_a_message_mentions_exists_on_some_command() {
 
 #[test]
 fn the_checker_catches_a_made_up_command_and_flag() {
-    let tree = tree();
+    let tree = shared_tree();
     assert!(
-        check_line(&tree, "pactum registry refresh FILE")
+        check_line(tree, "pactum registry refresh FILE")
             .iter()
             .any(|p| p.contains("not a command"))
     );
-    assert!(check_line(&tree, "pactum validate --fast").iter().any(|p| p.contains("no --fast")));
-    assert!(check_line(&tree, "pactum registry add FILE").is_empty());
-    assert!(check_line(&tree, "pactum ledger verify --expect-head HASH").is_empty());
+    assert!(check_line(tree, "pactum validate --fast").iter().any(|p| p.contains("no --fast")));
+    assert!(check_line(tree, "pactum registry add FILE").is_empty());
+    assert!(check_line(tree, "pactum ledger verify --expect-head HASH").is_empty());
 }
 
 /// The hints a user follows in the tour: each command it suggests runs, and no flag it
@@ -337,4 +337,64 @@ fn the_hints_of_promote_new_version_and_render_work_where_they_are_printed() {
     assert!(out.stderr.contains("pactum render --work-order"), "{out}");
     assert!(!out.stderr.contains("pass it in the input"), "{out}");
     assert!(hint_problems(&["render"], &out.stderr).is_empty(), "{out}");
+}
+
+/// The zsh completion script is the whole command tree with the help text of every
+/// command, option and positional argument (clap_complete writes `'--flag[help]'`,
+/// `':name -- help:…'` and `'command:about'`): none is empty. Generating it builds every
+/// command, which in a build with clap's debug assertions (the dev profile keeps them for
+/// clap_builder: Cargo.toml) runs clap's checks of the definition on each (conflicting
+/// names, missing references, …): a broken definition panics, and pactum exits 2.
+#[test]
+fn every_command_and_argument_has_help_text_and_the_definition_holds() {
+    let out = pactum_in(&repo()).args(["completions", "zsh"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = String::from_utf8(out.stdout).unwrap();
+    let (mut options, mut positionals, mut commands) = (0, 0, 0);
+    let mut missing = Vec::new();
+    for line in script.lines() {
+        let Some(entry) = line.strip_prefix('\'').and_then(|l| l.strip_suffix("' \\")) else {
+            continue;
+        };
+        // Options: an optional `(conflicts)` group and `*`, then the flag, then `[help]`
+        // (a `]` inside the help is escaped).
+        let flag = entry
+            .strip_prefix('(')
+            .map_or(entry, |rest| rest.split_once(')').map_or(rest, |(_, after)| after));
+        let flag = flag.trim_start_matches('*');
+        if flag.starts_with('-') {
+            options += 1;
+            let help = flag.split_once('[').map(|(_, rest)| rest).unwrap_or("");
+            if help.is_empty() || help.starts_with(']') {
+                missing.push(format!("option without help: {entry}"));
+            }
+        } else if flag.starts_with(':') {
+            positionals += 1;
+            if !entry.contains(" -- ") {
+                missing.push(format!("argument without help: {entry}"));
+            }
+        } else if let Some((name, about)) = entry.split_once(':') {
+            commands += 1;
+            if about.trim().is_empty() {
+                missing.push(format!("command without about: {name}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+    // The script is what the test reads it as: many of each kind were seen.
+    assert!(
+        options > 200 && positionals > 20 && commands > 30,
+        "{options} {positionals} {commands}"
+    );
+    assert!(script.contains("'--strict[Treat warnings as errors]'"), "the option form changed");
+    for shell in ["bash", "fish", "powershell", "elvish"] {
+        let out = pactum_in(&repo()).args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("validate") && text.contains("strict"), "{shell}: {text}");
+    }
+    let out = pactum_in(&repo()).arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.starts_with(".ie") || page.contains(".TH pactum"), "{page}");
 }

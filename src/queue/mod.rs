@@ -169,6 +169,27 @@ pub trait Queue: Send {
     fn results(&mut self, after: &str, wait: Option<Duration>) -> Result<Vec<Completed>>;
 }
 
+/// Parses a duration: `500ms`, `2s`, `1m`, `1h` (a whole number and its unit).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let bad = || {
+        format!("`{text}` is not a duration; write a whole number and a unit: 500ms, 2s, 1m, 1h")
+    };
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(bad()),
+    };
+    if duration.is_zero() {
+        return Err(format!("`{text}` is no time at all; give a duration above zero"));
+    }
+    Ok(duration)
+}
+
 /// A queue failure of kind `failure` about the queue named `queue`.
 pub fn error(queue: &str, failure: QueueFailure, message: impl Into<String>) -> Error {
     Error::Queue { queue: queue.to_string(), failure, message: message.into() }
@@ -178,6 +199,17 @@ pub fn error(queue: &str, failure: QueueFailure, message: impl Into<String>) -> 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn durations_take_the_units_people_write() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["", "2", "s", "1.5s", "-1s", "2 s", "2sec", "0s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     fn fields(id: &str, path: &str, wo: &str) -> Vec<(String, String)> {
         vec![

@@ -9,7 +9,7 @@ use pactum::executor::{RunResult, Runner};
 use pactum::gateway::select::{Choice, ProviderSet};
 use pactum::ledger::{Durability, Ledger, Location};
 use pactum::project::Project;
-use pactum::synthesis::FinalAnswer;
+use pactum::synthesis::print_final_answer;
 use pactum::terminal::{escape_block, escape_line};
 use pactum::work_order::WorkOrder;
 use serde_json::{Value, json};
@@ -382,40 +382,6 @@ fn print_problems(r: &RunResult, path: &Path) {
     }
 }
 
-/// The Phase E answer for people (SPEC §9).
-pub fn print_final_answer(out: &mut impl Write, answer: Option<&FinalAnswer>) {
-    let Some(a) = answer else {
-        let _ = writeln!(out, "No final answer available");
-        return;
-    };
-    let _ = writeln!(out, "Answer: {}", escape_block(&a.answer_text, "  "));
-    if let Some(c) = a.confidence {
-        let _ = writeln!(out, "Confidence: {c}");
-    }
-    if a.ttl_exhausted == Some(true) {
-        let _ = writeln!(out, "⚠ Time limit reached: the run used its whole TTL before converging");
-    }
-    if let Some(n) = a.notes.as_deref().filter(|n| !n.is_empty()) {
-        let _ = writeln!(out, "Note: {}", escape_line(n));
-    }
-    if !a.metadata.is_empty() {
-        let summary: Vec<String> = a
-            .metadata
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => format!("{k}={s}"),
-                Value::Bool(_) | Value::Number(_) | Value::Null => format!("{k}={v}"),
-                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
-                    format!("{k}={v}")
-                }
-                Value::Array(items) => format!("{k}=({} items)", items.len()),
-                Value::Object(map) => format!("{k}=({} fields)", map.len()),
-            })
-            .collect();
-        let _ = writeln!(out, "Metadata: {}", escape_line(&summary.join(", ")));
-    }
-}
-
 /// `run --json`'s one shape, for one work order or many: `{"ok", "results": [...]}` with one
 /// SPEC §12 run result per work order, in the order given; when not ok, also the `code` and
 /// `message` of the first failed work order and every failure in `errors`.
@@ -443,67 +409,4 @@ fn batch(ok: bool, results: Vec<Value>) -> Value {
     }
     doc["results"] = Value::Array(results);
     doc
-}
-
-#[cfg(test)]
-#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
-mod tests {
-    use super::*;
-
-    fn shown(answer: Option<&FinalAnswer>) -> String {
-        let mut out = Vec::new();
-        print_final_answer(&mut out, answer);
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn a_missing_final_answer_is_said_so() {
-        assert_eq!(shown(None), "No final answer available\n");
-    }
-
-    #[test]
-    fn a_final_answer_prints_every_part_people_read() {
-        let answer = FinalAnswer::from_value(&json!({
-            "answer_text": "The sum is 15.",
-            "confidence": 0.5,
-            "notes": "Stopped early.",
-            "ttl_exhausted": true,
-            "metadata": {"degraded": true, "missing_fields": ["plan_state"], "plan": {"a": 1}},
-        }))
-        .unwrap();
-        let text = shown(Some(&answer));
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "Answer: The sum is 15.");
-        assert_eq!(lines[1], "Confidence: 0.5");
-        assert!(lines[2].contains("Time limit reached"), "{text}");
-        assert_eq!(lines[3], "Note: Stopped early.");
-        assert_eq!(
-            lines[4],
-            "Metadata: degraded=true, missing_fields=[\"plan_state\"], plan=(1 fields)"
-        );
-        assert_eq!(lines.len(), 5);
-    }
-
-    #[test]
-    fn a_hostile_answer_cannot_command_the_runner_or_the_terminal() {
-        let answer = FinalAnswer::from_value(&json!({
-            "answer_text": "fine\n::error file=x::forged\n\u{1b}[2J",
-            "notes": "##[add-mask]x",
-            "metadata": {"k\n::warning::": "v"},
-        }))
-        .unwrap();
-        let text = shown(Some(&answer));
-        assert_eq!(
-            text,
-            "Answer: fine\n  \\u{3a}:error file=x::forged\n  \\u{1b}[2J\nNote: ##\\u{5b}add-mask]x\n\
-             Metadata: k\\n::warning::=v\n"
-        );
-    }
-
-    #[test]
-    fn optional_parts_are_left_out_when_absent() {
-        let answer =
-            FinalAnswer::from_value(&json!({"answer_text": "Done.", "metadata": {}})).unwrap();
-        assert_eq!(shown(Some(&answer)), "Answer: Done.\n");
-    }
 }
