@@ -238,10 +238,10 @@ fn measure(profile: &cost::Profile, instance: &Value) -> Result<(u64, u64), TooC
 }
 
 fn compile_embedded(name: &str) -> Validator {
-    compile_trusted(name, "", &trusted_schema(name, ""))
+    compile_trusted(name, "")
 }
 
-/// One of pactum's own schemas as it is compiled: the embedded document, or (`def` not
+/// One of pactum's own schemas as it is measured: the embedded document, or (`def` not
 /// empty) the same document with its root replaced by a reference to `$defs/{def}`, so
 /// every `$ref` inside still resolves.
 fn trusted_schema(name: &str, def: &str) -> Value {
@@ -256,18 +256,21 @@ fn trusted_schema(name: &str, def: &str) -> Value {
 
 /// The cost profile of a trusted schema: the one stored for it in [`profiles`] (computed
 /// from the same embedded text; a test recomputes every one), else measured now.
-fn trusted_profile(name: &str, def: &str, schema: &Value) -> cost::Profile {
+fn trusted_profile(name: &str, def: &str) -> cost::Profile {
     match profiles::STORED.iter().find(|(n, d, ..)| *n == name && *d == def) {
         Some((.., evaluations, walks)) => cost::Profile::from_table(evaluations, walks),
-        None => cost::Profile::of(&graph::Graph::build(schema, &graph::Origin::detached()), schema),
+        None => {
+            let schema = trusted_schema(name, def);
+            cost::Profile::of(&graph::Graph::build(&schema, &graph::Origin::detached()), &schema)
+        }
     }
 }
 
 /// Compiles one of pactum's own schemas (formats checked), measured like a user schema.
 /// They are tested to compile; `true` accepts all as a last resort.
 #[allow(clippy::disallowed_methods)] // the one door: the compiled schema is measured
-fn compile_trusted(name: &str, def: &str, schema: &Value) -> Validator {
-    let profile = trusted_profile(name, def, schema);
+fn compile_trusted(name: &str, def: &str) -> Validator {
+    let profile = trusted_profile(name, def);
     let compiled = build_trusted(name, def)
         .or_else(|| jsonschema::validator_for(&Value::Bool(true)).ok())
         .unwrap_or_else(unreachable_validator);
@@ -360,7 +363,7 @@ fn compile_registry_part(def: &str) -> Validator {
 
 /// A validator for one `$defs` item of an embedded schema (see [`compile_registry_part`]).
 fn compile_part(name: &str, def: &str) -> Validator {
-    compile_trusted(name, def, &trusted_schema(name, def))
+    compile_trusted(name, def)
 }
 
 static CONTRACT_ENTRY: LazyLock<Validator> =

@@ -711,10 +711,19 @@ fn a_grandchild_holding_the_servers_output_is_stopped_with_the_run() {
     assert_eq!(run.status(), "converged", "{}", run.out);
     assert!(took < std::time::Duration::from_secs(10), "{took:?}");
     assert!(server_gone(&p));
-    // Killed: gone, or a zombie left to init (the grandchild is not pactum's to reap).
+    // Killed: gone, or a zombie left to init (the grandchild is not pactum's to reap). A
+    // SIGKILL sent as pactum ended may still be pending until the process is next
+    // scheduled (`ShdPnd` holds it), so the state is read again for a moment.
     let pid = std::fs::read_to_string(p.path("tools/grandchild.pid")).unwrap();
-    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim()));
-    let gone = status.as_ref().map_or(true, |s| s.contains("State:\tZ"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let (status, gone) = loop {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim()));
+        let gone = status.as_ref().map_or(true, |s| s.contains("State:\tZ"));
+        if gone || std::time::Instant::now() > deadline {
+            break (status, gone);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     if !gone {
         let _ = std::process::Command::new("kill").arg(pid.trim()).status();
     }
