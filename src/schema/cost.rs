@@ -399,17 +399,17 @@ impl Profile {
         let order: Vec<NodeId> =
             in_place_order(&edges).into_iter().filter(|&node| reachable[node]).collect();
         let n = graph.len();
-        let (mut evals, mut walks) = (vec![0u64; n], vec![0u64; n]);
         let mut profile = Profile { evaluations: Vec::new(), walks: Vec::new() };
         // The root's walks at each level (the table keeps their running sum).
         let mut root_walks: Vec<u64> = Vec::new();
-        // The last levels computed, newest last, to find where the levels repeat.
+        // The last levels computed, newest last: the one above the next level, and the ones
+        // it may repeat.
         let mut recent: std::collections::VecDeque<(Vec<u64>, Vec<u64>)> =
             std::collections::VecDeque::with_capacity(MAX_PERIOD + 1);
         let mut computed = 0;
         for depth in 0..=MAX_INSTANCE_DEPTH {
             computed = depth + 1;
-            let (below_evals, below_walks) = (&evals, &walks);
+            let below = recent.back();
             let (mut next_evals, mut next_walks) = (vec![0u64; n], vec![0u64; n]);
             let mut reached = false;
             // Targets come first in `order`, so their values at this level are final; a
@@ -425,7 +425,7 @@ impl Profile {
                         w = w.saturating_add(next_walks[t].saturating_mul(hop));
                     }
                 }
-                if depth > 0 {
+                if let Some((below_evals, below_walks)) = below {
                     for group in &edges.children[node] {
                         let most = |of: &[u64]| group.iter().map(|&c| of[c]).max().unwrap_or(0);
                         e = e.saturating_add(most(below_evals));
@@ -463,8 +463,7 @@ impl Profile {
             if recent.len() == MAX_PERIOD {
                 recent.pop_front();
             }
-            recent.push_back((next_evals.clone(), next_walks.clone()));
-            (evals, walks) = (next_evals, next_walks);
+            recent.push_back((next_evals, next_walks));
         }
         (profile, computed)
     }
