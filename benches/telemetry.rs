@@ -66,7 +66,8 @@ fn appending(bencher: divan::Bencher, otlp: bool) {
     let telemetry = otlp.then(|| {
         let endpoint = pactum::telemetry::endpoint(&collector.url()).unwrap();
         let redactor = Arc::new(pactum::redact::Redactor::new());
-        Telemetry::start(&Settings { endpoint, content: false, instance: None }, redactor).unwrap()
+        Telemetry::start(&Settings::new(pactum::authority::Permit::application(endpoint)), redactor)
+            .unwrap()
     });
     if let Some(t) = &telemetry {
         ledger = ledger.observed_by(Arc::clone(t) as Arc<dyn pactum::ledger::Observer>);

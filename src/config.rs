@@ -43,6 +43,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::authority::Permit;
 use crate::error::{Error, Located, Result};
 
 /// The largest `pactum.toml` pactum reads.
@@ -207,6 +208,11 @@ pub struct Config {
     /// Where the file was read from, if anywhere.
     #[serde(skip)]
     pub path: Option<PathBuf>,
+    /// The settings of the file that would act on the world (start a program, contact a
+    /// host, send content) once the environment confirms them, with their positions
+    /// (SPEC §24: `validate` notes them as `config_unconfirmed`).
+    #[serde(skip)]
+    pub acting: Vec<Located>,
 }
 
 /// Settings that come from environment variables.
@@ -214,12 +220,15 @@ pub struct Config {
 pub struct EnvSettings {
     pub provider: Option<String>,
     pub model: Option<String>,
-    pub openai_base_url: Option<String>,
+    /// `OPENAI_BASE_URL`: the environment chose it, so requests may go there.
+    pub openai_base_url: Option<Permit<String>>,
     pub openai_api_key: Option<crate::gateway::Secret>,
-    pub anthropic_base_url: Option<String>,
+    /// `ANTHROPIC_BASE_URL`.
+    pub anthropic_base_url: Option<Permit<String>>,
     pub anthropic_api_key: Option<crate::gateway::Secret>,
-    /// `PACTUM_TRUST_CONFIG` (`1`, `true`, `yes`): API keys may go to the base URLs that
-    /// pactum.toml names (by default they go only where the environment confirms).
+    /// `PACTUM_TRUST_CONFIG` (`1`, `true`, `yes`) or `--trust-config`: the settings of
+    /// pactum.toml that start programs, contact hosts or send credentials and content act
+    /// (SPEC §24, [`crate::authority::Trust`]); by default they do not.
     pub trust_config: bool,
     /// Every other variable a provider's `api_key_env` names.
     pub named_keys: BTreeMap<String, crate::gateway::Secret>,
@@ -227,7 +236,11 @@ pub struct EnvSettings {
     /// server never inherits the API keys of the environment.
     pub tool_env: Vec<(String, String)>,
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`.
-    pub otlp_endpoint: Option<String>,
+    pub otlp_endpoint: Option<Permit<String>>,
+    /// `OTEL_EXPORTER_OTLP_TRACES_HEADERS`, else `OTEL_EXPORTER_OTLP_HEADERS`: the
+    /// collector's headers (`key=value,...`), sent only to an endpoint the environment or
+    /// a flag named.
+    pub otlp_headers: Option<crate::gateway::Secret>,
 }
 
 /// The values of [`TOOL_SERVER_ENV`] through `lookup` (the binary passes `std::env::var`).
@@ -312,6 +325,8 @@ impl Config {
         if !insecure.is_empty() {
             return Err(Error::ConfigInsecure { path: path.to_path_buf(), problems: insecure });
         }
+        let mut config = config;
+        config.acting = check::acting(text);
         Ok(config)
     }
 
@@ -328,19 +343,28 @@ impl Config {
     }
 
     /// Applies environment overrides through `lookup` (the binary passes `std::env::var`).
+    ///
+    /// This is the one place the library is handed the environment, so its values become
+    /// [`Permit`]s here: the operator chose them, no repository file did.
+    #[allow(clippy::disallowed_methods)] // Permit::environment: these values are the environment's
     pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) {
         let get = |name: &str| lookup(name).filter(|v| !v.is_empty());
         self.env.provider = get("PACTUM_PROVIDER");
         self.env.model = get("PACTUM_MODEL");
-        self.env.openai_base_url = get("OPENAI_BASE_URL");
+        self.env.openai_base_url = get("OPENAI_BASE_URL").map(Permit::environment);
         self.env.openai_api_key = get("OPENAI_API_KEY").map(crate::gateway::Secret::new);
-        self.env.anthropic_base_url = get("ANTHROPIC_BASE_URL");
+        self.env.anthropic_base_url = get("ANTHROPIC_BASE_URL").map(Permit::environment);
         self.env.anthropic_api_key = get("ANTHROPIC_API_KEY").map(crate::gateway::Secret::new);
-        self.env.trust_config = get("PACTUM_TRUST_CONFIG")
-            .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
+        self.env.trust_config = self.env.trust_config
+            || get("PACTUM_TRUST_CONFIG")
+                .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
         self.env.tool_env = tool_env(lookup);
         self.env.otlp_endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            .or_else(|| get("OTEL_EXPORTER_OTLP_ENDPOINT"));
+            .or_else(|| get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .map(Permit::environment);
+        self.env.otlp_headers = get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+            .or_else(|| get("OTEL_EXPORTER_OTLP_HEADERS"))
+            .map(crate::gateway::Secret::new);
         for p in self.providers.values() {
             if let Some(var) = &p.api_key_env
                 && is_key_variable(var)

@@ -81,6 +81,7 @@ codes! {
     PinInvalid = "pin_invalid", Error, "an id or an ID@REQUIREMENT pin is malformed";
     UsageError = "usage_error", Error, "the command line has an unknown, missing or malformed argument";
     ConfigInsecure = "config_insecure", Error, "pactum.toml would send an API key over plain http to a remote host, or read a variable that is not an API key";
+    ConfigUnconfirmed = "config_unconfirmed", Warning, "a committed setting would start a program, contact a host or send a credential or content, and the environment does not confirm it, so it does not act (a run that needs it stops)";
     SchemaLimitExceeded = "schema_limit_exceeded", Error, "a JSON Schema in a contract would cost too much to evaluate ($ref expansion)";
     SchemaTooCostly = "schema_too_costly", Error, "the cost of a JSON Schema in a contract cannot be bounded (references nested too deep, too many or too large referenced files)";
     ValidationTooCostly = "validation_too_costly", Error, "validating a value against its JSON Schema would cost more than pactum spends on one validation (a large value, a schema that evaluates many subschemas on each part)";
@@ -104,6 +105,9 @@ codes! {
     RegistryHistoryMismatch = "registry_history_mismatch", Error, "a registry entry differs from the state its history implies (a hand edit)";
     RegistryHistoryMissing = "registry_history_missing", Warning, "registry.json has entries but no history to check them against";
     RegistryMergeConflict = "registry_merge_conflict", Error, "two branches changed registry.json in ways that cannot both hold";
+    RegistryHistoryRewritten = "registry_history_rewritten", Error, "the registry history of the base revision (--base) is not a prefix of today's: an event of it was changed, dropped or reordered";
+    RegistryEventUnverified = "registry_event_unverified", Error, "a registry event after the base revision is not one the command that writes it would have made (a promotion the gate refuses, evidence that does not recompute, a label without its target's hash)";
+    RegistryEventUnsigned = "registry_event_unsigned", Error, "the base's [gate] signers require signed promote and label events, and an event after the base has no signature that verifies against an allowed signer";
     // Templates.
     TemplateVariableMissing = "template_variable_missing", Error, "a template uses a variable that has no value";
     TemplateVariableUndeclared = "template_variable_undeclared", Error, "a template uses a variable that input_schema does not declare";
@@ -142,11 +146,13 @@ codes! {
     ToolNameTaken = "tool_name_taken", Error, "two tool servers, or a server and a built-in or library tool, offer a tool of the same name";
     ToolUnknown = "tool_unknown", Error, "a pack, work order or tool server's allow list names a tool that no built-in and no configured server offers";
     ToolServerFailed = "tool_server_failed", Error, "a tool server from pactum.toml could not be started, did not speak MCP, or stopped answering";
+    ToolsLockStale = "tools_lock_stale", Error, "pactum.tools.lock does not match the tool servers: a server lists other tools than the lock records, or the lock is missing or names other servers (`pactum tools lock` writes it again)";
     SupervisorUnrecoverable = "supervisor_unrecoverable", Error, "the supervisor could not repair the model's output";
     TtlExpired = "ttl_expired", Error, "the kernel spent its TTL before converging";
     // Ledger.
     LedgerBroken = "ledger_broken", Error, "a ledger record was edited, removed or reordered";
     LedgerCorrupt = "ledger_corrupt", Error, "a ledger line is not a record in the one form pactum writes (cut off by an interrupted write, over the line budget, not canonical JSON, not a record); nothing is appended after such a last line";
+    LedgerRewritten = "ledger_rewritten", Error, "the ledger no longer holds a record whose hash was published (--expect-head, a checkpoint): it was rewritten and re-chained";
     // Evaluation.
     EvalSuiteInvalid = "eval_suite_invalid", Error, "an eval suite does not fit eval_suite.schema.json, or an assertion in it cannot be checked (a pointer output_schema does not have, a regex that does not compile, a judge without the judge's output shape)";
     EvalDatasetInvalid = "eval_dataset_invalid", Error, "a line of an eval dataset is not a case (id, input, expect, tags), is too long or too deep, or repeats an id; or the dataset cannot be read";
@@ -369,6 +375,31 @@ pub enum Error {
     /// `pactum.toml` settings that could leak a secret; every one, with its position.
     #[error("{}", list_located(path, problems))]
     ConfigInsecure { path: PathBuf, problems: Vec<Located> },
+
+    /// A committed setting that would act, not confirmed by the environment
+    /// ([`crate::authority`]).
+    #[error("{message}")]
+    ConfigUnconfirmed { message: String },
+
+    /// The tool lock and the servers disagree.
+    #[error("{message}")]
+    ToolsLockStale { message: String },
+
+    /// The base's history is not a prefix of today's.
+    #[error("registry history is rewritten at event {seq}: {reason}")]
+    HistoryRewritten { seq: u64, reason: String },
+
+    /// An event after the base that its command would not have written.
+    #[error("registry event {seq} ({action} {pin}) is not verified: {reason}")]
+    EventUnverified { seq: u64, action: String, pin: String, reason: String },
+
+    /// An event after the base without a signature of an allowed signer.
+    #[error("registry event {seq} ({action} {pin}) is not signed by an allowed signer: {reason}")]
+    EventUnsigned { seq: u64, action: String, pin: String, reason: String },
+
+    /// A published ledger head the ledger no longer holds.
+    #[error("{message}")]
+    LedgerRewritten { message: String },
 
     /// A user schema whose `$ref`s expand to more than pactum evaluates.
     #[error("{path}: {}", list_findings(findings))]
@@ -695,6 +726,12 @@ impl Error {
             Error::SchemaFileInvalid { .. } => Code::ContractSchemaInvalid,
             Error::Config { .. } => Code::ConfigInvalid,
             Error::ConfigInsecure { .. } => Code::ConfigInsecure,
+            Error::ConfigUnconfirmed { .. } => Code::ConfigUnconfirmed,
+            Error::ToolsLockStale { .. } => Code::ToolsLockStale,
+            Error::HistoryRewritten { .. } => Code::RegistryHistoryRewritten,
+            Error::EventUnverified { .. } => Code::RegistryEventUnverified,
+            Error::EventUnsigned { .. } => Code::RegistryEventUnsigned,
+            Error::LedgerRewritten { .. } => Code::LedgerRewritten,
             Error::SchemaLimit { .. } => Code::SchemaLimitExceeded,
             Error::SchemaTooCostly { .. } => Code::SchemaTooCostly,
             Error::ValidationTooCostly { .. } => Code::ValidationTooCostly,

@@ -4,7 +4,7 @@
 //! an answer ("not a work tree", "no value"), never a panic.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::error::{Error, Result};
 
@@ -14,7 +14,7 @@ pub const MERGE_DRIVER: &str = "pactum-registry";
 pub const MERGE_DRIVER_COMMAND: &str = "pactum registry merge %O %A %B";
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
+    let out = crate::authority::git()
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())

@@ -32,6 +32,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
+pub mod authority;
 pub mod compat;
 pub mod config;
 pub mod confine;

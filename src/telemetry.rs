@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::authority::Permit;
 use crate::error::{Error, Result};
 use crate::ledger::{self, Location};
 use crate::redact::Redactor;
@@ -40,38 +41,134 @@ pub const WAIT_AT_EXIT: Duration = client::TIMEOUT;
 /// Where spans go and what they carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
-    /// The collector's traces URL (`…/v1/traces`; see [`endpoint`]).
-    pub endpoint: String,
+    /// The collector's traces URL (`…/v1/traces`; see [`endpoint`]), with who chose it.
+    pub endpoint: Permit<String>,
     /// Prompt and reply text (masked) on exchange spans, arguments and results on tool
     /// spans.
     pub content: bool,
     /// The process's `service.instance.id` (a worker's id).
     pub instance: Option<String>,
+    /// Sent with every export request: the collector's credentials, so only to an endpoint
+    /// the environment or a flag named ([`Settings::choose`]).
+    pub headers: Headers,
+}
+
+impl Settings {
+    /// Spans to `endpoint` (a traces URL: see [`endpoint`]), no content, no headers.
+    pub fn new(endpoint: Permit<String>) -> Settings {
+        Settings { endpoint, content: false, instance: None, headers: Headers::default() }
+    }
+}
+
+/// Headers of export requests (`OTEL_EXPORTER_OTLP_HEADERS`: `name=value` pairs separated
+/// by commas, values percent-decoded as the OTLP exporter decodes them). Their values are
+/// never shown: `Debug` prints the names.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Headers(Vec<(String, String)>);
+
+impl Headers {
+    /// The pairs of a `name=value,...` list (names trimmed and lower-cased; pairs without
+    /// `=` or a name skipped).
+    pub fn parse(list: &str) -> Headers {
+        Headers(
+            list.split(',')
+                .filter_map(|pair| {
+                    let (name, value) = pair.split_once('=')?;
+                    let name = name.trim().to_ascii_lowercase();
+                    (!name.is_empty()).then(|| (name, percent_decoded(value.trim())))
+                })
+                .collect(),
+        )
+    }
+
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Headers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|(name, _)| name)).finish()
+    }
+}
+
+/// What a command's telemetry settings came to: the settings (none when no collector is
+/// named, or only an unconfirmed one) and what of pactum.toml did not act, and why (SPEC
+/// §24: `config_unconfirmed` warnings).
+#[derive(Debug, Default)]
+pub struct Chosen {
+    pub settings: Option<Settings>,
+    pub ignored: Vec<String>,
 }
 
 impl Settings {
     /// The settings of a run: `--otlp` (`cli`), else the environment's
-    /// `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`, else `[telemetry] otlp_endpoint`; `None` when
-    /// none is set. Content goes with `--otlp-content` or `[telemetry] content`.
+    /// `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`, else `[telemetry] otlp_endpoint` when the
+    /// environment confirms committed settings ([`crate::authority::Trust`]). Content goes
+    /// with `--otlp-content`, or `[telemetry] content` when confirmed. The collector's
+    /// headers (`OTEL_EXPORTER_OTLP_(TRACES_)HEADERS`) go only to an endpoint the flag or
+    /// the environment named, never to one a repository file named, confirmed or not.
     pub fn choose(
-        cli: Option<&str>,
+        cli: Option<&Permit<String>>,
         content: bool,
         config: &crate::config::Config,
         instance: Option<&str>,
-    ) -> Result<Option<Settings>> {
-        let named = [
-            (cli, "--otlp"),
-            (config.env.otlp_endpoint.as_deref(), "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT"),
-            (config.telemetry.otlp_endpoint.as_deref(), "[telemetry] otlp_endpoint in pactum.toml"),
-        ];
-        let Some((Some(url), source)) = named.into_iter().find(|(url, _)| url.is_some()) else {
-            return Ok(None);
+    ) -> Result<Chosen> {
+        let trust = crate::authority::Trust::of(config);
+        let file = crate::config::FILE_NAME;
+        let mut ignored = Vec::new();
+        let named = match (cli, &config.env.otlp_endpoint, &config.telemetry.otlp_endpoint) {
+            (Some(url), _, _) => Some((url.clone(), "--otlp")),
+            (None, Some(url), _) => Some((url.clone(), "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT")),
+            (None, None, Some(url)) => {
+                match trust.confirm(url.clone(), file, "telemetry.otlp_endpoint") {
+                    Ok(url) => Some((url, "[telemetry] otlp_endpoint in pactum.toml")),
+                    Err(why) => {
+                        let shown = crate::redact::shown_url(url);
+                        ignored.push(why.message(&format!(
+                            "sends spans to {shown}; no spans were sent (or pass --otlp {shown})"
+                        )));
+                        None
+                    }
+                }
+            }
+            (None, None, None) => None,
         };
-        Ok(Some(Settings {
-            endpoint: endpoint_from(url, source)?,
-            content: content || config.telemetry.content,
-            instance: instance.map(str::to_string),
-        }))
+        let content = content
+            || (config.telemetry.content
+                && match trust.confirm((), file, "telemetry.content") {
+                    Ok(_) => true,
+                    Err(why) => {
+                        if named.is_some() {
+                            ignored.push(why.message(
+                                "sends prompts and replies on the spans; they carry none (or pass --otlp-content)",
+                            ));
+                        }
+                        false
+                    }
+                });
+        let Some((url, source)) = named else { return Ok(Chosen { settings: None, ignored }) };
+        let headers = match &config.env.otlp_headers {
+            Some(list) if url.named_by_the_operator() => Headers::parse(list.expose()),
+            Some(_) => {
+                ignored.push(format!(
+                    "OTEL_EXPORTER_OTLP_HEADERS is not sent to {}: that collector is named by pactum.toml, and the collector's credentials go only to an endpoint the environment or --otlp names",
+                    crate::redact::shown_url(url.get())
+                ));
+                Headers::default()
+            }
+            None => Headers::default(),
+        };
+        let endpoint = url.normalised(endpoint_from(url.get(), source)?);
+        Ok(Chosen {
+            settings: Some(Settings {
+                endpoint,
+                content,
+                instance: instance.map(str::to_string),
+                headers,
+            }),
+            ignored,
+        })
     }
 }
 
@@ -253,10 +350,10 @@ impl Telemetry {
     /// process's: the binary passes the one its output and ledgers mask with); nothing is
     /// sent until spans are queued.
     pub fn start(settings: &Settings, redactor: Arc<Redactor>) -> Result<Arc<Telemetry>> {
-        let shown = crate::redact::shown_url(&settings.endpoint);
+        let shown = crate::redact::shown_url(settings.endpoint.get());
         let traces = spans::Traces::new(redactor);
         let resource = traces.resource(settings.instance.as_deref());
-        let sink = send::Sink::new(&settings.endpoint, &shown, &resource)?;
+        let sink = send::Sink::new(settings, &shown, &resource)?;
         Ok(Arc::new(Telemetry {
             queue: send::Queue::start(sink, batch_size(settings.content))?,
             traces: Mutex::new(traces),
@@ -317,10 +414,10 @@ pub fn export(
     redactor: Arc<Redactor>,
 ) -> Result<Exported> {
     ledger::verify(location, None)?;
-    let shown = crate::redact::shown_url(&settings.endpoint);
+    let shown = crate::redact::shown_url(settings.endpoint.get());
     let mut traces = spans::Traces::new(redactor);
     let mut instance: Option<String> = None;
-    let mut sink = send::Sink::new(&settings.endpoint, &shown, &traces.resource(None))?;
+    let mut sink = send::Sink::new(settings, &shown, &traces.resource(None))?;
     let size = batch_size(settings.content);
     let mut batch = Vec::with_capacity(size);
     let mut counts = Counts::default();

@@ -697,7 +697,17 @@ fn a_configured_provider_takes_its_settings_from_pactum_toml() {
         server.url()
     ));
     let wo = p.classify_wo("WO-SELECT-TOML", json!({}));
+    // A base URL from pactum.toml acts only where the environment confirms the checkout
+    // (SPEC §24): nothing is sent without it.
     let (out, r) = p.run_json(&wo, &[], &[]);
+    out.status(1);
+    assert_eq!(r["code"], "config_unconfirmed", "{r:#}");
+    assert!(
+        r["message"].as_str().unwrap().contains("`providers.local.base_url` in pactum.toml"),
+        "{r:#}"
+    );
+    assert_eq!(server.hits(), 0, "a request went to a host only pactum.toml named");
+    let (out, r) = p.run_json(&wo, &["--trust-config"], &[]);
     out.status(0);
     assert_eq!(r["provider"], "local");
     let sent = &server.requests()[0];
@@ -715,7 +725,7 @@ fn a_provider_without_system_messages_gets_one_joined_user_message() {
             server.url()
         ));
         let wo = p.classify_wo("WO-SYSTEM", json!({}));
-        let (out, r) = p.run_json(&wo, &[], &[]);
+        let (out, r) = p.run_json(&wo, &[], &[("PACTUM_TRUST_CONFIG", "1".to_string())]);
         out.status(0);
         assert_eq!(r["ok"], true, "{r:#}");
         server.requests()[0].json()["messages"].as_array().unwrap().clone()
@@ -762,7 +772,7 @@ fn a_contracts_provider_id_picks_the_configured_provider() {
                 "input": {"name": "Ada"}, "assembled_context": {"frameworks": {"FMWK-E2E-1": "be kind"}}}),
     );
 
-    let (out, r) = p.run_json(&wo, &[], &[]);
+    let (out, r) = p.run_json(&wo, &[], &[("PACTUM_TRUST_CONFIG", "yes".to_string())]);
 
     out.status(0);
     assert_eq!(r["provider"], "pinned", "{r:#}");

@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 /// order `A-17` has `status`.
 fn project(server_args: &str, status: &str) -> Project {
     let p = Project::empty();
+    // A checkout the user trusts: its tool server may start (SPEC §24).
+    p.trust();
     let server = repo().join("tests/fixtures/mcp/server.py");
     p.write("tools/server.py", &std::fs::read_to_string(server).unwrap());
     p.write_json("tools/orders.json", &json!({"A-17": {"status": status, "carrier": "DHL"}}));
@@ -206,12 +208,21 @@ fn validate(p: &Project, args: &[&str]) -> (i32, Vec<(String, String)>) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|d| d["code"].as_str().unwrap().starts_with("tool_"))
+        .filter(|d| d["code"].as_str().unwrap().starts_with("tool"))
         .map(|d| {
             (d["code"].as_str().unwrap().to_string(), d["message"].as_str().unwrap().to_string())
         })
         .collect();
     (out.code, findings)
+}
+
+/// `pactum tools lock --json` in the project: its exit status and its JSON.
+fn tools_lock(p: &Project, args: &[&str]) -> (i32, Value) {
+    let mut cmd = p.pactum();
+    cmd.args(["tools", "lock", "--json"]).args(args);
+    let out = p.exec(cmd);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
+    (out.code, doc)
 }
 
 /// A kernel work order in the project's `work_orders/` naming `tools`.
@@ -222,9 +233,21 @@ fn work_order_naming(p: &Project, tools: Value) {
 }
 
 #[test]
-fn validate_lists_the_servers_tools_and_reports_names_nothing_offers() {
+fn validate_checks_names_against_the_tool_lock_and_starts_no_server() {
     let p = project("", "shipped");
     work_order_naming(&p, json!(["lookup_order", "lookup_ordr", "calculator"]));
+    // `tools lock` asks the server for its tools and records them.
+    let (status, doc) = tools_lock(&p, &[]);
+    assert_eq!((status, &doc["servers"], &doc["tools"]), (0, &json!(1), &json!(1)), "{doc}");
+    assert!(p.path("tools/server.pid").exists(), "the server was asked for its tools");
+    assert!(server_gone(&p), "and stopped again");
+    let lock: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path("pactum.tools.lock")).unwrap())
+            .unwrap();
+    assert_eq!(lock["servers"]["orders"]["tools"][0]["name"], "lookup_order", "{lock:#}");
+    assert_eq!(lock["servers"]["orders"]["command"][1], "tools/server.py", "{lock:#}");
+    std::fs::remove_file(p.path("tools/server.pid")).unwrap();
+    // validate reads the lock: the server never starts, the typo is still found.
     let (status, findings) = validate(&p, &[]);
     assert_eq!(status, 1);
     assert_eq!(findings.len(), 1, "{findings:?}");
@@ -234,23 +257,81 @@ fn validate_lists_the_servers_tools_and_reports_names_nothing_offers() {
             && findings[0].1.contains("did you mean lookup_order?"),
         "{findings:?}"
     );
-    assert!(p.path("tools/server.pid").exists(), "the server was asked for its tools");
-    assert!(server_gone(&p), "and stopped again");
+    assert!(!p.path("tools/server.pid").exists(), "validate started the server");
+    // The lock still matches what the server lists: `--check` says so and writes nothing.
+    let (status, doc) = tools_lock(&p, &["--check"]);
+    assert_eq!((status, &doc["written"]), (0, &json!(false)), "{doc}");
+}
+
+#[test]
+fn a_lock_that_no_longer_fits_the_config_or_the_server_is_stale() {
+    let p = project("", "shipped");
+    work_order_naming(&p, json!(["lookup_order"]));
+    // No lock: the names only the server could offer cannot be checked; said so.
+    let (status, findings) = validate(&p, &[]);
+    assert_eq!(status, 1);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].0, "tools_lock_stale");
+    assert!(findings[0].1.contains("no pactum.tools.lock"), "{findings:?}");
+    assert_eq!(tools_lock(&p, &[]).0, 0);
+    assert!(validate(&p, &[]).1.is_empty());
+    // The server's command changes in pactum.toml: the lock no longer speaks for it.
+    let toml = std::fs::read_to_string(p.path("pactum.toml")).unwrap();
+    p.write(
+        "pactum.toml",
+        &toml.replace(r#""tools/server.py""#, r#""tools/server.py", "--page", "1""#),
+    );
+    let (_, findings) = validate(&p, &[]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].0, "tools_lock_stale");
+    assert!(findings[0].1.contains("reached another way"), "{findings:?}");
+    p.write("pactum.toml", &toml);
+    // The server lists another tool than the lock records: `run` refuses it, and so does
+    // `tools lock --check`.
+    p.edit("pactum.tools.lock", |lock| {
+        lock["servers"]["orders"]["tools"][0]["description"] = json!("Something else.");
+    });
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tools_lock_stale", "{}", run.out);
+    assert!(
+        run.json["message"].as_str().unwrap().contains("description or input schema changed"),
+        "{}",
+        run.out
+    );
+    let (status, doc) = tools_lock(&p, &["--check"]);
+    assert_eq!((status, &doc["code"]), (1, &json!("tools_lock_stale")), "{doc}");
+    // A lock that is no lock is a finding on the lock.
+    p.write("pactum.tools.lock", "{\"lock_version\": 1,");
+    let mut cmd = p.pactum();
+    cmd.args(["validate", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&p.exec(cmd).stdout).unwrap();
+    let stale: Vec<&Value> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "tools_lock_stale")
+        .collect();
+    assert_eq!(stale.len(), 1, "{doc:#}");
+    assert_eq!(stale[0]["file"], "pactum.tools.lock", "{doc:#}");
 }
 
 #[test]
 fn validate_no_tools_starts_no_server_and_reports_only_what_needs_none() {
     let p = project(", \"--die\"", "shipped");
     work_order_naming(&p, json!(["lookup_order", "lookup_ordr", "memory_reed"]));
-    // Without --no-tools: the server that cannot start is a finding, never a silent pass.
+    // A server that cannot start cannot be locked: `tools lock` fails, naming it, and
+    // validate, with no lock to read, says so (never a silent pass).
+    let (status, doc) = tools_lock(&p, &[]);
+    assert_eq!((status, &doc["code"]), (1, &json!("tool_server_failed")), "{doc}");
+    std::fs::remove_file(p.path("tools/server.pid")).unwrap();
     let (status, findings) = validate(&p, &[]);
     assert_eq!(status, 1);
     assert_eq!(
         findings.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
-        ["tool_server_failed"],
+        ["tools_lock_stale"],
         "{findings:?}"
     );
-    std::fs::remove_file(p.path("tools/server.pid")).unwrap();
+    assert!(!p.path("tools/server.pid").exists(), "validate started the server");
     // With --no-tools the server does not start; any name might be a tool of a server
     // without an `allow` list, so nothing is reported.
     let (_, findings) = validate(&p, &["--no-tools"]);
@@ -573,7 +654,7 @@ fn the_readme_example_looks_an_order_up_through_its_server_and_depends_on_its_an
     let server = dir.path().join("tools/orders.py");
     let code = std::fs::read_to_string(&server).unwrap();
     std::fs::write(&server, code.replace("\"carrier\": \"DHL\"", "\"carrier\": \"UPS\"")).unwrap();
-    let (_, text) = run(&["run", "work_orders/WO-ORDER-LOOKUP-001.json"]);
+    let (_, text) = run(&["run", "work_orders/WO-ORDER-LOOKUP-001.json", "--trust-config"]);
     assert!(
         text.contains("script_prompt_mismatch")
             && !text.contains("Answer: Order A-1042 has shipped with DHL"),
@@ -640,7 +721,7 @@ fn failed_call(p: &Project, run: &crate::kernel_harness::Run) -> String {
 }
 
 #[test]
-fn a_server_that_never_answers_initialize_fails_run_and_validate_in_time() {
+fn a_server_that_never_answers_initialize_fails_run_and_tools_lock_in_time() {
     let p = hostile_project(&["silent"]);
     let (run, took) = run_bounded(&p);
     assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
@@ -651,10 +732,9 @@ fn a_server_that_never_answers_initialize_fails_run_and_validate_in_time() {
     );
     assert!(took < std::time::Duration::from_secs(8), "{took:?}");
     assert!(server_gone(&p));
-    work_order_naming(&p, json!(["lookup_order"]));
     let started = std::time::Instant::now();
-    let (_, findings) = validate(&p, &[]);
-    assert_eq!(findings.first().map(|f| f.0.as_str()), Some("tool_server_failed"), "{findings:?}");
+    let (status, doc) = tools_lock(&p, &[]);
+    assert_eq!((status, &doc["code"]), (1, &json!("tool_server_failed")), "{doc}");
     assert!(started.elapsed() < std::time::Duration::from_secs(8), "{:?}", started.elapsed());
 }
 
@@ -678,7 +758,7 @@ fn a_server_that_stops_reading_while_it_pings_fails_the_call_at_its_deadline() {
 }
 
 #[test]
-fn a_listing_whose_definitions_are_too_big_fails_the_server_in_run_and_validate() {
+fn a_listing_whose_definitions_are_too_big_fails_the_server_in_run_and_tools_lock() {
     let p = hostile_project(&["bulky"]);
     let (run, _) = run_bounded(&p);
     assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
@@ -690,9 +770,8 @@ fn a_listing_whose_definitions_are_too_big_fails_the_server_in_run_and_validate(
         "{}",
         run.out
     );
-    work_order_naming(&p, json!(["lookup_order"]));
-    let (_, findings) = validate(&p, &[]);
-    assert_eq!(findings.first().map(|f| f.0.as_str()), Some("tool_server_failed"), "{findings:?}");
+    let (status, doc) = tools_lock(&p, &[]);
+    assert_eq!((status, &doc["code"]), (1, &json!("tool_server_failed")), "{doc}");
 }
 
 #[test]
@@ -747,8 +826,20 @@ fn tool_names_that_escape_the_terminal_or_differ_only_in_case_are_refused() {
             "{}",
             run.out
         );
-        work_order_naming(&p, json!(["lookup_order"]));
-        let (_, findings) = validate(&p, &[]);
-        assert_eq!(findings.first().map(|f| f.0.as_str()), Some(code), "{name:?}: {findings:?}");
+        // A name no listing may hold fails the lock; a name that collides is recorded (it
+        // is what the server lists) and validate refuses it as the run does.
+        let (status, doc) = tools_lock(&p, &[]);
+        if code == "tool_server_failed" {
+            assert_eq!((status, &doc["code"]), (1, &json!(code)), "{name:?}: {doc}");
+        } else {
+            assert_eq!(status, 0, "{name:?}: {doc}");
+            work_order_naming(&p, json!(["lookup_order"]));
+            let (_, findings) = validate(&p, &[]);
+            assert_eq!(
+                findings.first().map(|f| f.0.as_str()),
+                Some(code),
+                "{name:?}: {findings:?}"
+            );
+        }
     }
 }

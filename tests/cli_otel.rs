@@ -251,7 +251,13 @@ fn the_collector_comes_from_the_flag_the_environment_or_pactum_toml() {
         format!("[telemetry]\notlp_endpoint = \"{}\"\n", from_toml.url()),
     )
     .unwrap();
-    pactum(dir.path(), &["run", CLASSIFY], &[]).status(0);
+    // pactum.toml's collector only where the environment confirms the checkout (SPEC §24);
+    // otherwise the run says so and sends nothing.
+    let out = pactum(dir.path(), &["run", CLASSIFY], &[]);
+    out.status(0);
+    assert!(out.stderr.contains("warning[config_unconfirmed]: `telemetry.otlp_endpoint`"), "{out}");
+    assert!(from_toml.spans().is_empty(), "spans went to a collector only pactum.toml named");
+    pactum(dir.path(), &["run", CLASSIFY, "--trust-config"], &[]).status(0);
     assert!(!from_toml.spans().is_empty());
     let env_url = from_env.url();
     pactum(dir.path(), &["run", CLASSIFY], &[("OTEL_EXPORTER_OTLP_ENDPOINT", &env_url)]).status(0);
@@ -279,7 +285,7 @@ fn the_collector_comes_from_the_flag_the_environment_or_pactum_toml() {
     assert!(out.stderr.contains("OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT `localhost:4318`"), "{out}");
     std::fs::write(dir.path().join("pactum.toml"), "[telemetry]\notlp_endpoint = \"collector\"\n")
         .unwrap();
-    let out = pactum(dir.path(), &["run", CLASSIFY], &[]);
+    let out = pactum(dir.path(), &["run", CLASSIFY, "--trust-config"], &[]);
     out.status(2);
     assert!(out.stderr.contains("[telemetry] otlp_endpoint in pactum.toml `collector`"), "{out}");
 }

@@ -4,6 +4,8 @@
 //! against exported ones in every shape a run has, and the `--otlp` URL in its forms.
 
 use std::path::Path;
+
+use pactum::authority::Permit;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -281,7 +283,7 @@ fn spans_past_the_queue_are_counted_as_lost_never_silently() {
     // A collector slower than the records come: the queue fills.
     let collector = Collector::answering(Answer::After(Duration::from_millis(1500)));
     let endpoint = pactum::telemetry::endpoint(&collector.url()).unwrap();
-    let settings = Settings { endpoint, content: false, instance: None };
+    let settings = Settings::new(Permit::application(endpoint));
     let telemetry = Telemetry::start(&settings, Arc::new(Redactor::new())).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ledger = Ledger::open(&Location::chosen(&dir.path().join("ledger.jsonl")))
@@ -539,9 +541,8 @@ fn ledger_export_costs_time_linear_in_the_ledger() {
     let dir = tempfile::tempdir().unwrap();
     let collector = Collector::start();
     let settings = Settings {
-        endpoint: pactum::telemetry::endpoint(&collector.url()).unwrap(),
         content: true,
-        instance: None,
+        ..Settings::new(Permit::application(pactum::telemetry::endpoint(&collector.url()).unwrap()))
     };
     let ledger = |work_orders: usize| {
         let path = dir.path().join(format!("{work_orders}.jsonl"));

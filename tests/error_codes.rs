@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mock_http::{MockReply, MockServer, RefusedPort};
+use pactum::authority::Permit;
 use pactum::diagnostic::{Diagnostic, Report};
 use pactum::executor::memory::Memory;
 use pactum::executor::tools::ToolRegistry;
@@ -272,7 +273,7 @@ fn request() -> PromptRequest {
 /// An OpenAI-compatible provider at `url` that tries once and waits at most `timeout`.
 fn openai(url: &str, timeout: Duration) -> OpenAiProvider {
     OpenAiProvider::new(OpenAiConfig {
-        base_url: format!("{url}/v1"),
+        base_url: Permit::application(format!("{url}/v1")),
         model: "gpt-test".to_string(),
         timeout,
         retry: RetryPolicy {
@@ -1473,7 +1474,7 @@ fn reproduces_provider_not_configured() {
     // Nothing listens there: the missing model is reported before any request is sent.
     let refused = RefusedPort::new();
     let provider = OpenAiProvider::new(OpenAiConfig {
-        base_url: refused.url(),
+        base_url: Permit::application(refused.url()),
         model: String::new(),
         ..OpenAiConfig::default()
     });
@@ -1625,10 +1626,53 @@ fn mcp_project(args: &str, allow: &str) -> TempDir {
     dir
 }
 
+/// `pactum run --json --trust-config` of a kernel work order in an [`mcp_project`]: the
+/// checkout is trusted, so its tool server starts (SPEC §24).
 fn mcp_run(dir: &Path) -> (Value, i32) {
     let wo = json!({"work_order_id": "WO-ORDER-001", "kind": "kernel",
-                    "request": "Where is order A-17?", "constraints": {"ttl": 10}});
-    run_json(dir, wo, json!([]))
+                    "request": "Where is order A-17?", "constraints": {"ttl": 10},
+                    "provider": {"fixtures": "fixtures.json"}});
+    write_json(dir, "work_orders/fixtures.json", &json!({"responses": []}));
+    let path = write_json(dir, "work_orders/wo.json", &wo);
+    let (doc, status) =
+        json_of(pactum(dir).arg("run").arg(path).arg("--json").arg("--trust-config"));
+    (common::single_result(doc), status)
+}
+
+#[test]
+fn reproduces_config_unconfirmed() {
+    // The checkout is not confirmed: its tool server's command does not start.
+    let dir = mcp_project("", "");
+    let wo = json!({"work_order_id": "WO-ORDER-001", "kind": "kernel",
+                    "request": "Where is order A-17?", "tools": ["lookup_order"]});
+    let (out, status) = run_json(dir.path(), wo, json!([]));
+    assert_eq!(out["code"], "config_unconfirmed", "{out:#}");
+    let message = out["message"].as_str().unwrap();
+    assert!(
+        message.contains("`tools.orders.command` in pactum.toml starts the program `python3`"),
+        "{message}"
+    );
+    assert_eq!(status, 1);
+    assert!(!dir.path().join("tools/server.pid").exists(), "the server started");
+    // validate notes the setting, at its line, as a warning.
+    let d = finding(&validate_tree(dir.path()), Code::ConfigUnconfirmed);
+    assert_eq!((d.file.as_deref(), d.line), (Some("pactum.toml"), Some(2)), "{d:?}");
+    doc_example(dir.path(), Code::ConfigUnconfirmed, 0);
+}
+
+#[test]
+fn reproduces_tools_lock_stale() {
+    // The lock records another tool list than the server offers.
+    let dir = mcp_project("", "");
+    let (_, status) = json_of(pactum(dir.path()).args(["tools", "lock", "--json"]));
+    assert_eq!(status, 0);
+    let lock = dir.path().join("pactum.tools.lock");
+    let text = fs::read_to_string(&lock).unwrap();
+    fs::write(&lock, text.replace("Looks an order up by its id.", "Looks an order up.")).unwrap();
+    let (out, status) = mcp_run(dir.path());
+    assert_eq!(error_codes(&out)[0], "tools_lock_stale", "{out:#}");
+    assert_eq!(status, 1);
+    doc_example(dir.path(), Code::ToolsLockStale, 1);
 }
 
 #[test]
@@ -1906,7 +1950,7 @@ fn reproduces_queue_protocol_error() {
     let (out, status) = json_of(pactum(dir.path()).args(["results", "--json", "--queue", &url]));
 
     assert_eq!((out["code"].as_str(), status), (Some("queue_protocol_error"), 1), "{out:#}");
-    let parsed = pactum::queue::redis::RedisUrl::parse(&url).unwrap();
+    let parsed = pactum::queue::redis::RedisUrl::parse(&Permit::application(url.clone())).unwrap();
     let e =
         err(pactum::queue::redis::RedisQueue::open(&parsed, "pactum", "g").and_then(|mut q| {
             use pactum::queue::Queue;

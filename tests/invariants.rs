@@ -817,8 +817,16 @@ fn only_confine_may_touch_the_file_system() {
                 continue;
             }
             // src/schema.rs is the one door for JSON Schema validation: its item-level
-            // allows are for `jsonschema` (see `only_schema_may_validate`), never `std::fs`.
-            if rel == "src/schema.rs" && line.contains("// the one door") {
+            // allows are for `jsonschema` (see `only_schema_may_validate`), never `std::fs`;
+            // src/authority.rs the one door for programs and connections (see
+            // `only_authority_may_start_programs_or_connect`), and config.rs's
+            // `apply_env` the one place the library makes permits of the environment.
+            if (rel == "src/schema.rs" || rel == "src/authority.rs")
+                && line.contains("// the one door")
+            {
+                continue;
+            }
+            if rel == "src/config.rs" && line.contains("// Permit::environment") {
                 continue;
             }
             let next = lines.get(i + 1).copied().unwrap_or("").trim();
@@ -830,6 +838,50 @@ fn only_confine_may_touch_the_file_system() {
         }
     }
     assert_eq!(allowed, ["src/confine.rs"], "only confine.rs may allow std::fs module-wide");
+}
+
+/// No committed file is authority to act (SPEC §24): starting a program, opening a
+/// connection and building an HTTP agent are forbidden by clippy.toml everywhere but in
+/// src/authority.rs, which does each only for a `Permit`; a permit out of thin air is
+/// forbidden in the library too (the binary and tests make them, with an allow).
+#[test]
+fn only_authority_may_start_programs_or_connect() {
+    let clippy = std::fs::read_to_string(repo().join("clippy.toml")).unwrap();
+    for method in [
+        "std::process::Command::new",
+        "std::net::TcpStream::connect",
+        "std::net::TcpStream::connect_timeout",
+        "ureq::Agent::new_with_config",
+        "ureq::Agent::new_with_defaults",
+        "ureq::agent",
+        "ureq::post",
+        "pactum::authority::Permit::environment",
+        "pactum::authority::Permit::flag",
+        "pactum::authority::Permit::application",
+    ] {
+        assert!(
+            clippy.contains(&format!("path = \"{method}\"")),
+            "clippy.toml no longer forbids {method}"
+        );
+    }
+    // The acts themselves, outside tests, only in src/authority.rs.
+    let mut offenders = Vec::new();
+    for file in files_under("src", "rs") {
+        let rel = file.strip_prefix(repo()).unwrap().to_string_lossy().replace('\\', "/");
+        if rel == "src/authority.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for needle in ["Command::new(", "TcpStream::connect", "Agent::new_with", "ureq::agent("] {
+            if code.contains(needle) {
+                offenders.push(format!("{rel}: {needle}"));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "acts outside src/authority.rs: {offenders:?}");
+    let authority = std::fs::read_to_string(repo().join("src/authority.rs")).unwrap();
+    assert!(!authority.contains("std::fs"), "src/authority.rs must not touch files");
 }
 
 /// What users read never cites the product specification, which they do not have: not the

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use mock_http::{MockReply, MockServer, RefusedPort};
 use pactum::Error;
+use pactum::authority::Permit;
 use pactum::gateway::anthropic::{AnthropicConfig, AnthropicProvider, STRUCTURED_OUTPUT_TOOL};
 use pactum::gateway::http::RetryPolicy;
 use pactum::gateway::openai::{OpenAiConfig, OpenAiProvider};
@@ -38,7 +39,7 @@ fn fast_retry() -> RetryPolicy {
 
 fn openai_config(url: &str) -> OpenAiConfig {
     OpenAiConfig {
-        base_url: format!("{url}/v1/"),
+        base_url: Permit::application(format!("{url}/v1/")),
         api_key: Some(Secret::new(KEY)),
         model: "gpt-test".to_string(),
         timeout: Duration::from_secs(5),
@@ -49,7 +50,7 @@ fn openai_config(url: &str) -> OpenAiConfig {
 
 fn anthropic_config(url: &str) -> AnthropicConfig {
     AnthropicConfig {
-        base_url: url.to_string(),
+        base_url: Permit::application(url.to_string()),
         api_key: Some(Secret::new(KEY)),
         model: "claude-test".to_string(),
         timeout: Duration::from_secs(5),

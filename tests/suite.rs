@@ -18,6 +18,7 @@ mod redis;
 #[path = "support/scorecard.rs"]
 mod scorecard;
 
+mod cli_authority;
 mod cli_ci_output;
 mod cli_context;
 mod cli_disclosure;

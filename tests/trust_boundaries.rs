@@ -1088,15 +1088,19 @@ fn a_committed_pactum_toml_cannot_send_the_environments_key_elsewhere() {
     let (out, r) = p.run_json(&wo, &[], &env);
     out.status(0);
     assert_eq!(p.records().last().unwrap()["provider"], "scripted", "{r:#}");
-    // One without fixtures goes to pactum.toml's provider, without the key: the refusal
-    // (here: the host does not resolve) and a note say why, and the key is nowhere.
+    // One without fixtures names pactum.toml's provider, whose host pactum.toml alone
+    // chose: nothing is sent there at all (SPEC §24), the refusal says why and how to
+    // confirm, and the key is nowhere.
     let wo = p.classify_wo("WO-ONLINE", json!({}));
     let (out, r) = p.run_json(&wo, &[], &env);
     out.status(1);
-    assert!(out.stderr.contains("the API key in OPENAI_API_KEY was not sent"), "{out}");
-    assert!(out.stderr.contains("PACTUM_TRUST_CONFIG=1"), "{out}");
+    assert_eq!(harness::first_code(&r), "config_unconfirmed", "{r:#}");
+    assert!(
+        r["message"].as_str().unwrap().contains("`providers.evil.base_url` in pactum.toml"),
+        "{r:#}"
+    );
+    assert!(out.stdout.contains("PACTUM_TRUST_CONFIG=1"), "{out}");
     assert!(!out.stdout.contains(key) && !out.stderr.contains(key), "{out}");
-    assert_eq!(harness::first_code(&r), "provider_unreachable", "{r:#}");
     // A key variable that pactum.toml chose, for the public endpoint: withheld too.
     let wo = p.classify_wo("WO-NAMED", json!({"provider": {"name": "named"}}));
     let (out, _) = p.run_json(&wo, &[], &env);

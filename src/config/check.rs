@@ -397,6 +397,85 @@ pub(super) fn insecure(text: &str) -> Vec<Located> {
     c.out
 }
 
+/// The settings of a (syntactically valid) config that would act on the world once the
+/// environment confirms them (SPEC §24, [`crate::authority`]): a tool server's `command`
+/// (starts a program) or `url`, the telemetry endpoint and `content`, a provider's
+/// `base_url` (contacts a host, sends content). Each with its position and a message that
+/// says what it would do; `validate` reports them as `config_unconfirmed` warnings when the
+/// environment does not confirm them.
+pub(super) fn acting(text: &str) -> Vec<Located> {
+    let Ok(doc) = DeTable::parse(text) else { return Vec::new() };
+    let mut c = Checker { text, out: Vec::new() };
+    let top = doc.get_ref();
+    if let Some(tools) = top.get("tools").and_then(|t| t.get_ref().as_table()) {
+        for (name, server) in tools.iter() {
+            let Some(server) = server.get_ref().as_table() else { continue };
+            let at = format!("tools.{}", name.get_ref());
+            if let Some(command) = server.get("command") {
+                let program = command
+                    .get_ref()
+                    .as_array()
+                    .and_then(|a| a.first())
+                    .and_then(|p| p.get_ref().as_str())
+                    .unwrap_or("");
+                c.push(
+                    command.span(),
+                    &format!("{at}.command"),
+                    format!(
+                        "`{at}.command` starts the program `{}`",
+                        crate::terminal::escape_line(program)
+                    ),
+                );
+            }
+            if let Some(url) = server.get("url") {
+                let shown =
+                    url.get_ref().as_str().map(crate::redact::shown_url).unwrap_or_default();
+                c.push(url.span(), &format!("{at}.url"), format!("`{at}.url` contacts {shown}"));
+            }
+        }
+    }
+    if let Some(telemetry) = top.get("telemetry").and_then(|t| t.get_ref().as_table()) {
+        if let Some(url) = telemetry.get("otlp_endpoint") {
+            let shown = url.get_ref().as_str().map(crate::redact::shown_url).unwrap_or_default();
+            c.push(
+                url.span(),
+                "telemetry.otlp_endpoint",
+                format!("`telemetry.otlp_endpoint` sends spans to {shown}"),
+            );
+        }
+        if let Some(content) = telemetry.get("content")
+            && content.get_ref().as_bool() == Some(true)
+        {
+            c.push(
+                content.span(),
+                "telemetry.content",
+                "`telemetry.content` sends prompts and replies on the spans".to_string(),
+            );
+        }
+    }
+    if let Some(providers) = top.get("providers").and_then(|t| t.get_ref().as_table()) {
+        for (name, provider) in providers.iter() {
+            let Some(p) = provider.get_ref().as_table() else { continue };
+            let online = matches!(
+                p.get("kind").and_then(|k| k.get_ref().as_str()),
+                Some("openai" | "anthropic")
+            );
+            if let Some(url) = p.get("base_url").filter(|_| online) {
+                let at = format!("providers.{}.base_url", name.get_ref());
+                let shown =
+                    url.get_ref().as_str().map(crate::redact::shown_url).unwrap_or_default();
+                c.push(
+                    url.span(),
+                    &at,
+                    format!("`{at}` sends requests (prompts, and an API key) to {shown}"),
+                );
+            }
+        }
+    }
+    c.out.sort_by_key(|p| (p.line, p.column));
+    c.out
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {

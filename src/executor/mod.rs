@@ -161,7 +161,9 @@ impl Runner<'_> {
                 &config.tools,
                 &self.project.root,
                 &config.env.tool_env,
-            ),
+                crate::authority::Trust::of(config),
+            )
+            .with_lock(&self.project.root),
             wo.tools.clone(),
         ));
         // The run is bracketed in the ledger (SPEC §10): `work_order_started` before any
@@ -425,9 +427,14 @@ impl Runner<'_> {
             if let Some(e) = blocked {
                 return Err(e);
             }
-            // A kernel's plan sees every tool: the servers start here.
+            // A kernel's plan sees every tool: the servers start here (those the
+            // environment confirmed: the others are a warning, their tools unknown).
             Ok((pins, toolbox.registry()?))
         });
+        result.warnings.extend(toolbox.withheld().iter().map(|w| Warning {
+            code: crate::Code::ConfigUnconfirmed,
+            message: format!("tool server `{}` did not start: {}", w.name, w.message()),
+        }));
         let empty = tools::ToolRegistry::empty();
         let (pins, registry, setup_error) = match setup {
             Ok((pins, registry)) => (pins, registry, None),

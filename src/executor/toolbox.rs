@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use crate::error::{Error, Result};
 use crate::executor::memory::Memory;
 use crate::executor::tools::{Tool, ToolRegistry};
-use crate::mcp::{ListedTool, Server, ServerSpec};
+use crate::mcp::{ListedTool, Server, ServerSpec, Servers, Withheld};
 
 /// The tools of one run.
 pub struct Toolbox {
@@ -26,6 +26,10 @@ pub struct Toolbox {
     memory: Arc<Memory>,
     extra: Vec<Arc<dyn Tool>>,
     servers: Vec<ServerSpec>,
+    /// Servers of pactum.toml the environment did not confirm (SPEC §24): never started.
+    withheld: Vec<Withheld>,
+    /// The committed tool lock what the servers list must match.
+    lock: std::result::Result<Option<crate::mcp::lock::Lock>, String>,
     allowed: Option<Vec<String>>,
 }
 
@@ -38,7 +42,7 @@ impl std::fmt::Debug for Toolbox {
 impl Default for Toolbox {
     /// The built-ins over a memory of their own; no server, no allow-list.
     fn default() -> Self {
-        Toolbox::new(Arc::new(Memory::new()), &[], Vec::new(), None)
+        Toolbox::new(Arc::new(Memory::new()), &[], Servers::default(), None)
     }
 }
 
@@ -46,16 +50,45 @@ impl Toolbox {
     pub fn new(
         memory: Arc<Memory>,
         extra: &[Arc<dyn Tool>],
-        servers: Vec<ServerSpec>,
+        servers: Servers,
         allowed: Option<Vec<String>>,
     ) -> Toolbox {
+        let Servers { started: servers, withheld, lock } = servers;
         let local = local(&memory, extra).map(|mut r| {
             if let Some(allow) = &allowed {
                 r.retain(allow);
             }
             r
         });
-        Toolbox { local, full: OnceLock::new(), memory, extra: extra.to_vec(), servers, allowed }
+        Toolbox {
+            local,
+            full: OnceLock::new(),
+            memory,
+            extra: extra.to_vec(),
+            servers,
+            withheld,
+            lock,
+            allowed,
+        }
+    }
+
+    /// The servers that did not start because the environment did not confirm them.
+    pub fn withheld(&self) -> &[Withheld] {
+        &self.withheld
+    }
+
+    /// `config_unconfirmed` naming the withheld servers, for a tool that is nowhere else
+    /// (`why` names it); `None` when no server was withheld.
+    fn withheld_error(&self, why: &str) -> Option<Error> {
+        let first = self.withheld.first()?;
+        let names: Vec<String> = self.withheld.iter().map(|w| format!("`{}`", w.name)).collect();
+        Some(Error::ConfigUnconfirmed {
+            message: format!(
+                "{why}, and tool server {} of pactum.toml did not start: {}",
+                names.join(", "),
+                first.message()
+            ),
+        })
     }
 
     /// The run's memory.
@@ -71,9 +104,16 @@ impl Toolbox {
         self.full
             .get_or_init(|| {
                 let mut r = local(&self.memory, &self.extra)?;
-                add_listed(&mut r, start_all(&self.servers)?)?;
+                let listings = start_all(&self.servers)?;
+                self.check_lock(&listings)?;
+                add_listed(&mut r, listings)?;
                 match &self.allowed {
-                    Some(allow) => r.restrict(allow),
+                    Some(allow) => r.restrict(allow).map_err(|e| match &e {
+                        Error::ToolNotFound { tool, .. } => self
+                            .withheld_error(&format!("the work order allows tool `{tool}`, which no built-in or started server offers"))
+                            .unwrap_or(e),
+                        _ => e,
+                    }),
                     None => Ok(r),
                 }
             })
@@ -89,10 +129,33 @@ impl Toolbox {
     ) -> Result<&ToolRegistry> {
         let local = self.local.as_ref().map_err(again)?;
         let local_names = |name: &str| local.contains(name) || self.extra_or_builtin(name);
-        if self.servers.is_empty() || wanted.all(local_names) {
+        let missing = wanted.find(|name| !local_names(name));
+        let Some(missing) = missing else { return Ok(local) };
+        if self.servers.is_empty() {
+            if let Some(e) = self.withheld_error(&format!(
+                "the prompt offers tool `{missing}`, which no built-in offers"
+            )) {
+                return Err(e);
+            }
             return Ok(local);
         }
         self.registry()
+    }
+
+    /// What the started servers list is what the committed lock says (SPEC §24): what
+    /// `validate` checked is what runs.
+    fn check_lock(&self, listings: &[Listing]) -> Result<()> {
+        let lock = match &self.lock {
+            Ok(Some(lock)) => lock,
+            Ok(None) => return Ok(()),
+            Err(problem) => return Err(Error::ToolsLockStale { message: problem.clone() }),
+        };
+        for (server, tools) in listings {
+            if let Some(message) = lock.differs(server.name(), tools) {
+                return Err(Error::ToolsLockStale { message });
+            }
+        }
+        Ok(())
     }
 
     fn extra_or_builtin(&self, name: &str) -> bool {
@@ -219,6 +282,10 @@ fn again(e: &Error) -> Error {
         }
         Error::ToolFailed { tool, message } => {
             Error::ToolFailed { tool: tool.clone(), message: message.clone() }
+        }
+        Error::ToolsLockStale { message } => Error::ToolsLockStale { message: message.clone() },
+        Error::ConfigUnconfirmed { message } => {
+            Error::ConfigUnconfirmed { message: message.clone() }
         }
         other => Error::ToolFailed { tool: "(setup)".into(), message: other.to_string() },
     }

@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::authority::Permit;
 use crate::error::{ProviderFailure, Result};
 use crate::gateway::http::{ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
 use crate::gateway::{
@@ -66,7 +67,9 @@ pub struct AnthropicConfig {
     /// The provider's name in results and the ledger.
     pub name: String,
     /// The API root, ending before `/v1/messages`.
-    pub base_url: String,
+    /// Its origin is the only one the provider sends to: a [`Permit`] says who chose it
+    /// (`Permit::application` for a library caller's own URL).
+    pub base_url: Permit<String>,
     /// Required; sent as `x-api-key`.
     pub api_key: Option<Secret>,
     /// Why a key the environment holds was not given to this provider (its base URL comes
@@ -87,7 +90,7 @@ impl Default for AnthropicConfig {
     fn default() -> Self {
         AnthropicConfig {
             name: "anthropic".to_string(),
-            base_url: DEFAULT_BASE_URL.to_string(),
+            base_url: Permit::pactum(DEFAULT_BASE_URL.to_string()),
             api_key: None,
             key_withheld: None,
             model: String::new(),

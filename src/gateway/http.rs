@@ -112,7 +112,9 @@ pub struct SettingNames {
 /// A blocking HTTP client for one provider, with its timeouts and retry policy.
 #[derive(Clone, Debug)]
 pub struct HttpClient {
-    agent: ureq::Agent,
+    /// Bound to the origin of the provider's base URL (`None`: that is no http(s) URL with
+    /// a host, which every request then reports).
+    agent: Option<crate::authority::Outbound>,
     provider: String,
     timeout: Duration,
     retry: RetryPolicy,
@@ -123,33 +125,37 @@ pub struct HttpClient {
 }
 
 /// The agent pactum sends requests with to a server it was told of (a provider, an MCP
-/// server): every status handed back as an answer, no redirect followed, no proxy taken from
-/// the environment, pactum's user agent; `connect` bounds connecting.
-pub fn agent(connect: Duration) -> ureq::Agent {
+/// server), bound to that server's origin (`authority::Outbound`): every status handed back
+/// as an answer, no redirect followed, no proxy taken from the environment, pactum's user
+/// agent; `connect` bounds connecting.
+pub fn outbound(
+    url: &crate::authority::Permit<String>,
+    connect: Duration,
+) -> std::result::Result<crate::authority::Outbound, String> {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(connect))
-        .max_redirects(0)
         .proxy(None)
-        .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")))
-        .build();
-    ureq::Agent::new_with_config(config)
+        .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")));
+    crate::authority::Outbound::new(url, config)
 }
 
 impl HttpClient {
-    /// A client for the provider named `provider` (the name errors carry).
+    /// A client for the provider named `provider` (the name errors carry) at `base_url`,
+    /// the only origin it sends to.
     ///
     /// `connect_timeout` bounds connecting; `timeout` bounds each attempt as a whole unless a
     /// call passes its own.
     pub fn new(
         provider: impl Into<String>,
+        base_url: &crate::authority::Permit<String>,
         connect_timeout: Duration,
         timeout: Duration,
         retry: RetryPolicy,
         settings: SettingNames,
     ) -> Self {
         HttpClient {
-            agent: agent(connect_timeout),
+            agent: outbound(base_url, connect_timeout).ok(),
             provider: provider.into(),
             timeout,
             retry,
@@ -220,7 +226,11 @@ impl HttpClient {
         timeout: Duration,
         secret: Option<&Secret>,
     ) -> Result<(u16, Value), Failure> {
-        let mut request = self.agent.post(url).content_type("application/json");
+        let agent = self.agent.as_ref().ok_or_else(|| self.bad_url())?;
+        let mut request = agent
+            .post(url)
+            .map_err(|why| Failure::new(ProviderFailure::NotConfigured, why))?
+            .content_type("application/json");
         for (name, value) in headers {
             request = request.header(*name, value.as_str());
         }
@@ -410,7 +420,7 @@ impl Endpoint {
     /// The endpoint `path` below `base_url`, for the provider named `provider`.
     pub fn new(
         provider: &str,
-        base_url: &str,
+        base_url: &crate::authority::Permit<String>,
         path: &str,
         key: Option<&Secret>,
         timeout: Duration,
@@ -419,6 +429,7 @@ impl Endpoint {
     ) -> Self {
         let client = HttpClient::new(
             provider,
+            base_url,
             DEFAULT_CONNECT_TIMEOUT,
             timeout,
             retry.clone(),
@@ -426,7 +437,7 @@ impl Endpoint {
         );
         Endpoint {
             client,
-            url: join_url(base_url, path),
+            url: join_url(base_url.get(), path),
             key: key.filter(|key| !key.expose().is_empty()).cloned(),
             kind,
             key_withheld: None,

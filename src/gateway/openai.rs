@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::authority::Permit;
 use crate::error::{ProviderFailure, Result};
 use crate::gateway::http::{self, ApiKind, Endpoint, HttpReply, RetryPolicy, SettingNames};
 use crate::gateway::{
@@ -62,7 +63,9 @@ pub struct OpenAiConfig {
     /// The provider's name in results and the ledger.
     pub name: String,
     /// The API root, ending before `/chat/completions`.
-    pub base_url: String,
+    /// Its origin is the only one the provider sends to: a [`Permit`] says who chose it
+    /// (`Permit::application` for a library caller's own URL).
+    pub base_url: Permit<String>,
     /// Sent as a bearer token when set (and not empty).
     pub api_key: Option<Secret>,
     /// Why a key the environment holds was not given to this provider (its base URL comes
@@ -83,7 +86,7 @@ impl Default for OpenAiConfig {
     fn default() -> Self {
         OpenAiConfig {
             name: "openai".to_string(),
-            base_url: DEFAULT_BASE_URL.to_string(),
+            base_url: Permit::pactum(DEFAULT_BASE_URL.to_string()),
             api_key: None,
             key_withheld: None,
             model: String::new(),

@@ -19,6 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::authority::{Permit, Trust};
 use crate::config::{Config, ProviderSettings};
 use crate::confine::Root;
 use crate::error::{Error, ProviderFailure, Result};
@@ -257,9 +258,9 @@ fn confined_write(
     }
 }
 
-/// Where one provider's API key may go (SPEC §18, "configuration is not authority").
+/// Where one provider's requests go and the API key they may carry (SPEC §18, §24).
 struct KeyRoute {
-    url: String,
+    url: Permit<String>,
     key: Option<crate::gateway::Secret>,
     /// Why an existing key is not sent, if it is not.
     withheld: Option<String>,
@@ -274,44 +275,55 @@ struct KindVars {
 
 /// The base URL a provider uses (environment, then pactum.toml, then the default) and the
 /// key it may send there. pactum.toml and the work orders can come from a pull request, so
-/// a key from the environment goes only where the environment confirms: a base URL from
-/// the environment, the kind's public default for the kind's own key variable, this
-/// machine (loopback), or anywhere with `PACTUM_TRUST_CONFIG=1`. Elsewhere the key is
-/// withheld (not sent; a refusal says why). A key that would go over plain http to another
-/// host is `config_insecure`.
+/// neither decides on its own where requests go (SPEC §24): a base URL from pactum.toml is
+/// used only when the environment confirms committed settings (`PACTUM_TRUST_CONFIG=1`,
+/// `--trust-config`), else the provider is refused (`config_unconfirmed`), naming the fix.
+/// A key from the environment goes only where the environment confirms: a base URL from
+/// the environment, the kind's public default for the kind's own key variable, or a
+/// confirmed pactum.toml. Elsewhere the key is withheld (not sent; a refusal says why). A
+/// key that would go over plain http to another host is `config_insecure`.
 fn route_key(
     provider: &str,
     vars: &KindVars,
-    from_env: Option<&str>,
+    from_env: Option<&Permit<String>>,
     from_file: Option<&str>,
     key: Option<crate::gateway::Secret>,
     key_var: Option<&str>,
-    trust: bool,
+    trust: Trust,
 ) -> Result<KeyRoute> {
-    let url = from_env.or(from_file).unwrap_or(vars.default_url).to_string();
+    let url = match (from_env, from_file) {
+        (Some(env), _) => env.clone(),
+        (None, Some(file)) => trust
+            .confirm(
+                file.to_string(),
+                crate::config::FILE_NAME,
+                &format!("providers.{provider}.base_url"),
+            )
+            .map_err(|why| {
+                let shown = crate::redact::shown_url(file);
+                why.into_error(&format!(
+                    "sends provider `{provider}`'s requests to {shown} (or set {}={shown})",
+                    vars.base_url
+                ))
+            })?,
+        (None, None) => Permit::pactum(vars.default_url.to_string()),
+    };
     let Some(key) = key else { return Ok(KeyRoute { url, key: None, withheld: None }) };
     let var = key_var.unwrap_or(vars.api_key);
-    let confirmed = from_env.is_some()
-        || trust
-        || crate::config::is_loopback_url(&url)
-        || (from_file.is_none() && var == vars.api_key);
+    let confirmed =
+        from_env.is_some() || trust.is_confirmed() || (from_file.is_none() && var == vars.api_key);
     if !confirmed {
-        let shown = crate::redact::mask_url_credentials(&url).into_owned();
-        let origin = if from_file.is_some() {
-            format!("provider `{provider}`'s base URL {shown} comes from pactum.toml")
-        } else {
-            format!("pactum.toml's api_key_env names {var} for provider `{provider}` ({shown})")
-        };
+        let shown = crate::redact::mask_url_credentials(url.get()).into_owned();
         return Ok(KeyRoute {
             url,
             key: None,
             withheld: Some(format!(
-                "the API key in {var} was not sent: {origin}, which a pull request can change, and the environment does not confirm it; where you trust this pactum.toml, set {}={shown} or PACTUM_TRUST_CONFIG=1",
+                "the API key in {var} was not sent: pactum.toml's api_key_env names {var} for provider `{provider}` ({shown}), which a pull request can change, and the environment does not confirm it; where you trust this pactum.toml, set {}={shown} or PACTUM_TRUST_CONFIG=1",
                 vars.base_url
             )),
         });
     }
-    if !crate::config::key_may_go_to(&url) {
+    if !crate::config::key_may_go_to(url.get()) {
         let (path, setting) = if from_env.is_some() {
             (vars.base_url.to_string(), vars.base_url.to_string())
         } else {
@@ -325,7 +337,7 @@ fn route_key(
                 key: setting,
                 message: format!(
                     "provider `{provider}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
-                    crate::redact::mask_url_credentials(&url)
+                    crate::redact::mask_url_credentials(url.get())
                 ),
             }],
         });
@@ -373,11 +385,11 @@ fn build(
                     api_key: "OPENAI_API_KEY",
                     default_url: crate::gateway::openai::DEFAULT_BASE_URL,
                 },
-                config.env.openai_base_url.as_deref(),
+                config.env.openai_base_url.as_ref(),
                 settings.base_url.as_deref(),
                 key_from(&config.env.openai_api_key),
                 settings.api_key_env.as_deref(),
-                config.env.trust_config,
+                Trust::of(config),
             )?;
             notices.extend(route.withheld.clone());
             Arc::new(OpenAiProvider::new(OpenAiConfig {
@@ -399,11 +411,11 @@ fn build(
                     api_key: "ANTHROPIC_API_KEY",
                     default_url: crate::gateway::anthropic::DEFAULT_BASE_URL,
                 },
-                config.env.anthropic_base_url.as_deref(),
+                config.env.anthropic_base_url.as_ref(),
                 settings.base_url.as_deref(),
                 key_from(&config.env.anthropic_api_key),
                 settings.api_key_env.as_deref(),
-                config.env.trust_config,
+                Trust::of(config),
             )?;
             notices.extend(route.withheld.clone());
             Arc::new(AnthropicProvider::new(AnthropicConfig {
@@ -573,23 +585,69 @@ mod tests {
             default_url: crate::gateway::openai::DEFAULT_BASE_URL,
         };
         let key = || Some(crate::gateway::Secret::new("sk-0123456789"));
-        let sent = |env: Option<&str>, file: Option<&str>, var: Option<&str>, trust: bool| {
-            route_key("p", &vars, env, file, key(), var, trust).unwrap().key.is_some()
-        };
-        let remote = Some("https://collector.example/v1");
-        assert!(!sent(None, remote, None, false), "a host from pactum.toml alone");
-        assert!(sent(None, remote, None, true), "PACTUM_TRUST_CONFIG opts in");
-        assert!(sent(remote, None, None, false), "a host the environment names");
+        let trust = |t: bool| if t { Trust::confirmed() } else { Trust::none() };
+        let env = |url: &str| Permit::environment(url.to_string());
+        let sent =
+            |env: Option<&Permit<String>>, file: Option<&str>, var: Option<&str>, t: bool| {
+                route_key("p", &vars, env, file, key(), var, trust(t)).unwrap().key.is_some()
+            };
+        let remote = "https://collector.example/v1";
+        assert!(sent(None, Some(remote), None, true), "PACTUM_TRUST_CONFIG opts in");
+        assert!(sent(Some(&env(remote)), None, None, false), "a host the environment names");
         assert!(sent(None, None, None, false), "the kind's public endpoint, its own key");
         assert!(!sent(None, None, Some("SHOP_API_KEY"), false), "a key pactum.toml chose");
-        assert!(sent(None, Some("http://127.0.0.1:8080/v1"), None, false), "this machine");
-        let withheld = route_key("p", &vars, None, remote, key(), None, false).unwrap();
-        assert!(
-            withheld.withheld.unwrap().contains("OPENAI_BASE_URL=https://collector.example/v1")
-        );
+        let withheld =
+            route_key("p", &vars, None, None, key(), Some("SHOP_API_KEY"), Trust::none()).unwrap();
+        assert!(withheld.withheld.unwrap().contains("OPENAI_BASE_URL=https://api.openai.com/v1"));
         // Plain http elsewhere is refused once the key would go there.
-        let e = route_key("p", &vars, Some("http://10.0.0.1/v1"), None, key(), None, false);
+        let e = route_key(
+            "p",
+            &vars,
+            Some(&env("http://10.0.0.1/v1")),
+            None,
+            key(),
+            None,
+            Trust::none(),
+        );
         assert_eq!(e.err().unwrap().code(), crate::Code::ConfigInsecure);
+    }
+
+    #[test]
+    fn a_base_url_from_pactum_toml_acts_only_when_the_environment_confirms_it() {
+        let vars = KindVars {
+            base_url: "OPENAI_BASE_URL",
+            api_key: "OPENAI_API_KEY",
+            default_url: crate::gateway::openai::DEFAULT_BASE_URL,
+        };
+        for (file, key) in [
+            ("https://collector.example/v1", Some(crate::gateway::Secret::new("sk-0123456789"))),
+            ("http://127.0.0.1:8080/v1", None),
+        ] {
+            let e = route_key("p", &vars, None, Some(file), key.clone(), None, Trust::none())
+                .err()
+                .unwrap();
+            assert_eq!(e.code(), crate::Code::ConfigUnconfirmed);
+            let message = e.to_string();
+            assert!(message.contains("`providers.p.base_url` in pactum.toml"), "{message}");
+            assert!(message.contains("PACTUM_TRUST_CONFIG=1"), "{message}");
+            let route =
+                route_key("p", &vars, None, Some(file), key, None, Trust::confirmed()).unwrap();
+            assert_eq!(route.url.get(), file);
+            assert_eq!(route.url.source(), crate::authority::Source::ConfirmedFile);
+        }
+        // The environment's URL wins and is the environment's.
+        let env = Permit::environment("http://127.0.0.1:9/v1".to_string());
+        let route = route_key(
+            "p",
+            &vars,
+            Some(&env),
+            Some("https://x.example/v1"),
+            None,
+            None,
+            Trust::none(),
+        )
+        .unwrap();
+        assert_eq!(route.url, env);
     }
 
     #[test]

@@ -24,7 +24,7 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A connection to a streamable HTTP server.
 pub struct Http {
-    agent: ureq::Agent,
+    agent: crate::authority::Outbound,
     url: String,
     session: Option<String>,
     protocol_version: Option<String>,
@@ -32,13 +32,14 @@ pub struct Http {
 
 impl Http {
     /// A transport for `url` (`http://` or `https://`); nothing is sent yet.
-    pub fn new(url: &str) -> std::result::Result<Http, String> {
+    pub fn new(permit: &crate::authority::Permit<String>) -> std::result::Result<Http, String> {
+        let url = permit.get().as_str();
         let lower = url.trim().to_ascii_lowercase();
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
             return Err(format!("`{}` is not an http:// or https:// URL", shown(url)));
         }
         Ok(Http {
-            agent: crate::gateway::http::agent(Duration::from_secs(10)),
+            agent: crate::gateway::http::outbound(permit, Duration::from_secs(10))?,
             url: url.trim().to_string(),
             session: None,
             protocol_version: None,
@@ -54,7 +55,7 @@ impl Http {
         let left = time_left(deadline)?;
         let mut request = self
             .agent
-            .post(&self.url)
+            .post(&self.url)?
             .content_type("application/json")
             .header("Accept", "application/json, text/event-stream");
         if let Some(session) = &self.session {
@@ -182,9 +183,8 @@ impl Drop for Http {
     fn drop(&mut self) {
         // Ends the session the server opened, if any (best effort: a server may refuse).
         let Some(session) = self.session.take() else { return };
-        let _ = self
-            .agent
-            .delete(&self.url)
+        let Ok(request) = self.agent.delete(&self.url) else { return };
+        let _ = request
             .header("Mcp-Session-Id", session.as_str())
             .config()
             .timeout_global(Some(CLOSE_TIMEOUT))
@@ -205,13 +205,19 @@ fn or_timeout(message: String, deadline: Instant) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests play the application: their URLs are permits
 mod tests {
     use super::*;
+    use crate::authority::Permit;
+
+    fn url(text: &str) -> Permit<String> {
+        Permit::application(text.to_string())
+    }
 
     #[test]
     fn only_http_urls_are_taken() {
-        assert!(Http::new("http://127.0.0.1:1/mcp").is_ok());
-        let e = Http::new("file:///etc/passwd").err().unwrap();
+        assert!(Http::new(&url("http://127.0.0.1:1/mcp")).is_ok());
+        let e = Http::new(&url("file:///etc/passwd")).err().unwrap();
         assert!(e.contains("not an http"), "{e}");
     }
 
@@ -233,7 +239,7 @@ mod tests {
             s.write_all(head.as_bytes()).unwrap();
             s.write_all(body.as_bytes()).unwrap();
         });
-        let mut http = Http::new(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+        let mut http = Http::new(&url(&format!("http://127.0.0.1:{port}/mcp"))).unwrap();
         let answer = http
             .request(
                 &serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "x"}),
@@ -291,8 +297,8 @@ mod tests {
     }
 
     /// One request to `url` with a deadline one second away: its failure and how long it took.
-    fn fails(url: &str) -> (String, Duration) {
-        let mut http = Http::new(url).unwrap();
+    fn fails(address: &str) -> (String, Duration) {
+        let mut http = Http::new(&url(address)).unwrap();
         let started = Instant::now();
         let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
         let e = http.request(&message, 1, started + Duration::from_secs(1)).unwrap_err();

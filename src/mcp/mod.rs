@@ -23,10 +23,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::authority::{Permit, Trust, Unconfirmed};
 use crate::config::ToolServerSettings;
 use crate::error::{Error, Result};
 
 pub mod http;
+pub mod lock;
 pub mod stdio;
 
 /// The protocol revision pactum asks for.
@@ -59,13 +61,14 @@ pub fn time_left(deadline: Instant) -> std::result::Result<Duration, String> {
     if left.is_zero() { Err(NO_ANSWER_IN_TIME.into()) } else { Ok(left) }
 }
 
-/// How to reach a server.
+/// How to reach a server. Both carry a [`Permit`]: a server of `pactum.toml` is started or
+/// contacted only once the environment confirmed it ([`ServerSpec::from_config`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Endpoint {
     /// A program and its arguments, run in `dir` with exactly `env`.
-    Stdio { command: Vec<String>, dir: PathBuf, env: Vec<(String, String)> },
+    Stdio { command: Permit<Vec<String>>, dir: PathBuf, env: Vec<(String, String)> },
     /// A streamable HTTP endpoint.
-    Http { url: String },
+    Http { url: Permit<String> },
 }
 
 /// One configured server.
@@ -80,34 +83,103 @@ pub struct ServerSpec {
     pub timeout: Duration,
 }
 
+/// A server of `pactum.toml` that does not start: the environment did not confirm it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Withheld {
+    /// Its name (`[tools.NAME]`).
+    pub name: String,
+    pub why: Unconfirmed,
+    /// What it would have done: "starts the program `python3`", "contacts http://…".
+    pub what: String,
+}
+
+impl Withheld {
+    pub fn message(&self) -> String {
+        self.why.message(&self.what)
+    }
+}
+
+/// The servers of a config, in name order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Servers {
+    /// Those that may start: stdio ones run in the project root with the given environment.
+    pub started: Vec<ServerSpec>,
+    /// Those the environment did not confirm (SPEC §24): never started.
+    pub withheld: Vec<Withheld>,
+    /// The committed tool lock, which what a started server lists must match
+    /// (`tools_lock_stale`); `Err` when the lock does not read.
+    pub lock: std::result::Result<Option<lock::Lock>, String>,
+}
+
+impl Default for Servers {
+    fn default() -> Self {
+        Servers { started: Vec::new(), withheld: Vec::new(), lock: Ok(None) }
+    }
+}
+
+impl Servers {
+    /// These servers, held to the tool lock of `root` (when there is one).
+    pub fn with_lock(mut self, root: &std::path::Path) -> Servers {
+        if !self.started.is_empty() {
+            self.lock = lock::Lock::load(root).map_err(|e| e.to_string());
+        }
+        self
+    }
+}
+
 impl ServerSpec {
-    /// The servers of a config, in name order; stdio ones run in `root` with `env`.
+    /// The servers of a config, in name order; stdio ones run in `root` with `env`. A
+    /// server's `command` or `url` comes from a repository file, so it acts only when
+    /// `trust` confirms committed settings ([`crate::authority`]); the others are
+    /// [`Servers::withheld`].
     pub fn from_config(
         servers: &std::collections::BTreeMap<String, ToolServerSettings>,
         root: &std::path::Path,
         env: &[(String, String)],
-    ) -> Vec<ServerSpec> {
-        servers
-            .iter()
-            .filter_map(|(name, s)| {
-                let endpoint = match (&s.command, &s.url) {
-                    (Some(command), None) if !command.is_empty() => Endpoint::Stdio {
-                        command: command.clone(),
-                        dir: root.to_path_buf(),
-                        env: env.to_vec(),
-                    },
-                    (None, Some(url)) => Endpoint::Http { url: url.clone() },
-                    // Refused by the config check; never started.
-                    _ => return None,
-                };
-                let timeout = s
-                    .timeout_s
-                    .filter(|t| t.is_finite() && *t > 0.0)
-                    .and_then(|t| Duration::try_from_secs_f64(t).ok())
-                    .unwrap_or(DEFAULT_TIMEOUT);
-                Some(ServerSpec { name: name.clone(), endpoint, allow: s.allow.clone(), timeout })
-            })
-            .collect()
+        trust: Trust,
+    ) -> Servers {
+        let mut out = Servers::default();
+        for (name, s) in servers {
+            let file = crate::config::FILE_NAME;
+            let endpoint = match (&s.command, &s.url) {
+                (Some(command), None) if !command.is_empty() => {
+                    match trust.confirm(command.clone(), file, &format!("tools.{name}.command")) {
+                        Ok(command) => {
+                            Endpoint::Stdio { command, dir: root.to_path_buf(), env: env.to_vec() }
+                        }
+                        Err(why) => {
+                            let what = format!("starts the program `{}`", short(&command[0]));
+                            out.withheld.push(Withheld { name: name.clone(), why, what });
+                            continue;
+                        }
+                    }
+                }
+                (None, Some(url)) => {
+                    match trust.confirm(url.clone(), file, &format!("tools.{name}.url")) {
+                        Ok(url) => Endpoint::Http { url },
+                        Err(why) => {
+                            let what = format!("contacts {}", crate::redact::shown_url(url));
+                            out.withheld.push(Withheld { name: name.clone(), why, what });
+                            continue;
+                        }
+                    }
+                }
+                // Refused by the config check; never started.
+                _ => continue,
+            };
+            let timeout = s
+                .timeout_s
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .and_then(|t| Duration::try_from_secs_f64(t).ok())
+                .unwrap_or(DEFAULT_TIMEOUT);
+            out.started.push(ServerSpec {
+                name: name.clone(),
+                endpoint,
+                allow: s.allow.clone(),
+                timeout,
+            });
+        }
+        out
     }
 
     fn failed(&self, message: impl Into<String>) -> Error {

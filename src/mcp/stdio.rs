@@ -22,7 +22,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio as Pipe};
+use std::process::{Child, ChildStdin, Stdio as Pipe};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,14 +51,13 @@ pub struct Stdio {
 impl Stdio {
     /// Starts `command` in `dir` with exactly `env`.
     pub fn spawn(
-        command: &[String],
+        command: &crate::authority::Permit<Vec<String>>,
         dir: &Path,
         env: &[(String, String)],
     ) -> std::result::Result<Stdio, String> {
-        let (program, args) = command.split_first().ok_or("the command is empty")?;
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .current_dir(dir)
+        let program = command.get().first().ok_or("the command is empty")?;
+        let mut cmd = crate::authority::command(command).ok_or("the command is empty")?;
+        cmd.current_dir(dir)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Pipe::piped())

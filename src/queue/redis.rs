@@ -12,12 +12,14 @@ use std::io::{BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::authority::Permit;
 use crate::error::{QueueFailure, Result};
 use crate::gateway::Secret;
 use crate::queue::resp::{self, Bounds, ReadError, Reply};
 use crate::queue::{Completed, Delivery, Finished, Job, Lease, Queue, error};
 
-/// Where a Redis server is.
+/// Where a Redis server is, and who named it (a connection is opened only to a server a
+/// [`Permit`] names: the `--queue` flag, SPEC §24).
 #[derive(Clone, Debug)]
 pub struct RedisUrl {
     pub host: String,
@@ -25,12 +27,15 @@ pub struct RedisUrl {
     pub db: u32,
     pub username: Option<String>,
     pub password: Option<Secret>,
+    named_by: Permit<()>,
 }
 
 impl RedisUrl {
     /// Parses `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (port 6379, database 0 by
     /// default; user and password percent-decoded). The error never holds the password.
-    pub fn parse(url: &str) -> std::result::Result<RedisUrl, String> {
+    pub fn parse(permit: &Permit<String>) -> std::result::Result<RedisUrl, String> {
+        let url = permit.get().as_str();
+        let named_by = permit.normalised(());
         let shown = crate::redact::mask_url_credentials(url);
         let bad = |why: &str| {
             format!(
@@ -75,7 +80,7 @@ impl RedisUrl {
             "" => 0,
             d => d.parse().map_err(|_| bad("the database is not a number"))?,
         };
-        Ok(RedisUrl { host: host.to_string(), port, db, username, password })
+        Ok(RedisUrl { host: host.to_string(), port, db, username, password, named_by })
     }
 
     /// The URL as messages show it: no user, no password.
@@ -144,7 +149,7 @@ impl Connection {
         let mut last = None;
         let mut stream = None;
         for address in addresses {
-            match TcpStream::connect_timeout(&address, timeouts.connect) {
+            match crate::authority::connect(&url.named_by, &address, timeouts.connect) {
                 Ok(s) => {
                     stream = Some(s);
                     break;
@@ -632,21 +637,25 @@ impl Queue for RedisQueue {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests play the application: their URLs are permits
 mod tests {
     use super::*;
 
     #[test]
     fn urls_parse_with_their_defaults() {
-        let u = RedisUrl::parse("redis://127.0.0.1:6390/2").unwrap();
+        let u =
+            RedisUrl::parse(&Permit::application("redis://127.0.0.1:6390/2".to_string())).unwrap();
         assert_eq!(
             (u.host.as_str(), u.port, u.db, u.password.is_none()),
             ("127.0.0.1", 6390, 2, true)
         );
-        let u = RedisUrl::parse("redis://localhost").unwrap();
+        let u = RedisUrl::parse(&Permit::application("redis://localhost".to_string())).unwrap();
         assert_eq!((u.port, u.db), (6379, 0));
-        let u = RedisUrl::parse("redis://:p%40ss@[::1]:7000/").unwrap();
+        let u = RedisUrl::parse(&Permit::application("redis://:p%40ss@[::1]:7000/".to_string()))
+            .unwrap();
         assert_eq!((u.host.as_str(), u.port, u.password.unwrap().expose()), ("::1", 7000, "p@ss"));
-        let u = RedisUrl::parse("redis://alice:pw@h:1/3").unwrap();
+        let u =
+            RedisUrl::parse(&Permit::application("redis://alice:pw@h:1/3".to_string())).unwrap();
         assert_eq!(
             (u.username.as_deref(), u.shown()),
             (Some("alice"), "redis://h:1/3".to_string())
@@ -662,7 +671,7 @@ mod tests {
             ("redis://:hunter2pass@/0", "no host"),
             ("redis://:hunter2pass%zz@h/0", "%-escape"),
         ] {
-            let e = RedisUrl::parse(url).unwrap_err();
+            let e = RedisUrl::parse(&Permit::application(url.to_string())).unwrap_err();
             assert!(e.contains(why), "{url}: {e}");
             assert!(!e.contains("hunter2pass"), "{url}: {e}");
         }

@@ -51,29 +51,37 @@ impl Seen {
     }
 }
 
-/// Sends export requests with ureq.
+/// Sends export requests with ureq, to the one origin of its endpoint.
 #[derive(Debug)]
 pub struct Client {
-    agent: ureq::Agent,
+    agent: crate::authority::Outbound,
+    /// The only headers a request carries beside its content type: the OTLP exporter adds
+    /// whatever `OTEL_EXPORTER_OTLP_HEADERS` holds to every request by itself, and they go
+    /// only where [`super::Settings::choose`] let them.
+    headers: super::Headers,
     /// The collector as messages show it.
     shown: String,
     pub seen: Arc<Seen>,
 }
 
 impl Client {
-    pub fn new(shown: String) -> Client {
+    pub fn new(
+        endpoint: &crate::authority::Permit<String>,
+        shown: String,
+        headers: super::Headers,
+    ) -> Result<Client, String> {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(TIMEOUT))
-            .max_redirects(0)
-            .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")))
-            .build();
+            .proxy(None)
+            .user_agent(concat!("pactum/", env!("CARGO_PKG_VERSION")));
         let seen = Seen {
             accepted: AtomicU64::new(0),
             deadline: Mutex::new(Instant::now() + TIMEOUT),
             last_failure: Mutex::new(None),
         };
-        Client { agent: ureq::Agent::new_with_config(config), shown, seen: Arc::new(seen) }
+        let agent = crate::authority::Outbound::new(endpoint, config)?;
+        Ok(Client { agent, headers, shown, seen: Arc::new(seen) })
     }
 
     /// The collector's answer whatever its status (the exporter decides what to retry: a
@@ -87,15 +95,28 @@ impl Client {
                 TIMEOUT.as_secs()
             ));
         }
-        let (parts, body) = request.into_parts();
-        let request = self
-            .agent
-            .configure_request(Request::from_parts(parts, body.to_vec()))
-            .timeout_global(Some(left))
-            .build();
+        let (mut parts, body) = request.into_parts();
+        // What the exporter put there from the environment is dropped: the content type
+        // and encoding stay, the headers the settings allow are added.
+        let kept: Vec<_> = ["content-type", "content-encoding"]
+            .into_iter()
+            .filter_map(|name| Some((name, parts.headers.get(name)?.clone())))
+            .collect();
+        parts.headers.clear();
+        for (name, value) in kept {
+            parts.headers.insert(name, value);
+        }
+        for (name, value) in self.headers.pairs() {
+            let name = http::HeaderName::from_bytes(name.as_bytes());
+            let value = http::HeaderValue::from_str(value);
+            if let (Ok(name), Ok(mut value)) = (name, value) {
+                value.set_sensitive(true);
+                parts.headers.append(name, value);
+            }
+        }
         let response = self
             .agent
-            .run(request)
+            .run(Request::from_parts(parts, body.to_vec()), left)
             .map_err(|e| format!("the collector at {} did not answer: {e}", self.shown))?;
         let (parts, mut body) = response.into_parts();
         let bytes = body

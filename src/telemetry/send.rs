@@ -54,9 +54,14 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// An exporter to `endpoint` (`shown` as messages name it), its spans under `resource`.
-    pub fn new(endpoint: &str, shown: &str, resource: &Resource) -> Result<Sink> {
-        let client = Client::new(shown.to_string());
+    /// An exporter to `settings.endpoint` (`shown` as messages name it) with its headers,
+    /// its spans under `resource`.
+    pub fn new(settings: &super::Settings, shown: &str, resource: &Resource) -> Result<Sink> {
+        let endpoint = settings.endpoint.get().as_str();
+        let client = Client::new(&settings.endpoint, shown.to_string(), settings.headers.clone())
+            .map_err(|why| Error::Usage {
+            message: format!("cannot export spans to {shown}: {why}"),
+        })?;
         let seen = client.seen.clone();
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()

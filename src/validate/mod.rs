@@ -68,6 +68,10 @@ pub struct ValidateOptions {
     /// The environment a stdio tool server is started with (the binary passes
     /// [`crate::config::tool_env`]).
     pub tool_env: Vec<(String, String)>,
+    /// Whether the environment confirms committed settings (`PACTUM_TRUST_CONFIG=1`,
+    /// `--trust-config`): without it, every pactum.toml setting that would act is a
+    /// `config_unconfirmed` warning (SPEC §24).
+    pub trust: crate::authority::Trust,
 }
 
 impl Default for ValidateOptions {
@@ -81,6 +85,7 @@ impl Default for ValidateOptions {
             filter: filter::CodeFilter::default(),
             no_tools: false,
             tool_env: Vec::new(),
+            trust: crate::authority::Trust::none(),
         }
     }
 }
@@ -228,6 +233,9 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
             Config::default()
         }
     };
+    if !options.trust.is_confirmed() {
+        diagnostics.extend(config.acting.iter().map(unconfirmed));
+    }
     let mut by_path = PathIndex::with_capacity_and_hasher(files.len(), Default::default());
     for (i, f) in files.iter().enumerate() {
         by_path.insert(f.abs.clone().into_os_string(), i);
@@ -473,6 +481,21 @@ fn registry_load_diagnostics(e: &Error, registry_path: &Path, root: &Path) -> Ve
             Diagnostic::new(crate::Code::RegistryInvalid, other.to_string()).file(name).help(help),
         ],
     }
+}
+
+/// A committed setting that would act, which a run ignores or refuses without the
+/// environment's confirmation (SPEC §24).
+fn unconfirmed(setting: &crate::error::Located) -> Diagnostic {
+    let d = Diagnostic::new(
+        crate::Code::ConfigUnconfirmed,
+        format!(
+            "{}; a run does not let it act unless the environment confirms committed settings",
+            setting.message
+        ),
+    )
+    .file(crate::config::FILE_NAME)
+    .help(crate::authority::HOW_TO_CONFIRM);
+    if setting.line > 0 { d.at(setting.line, setting.column) } else { d }
 }
 
 /// One finding per problem of a `pactum.toml` that does not load, each at its line and

@@ -1,17 +1,18 @@
-//! Every tool a pack's sections or a work order's `tools` name exists (SPEC §23):
+//! Every tool a pack's sections or a work order's `tools` name exists (SPEC §23, §24):
 //! `tool_unknown` when no built-in tool and no configured tool server offers it.
 //!
-//! The servers of `pactum.toml` are started only to list their tools, and only when some
-//! name is not a built-in's; a server that cannot start is a `tool_server_failed` finding
-//! on `pactum.toml` (never a silent pass), and the names only a server could offer are then
-//! left unreported. With `--no-tools` no server starts: a name in some server's `allow`
-//! list counts as offered, and when a server has no `allow` list, names that are not
-//! built-ins are not reported at all (offline CI keeps working).
+//! `validate` never starts a server nor opens a connection: what the servers of
+//! `pactum.toml` offer is read from the committed tool lock (`pactum.tools.lock`, written by
+//! `pactum tools lock`). A lock that is missing, or disagrees with pactum.toml about a
+//! server, is `tools_lock_stale` (on pactum.toml), and the names only that server could
+//! offer are then left unreported. With `--no-tools` the lock is not read: a name in some
+//! server's `allow` list counts as offered, and when a server has no `allow` list, names
+//! that are not built-ins are not reported at all.
 
 use crate::diagnostic::Diagnostic;
 use crate::error::{Code, Error};
 use crate::executor::tools::BUILTIN_NAMES;
-use crate::mcp::ServerSpec;
+use crate::mcp::lock::{self, Lock};
 
 use super::{Context, ValidateOptions};
 
@@ -68,16 +69,15 @@ pub fn check(ctx: &Context, options: &ValidateOptions, out: &mut Vec<Diagnostic>
         }
         if open { Offered::AtLeast(known) } else { Offered::Known(known) }
     } else {
-        let specs = ServerSpec::from_config(&ctx.config.tools, &ctx.base, &options.tool_env);
-        match listed(&specs) {
+        match from_lock(ctx) {
             Ok(mut names) => {
                 names.extend(builtin);
                 Offered::Known(names)
             }
             Err(e) => {
                 let help = match e.code() {
-                    Code::ToolServerFailed => {
-                        "the tools a pack or work order names are checked against the servers' listings: run the server's command by hand to see why it fails, or skip the check with `pactum validate --no-tools`"
+                    Code::ToolsLockStale => {
+                        "write the lock with `pactum tools lock` (it starts the servers pactum.toml configures, so run it where you trust the checkout) and commit pactum.tools.lock; or skip the check with `pactum validate --no-tools`"
                     }
                     Code::ToolNameTaken => {
                         "list only the tools the project uses in the server's `allow` list, or rename the tool in the server"
@@ -86,11 +86,14 @@ pub fn check(ctx: &Context, options: &ValidateOptions, out: &mut Vec<Diagnostic>
                         "correct the name in the server's `allow` list (the message lists the tools it offers)"
                     }
                 };
-                out.push(
-                    Diagnostic::new(e.code(), e.to_string())
-                        .file(crate::config::FILE_NAME)
-                        .help(help),
-                );
+                // A lock that does not read is a finding on the lock; the rest are about
+                // how pactum.toml and the lock disagree.
+                let file = if e.to_string().starts_with(lock::FILE_NAME) {
+                    lock::FILE_NAME
+                } else {
+                    crate::config::FILE_NAME
+                };
+                out.push(Diagnostic::new(e.code(), e.to_string()).file(file).help(help));
                 Offered::AtLeast(builtin)
             }
         }
@@ -119,29 +122,40 @@ pub fn check(ctx: &Context, options: &ValidateOptions, out: &mut Vec<Diagnostic>
     }
 }
 
-/// The names of every tool the servers offer (their `allow` lists applied), each server
-/// started and stopped again.
-fn listed(specs: &[ServerSpec]) -> Result<Vec<String>, Error> {
-    let listings = crate::executor::toolbox::start_all(specs)?;
+/// The names of every tool the servers offer (their `allow` lists applied), as the
+/// committed lock records them.
+fn from_lock(ctx: &Context) -> Result<Vec<String>, Error> {
+    let Some(lock) = Lock::load(&ctx.base)? else {
+        return Err(Error::ToolsLockStale {
+            message: format!(
+                "pactum.toml configures tool servers ({}), but there is no {}, so the tools packs and work orders name cannot be checked without starting them",
+                ctx.config.tools.keys().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+                lock::FILE_NAME
+            ),
+        });
+    };
+    let disagreements = lock.disagreements(&ctx.config.tools);
+    if !disagreements.is_empty() {
+        return Err(Error::ToolsLockStale { message: disagreements.join("; ") });
+    }
     let mut names: Vec<String> = Vec::new();
     let mut owners: Vec<String> = Vec::new();
-    for (server, tools) in listings {
-        let allow = server.spec().allow.as_ref();
+    for (server, settings) in &ctx.config.tools {
+        let tools = lock.names(server).unwrap_or_default();
+        let allow = settings.allow.as_ref();
         if let Some(allow) = allow {
             for name in allow {
-                if !tools.iter().any(|t| &t.name == name) {
+                if !tools.contains(name) {
                     return Err(Error::ToolUnknown {
                         tool: name.clone(),
-                        named_by: format!("the `allow` list of tool server `{}`", server.name()),
-                        known: tools.iter().map(|t| t.name.clone()).collect(),
+                        named_by: format!("the `allow` list of tool server `{server}`"),
+                        known: tools.clone(),
                     });
                 }
             }
         }
-        for name in
-            tools.into_iter().map(|t| t.name).filter(|n| allow.is_none_or(|a| a.contains(n)))
-        {
-            let owner = format!("tool server `{}`", server.name());
+        for name in tools.into_iter().filter(|n| allow.is_none_or(|a| a.contains(n))) {
+            let owner = format!("tool server `{server}`");
             // Case-insensitively, as `ToolRegistry::register_new` compares.
             let first = if BUILTIN_NAMES.iter().any(|b| b.eq_ignore_ascii_case(&name)) {
                 Some("the built-in tools".to_string())

@@ -100,7 +100,11 @@ impl RedisServer {
 
     /// A connection for the test's own questions.
     pub fn connect(&self) -> Connection {
-        Connection::open(&RedisUrl::parse(&self.url()).unwrap(), Timeouts::default()).unwrap()
+        Connection::open(
+            &RedisUrl::parse(&pactum::authority::Permit::application(self.url())).unwrap(),
+            Timeouts::default(),
+        )
+        .unwrap()
     }
 
     /// Runs one command (arguments as text).

@@ -28,6 +28,12 @@ struct Cli {
     /// When to use colors: auto (a terminal without NO_COLOR), always, never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     color: String,
+    /// Let pactum.toml's settings that start programs ([tools] command), contact hosts
+    /// ([tools] url, [telemetry] otlp_endpoint, a provider's base_url) or send content
+    /// ([telemetry] content) act, as PACTUM_TRUST_CONFIG=1 does. Without it they do not: a
+    /// pull request can change pactum.toml.
+    #[arg(long, global = true)]
+    trust_config: bool,
 }
 
 #[derive(Subcommand)]
@@ -59,6 +65,9 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Verify a ledger's hash chain.
     Ledger(cmd::ledger::Args),
+    /// Lock the tools of pactum.toml's MCP servers into pactum.tools.lock (which validate
+    /// reads instead of starting them), or list what the lock records.
+    Tools(cmd::tools::Args),
     /// Re-validate on every change (debounced) and print fresh diagnostics.
     Watch(cmd::watch::Args),
     /// Scaffold a contract and its pack, or the next version of one, registered as drafts; or an eval suite from a contract's examples.
@@ -121,6 +130,7 @@ fn main() -> ExitCode {
 
 fn exec(cli: Cli) -> u8 {
     output::inject_panic("main");
+    output::set_trust_config(cli.trust_config);
     match cli.color.as_str() {
         "always" => anstream::ColorChoice::Always.write_global(),
         "never" => anstream::ColorChoice::Never.write_global(),
@@ -140,6 +150,7 @@ fn exec(cli: Cli) -> u8 {
         Command::Diff(args) => cmd::diff::exec(args),
         Command::Eval(args) => cmd::eval::exec(args),
         Command::Ledger(args) => cmd::ledger::exec(args),
+        Command::Tools(args) => cmd::tools::exec(args),
         Command::Watch(args) => cmd::watch::exec(args),
         Command::New(args) => cmd::new::exec(args),
         Command::Schemas(args) => cmd::schemas::exec(args),

@@ -112,9 +112,22 @@ pub fn root_or_here(root: Option<&Path>) -> PathBuf {
     }
 }
 
-/// The environment, for the library's config overrides.
+/// `--trust-config` was given: it confirms committed settings as `PACTUM_TRUST_CONFIG=1`
+/// does.
+static TRUST_CONFIG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records `--trust-config`.
+pub fn set_trust_config(on: bool) {
+    TRUST_CONFIG.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The environment, for the library's config overrides (`--trust-config` reads as
+/// `PACTUM_TRUST_CONFIG=1`).
 #[allow(clippy::disallowed_methods)]
 pub fn env_lookup(name: &str) -> Option<String> {
+    if name == "PACTUM_TRUST_CONFIG" && TRUST_CONFIG.load(std::sync::atomic::Ordering::Relaxed) {
+        return Some("1".to_string());
+    }
     std::env::var(name).ok()
 }
 

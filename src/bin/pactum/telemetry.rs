@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use pactum::authority::Permit;
 use pactum::config::Config;
 use pactum::error::{Code, Error};
 use pactum::ledger::Ledger;
@@ -38,9 +39,15 @@ impl OtlpArgs {
     /// Starts the exporter `config` and these arguments ask for (none when no collector is
     /// named); `instance` is the worker's id.
     pub fn start(&self, config: &Config, instance: Option<&str>) -> Result<Exporter, Error> {
-        let settings = Settings::choose(self.otlp.as_deref(), self.otlp_content, config, instance)?;
+        #[allow(clippy::disallowed_methods)] // the flag's value: the operator named it
+        let flag = self.otlp.clone().map(Permit::flag);
+        let chosen = Settings::choose(flag.as_ref(), self.otlp_content, config, instance)?;
+        for ignored in &chosen.ignored {
+            output::eprint_warning(Code::ConfigUnconfirmed, ignored);
+        }
+        let settings = chosen.settings;
         if let Some(s) = &settings {
-            mask_collector_secrets(&s.endpoint);
+            mask_collector_secrets(s.endpoint.get());
         }
         let telemetry =
             settings.map(|s| Telemetry::start(&s, output::redactor().clone())).transpose()?;
@@ -73,6 +80,15 @@ impl Drop for Exporter {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// The collector's headers the environment holds, for an endpoint the command line names.
+pub fn env_headers() -> pactum::telemetry::Headers {
+    ["OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"]
+        .into_iter()
+        .find_map(|name| output::env_lookup(name).filter(|v| !v.is_empty()))
+        .map(|list| pactum::telemetry::Headers::parse(&list))
+        .unwrap_or_default()
 }
 
 /// The collector's token (the values of OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, which the OTLP

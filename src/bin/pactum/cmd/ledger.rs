@@ -153,7 +153,13 @@ fn export(location: &Location, url: &str, content: bool, json: bool) -> u8 {
     let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
     let sent = pactum::telemetry::endpoint(url).and_then(|endpoint| {
         crate::telemetry::mask_collector_secrets(&endpoint);
-        let settings = pactum::telemetry::Settings { endpoint, content, instance: None };
+        #[allow(clippy::disallowed_methods)] // --otlp: the operator named the collector
+        let endpoint = pactum::authority::Permit::flag(endpoint);
+        let settings = pactum::telemetry::Settings {
+            content,
+            headers: crate::telemetry::env_headers(),
+            ..pactum::telemetry::Settings::new(endpoint)
+        };
         pactum::telemetry::export(location, &settings, output::redactor().clone())
     });
     match sent {

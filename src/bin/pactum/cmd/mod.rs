@@ -15,6 +15,7 @@ pub mod results;
 pub mod run;
 pub mod schemas;
 pub mod submit;
+pub mod tools;
 pub mod validate;
 pub mod watch;
 pub mod worker;

@@ -26,7 +26,9 @@ impl QueueArgs {
     /// The URL, checked, with its password (from `PACTUM_QUEUE_PASSWORD` when the URL has
     /// none) added to the process's redactor.
     pub fn url(&self) -> Result<RedisUrl, Error> {
-        let mut url = RedisUrl::parse(&self.queue).map_err(|message| Error::Usage { message })?;
+        #[allow(clippy::disallowed_methods)] // --queue: the operator named the server
+        let named = pactum::authority::Permit::flag(self.queue.clone());
+        let mut url = RedisUrl::parse(&named).map_err(|message| Error::Usage { message })?;
         if url.password.is_none()
             && let Some(password) = output::env_lookup("PACTUM_QUEUE_PASSWORD")
         {

@@ -154,7 +154,9 @@ pub fn exec(args: Args) -> u8 {
                 &project.config.tools,
                 &project.root,
                 &project.config.env.tool_env,
-            ),
+                pactum::authority::Trust::of(&project.config),
+            )
+            .with_lock(&project.root),
             from_wo.as_ref().and_then(|f| f.wo.tools.clone()),
         );
         let tools = toolbox.registry_for(rendered.tools.iter().map(String::as_str))?;

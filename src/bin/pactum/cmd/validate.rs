@@ -132,6 +132,11 @@ pub fn exec(args: Args) -> u8 {
         filter,
         no_tools: args.no_tools,
         tool_env: pactum::config::tool_env(&output::env_lookup),
+        trust: {
+            let mut env = pactum::config::Config::default();
+            env.apply_env(&output::env_lookup);
+            pactum::authority::Trust::of(&env)
+        },
         ..Default::default()
     };
     let path = paths[0].clone();
