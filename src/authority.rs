@@ -181,6 +181,13 @@ pub(crate) fn git() -> Command {
     Command::new("git")
 }
 
+/// The command that runs OpenSSH's `ssh-keygen`, a program pactum names itself (it signs
+/// and verifies registry events and ledger checkpoints as git signs commits).
+pub(crate) fn ssh_keygen() -> Command {
+    #[allow(clippy::disallowed_methods)] // the one door for starting programs
+    Command::new("ssh-keygen")
+}
+
 /// A TCP connection to `address`, one of the addresses of a host a permit names (the
 /// caller resolved it from the permitted value).
 pub fn connect<T>(

@@ -161,6 +161,10 @@ pub struct GateSettings {
     pub eval: bool,
     /// The provider the gate evaluates with (default: the project's default provider).
     pub provider: Option<String>,
+    /// An allowed-signers file (git's SSH format, relative to the project root): promote
+    /// and label events are signed, and `--base` accepts only events signed by a principal
+    /// the base's file lists (SPEC §24).
+    pub signers: Option<String>,
 }
 
 /// One MCP tool server (SPEC §23): `[tools.NAME]`, with exactly one of `command` and `url`.

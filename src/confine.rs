@@ -694,6 +694,44 @@ pub fn remove_stale_temps(target: &Path) -> usize {
     removed
 }
 
+/// A file of pactum's own outside any project (in the system's temporary folder), removed
+/// when dropped: what a program pactum runs reads from a file (`ssh-keygen -Y verify`'s
+/// signature and allowed-signers file). Created exclusively, readable by its owner only.
+#[derive(Debug)]
+pub struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(contents: &[u8]) -> Result<Scratch> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "pactum-{}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            jiff::Timestamp::now().as_nanosecond()
+        ));
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).map_err(|e| Error::io(&path, e))?;
+        let scratch = Scratch { path };
+        file.write_all(contents).map_err(|e| Error::io(&scratch.path, e))?;
+        Ok(scratch)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// The file pactum leaves in an output folder it created: a folder without it is not
 /// pactum's to fill (SPEC §18 "one door").
 pub const OUTPUT_MARKER: &str = ".pactum-output";

@@ -28,6 +28,40 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
     Some(text.trim_end_matches(['\n', '\r']).to_string())
 }
 
+/// `git ARGS` in `dir`: its standard output as bytes, or `None` when git is missing or
+/// failed.
+fn git_bytes(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    let out = crate::authority::git()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout)
+}
+
+/// The commit `rev` names (`origin/main`, a tag, a SHA), as a full SHA, when it names one
+/// in the repository `dir` is in.
+pub fn commit_of(dir: &Path, rev: &str) -> Option<String> {
+    if rev.starts_with('-') {
+        return None;
+    }
+    git(
+        dir,
+        &["rev-parse", "--verify", "--quiet", "--end-of-options", &format!("{rev}^{{commit}}")],
+    )
+    .filter(|s| !s.is_empty())
+}
+
+/// The bytes of `rel` (relative to `dir`) in commit `commit` (a full SHA from
+/// [`commit_of`]); `None` when the commit has no such file.
+pub fn file_at(dir: &Path, commit: &str, rel: &str) -> Option<Vec<u8>> {
+    let spec = format!("{commit}:./{}", rel.trim_start_matches("./"));
+    git(dir, &["cat-file", "-e", &spec])?;
+    git_bytes(dir, &["cat-file", "blob", &spec])
+}
+
 /// The top level of the git work tree `dir` is in, if any.
 pub fn toplevel(dir: &Path) -> Option<PathBuf> {
     git(dir, &["rev-parse", "--show-toplevel"]).filter(|s| !s.is_empty()).map(PathBuf::from)

@@ -44,6 +44,7 @@ use crate::error::{Error, Result};
 use crate::redact::Redactor;
 
 mod backwards;
+pub mod checkpoint;
 mod line;
 mod location;
 pub mod query;
@@ -348,11 +349,19 @@ pub struct Verified {
 /// up from 1, `prev` equal to the previous record's hash, and `hash` matching the record
 /// (`ledger_broken` otherwise). The first bad line is named by its number (1-based): an
 /// edited record fails its own hash; a removed or reordered one breaks the `prev` or `seq`
-/// of the line after it. With `expect_head`, the record with that hash must be in the
-/// ledger (a cut tail would remove it): `ledger_broken` naming the last line otherwise.
+/// of the line after it. With `expect_head` (a head published earlier, SPEC §24), the record
+/// with that hash must be in the ledger: a ledger rewritten end to end and re-chained, or
+/// cut, no longer holds it (`ledger_rewritten`).
 /// Reads one line at a time, none past [`MAX_LINE_BYTES`].
 pub fn verify(location: &Location, expect_head: Option<&str>) -> Result<Verified> {
-    walk(location, expect_head, |_| Ok(()))
+    let heads: Vec<&str> = expect_head.into_iter().collect();
+    walk(location, &heads, |_| Ok(()))
+}
+
+/// [`verify`], with every head in `heads` (published earlier: checkpoints) required to be
+/// in the ledger (`ledger_rewritten` naming the first that is not).
+pub fn verify_heads(location: &Location, heads: &[&str]) -> Result<Verified> {
+    walk(location, heads, |_| Ok(()))
 }
 
 /// Hands each record of the ledger at `location` to `each`, oldest first, checking the chain
@@ -361,14 +370,15 @@ pub fn for_each_record(
     location: &Location,
     mut each: impl FnMut(&Value) -> Result<()>,
 ) -> Result<u64> {
-    walk(location, None, |record| each(record)).map(|v| v.records)
+    walk(location, &[], |record| each(record)).map(|v| v.records)
 }
 
 fn walk(
     location: &Location,
-    expect_head: Option<&str>,
+    heads: &[&str],
     mut each: impl FnMut(&Value) -> Result<()>,
 ) -> Result<Verified> {
+    let mut found = vec![false; heads.len()];
     let path = location.path();
     let file = location.open(Access::Read)?;
     let mut reader = BufReader::with_capacity(backwards::BLOCK, file);
@@ -430,21 +440,26 @@ fn walk(
                 ),
             ));
         }
-        if expect_head == Some(record.hash.as_str()) {
-            head_line = Some(line_no as u64);
+        for (i, head) in heads.iter().enumerate() {
+            if *head == record.hash.as_str() {
+                found[i] = true;
+                if i == 0 {
+                    head_line = Some(line_no as u64);
+                }
+            }
         }
         each(&record.value)?;
         prev = record.hash;
         expected_seq += 1;
     }
     let records = expected_seq - 1;
-    if let (Some(head), None) = (expect_head, head_line) {
-        return Err(broken(
-            line_no,
-            format!(
-                "the expected head {head} is not in the ledger (it ends at record {records} with hash {prev}): records were cut from the end, or this is another ledger"
+    if let Some(head) = heads.iter().zip(&found).find(|(_, found)| !**found).map(|(h, _)| *h) {
+        return Err(Error::LedgerRewritten {
+            message: format!(
+                "{}: the published head {head} is not in the ledger (it ends at record {records} with hash {prev}): the ledger was rewritten and re-chained, cut from the end, or this is another ledger; compare it with a copy you trust, and keep publishing heads (`pactum ledger head`)",
+                path.display()
             ),
-        ));
+        });
     }
     Ok(Verified { records, last_hash: prev, head_line })
 }
@@ -513,7 +528,8 @@ mod tests {
         let v = verify(&at(&path), hash.as_str()).unwrap();
         assert_eq!(v.head_line, Some(3));
         let e = verify(&at(&path), Some(ZERO_HASH)).unwrap_err();
-        assert!(e.to_string().contains("records were cut from the end"), "{e}");
+        assert_eq!(e.code(), Code::LedgerRewritten);
+        assert!(e.to_string().contains("cut from the end"), "{e}");
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub mod executor;
 pub mod extract;
 pub mod gateway;
 pub mod git;
+pub mod governance;
 pub mod id;
 pub mod init;
 pub mod judge;

@@ -281,9 +281,12 @@ fn run_action(workspace: &Path, inputs: &[(&str, &str)]) -> (Vec<(String, Out)>,
     let action = action();
     assert_eq!(action["runs"]["using"], "composite");
     let mut values: BTreeMap<String, String> = BTreeMap::new();
+    // A push: no pull request, so the `base` input's default is empty.
+    values.insert("github.event.pull_request.base.sha".into(), String::new());
     for (name, spec) in action["inputs"].as_object().unwrap() {
         let given = inputs.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_string());
-        let default = spec["default"].as_str().unwrap_or_default().to_string();
+        // A default may be an expression itself (`base`: the pull request's base).
+        let default = substitute(spec["default"].as_str().unwrap_or_default(), &values);
         values.insert(format!("inputs.{name}"), given.unwrap_or(default));
     }
     values.insert("github.action_path".into(), repo().display().to_string());

@@ -1661,6 +1661,63 @@ fn reproduces_config_unconfirmed() {
 }
 
 #[test]
+fn reproduces_registry_history_rewritten() {
+    // An event the base agreed on, edited and the chain recomputed.
+    let repo = crate::cli_base::Repo::new();
+    repo.forge(|r| r.history.as_mut().unwrap()[2].actor = Some("someone-else@example.com".into()));
+    let out = repo.pactum(&["registry", "verify", "--base", "main", "--json"]);
+    assert_eq!(out.json()["code"], "registry_history_rewritten", "{out}");
+    assert_eq!(Code::RegistryHistoryRewritten.as_str(), "registry_history_rewritten");
+    doc_example(repo.root(), Code::RegistryHistoryRewritten, 1);
+}
+
+#[test]
+fn reproduces_registry_event_unverified() {
+    // A promotion typed by hand, without the evidence the base's gate requires.
+    let repo = crate::cli_base::Repo::new();
+    repo.forge(|r| crate::cli_base::hand_promote(r, "1.1.0", None));
+    let out = repo.pactum(&["registry", "verify", "--base", "main", "--json"]);
+    assert_eq!(out.json()["code"], "registry_event_unverified", "{out}");
+    assert_eq!(Code::RegistryEventUnverified.as_str(), "registry_event_unverified");
+    doc_example(repo.root(), Code::RegistryEventUnverified, 1);
+}
+
+#[test]
+fn reproduces_registry_event_unsigned() {
+    // The base asks for signed events; a promotion comes without a signature.
+    let keys = tempfile::tempdir().unwrap();
+    let (_, line) = crate::cli_base::ssh_key(keys.path(), "alice", "alice@example.com");
+    let repo = crate::cli_base::Repo::new();
+    crate::cli_base::git(repo.root(), &["checkout", "-q", "main"]);
+    fs::write(repo.path("allowed_signers"), format!("{line}\n")).unwrap();
+    repo.edit_text("pactum.toml", |t| t.replace("eval = true", "signers = \"allowed_signers\""));
+    repo.commit("signers");
+    crate::cli_base::git(repo.root(), &["checkout", "-q", "-B", "pr"]);
+    repo.forge(|r| crate::cli_base::hand_promote(r, "1.1.0", None));
+    let out = repo.pactum(&["registry", "verify", "--base", "main", "--json"]);
+    assert_eq!(out.json()["code"], "registry_event_unsigned", "{out}");
+    assert_eq!(Code::RegistryEventUnsigned.as_str(), "registry_event_unsigned");
+    doc_example(repo.root(), Code::RegistryEventUnsigned, 1);
+}
+
+#[test]
+fn reproduces_ledger_rewritten() {
+    // A signed checkpoint of the head, then the ledger rewritten and re-chained.
+    let keys = tempfile::tempdir().unwrap();
+    let (key, line) = crate::cli_base::ssh_key(keys.path(), "alice", "alice@example.com");
+    let dir = crate::cli_otel::demo();
+    fs::write(dir.path().join("allowed_signers"), format!("{line}\n")).unwrap();
+    fs::write(dir.path().join("pactum.toml"), "[gate]\nsigners = \"allowed_signers\"\n").unwrap();
+    pactum(dir.path()).args(["run", crate::cli_otel::CLASSIFY]).assert().success();
+    pactum(dir.path()).args(["ledger", "checkpoint", "--sign-key"]).arg(&key).assert().success();
+    crate::cli_base::rewrite_ledger(dir.path());
+    let (out, status) = json_of(pactum(dir.path()).args(["ledger", "verify", "--json"]));
+    assert_eq!((out["code"].as_str(), status), (Some("ledger_rewritten"), 1), "{out:#}");
+    assert_eq!(Code::LedgerRewritten.as_str(), "ledger_rewritten");
+    doc_example(dir.path(), Code::LedgerRewritten, 1);
+}
+
+#[test]
 fn reproduces_tools_lock_stale() {
     // The lock records another tool list than the server offers.
     let dir = mcp_project("", "");

@@ -19,6 +19,7 @@ mod redis;
 mod scorecard;
 
 mod cli_authority;
+mod cli_base;
 mod cli_ci_output;
 mod cli_context;
 mod cli_disclosure;

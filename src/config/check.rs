@@ -55,7 +55,8 @@ const PRICE: &[(&str, Kind)] = &[
     ("prompt_per_mtok", Kind::NonNegative(1_000_000.0)),
     ("completion_per_mtok", Kind::NonNegative(1_000_000.0)),
 ];
-const GATE: &[(&str, Kind)] = &[("eval", Kind::Flag), ("provider", Kind::Text)];
+const GATE: &[(&str, Kind)] =
+    &[("eval", Kind::Flag), ("provider", Kind::Text), ("signers", Kind::Text)];
 const LINT: &[(&str, Kind)] = &[("select", Kind::TextList), ("ignore", Kind::TextList)];
 const TOOLS: &[(&str, Kind)] = &[
     ("command", Kind::TextList),

@@ -31,14 +31,33 @@ pub fn check(
 ) -> Result<Vec<Diagnostic>> {
     let view = lifecycle::assume_promoted(registry, kind, id, version, stamp)?;
     let root = crate::confine::real_or_given(&registry.root);
-    let concerned = concerned_files(&view, &root, kind, id, version);
     let options = ValidateOptions {
         registry: Some(registry.path.clone()),
-        registry_override: Some(Arc::new(view)),
+        registry_override: Some(Arc::new(view.clone())),
         names_from: Some(root.clone()),
         ..ValidateOptions::default()
     };
     let report = crate::validate::validate(&root, &options, &NoProgress)?;
+    // The compatibility check comes after the gate, with its own code
+    // (`incompatible_version_bump`); validate's copy of it is left to it.
+    Ok(findings_in(&report, &view, kind, id, version, false))
+}
+
+/// The errors of `report` (a `validate` of the project with `names_from` its root) in the
+/// files a promotion of `kind id@version` concerns, as the gate sees them in `registry`
+/// (the registry with the version active): what `promote` would refuse it for. With
+/// `compat`, the version's `incompatible_version_bump` findings too (`--base` re-derives
+/// the compatibility check from them; `promote` makes its own).
+pub fn findings_in(
+    report: &crate::diagnostic::Report,
+    registry: &Registry,
+    kind: EntryKind,
+    id: &str,
+    version: &Version,
+    compat: bool,
+) -> Vec<Diagnostic> {
+    let root = crate::confine::real_or_given(&registry.root);
+    let concerned = concerned_files(registry, &root, kind, id, version);
     // Report paths are relative to the repository's top level; the files above relative to
     // the project root.
     let names = crate::validate::names_root(&root, Some(&root), &root);
@@ -47,17 +66,16 @@ pub fn check(
         .iter()
         .map(|rel| crate::validate::relative_name(&names, &names.join(&prefix).join(rel)))
         .collect();
-    // The compatibility check comes after the gate, with its own code
-    // (`incompatible_version_bump`); validate's copy of it is left to it.
-    Ok(report
+    report
         .diagnostics
-        .into_iter()
+        .iter()
         .filter(|d| {
             d.is_error()
-                && d.code != crate::error::Code::IncompatibleVersionBump
+                && (compat || d.code != crate::error::Code::IncompatibleVersionBump)
                 && d.file.as_ref().is_some_and(|f| shown.contains(f))
         })
-        .collect())
+        .cloned()
+        .collect()
 }
 
 /// The files whose findings block the promotion, relative to the project root.

@@ -62,12 +62,33 @@ impl Stamp {
 }
 
 /// Appends `event` to `history`, numbered and chained after the last event.
-pub(crate) fn chain(history: &mut Vec<Event>, mut event: Event) -> Event {
+pub fn chain(history: &mut Vec<Event>, mut event: Event) -> Event {
     event.seq = history.len() as u64 + 1;
     event.prev = history.last().map(|e| e.hash.clone()).unwrap_or_else(|| ZERO_HASH.to_string());
     event.hash = event.compute_hash();
     history.push(event.clone());
     event
+}
+
+/// Signs the promote and label events from `start` on with `sign` (an SSHSIG of each
+/// event's [`Event::signed_message`], SPEC §24), re-chaining them in order: each event's
+/// `prev` is the (signed) event before it, and its hash covers its signature.
+pub fn sign_since(
+    registry: &mut Registry,
+    start: usize,
+    sign: &dyn Fn(&str) -> Result<String>,
+) -> Result<()> {
+    let Some(history) = registry.history.as_mut() else { return Ok(()) };
+    for i in start..history.len() {
+        let prev = if i == 0 { ZERO_HASH.to_string() } else { history[i - 1].hash.clone() };
+        let event = &mut history[i];
+        event.prev = prev;
+        if matches!(event.action, Action::Promote | Action::Labeled | Action::Unlabeled) {
+            event.signature = Some(sign(&event.signed_message())?);
+        }
+        event.hash = event.compute_hash();
+    }
+    Ok(())
 }
 
 fn append_event(history: &mut Vec<Event>, stamp: &Stamp, action: Action, entry: &Entry) -> Event {

@@ -20,12 +20,14 @@ use crate::error::{Code, DocKind, Error, Finding, Result};
 use crate::id::parse_version;
 use crate::schema;
 
+pub mod base;
 pub mod baseline;
 pub mod gate;
 pub mod lifecycle;
 pub mod list;
 pub mod merge;
 pub mod replay;
+pub mod sign;
 pub mod store;
 mod strict;
 
@@ -202,6 +204,11 @@ pub struct Event {
     /// An object; hashed as canonical JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval: Option<serde_json::Value>,
+    /// An SSHSIG signature (armored) of [`Event::signed_message`], by the key of whoever
+    /// promoted or labelled, when the project's `[gate] signers` asks for signed events
+    /// ([`sign`]). Hashed with the event, so the chain covers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
     pub prev: String,
     pub hash: String,
 }
@@ -264,6 +271,16 @@ impl Event {
     /// in code-point order, absent fields left out), written directly rather than through
     /// a JSON value (40,000 events verify in milliseconds).
     pub fn compute_hash(&self) -> String {
+        self.hash_with(self.signature.as_deref())
+    }
+
+    /// What a signature of this event signs: the hash of the event without its
+    /// `signature` (and without `hash`), so the signed event's own hash covers both.
+    pub fn signed_message(&self) -> String {
+        self.hash_with(None)
+    }
+
+    fn hash_with(&self, signature: Option<&str>) -> String {
         let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
         let mut out = String::with_capacity(400);
         let mut field = |key: &str, value: String| {
@@ -308,6 +325,9 @@ impl Event {
         field("seq", self.seq.to_string());
         if !self.sha256.is_empty() {
             field("sha256", quote(&self.sha256));
+        }
+        if let Some(signature) = signature {
+            field("signature", quote(signature));
         }
         if let Some(state) = self.state {
             field("state", quote(state.as_str()));

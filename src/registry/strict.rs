@@ -84,6 +84,8 @@ struct HistoryEvent {
     times: Option<super::EventTimes>,
     #[serde(default, deserialize_with = "present")]
     eval: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "present")]
+    signature: Option<String>,
     prev: String,
     hash: String,
 }
@@ -111,6 +113,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
                     .all(|at| at.as_deref().is_none_or(timestamp))
         })
         && e.eval.as_ref().is_none_or(serde_json::Value::is_object)
+        && e.signature.as_deref().is_none_or(|s| !s.is_empty())
         && sha256(&e.prev)
         && sha256(&e.hash);
     if !ok {
@@ -133,6 +136,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         previous: e.previous,
         times: e.times,
         eval: e.eval,
+        signature: e.signature,
         prev: e.prev,
         hash: e.hash,
     })

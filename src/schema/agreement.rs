@@ -200,6 +200,7 @@ fn full_registry() -> Value {
             "label": "production", "previous": "0.9.0",
             "times": {"registered_at": at, "activated_at": at, "deprecated_at": at, "removed_at": at},
             "eval": {"provider": "replay", "suites": [{"eval_id": "EVAL-FULL-001", "dataset_sha256": sha}]},
+            "signature": "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----",
             "prev": "0".repeat(64), "hash": sha,
         }],
         "labels": {"PRC-FULL-001": {"production": "1.0.0"}},

@@ -69,13 +69,22 @@ impl Common {
                 Project::discover(&cwd)?
             }
         };
-        let mut project = project;
-        project.config.apply_env(&env_lookup);
-        for key in project.config.env.named_keys.values() {
-            redactor().add(key.expose());
-        }
-        Ok(project)
+        with_env(project)
     }
+}
+
+/// The project of `registry` (a registry.json), with the environment applied.
+pub fn open_project(registry: &Path) -> Result<Project, Error> {
+    with_env(Project::open(registry)?)
+}
+
+/// `project` with the environment's overrides, its keys taught to the redactor.
+fn with_env(mut project: Project) -> Result<Project, Error> {
+    project.config.apply_env(&env_lookup);
+    for key in project.config.env.named_keys.values() {
+        redactor().add(key.expose());
+    }
+    Ok(project)
 }
 
 /// Who makes a registry change (SPEC §17): `PACTUM_ACTOR`, else git's `user.email` as

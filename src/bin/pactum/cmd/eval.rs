@@ -206,8 +206,19 @@ pub fn promotion_gate(
         .and_then(|p| p.cassette.clone());
     eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
     eval::gate::verdict(&format!("{id}@{candidate}"), &outcomes)?;
+    // The cassette the evidence was measured on, as it is after the run: `--base`
+    // recomputes the evidence from it, and rewritten recordings no longer match.
+    let bound = match &cassette {
+        Some(rel) => {
+            let path = pactum::confine::Root::new(&root)
+                .content(std::path::Path::new(rel))
+                .map_err(|r| r.into_error(std::path::Path::new(rel)))?;
+            Some((rel.as_str(), pactum::document::load(&path, None)?.sha256))
+        }
+        None => None,
+    };
     Ok(Some(Gated {
-        evidence: eval::gate::evidence(&outcomes, selected.provider.name()),
+        evidence: eval::gate::evidence_with_cassette(&outcomes, selected.provider.name(), bound),
         text: eval::gate::summary_lines(&outcomes),
     }))
 }
@@ -216,9 +227,14 @@ pub fn exec(args: Args) -> u8 {
     let format = if args.json { EvalFormat::Json } else { args.format };
     let json = format == EvalFormat::Json;
     match run(&args) {
-        Ok(outcomes) => {
+        Ok((outcomes, head)) => {
             match format {
-                EvalFormat::Json => output::print_json(&report::json(&outcomes)),
+                EvalFormat::Json => {
+                    // The head the run wrote, published (SPEC §24).
+                    let mut doc = report::json(&outcomes);
+                    doc["ledger"] = head;
+                    output::print_json(&doc);
+                }
                 EvalFormat::Junit => output::print_exact(&report::junit(&outcomes)),
                 EvalFormat::Markdown => output::print_exact(&report::markdown(&outcomes)),
                 EvalFormat::Text => {
@@ -254,7 +270,7 @@ fn pin(text: &str) -> Result<Pin, Error> {
     Pin::parse(text)
 }
 
-fn run(args: &Args) -> Result<Vec<eval::SuiteOutcome>, Error> {
+fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Error> {
     let mut project = open_project(args.root.as_ref())?;
     let root = project.root.clone();
     let contract = args.contract.as_deref().map(pin).transpose()?;
@@ -334,7 +350,7 @@ fn run(args: &Args) -> Result<Vec<eval::SuiteOutcome>, Error> {
         .and_then(|p| p.cassette.clone());
     eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
     exporter.finish();
-    Ok(outcomes)
+    Ok((outcomes, crate::cmd::run::head_json(&root, &ledger)))
 }
 
 /// The suites to run: those named, else every suite of the project (only --contract's id's

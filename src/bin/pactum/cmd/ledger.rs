@@ -34,6 +34,20 @@ enum Action {
         #[arg(long, value_name = "HASH")]
         expect_head: Option<String>,
     },
+    /// Print the head of a verified ledger (its last record's seq and hash): publish it
+    /// where a writer of the ledger cannot reach (a CI log, a release note), and check later
+    /// with `ledger verify --expect-head HASH` that the ledger still holds it.
+    Head {
+        /// The ledger (default: the project's .pactum/ledger.jsonl).
+        file: Option<PathBuf>,
+    },
+    /// Append the verified head of the project's ledger, signed with a key of pactum.toml's
+    /// [gate] signers, to .pactum/checkpoints.jsonl; `ledger verify` checks every checkpoint.
+    Checkpoint {
+        /// The SSH key to sign with (default: git's user.signingkey).
+        #[arg(long, value_name = "FILE")]
+        sign_key: Option<PathBuf>,
+    },
     /// Send a ledger's exchanges, tool calls and work orders as OpenTelemetry spans to a
     /// collector (OTLP/HTTP); the ledger is verified first.
     Export {
@@ -90,6 +104,10 @@ pub fn exec(args: Args) -> u8 {
     let json = args.common.json();
     let (file, expect_head) = match &args.action {
         Action::Verify { file, expect_head } => (file, expect_head),
+        Action::Head { file } => return head(&location(file.as_deref(), &args.common), json),
+        Action::Checkpoint { sign_key } => {
+            return checkpoint(&args.common, sign_key.as_deref(), json);
+        }
         Action::Export { file, otlp, otlp_content } => {
             return export(&location(file.as_deref(), &args.common), otlp, *otlp_content, json);
         }
@@ -117,7 +135,17 @@ pub fn exec(args: Args) -> u8 {
         };
         return output::fail(&pactum::Error::not_found(shown, reason), json);
     }
-    match pactum::ledger::verify(&location, expect_head.as_deref()) {
+    // The project's ledger is held to its signed checkpoints too.
+    let checkpoints = match file {
+        Some(_) => Ok(Vec::new()),
+        None => published_heads(&args.common),
+    };
+    let verified = checkpoints.and_then(|published| {
+        let mut heads: Vec<&str> = expect_head.as_deref().into_iter().collect();
+        heads.extend(published.iter().map(String::as_str));
+        pactum::ledger::verify_heads(&location, &heads)
+    });
+    match verified {
         Ok(v) => {
             if json {
                 output::print_json(&json!({
@@ -138,6 +166,99 @@ pub fn exec(args: Args) -> u8 {
                     ));
                 }
                 output::print_text(&text);
+            }
+            OK
+        }
+        Err(e) => {
+            let status = output::fail(&e, json);
+            if status == output::USAGE { status } else { FAILED }
+        }
+    }
+}
+
+/// The heads of the project's checkpoints, each signature verified against pactum.toml's
+/// `[gate] signers` (none without checkpoints; a checkpoint with no signers to check it
+/// against is refused).
+fn published_heads(common: &crate::output::Common) -> pactum::Result<Vec<String>> {
+    let root = output::root_or_here(common.root.as_deref());
+    let checkpoints = pactum::ledger::checkpoint::read(&root)?;
+    if checkpoints.is_empty() {
+        return Ok(Vec::new());
+    }
+    let allowed = allowed_signers(&root)?;
+    pactum::ledger::checkpoint::verified_heads(&checkpoints, &allowed)
+}
+
+/// The allowed-signers file pactum.toml's `[gate] signers` names, read.
+fn allowed_signers(root: &Path) -> pactum::Result<Vec<u8>> {
+    let config = pactum::config::Config::load(root)?;
+    let Some(rel) = config.gate.signers else {
+        return Err(pactum::Error::Usage {
+            message: format!(
+                "{} holds signed checkpoints, and pactum.toml names no [gate] signers to check them against; set [gate] signers = \"PATH\" (git's allowed_signers format)",
+                pactum::ledger::checkpoint::FILE
+            ),
+        });
+    };
+    let path = pactum::confine::Root::new(root)
+        .file(Path::new(&rel))
+        .map_err(|r| r.into_error(Path::new(&rel)))?;
+    pactum::document::read_limited(&path, pactum::document::MAX_FILE_BYTES)
+}
+
+/// `pactum ledger head`: the verified head.
+fn head(location: &Location, json: bool) -> u8 {
+    let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
+    match pactum::ledger::verify(location, None) {
+        Ok(v) => {
+            if json {
+                output::print_json(
+                    &json!({"ok": true, "file": shown, "seq": v.records, "hash": v.last_hash}),
+                );
+            } else {
+                output::print_text(&format!("{} {}\n", v.records, v.last_hash));
+            }
+            OK
+        }
+        Err(e) => {
+            let status = output::fail(&e, json);
+            if status == output::USAGE { status } else { FAILED }
+        }
+    }
+}
+
+/// `pactum ledger checkpoint`: the verified head of the project's ledger, signed, kept.
+fn checkpoint(common: &crate::output::Common, key: Option<&Path>, json: bool) -> u8 {
+    let root = output::root_or_here(common.root.as_deref());
+    let done = (|| {
+        allowed_signers(&root)?;
+        let key = match key {
+            Some(file) => pactum::registry::sign::SigningKey::File(file.to_path_buf()),
+            None => pactum::git::config_get(&root, "user.signingkey")
+                .map(|k| pactum::registry::sign::SigningKey::parse(&k))
+                .ok_or_else(|| pactum::Error::Usage {
+                    message: "no key to sign the checkpoint with: pass --sign-key FILE, or set git's user.signingkey".into(),
+                })?,
+        };
+        let location = Location::project(&root);
+        let v = pactum::ledger::verify_heads(&location, &[])?;
+        let c = pactum::ledger::checkpoint::Checkpoint::sign(v.records, &v.last_hash, &key)?;
+        pactum::ledger::checkpoint::append(&root, &c)?;
+        Ok::<_, pactum::Error>(c)
+    })();
+    match done {
+        Ok(c) => {
+            if json {
+                output::print_json(
+                    &json!({"ok": true, "file": pactum::ledger::checkpoint::FILE, "seq": c.seq, "hash": c.hash}),
+                );
+            } else {
+                output::print_text(&format!(
+                    "signed the head {} (record {}) into {}\n",
+                    c.hash,
+                    c.seq,
+                    pactum::ledger::checkpoint::FILE
+                ));
             }
             OK
         }

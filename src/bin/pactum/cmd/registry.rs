@@ -41,6 +41,10 @@ enum Action {
         /// promote event ([gate] eval = true in pactum.toml asks for it on every promotion).
         #[arg(long)]
         eval: bool,
+        /// Sign the event with this SSH key (a private key, or a public key an ssh-agent
+        /// holds; default: git's user.signingkey), as pactum.toml's [gate] signers asks.
+        #[arg(long, value_name = "FILE")]
+        sign_key: Option<PathBuf>,
     },
     /// Move a label to a version (`pactum registry label PRC-X-001 production 1.2.0`), or
     /// delete it; pins may name labels (PRC-X-001@production). Moving it back is a rollback.
@@ -59,6 +63,10 @@ enum Action {
         /// Delete the label instead.
         #[arg(long)]
         delete: bool,
+        /// Sign the event with this SSH key (default: git's user.signingkey), as
+        /// pactum.toml's [gate] signers asks.
+        #[arg(long, value_name = "FILE")]
+        sign_key: Option<PathBuf>,
     },
     /// active → deprecated, naming a higher active successor.
     Deprecate {
@@ -92,6 +100,11 @@ enum Action {
         /// Treat warnings (such as registry_history_missing) as errors.
         #[arg(long)]
         strict: bool,
+        /// Also check the history against this git revision (a pull request's base): it
+        /// must be a prefix of today's, and every event after it is re-derived as
+        /// `validate --base` does; each new event is listed.
+        #[arg(long, value_name = "REF")]
+        base: Option<String>,
     },
     /// Print the history, optionally for one id.
     Log {
@@ -113,6 +126,46 @@ enum Action {
         /// Their version (git's %B).
         theirs: PathBuf,
     },
+}
+
+/// The key promote and label events are signed with: `--sign-key`, else git's
+/// `user.signingkey` when pactum.toml's `[gate] signers` asks for signed events; `None` when
+/// neither asks. Asked for without a key, a usage error naming both ways.
+fn signer(
+    registry: &std::path::Path,
+    flag: Option<&std::path::Path>,
+) -> Result<Option<registry::sign::SigningKey>> {
+    if let Some(file) = flag {
+        return Ok(Some(registry::sign::SigningKey::File(file.to_path_buf())));
+    }
+    let root = registry
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let config = pactum::config::Config::load(root)?;
+    if config.gate.signers.is_none() {
+        return Ok(None);
+    }
+    match pactum::git::config_get(root, "user.signingkey") {
+        Some(key) => Ok(Some(registry::sign::SigningKey::parse(&key))),
+        None => Err(pactum::Error::Usage {
+            message: "pactum.toml's [gate] signers asks for signed promote and label events, and no key is given: pass --sign-key FILE, or set git's user.signingkey (`git config user.signingkey ~/.ssh/id_ed25519.pub`)".into(),
+        }),
+    }
+}
+
+/// `registry verify --base REF`: the governance since REF, re-derived with a validate of
+/// the project's tree for the gate's findings.
+fn review_since(path: &std::path::Path, rev: &str) -> Result<pactum::governance::Review> {
+    let project = output::open_project(path)?;
+    let root = pactum::confine::real_or_given(&project.root);
+    let options = pactum::validate::ValidateOptions {
+        registry: Some(path.to_path_buf()),
+        names_from: Some(root.clone()),
+        ..Default::default()
+    };
+    let report = pactum::validate::validate(&root, &options, &pactum::validate::NoProgress)?;
+    pactum::governance::review(&project, rev, &report, jiff::Timestamp::now())
 }
 
 fn registry_path(common: &Common, create: bool) -> Result<PathBuf> {
@@ -297,7 +350,7 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             }
             Ok((json!({"ok": true, "action": "add", "entries": entries}), text, OK))
         }
-        Action::Promote { pin, label, eval } => {
+        Action::Promote { pin, label, eval, sign_key } => {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
             let stamp = stamp()?;
@@ -310,7 +363,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             let gated = eval_gate(args, &path, (kind, &id, &version), *eval, &stamp)?;
             let evidence = gated.as_ref().map(|g| g.evidence.clone());
             let mut moved = None;
+            let signer = signer(&path, sign_key.as_deref())?;
             let p = store::update(&path, |reg| {
+                let start = reg.history.as_ref().map_or(0, Vec::len);
                 let p = lifecycle::promote_with_evidence(
                     reg,
                     kind,
@@ -321,6 +376,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 )?;
                 if let Some(label) = label {
                     moved = Some(lifecycle::label(reg, &id, label, Some(&version), None, &stamp)?);
+                }
+                if let Some(key) = &signer {
+                    lifecycle::sign_since(reg, start, &|m| registry::sign::sign(key, m))?;
                 }
                 Ok(p)
             })?;
@@ -354,7 +412,8 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             }
             Ok((value, text, OK))
         }
-        Action::Label { id, label, target, delete } => {
+        Action::Label { id, label, target, delete, sign_key } => {
+            let signer = signer(&registry_path(&args.common, false)?, sign_key.as_deref())?;
             let version = match (target, delete) {
                 (_, true) => None,
                 (Some(v), false) => Some(parse_version(v).ok_or_else(|| Error::PinInvalid {
@@ -372,7 +431,13 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 .map(|t| t.to_string())
                 .ok();
             let m = store::update(&path, |reg| {
-                lifecycle::label(reg, id, label, version.as_ref(), since.as_deref(), &stamp)
+                let start = reg.history.as_ref().map_or(0, Vec::len);
+                let m =
+                    lifecycle::label(reg, id, label, version.as_ref(), since.as_deref(), &stamp)?;
+                if let Some(key) = &signer {
+                    lifecycle::sign_since(reg, start, &|m| registry::sign::sign(key, m))?;
+                }
+                Ok(m)
             })?;
             let mut value = json!({"ok": true, "action": "label"});
             value["label"] = json!(m);
@@ -486,11 +551,18 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
         }
         Action::List { id } => list(args, id.as_deref()),
         Action::Merge { base, ours, theirs } => merge(base, ours, theirs),
-        Action::Verify { strict } => {
+        Action::Verify { strict, base } => {
             let path = registry_path(&args.common, false)?;
             let reg = Registry::load(&path)?;
-            let findings = lifecycle::verify(&reg);
+            let mut findings = lifecycle::verify(&reg);
             let name = output::shown(&std::env::current_dir().unwrap_or_default(), &path);
+            let review = match base {
+                Some(rev) => Some(review_since(&path, rev)?),
+                None => None,
+            };
+            if let Some(review) = &review {
+                findings.extend(review.findings(""));
+            }
             let errors: Vec<Value> = findings
                 .iter()
                 .map(|d| json!({"code": d.code, "pointer": d.pointer, "message": d.message}))
@@ -535,6 +607,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                     text.push_str(&format!("  = help: {help}\n"));
                 }
             }
+            for line in review.iter().flat_map(|r| r.lines()) {
+                text.push_str(&format!("{line}\n"));
+            }
             text.push_str(&format!(
                 "{}: {} entries, {history} history events: {}\n",
                 name,
@@ -542,6 +617,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 if ok { "ok" } else { "FAILED" }
             ));
             let mut value = json!({"ok": ok, "entries": reg.entries.len(), "history": history, "errors": errors});
+            if let Some(review) = &review {
+                value["governance"] = review.json();
+            }
             if let Some(first) =
                 findings.iter().find(|d| d.is_error()).or(findings.first().filter(|_| !ok))
             {

@@ -162,7 +162,9 @@ pub fn exec(args: Args) -> u8 {
         }
     }
     if json {
-        output::print_json(&batch(status == OK, docs));
+        let mut doc = batch(status == OK, docs);
+        doc["ledger"] = head_json(&project.root, &ledger);
+        output::print_json(&doc);
     } else if results.len() > 1 {
         let failed = results.iter().filter(|(_, r)| !matches!(r, Ok(r) if r.ok)).count();
         println!("{} work order(s): {} ok, {failed} failed", results.len(), results.len() - failed);
@@ -379,6 +381,18 @@ fn print_problems(r: &RunResult, path: &Path) {
             "  = help: fix `input` in {} so it fits the contract's input_schema",
             escape_line(&o.path.display().to_string())
         );
+    }
+}
+
+/// The head a command wrote (SPEC §24: heads are published where a writer of the ledger
+/// cannot reach them): `{"file", "seq", "hash"}`, for `ledger verify --expect-head HASH`
+/// later; null when the ledger cannot say.
+pub fn head_json(root: &Path, ledger: &Ledger) -> Value {
+    match ledger.head() {
+        Ok((seq, hash)) => {
+            json!({"file": output::shown(root, ledger.path()), "seq": seq, "hash": hash})
+        }
+        Err(_) => Value::Null,
     }
 }
 

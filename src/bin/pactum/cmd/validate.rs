@@ -70,6 +70,13 @@ pub struct Args {
     /// Print only the findings (no notes, no summary).
     #[arg(short, long)]
     quiet: bool,
+    /// Check the registry's governance against this git revision (a pull request's base:
+    /// origin/main, a SHA): its history must be a prefix of today's, every event after it
+    /// is re-derived (a promotion the gate allows, eval evidence that recomputes from its
+    /// cassette, a label repeating its target's hash, signatures of the base's allowed
+    /// signers), and the base's [gate] settings decide. Each new event is listed.
+    #[arg(long, value_name = "REF")]
+    base: Option<String>,
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
@@ -159,6 +166,11 @@ pub fn exec(args: Args) -> u8 {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    if let Some(rev) = &args.base
+        && let Err(e) = governance(&path, options.registry.as_deref(), rev, &mut report)
+    {
+        return fail(&e);
+    }
     if args.strict {
         report.make_strict();
     }
@@ -216,6 +228,39 @@ pub fn exec(args: Args) -> u8 {
         None => write_report(&report, format, args.quiet),
     }
     if report.errors() > 0 && !args.exit_zero { FAILED } else { OK }
+}
+
+/// `--base REF`: the registry's governance since REF, re-derived, added to `report` (its
+/// findings, and a note per new event).
+fn governance(
+    path: &std::path::Path,
+    registry: Option<&std::path::Path>,
+    rev: &str,
+    report: &mut pactum::Report,
+) -> pactum::Result<()> {
+    let start = if pactum::confine::is_dir(path) { path } else { path.parent().unwrap_or(path) };
+    let start = if start.as_os_str().is_empty() { std::path::Path::new(".") } else { start };
+    let registry_path = match registry {
+        Some(r) => r.to_path_buf(),
+        None => pactum::registry::find_upwards(start).ok_or_else(|| pactum::Error::Usage {
+            message: format!(
+                "--base checks a registry's history, and {} is in no project (no registry.json above it)",
+                path.display()
+            ),
+        })?,
+    };
+    let project = crate::output::open_project(&registry_path)?;
+    let review = pactum::governance::review(&project, rev, report, jiff::Timestamp::now())?;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let root = pactum::confine::real_or_given(&pactum::validate::names_root(
+        path,
+        Some(&cwd),
+        &project.root,
+    ));
+    let real = pactum::confine::real_or_given(&project.registry.path);
+    let name = pactum::validate::relative_name(&root, &real);
+    review.add_to(report, &name);
+    Ok(())
 }
 
 /// The codes the command line selects and ignores.
