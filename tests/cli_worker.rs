@@ -351,13 +351,21 @@ fn a_completed_id_resubmitted_is_acknowledged_not_run_again() {
 
 #[test]
 #[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
-fn entries_delivered_too_often_or_not_work_orders_go_to_the_dead_letters() {
+fn work_orders_whose_attempts_died_or_entries_that_are_no_work_orders_go_to_the_dead_letters() {
     let redis = RedisServer::start();
-    let (dir, wos) = project(1, 0);
+    let (dir, wos) = project(2, 3000);
     let root = dir.path();
-    submit(root, &redis.url(), &wos).status(0);
-    // A consumer that takes the entry and dies without acknowledging it: one delivery.
-    redis.command(&["XGROUP", "CREATE", STREAM, GROUP, "0", "MKSTREAM"]);
+    // WO-Q-000's one allowed attempt: a worker takes it, calls the (slow) model and is
+    // killed.
+    submit(root, &redis.url(), &wos[..1]).status(0);
+    let doomed = Worker::start(root, &redis.url(), "doomed", &["--claim-idle", "500ms"]);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| {
+        !events(&ledger_so_far(root, "doomed"), "work_order_started").is_empty()
+    }));
+    doomed.kill();
+    // WO-Q-001 is taken by a consumer that dies before any attempt (it never leases the
+    // id): a delivery, not an attempt.
+    submit(root, &redis.url(), &wos[1..]).status(0);
     let taken = redis.command(&[
         "XREADGROUP",
         "GROUP",
@@ -369,7 +377,12 @@ fn entries_delivered_too_often_or_not_work_orders_go_to_the_dead_letters() {
         STREAM,
         ">",
     ]);
-    assert!(!taken.is_nil());
+    assert!(
+        taken.items()[0].items()[1].items()[0].items()[1]
+            .items()
+            .iter()
+            .any(|f| { f.text().as_deref() == Some("WO-Q-001") })
+    );
     // Something that is no work order, put on the stream behind pactum's back.
     redis.command(&[
         "XADD",
@@ -389,27 +402,117 @@ fn entries_delivered_too_often_or_not_work_orders_go_to_the_dead_letters() {
         "w1",
         &["--claim-idle", "300ms", "--max-deliveries", "1"],
     );
-    assert!(redis.wait_for(Duration::from_secs(30), |r| r.xlen("pactum:dead") == 2));
+    assert!(redis.wait_for(Duration::from_secs(60), |r| {
+        r.xlen("pactum:dead") == 2 && r.xlen("pactum:results") == 1
+    }));
     let out = worker.terminate(Duration::from_secs(20));
     out.status(0);
     assert!(
-        out.stdout.contains("0 completed, 0 duplicate(s) acknowledged, 2 dead-lettered"),
+        out.stdout.contains("1 completed, 0 duplicate(s) acknowledged, 2 dead-lettered"),
         "{out}"
     );
 
     let dead = redis.entries("pactum:dead");
+    assert_eq!(dead.len(), 2, "{dead:?}");
     let orphan = dead.iter().find(|(_, f)| f["work_order_id"] == "WO-Q-000").unwrap();
-    assert_eq!(orphan.1["deliveries"], "2");
-    assert!(orphan.1["reason"].contains("more than --max-deliveries 1"), "{orphan:?}");
+    assert_eq!(orphan.1["attempts"], "1", "{orphan:?}");
+    assert!(
+        orphan.1["reason"].contains("1 attempt(s) ran and none finished")
+            && orphan.1["reason"].contains("--max-deliveries 1"),
+        "{orphan:?}"
+    );
     assert!(orphan.1["work_order"].contains("WO-Q-000"), "the entry is kept whole");
     let garbage = dead.iter().find(|(_, f)| f["work_order_id"] == "WO-X").unwrap();
     assert!(
         garbage.1["reason"].contains("not a work order") && garbage.1["reason"].contains("`..`"),
         "{garbage:?}"
     );
-    assert_eq!(redis.xlen("pactum:results"), 0);
+    assert_eq!(garbage.1["attempts"], "0");
+    // The ghost's delivery was no attempt: WO-Q-001 ran once, by w1, and completed.
+    let got = results(root, &redis.url());
+    assert_eq!(per_id(&got).into_iter().collect::<Vec<_>>(), [("WO-Q-001".to_string(), 1)]);
+    assert_eq!(got[0]["worker_id"], "w1");
     assert_eq!(redis.pending(STREAM, GROUP), 0);
-    assert!(events(&ledger(root, "w1"), "work_order_started").is_empty(), "nothing ran");
+    let started = ledger(root, "w1");
+    let started = events(&started, "work_order_started");
+    assert_eq!(started.len(), 1, "WO-Q-000 did not run again: {started:?}");
+    assert_eq!(started[0]["work_order_id"], "WO-Q-001");
+    // Neither the lease nor the count of the dead-lettered id is left behind.
+    assert!(redis.command(&["HGETALL", "pactum:attempts"]).items().is_empty());
+    assert!(redis.command(&["KEYS", "pactum:lease:*"]).items().is_empty());
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn workers_with_different_claim_idle_one_killed_complete_every_work_order_once_dead_letter_none() {
+    // Issue 38: an eager worker (claim-idle 1 s) re-claims the entries a slower one (6 s,
+    // renewing every 2 s) holds while they run, and finds them busy each time; after the
+    // slower one is killed, its entries stay leased for seconds more and are re-claimed
+    // again and again. Redis counts every re-claim as a delivery; only attempts that ran
+    // count against --max-deliveries 2.
+    let redis = RedisServer::start();
+    let (dir, wos) = project(6, 3000);
+    let root = dir.path();
+    let max = ["--max-deliveries", "2"];
+    let slow_args = [&max[..], &["--concurrency", "2", "--claim-idle", "6s"]].concat();
+    let slow = Worker::start(root, &redis.url(), "slow", &slow_args);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| slow.started()));
+    submit(root, &redis.url(), &wos).status(0);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| {
+        events(&ledger_so_far(root, "slow"), "work_order_started").len() == 2
+    }));
+    // Threads to spare: after taking the four entries left, the eager worker scans for
+    // orphans.
+    let eager_args = [&max[..], &["--concurrency", "5", "--claim-idle", "1s"]].concat();
+    let eager = Worker::start(root, &redis.url(), "eager", &eager_args);
+    // The eager worker has found an entry of the slower one busy: kill the slower one while
+    // it holds entries.
+    assert!(redis.wait_for(Duration::from_secs(30), |_| {
+        std::fs::read_to_string(&eager.err).is_ok_and(|e| e.contains("running elsewhere"))
+    }));
+    slow.kill();
+    let records = ledger_so_far(root, "slow");
+    let finished: Vec<&Value> = events(&records, "work_order_completed");
+    let held: Vec<String> = events(&records, "work_order_started")
+        .iter()
+        .map(|r| r["work_order_id"].as_str().unwrap().to_string())
+        .filter(|id| !finished.iter().any(|f| f["work_order_id"] == *id))
+        .collect();
+    assert!(!held.is_empty(), "the slower worker was killed while it held entries");
+
+    // Every entry ends somewhere: a result, or (what must not happen) a dead letter.
+    assert!(redis.wait_for(Duration::from_secs(120), |r| {
+        r.xlen("pactum:results") + r.xlen("pactum:dead") == 6
+    }));
+    let out = eager.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert_eq!(redis.xlen("pactum:dead"), 0, "{:?}\n{out}", redis.entries("pactum:dead"));
+    // The orphans were found busy (their leases outlived the kill) before the eager worker
+    // took them: each time a delivery for Redis, never an attempt.
+    assert!(
+        held.iter().any(|id| out.stderr.contains(&format!("{id}: running elsewhere"))),
+        "{held:?}\n{out}"
+    );
+    let got = results(root, &redis.url());
+    let counts = per_id(&got);
+    assert_eq!(counts.keys().cloned().collect::<Vec<_>>(), ids(&wos));
+    assert!(counts.values().all(|&n| n == 1), "one result per id: {counts:?}");
+    assert!(got.iter().all(|r| r["result"]["ok"] == true), "{got:#?}");
+    for id in &held {
+        let r = got.iter().find(|r| r["work_order_id"] == *id).unwrap();
+        assert_eq!(r["worker_id"], "eager", "{id}, orphaned by the kill, completed by the heir");
+    }
+    // Completed exactly once across both ledgers.
+    let eager_records = ledger(root, "eager");
+    let mut completed: Vec<String> = events(&records, "work_order_completed")
+        .into_iter()
+        .chain(events(&eager_records, "work_order_completed"))
+        .map(|r| r["work_order_id"].as_str().unwrap().to_string())
+        .collect();
+    completed.sort();
+    assert_eq!(completed, ids(&wos));
+    assert_eq!(redis.pending(STREAM, GROUP), 0);
+    assert!(redis.command(&["HGETALL", "pactum:attempts"]).items().is_empty());
 }
 
 #[test]

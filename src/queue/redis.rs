@@ -2,7 +2,8 @@
 //! ([`RedisUrl`], whose password is a [`Secret`] that no message shows), one connection
 //! ([`Connection`]: RESP2 over a `TcpStream` with connect and read timeouts, replies
 //! bounded by [`resp::Bounds`]), and [`RedisQueue`], the [`Queue`] over a stream, its
-//! consumer group, `NAME:results`, `NAME:dead`, `NAME:done` (work-order id → result) and
+//! consumer group, `NAME:results`, `NAME:dead`, `NAME:done` (work-order id → result),
+//! `NAME:attempts` (work-order id → attempts that took its lease and have not finished) and
 //! `NAME:lease:ID` keys.
 //!
 //! Hand-written rather than the `redis` crate: a dozen commands, no async runtime, and the
@@ -15,7 +16,7 @@ use std::time::Duration;
 use crate::error::{QueueFailure, Result};
 use crate::gateway::Secret;
 use crate::queue::resp::{self, Bounds, ReadError, Reply};
-use crate::queue::{Completed, Delivery, Finished, Job, Lease, Queue, error};
+use crate::queue::{Completed, Dead, Delivery, Finished, Job, Lease, Leased, Queue, error};
 
 /// Where a Redis server is.
 #[derive(Clone, Debug)]
@@ -278,6 +279,16 @@ fn entry(reply: &Reply) -> Option<(String, Vec<(String, String)>)> {
     Some((id, fields))
 }
 
+/// Takes an id's lease, counts the attempt and marks the entry as freshly held, all or
+/// nothing: an attempt is counted exactly when it holds the lease (a re-claim that finds the
+/// id leased counts nothing). KEYS: lease key, attempts hash, work stream. ARGV: token, ttl
+/// (ms), work-order id, group, consumer, entry. Returns the attempt's number, 0 when busy.
+const LEASE: &str = "if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then \
+       return 0 \
+     end \
+     redis.call('XCLAIM', KEYS[3], ARGV[4], ARGV[5], '0', ARGV[6], 'JUSTID') \
+     return redis.call('HINCRBY', KEYS[2], ARGV[3], 1)";
+
 /// Checked against the lease's token so an attempt whose lease expired and was taken never
 /// extends or drops another's.
 const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
@@ -287,8 +298,8 @@ const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) else return 0 end";
 
-/// KEYS: done hash, results stream, work stream, lease key. ARGV: work-order id, group,
-/// entry, token, result fields...
+/// KEYS: done hash, results stream, work stream, lease key, attempts hash. ARGV: work-order
+/// id, group, entry, token, result fields...
 const FINISH: &str = "local done = redis.call('HGET', KEYS[1], ARGV[1]) \
      local wrote = 0 \
      if not done then \
@@ -298,10 +309,17 @@ const FINISH: &str = "local done = redis.call('HGET', KEYS[1], ARGV[1]) \
      end \
      redis.call('XACK', KEYS[3], ARGV[2], ARGV[3]) \
      if redis.call('GET', KEYS[4]) == ARGV[4] then redis.call('DEL', KEYS[4]) end \
+     redis.call('HDEL', KEYS[5], ARGV[1]) \
      return {wrote, done}";
 
-/// KEYS: dead stream, work stream. ARGV: group, entry, fields...
-const DEAD_LETTER: &str = "redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3)) \
+/// KEYS: dead stream, work stream, lease key, attempts hash. ARGV: group, entry, token,
+/// work-order id (both empty for an entry that is no work order: no lease, no count),
+/// fields... The lease and the count go only with an exhausted work order's dead letter.
+const DEAD_LETTER: &str = "redis.call('XADD', KEYS[1], '*', unpack(ARGV, 5)) \
+     if ARGV[4] ~= '' then \
+       if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end \
+       redis.call('HDEL', KEYS[4], ARGV[4]) \
+     end \
      return redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])";
 
 /// A work stream `NAME` with its consumer group on one connection.
@@ -471,24 +489,35 @@ impl Queue for RedisQueue {
         Ok(reply.text())
     }
 
-    fn lease(&mut self, consumer: &str, lease: &Lease, ttl: Duration) -> Result<bool> {
-        let key = self.lease_key(&lease.work_order_id);
+    fn lease(&mut self, consumer: &str, lease: &Lease, ttl: Duration) -> Result<Leased> {
+        let (key, attempts, stream, group) = (
+            self.lease_key(&lease.work_order_id),
+            self.key("attempts"),
+            self.stream.clone(),
+            self.group.clone(),
+        );
         let ms = ttl.as_millis().max(1).to_string();
+        // Held from now (the script also restarts the entry's idle time, so it cannot be
+        // claimed as orphaned while the lease stands), and counted as one attempt.
         let reply = self.connection.command(&[
-            b"SET",
+            b"EVAL",
+            LEASE.as_bytes(),
+            b"3",
             key.as_bytes(),
+            attempts.as_bytes(),
+            stream.as_bytes(),
             lease.token.as_bytes(),
-            b"NX",
-            b"PX",
             ms.as_bytes(),
+            lease.work_order_id.as_bytes(),
+            group.as_bytes(),
+            consumer.as_bytes(),
+            lease.entry.as_bytes(),
         ])?;
-        if reply.is_nil() {
-            return Ok(false);
+        match reply {
+            Reply::Integer(0) => Ok(Leased::Busy),
+            Reply::Integer(n) if n > 0 => Ok(Leased::Taken { attempt: n.unsigned_abs() }),
+            other => Err(self.shape("EVAL (lease)", &other)),
         }
-        // Held from now: the entry's idle time restarts after the lease's, so the entry
-        // cannot be claimed as orphaned while the lease still stands.
-        self.touch(consumer, &lease.entry)?;
-        Ok(true)
     }
 
     fn renew(&mut self, consumer: &str, leases: &[Lease], ttl: Duration) -> Result<Vec<Lease>> {
@@ -521,21 +550,23 @@ impl Queue for RedisQueue {
     }
 
     fn finish(&mut self, lease: &Lease, fields: &[(String, String)]) -> Result<Finished> {
-        let (done, results, stream, key, group) = (
+        let (done, results, stream, key, attempts, group) = (
             self.key("done"),
             self.key("results"),
             self.stream.clone(),
             self.lease_key(&lease.work_order_id),
+            self.key("attempts"),
             self.group.clone(),
         );
         let mut args: Vec<&[u8]> = vec![
             b"EVAL",
             FINISH.as_bytes(),
-            b"4",
+            b"5",
             done.as_bytes(),
             results.as_bytes(),
             stream.as_bytes(),
             key.as_bytes(),
+            attempts.as_bytes(),
             lease.work_order_id.as_bytes(),
             group.as_bytes(),
             lease.entry.as_bytes(),
@@ -564,21 +595,37 @@ impl Queue for RedisQueue {
             .map(drop)
     }
 
-    fn dead_letter(&mut self, delivery: &Delivery, reason: &str) -> Result<()> {
-        let (dead, stream, group) = (self.key("dead"), self.stream.clone(), self.group.clone());
+    fn dead_letter(&mut self, delivery: &Delivery, why: &Dead<'_>) -> Result<()> {
+        let (dead, stream, group, attempts_key) =
+            (self.key("dead"), self.stream.clone(), self.group.clone(), self.key("attempts"));
+        let (lease_key, token, work_order_id) = match why {
+            Dead::Exhausted { lease, .. } => (
+                self.lease_key(&lease.work_order_id),
+                lease.token.clone(),
+                lease.work_order_id.clone(),
+            ),
+            Dead::NotAJob(_) => (self.key("lease:"), String::new(), String::new()),
+        };
+        let (reason, attempts) = (why.reason(), why.attempts().to_string());
         let deliveries = delivery.deliveries.to_string();
         let mut args: Vec<&[u8]> = vec![
             b"EVAL",
             DEAD_LETTER.as_bytes(),
-            b"2",
+            b"4",
             dead.as_bytes(),
             stream.as_bytes(),
+            lease_key.as_bytes(),
+            attempts_key.as_bytes(),
             group.as_bytes(),
             delivery.entry.as_bytes(),
+            token.as_bytes(),
+            work_order_id.as_bytes(),
             b"entry",
             delivery.entry.as_bytes(),
             b"reason",
             reason.as_bytes(),
+            b"attempts",
+            attempts.as_bytes(),
             b"deliveries",
             deliveries.as_bytes(),
         ];
