@@ -1,8 +1,8 @@
 //! `pactum worker`, `submit` and `results` against a real Redis (SPEC §22,
 //! `support/redis.rs`): the round trip, two workers sharing a batch, a worker killed with
 //! SIGKILL while it holds entries, an id resubmitted after it completed, dead letters,
-//! SIGTERM draining, the queue's password kept out of everything printed, and a worker's
-//! spans (`--otlp`) naming it.
+//! SIGTERM draining, the queue's password kept out of everything printed, a worker's
+//! spans (`--otlp`) naming it, and (without Redis) a queue that trickles its replies.
 //!
 //! Work orders run on the scripted provider (the shipped classify contract); a fixture's
 //! `delay_ms` makes the "model" slow where a test needs a worker to hold entries.
@@ -739,4 +739,68 @@ fn a_workers_spans_are_the_spans_its_ledger_exports() {
     // The same spans, under the same resource: the worker's id is each record's.
     assert_eq!(live, exported);
     assert!(exported.iter().all(|s| s.resource["service.instance.id"] == "w1"));
+}
+
+/// A "queue" on 127.0.0.1 that answers every connection with the start of a reply, then
+/// one more byte every 100 ms for as long as the connection stays open.
+fn trickling_queue() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}/0", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = stream.write_all(b"+");
+                while stream.write_all(b"x").is_ok() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn a_queue_that_trickles_its_replies_holds_submit_worker_and_results_no_longer_than_one_deadline() {
+    // Issue 44: each byte comes well within the time a reply has, so a limit per socket
+    // read never fires; the one deadline per reply (--queue-timeout) does.
+    let url = trickling_queue();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let wo = wos[0].to_str().unwrap();
+    let commands: [&[&str]; 3] =
+        [&["submit", wo], &["worker", "--worker-id", "w1", "--ledger", "w1.jsonl"], &["results"]];
+    let children: Vec<(String, Child)> = commands
+        .iter()
+        .map(|args| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_pactum"));
+            cmd.current_dir(root)
+                .args(*args)
+                .args(["--json", "--queue", &url, "--queue-timeout", "1s"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            (args[0].to_string(), cmd.spawn().unwrap())
+        })
+        .collect();
+    // Generous: on a loaded machine a 1 s deadline still ends each well before this.
+    let started = Instant::now();
+    for (name, mut child) in children {
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("`pactum {name}` still waits for the trickled reply after 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.code, 1, "{name}: {out}");
+        let doc = out.json();
+        assert_eq!(doc["code"], "queue_unavailable", "{name}: {out}");
+        assert!(
+            doc["message"].as_str().unwrap().contains("no complete answer within 1s"),
+            "{name}: {out}"
+        );
+    }
 }

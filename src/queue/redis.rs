@@ -1,7 +1,8 @@
 //! The queue on Redis Streams: `redis://[:PASSWORD@]HOST[:PORT][/DB]` URLs
 //! ([`RedisUrl`], whose password is a [`Secret`] that no message shows), one connection
-//! ([`Connection`]: RESP2 over a `TcpStream` with connect and read timeouts, replies
-//! bounded by [`resp::Bounds`]), and [`RedisQueue`], the [`Queue`] over a stream, its
+//! ([`Connection`]: RESP2 over a `TcpStream`, each reply within one budget of bytes,
+//! [`resp::Bounds`], and of time, [`Timeouts::read`] for the whole reply however the server
+//! spreads it over reads), and [`RedisQueue`], the [`Queue`] over a stream, its
 //! consumer group, `NAME:results`, `NAME:dead`, `NAME:done` (work-order id → result),
 //! `NAME:attempts` (work-order id → attempts that took its lease and have not finished) and
 //! `NAME:lease:ID` keys.
@@ -9,9 +10,9 @@
 //! Hand-written rather than the `redis` crate: a dozen commands, no async runtime, and the
 //! compile time CI pays for every dependency (ARCHITECTURE.md).
 
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{QueueFailure, Result};
 use crate::gateway::Secret;
@@ -108,7 +109,9 @@ fn percent_decode(text: &str) -> Option<String> {
 #[derive(Clone, Copy, Debug)]
 pub struct Timeouts {
     pub connect: Duration,
-    /// For one reply (a blocking read adds its own wait).
+    /// For one command: sending it and reading its whole reply, every read of it together
+    /// (a server that trickles its reply a byte at a time does not extend it). A blocking
+    /// read adds its own wait.
     pub read: Duration,
 }
 
@@ -118,13 +121,53 @@ impl Default for Timeouts {
     }
 }
 
+/// The connection's socket under the current command's deadline: every read and write
+/// waits at most until it, and none starts after it (the one budget of time per reply,
+/// SPEC §24).
+struct Deadlined {
+    stream: TcpStream,
+    deadline: Instant,
+}
+
+impl Deadlined {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Deadlined {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
 /// One connection to a Redis server.
 pub struct Connection {
     url: RedisUrl,
     timeouts: Timeouts,
     bounds: Bounds,
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    /// Reads through the buffer, writes to the socket beneath it (`get_mut`).
+    stream: BufReader<Deadlined>,
+    /// The time the current command has in all.
+    budget: Duration,
 }
 
 impl std::fmt::Debug for Connection {
@@ -159,26 +202,22 @@ impl Connection {
                 last.map_or("no address".to_string(), |e| e.to_string())
             ))
         })?;
-        let setup = stream
-            .set_read_timeout(Some(timeouts.read))
-            .and_then(|()| stream.set_write_timeout(Some(timeouts.read)))
-            .and_then(|()| stream.set_nodelay(true))
-            .and_then(|()| stream.try_clone());
-        let writer =
-            setup.map_err(|e| unavailable(format!("cannot set the connection up: {e}")))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| unavailable(format!("cannot set the connection up: {e}")))?;
+        let stream = Deadlined { stream, deadline: Instant::now() + timeouts.read };
         let mut connection = Connection {
             url: url.clone(),
             timeouts,
             bounds: Bounds::default(),
-            reader: BufReader::with_capacity(64 * 1024, stream),
-            writer,
+            stream: BufReader::with_capacity(64 * 1024, stream),
+            budget: timeouts.read,
         };
         if let Some(password) = &url.password {
             let reply = match &url.username {
-                Some(user) => {
-                    connection.send(&[b"AUTH", user.as_bytes(), password.expose().as_bytes()])
-                }
-                None => connection.send(&[b"AUTH", password.expose().as_bytes()]),
+                Some(user) => connection
+                    .send(&[b"AUTH", user.as_bytes(), password.expose().as_bytes()], timeouts.read),
+                None => connection.send(&[b"AUTH", password.expose().as_bytes()], timeouts.read),
             }?;
             if let Reply::Error(e) = reply {
                 // The server's words, scrubbed all the same: a password never reaches a message.
@@ -199,10 +238,15 @@ impl Connection {
         self.url.shown()
     }
 
-    /// Sends a command and reads its reply; an error reply is `queue_protocol_error`
-    /// (`queue_unavailable` for a login the server asks for).
+    /// Sends a command and reads its reply, both within [`Timeouts::read`]; an error reply
+    /// is `queue_protocol_error` (`queue_unavailable` for a login the server asks for, or
+    /// a reply not complete in time).
     pub fn command(&mut self, args: &[&[u8]]) -> Result<Reply> {
-        match self.send(args)? {
+        self.command_within(args, self.timeouts.read)
+    }
+
+    fn command_within(&mut self, args: &[&[u8]], budget: Duration) -> Result<Reply> {
+        match self.send(args, budget)? {
             Reply::Error(e) => {
                 let failure = if e.starts_with("NOAUTH") || e.starts_with("WRONGPASS") {
                     QueueFailure::Unavailable
@@ -216,20 +260,19 @@ impl Connection {
         }
     }
 
-    /// A command that may block on the server for up to `wait` (`BLOCK`): the read timeout
-    /// grows by `wait` for this reply.
+    /// A command that may block on the server for up to `wait` (`BLOCK`): its reply has
+    /// `wait` more time.
     pub fn blocking(&mut self, args: &[&[u8]], wait: Duration) -> Result<Reply> {
-        let set = |c: &Connection, t: Duration| c.writer.set_read_timeout(Some(t));
-        set(self, self.timeouts.read + wait).map_err(|e| self.io_failed(&e))?;
-        let reply = self.command(args);
-        let _ = set(self, self.timeouts.read);
-        reply
+        self.command_within(args, self.timeouts.read.saturating_add(wait))
     }
 
-    fn send(&mut self, args: &[&[u8]]) -> Result<Reply> {
+    /// Sends a command and reads its reply, all of it before one deadline `budget` from now.
+    fn send(&mut self, args: &[&[u8]], budget: Duration) -> Result<Reply> {
+        self.budget = budget;
+        self.stream.get_mut().deadline = Instant::now() + budget;
         let bytes = resp::encode(args);
-        self.writer.write_all(&bytes).map_err(|e| self.io_failed(&e))?;
-        resp::read(&mut self.reader, self.bounds).map_err(|e| match e {
+        self.stream.get_mut().write_all(&bytes).map_err(|e| self.io_failed(&e))?;
+        resp::read(&mut self.stream, self.bounds).map_err(|e| match e {
             ReadError::Io(e) => self.io_failed(&e),
             ReadError::Protocol(m) => error(&self.shown(), QueueFailure::Protocol, m),
         })
@@ -237,9 +280,10 @@ impl Connection {
 
     fn io_failed(&self, e: &std::io::Error) -> crate::Error {
         let what = match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                "no answer in time".to_string()
-            }
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
+                "no complete answer within {:?} (the time one command and its whole reply may take)",
+                self.budget
+            ),
             _ => format!("the connection failed: {e}"),
         };
         error(&self.shown(), QueueFailure::Unavailable, what)
@@ -334,8 +378,19 @@ pub struct RedisQueue {
 
 impl RedisQueue {
     pub fn open(url: &RedisUrl, stream: &str, group: &str) -> Result<RedisQueue> {
+        RedisQueue::open_within(url, stream, group, Timeouts::default())
+    }
+
+    /// [`RedisQueue::open`] with other [`Timeouts`] than the default (5 s to connect, 10 s
+    /// per command and its whole reply).
+    pub fn open_within(
+        url: &RedisUrl,
+        stream: &str,
+        group: &str,
+        timeouts: Timeouts,
+    ) -> Result<RedisQueue> {
         Ok(RedisQueue {
-            connection: Connection::open(url, Timeouts::default())?,
+            connection: Connection::open(url, timeouts)?,
             stream: stream.to_string(),
             group: group.to_string(),
             cursor: "0-0".to_string(),
@@ -712,6 +767,51 @@ mod tests {
             let e = RedisUrl::parse(url).unwrap_err();
             assert!(e.contains(why), "{url}: {e}");
             assert!(!e.contains("hunter2pass"), "{url}: {e}");
+        }
+    }
+
+    /// A server on 127.0.0.1 that answers every connection with the start of a reply and
+    /// then one more byte every `every`, `bytes` bytes in all, then closes.
+    fn trickling(every: Duration, bytes: usize) -> RedisUrl {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                std::thread::spawn(move || {
+                    let _ = stream.write_all(b"+");
+                    for _ in 0..bytes {
+                        std::thread::sleep(every);
+                        if stream.write_all(b"x").is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        RedisUrl::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap()
+    }
+
+    #[test]
+    fn a_reply_trickled_a_byte_at_a_time_is_cut_at_its_one_deadline() {
+        // Each byte comes well within the reply's time, so a limit per socket read would
+        // wait for all 400 (20 s) and then fail on the closed connection instead.
+        let url = trickling(Duration::from_millis(50), 400);
+        let timeouts =
+            Timeouts { connect: Duration::from_secs(5), read: Duration::from_millis(300) };
+        let mut connection = Connection::open(&url, timeouts).unwrap();
+        for blocking in [false, true] {
+            let e = if blocking {
+                connection.blocking(&[b"XREAD"], Duration::from_millis(200))
+            } else {
+                connection.command(&[b"PING"])
+            }
+            .unwrap_err();
+            assert_eq!(e.code(), crate::Code::QueueUnavailable, "{e}");
+            let within = if blocking { "500ms" } else { "300ms" };
+            assert!(e.to_string().contains(&format!("no complete answer within {within}")), "{e}");
+            // The next case on a connection of its own (this one is mid-reply).
+            connection = Connection::open(&url, timeouts).unwrap();
         }
     }
 
