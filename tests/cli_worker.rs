@@ -327,8 +327,14 @@ fn a_completed_id_resubmitted_is_acknowledged_not_run_again() {
     submit(root, &redis.url(), &wos).status(0);
     assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
 
-    let again = submit(root, &redis.url(), &wos);
-    again.status(0);
+    // `submit` would say `already done`; another client (or a submit racing the worker)
+    // puts the same entry on the stream again.
+    let (_, fields) = redis.entries(STREAM).remove(0);
+    let mut xadd = vec!["XADD", STREAM, "*"];
+    for (k, v) in &fields {
+        xadd.extend([k.as_str(), v.as_str()]);
+    }
+    redis.command(&xadd);
     // The second entry is delivered and acknowledged.
     assert!(redis.wait_for(Duration::from_secs(30), |r| {
         let groups = r.command(&["XINFO", "GROUPS", STREAM]);
@@ -803,4 +809,130 @@ fn a_queue_that_trickles_its_replies_holds_submit_worker_and_results_no_longer_t
             "{name}: {out}"
         );
     }
+}
+
+/// Beside the good work orders of `project`, three that `run` would refuse before any call:
+/// a mistyped contract id, an input that does not fit the contract's `input_schema`, and a
+/// file that is no work order. Their paths, in that order.
+fn refusable(root: &Path) -> [PathBuf; 3] {
+    let mut wo = json!({
+        "work_order_id": "WO-R-001",
+        "kind": "exchange",
+        "contract": "PRC-CLASIFY-001@^1",
+        "input": {"user_input": "I was charged twice"},
+        "provider": {"fixtures": "../fixtures/q.json"},
+    });
+    let mistyped = root.join("work_orders/mistyped.json");
+    std::fs::write(&mistyped, wo.to_string()).unwrap();
+    wo["work_order_id"] = json!("WO-R-002");
+    wo["contract"] = json!("PRC-CLASSIFY-001@^1");
+    wo["input"] = json!({"user_input": "", "mode": "sloppy"});
+    let misfit = root.join("work_orders/misfit.json");
+    std::fs::write(&misfit, wo.to_string()).unwrap();
+    let garbage = root.join("work_orders/garbage.json");
+    std::fs::write(&garbage, r#"{"work_order_id": "WO-R-003", "kind": "sometimes"}"#).unwrap();
+    [mistyped, misfit, garbage]
+}
+
+/// Checks a refusal of the batch `good` + `refusable`: exit 1, each refused file named
+/// with its code, in text and in JSON.
+fn assert_refused(root: &Path, url: &str, batch: &[PathBuf]) {
+    let out = submit(root, url, batch);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(!out.stdout.contains("submitted as"), "{out}");
+    for (file, code) in [
+        ("work_orders/mistyped.json: refused", "error[contract_not_found]"),
+        ("work_orders/misfit.json: refused", "error[input_schema_invalid]"),
+        ("work_orders/garbage.json: refused", "error[work_order_invalid]"),
+    ] {
+        let at = out.stderr.find(file).unwrap_or_else(|| panic!("{file}: {out}"));
+        assert!(out.stderr[at..].contains(code), "{code} after {file}: {out}");
+    }
+    assert!(out.stderr.contains("/user_input: \"\" is shorter") && out.stderr.contains("/mode: "));
+    assert!(out.stderr.contains("3 of 4 work order(s) refused"), "{out}");
+    assert!(out.stderr.contains("nothing was submitted"), "{out}");
+
+    let mut cmd = common::pactum_in(root);
+    cmd.arg("submit").args(batch).args(["--json", "--queue", url]);
+    let out = Out::of(&mut cmd);
+    assert_eq!(out.code, 1, "{out}");
+    let doc = out.json();
+    assert_eq!(
+        (doc["ok"].clone(), doc["code"].clone()),
+        (json!(false), json!("contract_not_found"))
+    );
+    assert_eq!(
+        doc["refused"],
+        json!(["work_orders/mistyped.json", "work_orders/misfit.json", "work_orders/garbage.json"])
+    );
+    let codes: Vec<(&str, &str)> = doc["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["file"].as_str().unwrap(), e["code"].as_str().unwrap()))
+        .collect();
+    assert!(codes.contains(&("work_orders/misfit.json", "input_schema_invalid")), "{doc:#}");
+    assert!(codes.contains(&("work_orders/garbage.json", "work_order_invalid")), "{doc:#}");
+}
+
+#[test]
+fn submit_refuses_what_run_would_refuse_before_it_connects_to_the_queue() {
+    // Nothing listens at the queue: a refusal that came after connecting would be
+    // queue_unavailable.
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let batch: Vec<PathBuf> = wos.iter().cloned().chain(refusable(root)).collect();
+    assert_refused(root, "redis://127.0.0.1:1/0", &batch);
+    // What submit refuses, run refuses too, with the same codes.
+    let mut run = common::pactum_in(root);
+    run.args(["run", "--json", "--ledger", "run.jsonl"]).args(&batch[1..]);
+    let ran = Out::of(&mut run);
+    let ran = ran.json();
+    let codes: Vec<&str> =
+        ran["results"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["contract_not_found", "input_schema_invalid", "work_order_invalid"]);
+    // A kernel work order: its roles' contracts are what it pins.
+    let kernel = root.join("work_orders/kernel.json");
+    let mut wo = json!({"work_order_id": "WO-K-001", "kind": "kernel", "request": "Add 2 and 3.",
+                        "contracts": {"plan": "PRC-PLAN-009@^1"}});
+    std::fs::write(&kernel, wo.to_string()).unwrap();
+    let out = submit(root, "redis://127.0.0.1:1/0", std::slice::from_ref(&kernel));
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stderr.contains("error[contract_not_found]: contract PRC-PLAN-009"), "{out}");
+    wo["contracts"] = json!({"plan": "PRC-PLAN-001@^1"});
+    std::fs::write(&kernel, wo.to_string()).unwrap();
+    let out = submit(root, "redis://127.0.0.1:1/0", &[kernel]);
+    assert!(out.stderr.contains("queue_unavailable"), "checked, then sent: {out}");
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn submit_enqueues_nothing_of_a_refused_batch_and_says_already_done_for_an_id_with_a_result() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let batch: Vec<PathBuf> = wos.iter().cloned().chain(refusable(root)).collect();
+    assert_refused(root, &redis.url(), &batch);
+    assert_eq!(redis.xlen(STREAM), 0, "nothing of the refused batch was enqueued");
+
+    // The good one alone runs; submitted again, it is already done and not enqueued.
+    submit(root, &redis.url(), &wos).status(0);
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
+    worker.terminate(Duration::from_secs(20)).status(0);
+    let result = redis.entries("pactum:results")[0].0.clone();
+    let again = submit(root, &redis.url(), &wos);
+    again.status(0);
+    assert!(
+        again.stdout.contains(&format!("WO-Q-000 already done (result {result}); not submitted")),
+        "{again}"
+    );
+    assert!(!again.stdout.contains("submitted as"), "{again}");
+    let mut cmd = common::pactum_in(root);
+    cmd.arg("submit").args(&wos).args(["--json", "--queue", &redis.url()]);
+    let doc = Out::of(&mut cmd).status(0).json();
+    assert_eq!(doc["submitted"], json!([]));
+    assert_eq!(doc["already_done"][0]["work_order_id"], "WO-Q-000");
+    assert_eq!(doc["already_done"][0]["result"], result.as_str());
+    assert_eq!(redis.xlen(STREAM), 1, "only the first submission is on the stream");
 }
