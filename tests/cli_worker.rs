@@ -225,6 +225,8 @@ fn submit_worker_results_round_trip_with_run_json_results_and_worker_ids() {
     assert_eq!(events(&records, "exchange").len(), 3);
     // Everything was acknowledged.
     assert_eq!(redis.pending(STREAM, GROUP), 0);
+    // The entries on both streams are what the published schemas describe.
+    assert_fit_the_published_schemas(&redis);
 
     // `results` for people: one line per result.
     let mut text = common::pactum_in(root);
@@ -935,4 +937,74 @@ fn submit_enqueues_nothing_of_a_refused_batch_and_says_already_done_for_an_id_wi
     assert_eq!(doc["already_done"][0]["work_order_id"], "WO-Q-000");
     assert_eq!(doc["already_done"][0]["result"], result.as_str());
     assert_eq!(redis.xlen(STREAM), 1, "only the first submission is on the stream");
+}
+
+/// Every entry of the work stream and the results stream fits its schema in `schemas/`,
+/// and each result's `result` is JSON.
+fn assert_fit_the_published_schemas(redis: &RedisServer) {
+    let json = |fields: &BTreeMap<String, String>| {
+        Value::Object(fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+    };
+    let (work, done) = (redis.entries(STREAM), redis.entries("pactum:results"));
+    assert!(!work.is_empty() && !done.is_empty());
+    for (id, fields) in &work {
+        let findings = pactum::schema::check_queue_entry(&json(fields));
+        assert_eq!(findings, vec![], "{id}: {fields:?}");
+    }
+    for (id, fields) in &done {
+        let findings = pactum::schema::check_queue_result(&json(fields));
+        assert_eq!(findings, vec![], "{id}: {fields:?}");
+        let result: Value = serde_json::from_str(&fields["result"]).unwrap();
+        assert_eq!(result["ok"].to_string(), fields["ok"], "{id}");
+        assert_eq!(result["work_order_id"].as_str(), Some(fields["work_order_id"].as_str()));
+    }
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn an_entry_a_plain_redis_client_writes_without_a_path_runs_as_the_readme_says() {
+    // Issue 43: another service submits with its own client — the README's "Queue entries
+    // and results" block, redis-cli, no `path` — and reads the result back.
+    let blocks = crate::readme_tour::sh_blocks("Queue entries and results");
+    assert_eq!(blocks.len(), 1, "one ```sh block");
+    let redis = RedisServer::start();
+    let script = blocks[0].replace("6379", &redis.port().to_string());
+    let (submit_line, read) = script.split_once('\n').unwrap();
+    assert!(submit_line.starts_with("redis-cli") && !submit_line.contains("path"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    common::copy_tree(&common::repo().join("fixtures"), &root.join("fixtures"));
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| worker.started()));
+
+    crate::readme_tour::bash(root, submit_line).status(0);
+    assert_fit_the_published_schemas_so_far(&redis);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert_eq!(redis.xlen("pactum:dead"), 0, "{out}");
+    // Its fixtures were found from the project root, with no file of its own.
+    let got = results(root, &redis.url());
+    assert_eq!(got[0]["work_order_id"], "WO-MINE-001");
+    assert_eq!(got[0]["result"]["ok"], true, "{:#}", got[0]);
+    assert_eq!(got[0]["result"]["output"]["label"], "billing");
+    assert_fit_the_published_schemas(&redis);
+    let records = ledger(root, "w1");
+    assert_eq!(events(&records, "work_order_completed")[0]["work_order_id"], "WO-MINE-001");
+
+    // The rest of the block reads it back (its wait for a worker is not needed here).
+    let read = crate::readme_tour::bash(root, &read.replace("sleep 2\n", ""));
+    read.status(0);
+    let result_id = redis.entries("pactum:results")[0].0.clone();
+    assert_eq!(read.stdout.lines().next(), Some(result_id.as_str()), "{read}");
+    assert!(read.stdout.contains("WO-MINE-001") && read.stdout.contains("billing"), "{read}");
+}
+
+/// The work stream's entries fit `queue_entry.schema.json` (before any result exists).
+fn assert_fit_the_published_schemas_so_far(redis: &RedisServer) {
+    for (id, fields) in redis.entries(STREAM) {
+        let doc = Value::Object(fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
+        assert_eq!(pactum::schema::check_queue_entry(&doc), vec![], "{id}: {fields:?}");
+    }
 }

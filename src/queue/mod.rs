@@ -21,13 +21,15 @@ pub mod redis;
 pub mod resp;
 pub mod worker;
 
-/// One work order on the queue: its id, its file's path relative to the project root (so
-/// the paths it names resolve as they would for `pactum run`), and its content as submitted
-/// (the worker runs what was validated, not whatever the file holds later).
+/// One work order on the queue (`schemas/queue_entry.schema.json`): its id, its file's path
+/// relative to the project root when it has one (so the paths it names resolve as they
+/// would for `pactum run`), and its content as submitted (the worker runs what was
+/// validated, not whatever the file holds later).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {
     pub work_order_id: String,
-    pub path: String,
+    /// `None`: an entry another client wrote without a `path` ([`Job::file`]).
+    pub path: Option<String>,
     pub work_order: Value,
 }
 
@@ -37,26 +39,34 @@ pub const MAX_JOB_BYTES: usize = crate::document::MAX_FILE_BYTES as usize;
 impl Job {
     /// The entry's fields.
     pub fn to_fields(&self) -> Vec<(String, String)> {
-        vec![
-            ("work_order_id".into(), self.work_order_id.clone()),
-            ("path".into(), self.path.clone()),
-            ("work_order".into(), self.work_order.to_string()),
-        ]
+        let mut fields = vec![("work_order_id".into(), self.work_order_id.clone())];
+        if let Some(path) = &self.path {
+            fields.push(("path".into(), path.clone()));
+        }
+        fields.push(("work_order".into(), self.work_order.to_string()));
+        fields
     }
 
-    /// Reads an entry's fields back. The queue is not trusted: the path must stay inside the
+    /// What the work order goes by, relative to the project root: its `path`, else its id
+    /// (a name in the root itself, so that the relative paths it names resolve from there).
+    pub fn file(&self) -> &str {
+        self.path.as_deref().unwrap_or(&self.work_order_id)
+    }
+
+    /// Reads an entry's fields back. The queue is not trusted: a path must stay inside the
     /// project (relative, no `..`), the content must be a JSON object of bounded size whose
     /// id is the entry's. `Err`: why the entry is no job (it goes to the dead letters).
     pub fn from_fields(fields: &[(String, String)]) -> std::result::Result<Job, String> {
-        let field = |name: &str| {
-            fields
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.as_str())
-                .ok_or_else(|| format!("the entry has no `{name}` field"))
-        };
-        let (id, path, text) = (field("work_order_id")?, field("path")?, field("work_order")?);
-        crate::confine::check_relative(path).map_err(|e| format!("path `{path}`: {e}"))?;
+        let find = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let field =
+            |name: &str| find(name).ok_or_else(|| format!("the entry has no `{name}` field"));
+        let (id, text) = (field("work_order_id")?, field("work_order")?);
+        let path = find("path");
+        for (what, rel) in [("path", path), ("work_order_id", path.is_none().then_some(id))] {
+            if let Some(rel) = rel {
+                crate::confine::check_relative(rel).map_err(|e| format!("{what} `{rel}`: {e}"))?;
+            }
+        }
         if text.len() > MAX_JOB_BYTES {
             return Err(format!(
                 "the work order is {} bytes, more than the {MAX_JOB_BYTES}-byte limit",
@@ -72,7 +82,7 @@ impl Job {
                 own_id.map_or("no work order".to_string(), |o| format!("`{o}`"))
             ));
         }
-        Ok(Job { work_order_id: id.to_string(), path: path.to_string(), work_order })
+        Ok(Job { work_order_id: id.to_string(), path: path.map(str::to_string), work_order })
     }
 }
 
@@ -152,6 +162,24 @@ pub struct Completed {
 }
 
 impl Completed {
+    /// The fields of the result entry (`schemas/queue_result.schema.json`) of a run of
+    /// `work_order_id` by `worker_id`, taken from `entry` on the work stream.
+    pub fn fields(
+        work_order_id: &str,
+        worker_id: &str,
+        entry: &str,
+        ok: bool,
+        result: &Value,
+    ) -> Vec<(String, String)> {
+        vec![
+            ("work_order_id".to_string(), work_order_id.to_string()),
+            ("worker_id".to_string(), worker_id.to_string()),
+            ("entry".to_string(), entry.to_string()),
+            ("ok".to_string(), ok.to_string()),
+            ("result".to_string(), result.to_string()),
+        ]
+    }
+
     /// Reads a results entry back; `None` for an entry pactum did not write.
     pub fn from_fields(id: &str, fields: &[(String, String)]) -> Option<Completed> {
         let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
@@ -246,6 +274,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// An entry's fields as the JSON object its schema describes (`queue_entry.schema.json`,
+/// `queue_result.schema.json`): each name with its value (the last one, when a name
+/// repeats).
+pub fn fields_json(fields: &[(String, String)]) -> Value {
+    Value::Object(fields.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+}
+
 /// A queue failure of kind `failure` about the queue named `queue`.
 pub fn error(queue: &str, failure: QueueFailure, message: impl Into<String>) -> Error {
     Error::Queue { queue: queue.to_string(), failure, message: message.into() }
@@ -277,12 +312,60 @@ mod tests {
 
     #[test]
     fn a_job_round_trips_through_its_fields() {
-        let job = Job {
+        let mut job = Job {
             work_order_id: "WO-A-001".into(),
-            path: "work_orders/a.json".into(),
+            path: Some("work_orders/a.json".into()),
             work_order: json!({"work_order_id": "WO-A-001", "kind": "exchange"}),
         };
-        assert_eq!(Job::from_fields(&job.to_fields()), Ok(job));
+        assert_eq!(Job::from_fields(&job.to_fields()), Ok(job.clone()));
+        assert_eq!(job.file(), "work_orders/a.json");
+        job.path = None;
+        assert_eq!(job.to_fields().len(), 2, "no `path` field");
+        assert_eq!(Job::from_fields(&job.to_fields()), Ok(job.clone()));
+        assert_eq!(job.file(), "WO-A-001", "named by its id, in the project root");
+    }
+
+    #[test]
+    fn the_fields_pactum_writes_fit_the_schemas_it_publishes() {
+        let job = |path: Option<&str>| Job {
+            work_order_id: "WO-A-001".into(),
+            path: path.map(str::to_string),
+            work_order: json!({"work_order_id": "WO-A-001", "kind": "exchange"}),
+        };
+        for path in [Some("work_orders/a.json"), None] {
+            let fields = fields_json(&job(path).to_fields());
+            assert_eq!(crate::schema::check_queue_entry(&fields), vec![], "{fields}");
+        }
+        let result = json!({"ok": false, "work_order_id": "WO-A-001", "code": "x"});
+        for ok in [true, false] {
+            let fields = Completed::fields("WO-A-001", "w1", "1-0", ok, &result);
+            let doc = fields_json(&fields);
+            assert_eq!(crate::schema::check_queue_result(&doc), vec![], "{doc}");
+            let read = Completed::from_fields("2-0", &fields).unwrap();
+            assert_eq!((read.worker_id.as_str(), read.entry.as_str()), ("w1", "1-0"));
+            assert_eq!(read.result, result);
+        }
+        // The schemas say no to what the readers refuse.
+        let findings = |doc: Value| {
+            let f = crate::schema::check_queue_entry(&doc);
+            f.iter().map(|f| format!("{} {}", f.pointer, f.message)).collect::<Vec<_>>().join("; ")
+        };
+        assert!(findings(json!({"work_order": "{}"})).contains("work_order_id"));
+        assert!(findings(json!({"work_order_id": "WO-A-001"})).contains("work_order"));
+        assert!(
+            findings(json!({"work_order_id": "WO-A-001", "work_order": "{}", "path": ""}))
+                .contains("/path")
+        );
+        assert!(
+            findings(json!({"work_order_id": 1, "work_order": "{}"})).contains("/work_order_id")
+        );
+        let wrong = json!({"work_order_id": "WO-A-001", "worker_id": "w1", "entry": "one",
+                           "ok": "yes", "result": "{}"});
+        let f = crate::schema::check_queue_result(&wrong);
+        let pointers: Vec<&str> = f.iter().map(|f| f.pointer.as_str()).collect();
+        assert!(pointers.contains(&"/entry") && pointers.contains(&"/ok"), "{f:?}");
+        let missing = crate::schema::check_queue_result(&json!({"work_order_id": "WO-A-001"}));
+        assert!(!missing.is_empty());
     }
 
     #[test]
@@ -295,6 +378,11 @@ mod tests {
             (fields("WO-B-001", "a.json", wo), "its content is `WO-A-001`"),
             (fields("WO-A-001", "a.json", "[]"), "no work order"),
             (vec![("path".into(), "a.json".into())], "no `work_order_id`"),
+            (vec![("work_order_id".into(), "WO-A-001".into())], "no `work_order`"),
+            (
+                vec![("work_order_id".into(), "../x".into()), ("work_order".into(), wo.into())],
+                "work_order_id `../x`",
+            ),
         ] {
             let got = Job::from_fields(&f);
             assert!(got.as_ref().is_err_and(|e| e.contains(why)), "{why}: {got:?}");
@@ -304,6 +392,10 @@ mod tests {
         assert!(
             Job::from_fields(&fields("WO-A-001", "a.json", &huge)).unwrap_err().contains("limit")
         );
+        // No `path`: a job all the same (issue 43), named by its id.
+        let unpathed =
+            vec![("work_order_id".into(), "WO-A-001".into()), ("work_order".into(), wo.into())];
+        assert_eq!(Job::from_fields(&unpathed).map(|j| j.path), Ok(None));
     }
 
     #[test]

@@ -20,7 +20,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::queue::{Dead, Delivery, Finished, Job, Lease, Leased, Queue, attempts_exhausted};
+use crate::queue::{
+    Completed, Dead, Delivery, Finished, Job, Lease, Leased, Queue, attempts_exhausted,
+};
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
@@ -222,13 +224,13 @@ impl Shared<'_> {
             let _release = Release { held: &self.held, token: &lease.token };
             (self.run)(&job)
         };
-        let fields = vec![
-            ("work_order_id".to_string(), work_order_id.clone()),
-            ("worker_id".to_string(), options.worker_id.clone()),
-            ("entry".to_string(), delivery.entry.clone()),
-            ("ok".to_string(), outcome.ok.to_string()),
-            ("result".to_string(), outcome.result.to_string()),
-        ];
+        let fields = Completed::fields(
+            &work_order_id,
+            &options.worker_id,
+            &delivery.entry,
+            outcome.ok,
+            &outcome.result,
+        );
         match queue.finish(&lease, &fields)? {
             Finished::Written(result) => {
                 self.completed.fetch_add(1, Ordering::SeqCst);

@@ -56,7 +56,7 @@ fn load(project: &Project, path: &Path) -> Result<(Job, WorkOrder), Error> {
     let rel = rel.to_string_lossy().replace('\\', "/");
     let doc = pactum::document::load(path, Some(pactum::error::DocKind::WorkOrder))?;
     let wo = WorkOrder::from_document(&doc)?;
-    Ok((Job { work_order_id: wo.id.clone(), path: rel, work_order: doc.value }, wo))
+    Ok((Job { work_order_id: wo.id.clone(), path: Some(rel), work_order: doc.value }, wo))
 }
 
 pub fn exec(args: Args) -> u8 {
@@ -105,7 +105,7 @@ pub fn exec(args: Args) -> u8 {
                     "{} already done (result {}); not submitted ({})",
                     escape_line(&job.work_order_id),
                     escape_line(&result),
-                    escape_line(&job.path)
+                    escape_line(job.file())
                 );
             }
             done.push(
@@ -120,7 +120,7 @@ pub fn exec(args: Args) -> u8 {
                         "{} submitted as {} ({})",
                         escape_line(&job.work_order_id),
                         escape_line(&entry),
-                        escape_line(&job.path)
+                        escape_line(job.file())
                     );
                 }
                 submitted.push(

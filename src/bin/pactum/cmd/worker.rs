@@ -75,10 +75,11 @@ pub fn exec(args: Args) -> u8 {
     };
     let run = |job: &pactum::queue::Job| {
         output::inject_panic("worker");
-        let path = project.root.join(&job.path);
-        let loaded = WorkOrder::from_value(&job.work_order, &path);
-        let result = session.run(&job.path, loaded);
-        Outcome { ok: matches!(&result, Ok(r) if r.ok), result: result_json(&result, &job.path) }
+        // Its path in the project, or for an entry without one its id in the root.
+        let file = job.file();
+        let loaded = WorkOrder::from_value(&job.work_order, &project.root.join(file));
+        let result = session.run(file, loaded);
+        Outcome { ok: matches!(&result, Ok(r) if r.ok), result: result_json(&result, file) }
     };
     let connect = || args.queue.open(&url);
     let serving = format!(
