@@ -1008,3 +1008,67 @@ fn assert_fit_the_published_schemas_so_far(redis: &RedisServer) {
         assert_eq!(pactum::schema::check_queue_entry(&doc), vec![], "{id}: {fields:?}");
     }
 }
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn results_exits_1_when_a_result_shown_failed_and_names_the_failure_once() {
+    // Issue 43 item 11.
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    submit(root, &redis.url(), &wos).status(0);
+    // A work order `submit` would refuse, put on the stream by another client: it runs,
+    // and fails.
+    let bad = json!({"work_order_id": "WO-R-001", "kind": "exchange",
+                     "contract": "PRC-CLASIFY-001@^1", "input": {"user_input": "hi"}});
+    redis.command(&[
+        "XADD",
+        STREAM,
+        "*",
+        "work_order_id",
+        "WO-R-001",
+        "work_order",
+        &bad.to_string(),
+    ]);
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 2));
+    worker.terminate(Duration::from_secs(20)).status(0);
+
+    let mut text = common::pactum_in(root);
+    text.args(["results", "--queue", &redis.url()]);
+    let out = Out::of(&mut text);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stdout.contains("WO-Q-000 ok (completed) by w1\n"), "{out}");
+    assert!(out.stdout.contains("WO-R-001 failed by w1: contract_not_found\n"), "{out}");
+    assert!(!out.stdout.contains("failed (failed)"), "{out}");
+
+    let mut cmd = common::pactum_in(root);
+    cmd.args(["results", "--json", "--queue", &redis.url()]);
+    let out = Out::of(&mut cmd);
+    assert_eq!(out.code, 1, "{out}");
+    let doc = out.json();
+    assert_eq!(
+        (doc["ok"].clone(), doc["code"].clone()),
+        (json!(false), json!("contract_not_found"))
+    );
+    assert!(doc["message"].as_str().unwrap().starts_with("WO-R-001: "), "{doc:#}");
+    assert_eq!(doc["errors"][0]["code"], "contract_not_found");
+    assert_eq!(doc["results"].as_array().unwrap().len(), 2);
+
+    // --follow, stopped after both were shown: 1 as well.
+    let out_path = root.join("follow.out");
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_pactum"));
+    follow
+        .current_dir(root)
+        .args(["results", "--follow", "--queue", &redis.url()])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::null());
+    let err = root.join("follow.err");
+    std::fs::write(&err, "").unwrap();
+    let follower = Worker { child: follow.spawn().unwrap(), out: out_path.clone(), err };
+    let printed = || std::fs::read_to_string(&out_path).unwrap().lines().count() == 2;
+    assert!(redis.wait_for(Duration::from_secs(30), |_| printed()));
+    let out = follower.terminate(Duration::from_secs(10));
+    assert_eq!(out.code, 1, "{out}");
+}
