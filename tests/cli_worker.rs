@@ -453,8 +453,8 @@ fn work_orders_whose_attempts_died_or_entries_that_are_no_work_orders_go_to_the_
 #[test]
 #[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
 fn workers_with_different_claim_idle_one_killed_complete_every_work_order_once_dead_letter_none() {
-    // Issue 38: an eager worker (claim-idle 1 s) re-claims the entries a slower one (6 s,
-    // renewing every 2 s) holds while they run, and finds them busy each time; after the
+    // Issue 38: an eager worker (claim-idle 2 s) re-claims the entries a slower one (9 s,
+    // renewing every 3 s) holds while they run, and finds them busy each time; after the
     // slower one is killed, its entries stay leased for seconds more and are re-claimed
     // again and again. Redis counts every re-claim as a delivery; only attempts that ran
     // count against --max-deliveries 2.
@@ -462,7 +462,7 @@ fn workers_with_different_claim_idle_one_killed_complete_every_work_order_once_d
     let (dir, wos) = project(6, 3000);
     let root = dir.path();
     let max = ["--max-deliveries", "2"];
-    let slow_args = [&max[..], &["--concurrency", "2", "--claim-idle", "6s"]].concat();
+    let slow_args = [&max[..], &["--concurrency", "2", "--claim-idle", "9s"]].concat();
     let slow = Worker::start(root, &redis.url(), "slow", &slow_args);
     assert!(redis.wait_for(Duration::from_secs(30), |_| slow.started()));
     submit(root, &redis.url(), &wos).status(0);
@@ -471,7 +471,7 @@ fn workers_with_different_claim_idle_one_killed_complete_every_work_order_once_d
     }));
     // Threads to spare: after taking the four entries left, the eager worker scans for
     // orphans.
-    let eager_args = [&max[..], &["--concurrency", "5", "--claim-idle", "1s"]].concat();
+    let eager_args = [&max[..], &["--concurrency", "5", "--claim-idle", "2s"]].concat();
     let eager = Worker::start(root, &redis.url(), "eager", &eager_args);
     // The eager worker has found an entry of the slower one busy: kill the slower one while
     // it holds entries.
