@@ -16,6 +16,7 @@
 //! | `work_orders/*.{json,yaml}` | [`work_order::WorkOrder::load`] | [`work_order::WorkOrder`] |
 //! | `pactum.toml` | [`config::Config::load`] | [`config::Config`] |
 //! | `.pactum/ledger.jsonl` | [`ledger::Ledger::open`], [`ledger::verify`], [`ledger::query::query`] (all through [`ledger::Location`]) | one record per line (`schemas/ledger_entry.schema.json`) |
+//! | entries on the queue's Redis streams (`NAME`, `NAME:results`) | [`queue::Job::from_fields`], [`queue::Completed::from_fields`] | [`queue::Job`], [`queue::Completed`] (`schemas/queue_entry.schema.json`, `schemas/queue_result.schema.json`) |
 //! | `schemas/*.schema.json` | embedded at build time ([`schema::EMBEDDED`]) | — |
 //!
 //! # Example

@@ -39,6 +39,8 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("final_answer.schema.json", include_str!("../schemas/final_answer.schema.json")),
     ("ledger_entry.schema.json", include_str!("../schemas/ledger_entry.schema.json")),
     ("eval_suite.schema.json", include_str!("../schemas/eval_suite.schema.json")),
+    ("queue_entry.schema.json", include_str!("../schemas/queue_entry.schema.json")),
+    ("queue_result.schema.json", include_str!("../schemas/queue_result.schema.json")),
 ];
 
 /// The embedded schema text with this file name.
@@ -329,6 +331,10 @@ static FINAL_ANSWER: LazyLock<Validator> =
     LazyLock::new(|| compile_embedded("final_answer.schema.json"));
 static LEDGER_ENTRY: LazyLock<Validator> =
     LazyLock::new(|| compile_embedded("ledger_entry.schema.json"));
+static QUEUE_ENTRY: LazyLock<Validator> =
+    LazyLock::new(|| compile_embedded("queue_entry.schema.json"));
+static QUEUE_RESULT: LazyLock<Validator> =
+    LazyLock::new(|| compile_embedded("queue_result.schema.json"));
 
 /// A governed document checked against one of pactum's own schemas: a document too large
 /// to validate is one finding at its root.
@@ -418,6 +424,17 @@ pub fn check_final_answer(value: &Value) -> Vec<Finding> {
 /// Checks a ledger record against `ledger_entry.schema.json`.
 pub fn check_ledger_entry(value: &Value) -> Vec<Finding> {
     check_governed(&LEDGER_ENTRY, value)
+}
+
+/// Checks a work stream entry's fields (as [`crate::queue::fields_json`] gives them)
+/// against `queue_entry.schema.json`.
+pub fn check_queue_entry(value: &Value) -> Vec<Finding> {
+    check_governed(&QUEUE_ENTRY, value)
+}
+
+/// Checks a results stream entry's fields against `queue_result.schema.json`.
+pub fn check_queue_result(value: &Value) -> Vec<Finding> {
+    check_governed(&QUEUE_RESULT, value)
 }
 
 /// Every way `instance` fails `validator` (at most [`MAX_FINDINGS`], and one finding that
@@ -852,6 +869,8 @@ mod tests {
         ("final_answer.schema.json", ""),
         ("ledger_entry.schema.json", ""),
         ("eval_suite.schema.json", ""),
+        ("queue_entry.schema.json", ""),
+        ("queue_result.schema.json", ""),
         ("registry.schema.json", "contract_entry"),
         ("registry.schema.json", "pack_entry"),
         ("registry.schema.json", "event"),

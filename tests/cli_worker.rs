@@ -1,8 +1,8 @@
 //! `pactum worker`, `submit` and `results` against a real Redis (SPEC §22,
 //! `support/redis.rs`): the round trip, two workers sharing a batch, a worker killed with
 //! SIGKILL while it holds entries, an id resubmitted after it completed, dead letters,
-//! SIGTERM draining, the queue's password kept out of everything printed, and a worker's
-//! spans (`--otlp`) naming it.
+//! SIGTERM draining, the queue's password kept out of everything printed, a worker's
+//! spans (`--otlp`) naming it, and (without Redis) a queue that trickles its replies.
 //!
 //! Work orders run on the scripted provider (the shipped classify contract); a fixture's
 //! `delay_ms` makes the "model" slow where a test needs a worker to hold entries.
@@ -225,6 +225,8 @@ fn submit_worker_results_round_trip_with_run_json_results_and_worker_ids() {
     assert_eq!(events(&records, "exchange").len(), 3);
     // Everything was acknowledged.
     assert_eq!(redis.pending(STREAM, GROUP), 0);
+    // The entries on both streams are what the published schemas describe.
+    assert_fit_the_published_schemas(&redis);
 
     // `results` for people: one line per result.
     let mut text = common::pactum_in(root);
@@ -327,8 +329,14 @@ fn a_completed_id_resubmitted_is_acknowledged_not_run_again() {
     submit(root, &redis.url(), &wos).status(0);
     assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
 
-    let again = submit(root, &redis.url(), &wos);
-    again.status(0);
+    // `submit` would say `already done`; another client (or a submit racing the worker)
+    // puts the same entry on the stream again.
+    let (_, fields) = redis.entries(STREAM).remove(0);
+    let mut xadd = vec!["XADD", STREAM, "*"];
+    for (k, v) in &fields {
+        xadd.extend([k.as_str(), v.as_str()]);
+    }
+    redis.command(&xadd);
     // The second entry is delivered and acknowledged.
     assert!(redis.wait_for(Duration::from_secs(30), |r| {
         let groups = r.command(&["XINFO", "GROUPS", STREAM]);
@@ -351,13 +359,21 @@ fn a_completed_id_resubmitted_is_acknowledged_not_run_again() {
 
 #[test]
 #[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
-fn entries_delivered_too_often_or_not_work_orders_go_to_the_dead_letters() {
+fn work_orders_whose_attempts_died_or_entries_that_are_no_work_orders_go_to_the_dead_letters() {
     let redis = RedisServer::start();
-    let (dir, wos) = project(1, 0);
+    let (dir, wos) = project(2, 3000);
     let root = dir.path();
-    submit(root, &redis.url(), &wos).status(0);
-    // A consumer that takes the entry and dies without acknowledging it: one delivery.
-    redis.command(&["XGROUP", "CREATE", STREAM, GROUP, "0", "MKSTREAM"]);
+    // WO-Q-000's one allowed attempt: a worker takes it, calls the (slow) model and is
+    // killed.
+    submit(root, &redis.url(), &wos[..1]).status(0);
+    let doomed = Worker::start(root, &redis.url(), "doomed", &["--claim-idle", "500ms"]);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| {
+        !events(&ledger_so_far(root, "doomed"), "work_order_started").is_empty()
+    }));
+    doomed.kill();
+    // WO-Q-001 is taken by a consumer that dies before any attempt (it never leases the
+    // id): a delivery, not an attempt.
+    submit(root, &redis.url(), &wos[1..]).status(0);
     let taken = redis.command(&[
         "XREADGROUP",
         "GROUP",
@@ -369,7 +385,12 @@ fn entries_delivered_too_often_or_not_work_orders_go_to_the_dead_letters() {
         STREAM,
         ">",
     ]);
-    assert!(!taken.is_nil());
+    assert!(
+        taken.items()[0].items()[1].items()[0].items()[1]
+            .items()
+            .iter()
+            .any(|f| { f.text().as_deref() == Some("WO-Q-001") })
+    );
     // Something that is no work order, put on the stream behind pactum's back.
     redis.command(&[
         "XADD",
@@ -389,27 +410,117 @@ fn entries_delivered_too_often_or_not_work_orders_go_to_the_dead_letters() {
         "w1",
         &["--claim-idle", "300ms", "--max-deliveries", "1"],
     );
-    assert!(redis.wait_for(Duration::from_secs(30), |r| r.xlen("pactum:dead") == 2));
+    assert!(redis.wait_for(Duration::from_secs(60), |r| {
+        r.xlen("pactum:dead") == 2 && r.xlen("pactum:results") == 1
+    }));
     let out = worker.terminate(Duration::from_secs(20));
     out.status(0);
     assert!(
-        out.stdout.contains("0 completed, 0 duplicate(s) acknowledged, 2 dead-lettered"),
+        out.stdout.contains("1 completed, 0 duplicate(s) acknowledged, 2 dead-lettered"),
         "{out}"
     );
 
     let dead = redis.entries("pactum:dead");
+    assert_eq!(dead.len(), 2, "{dead:?}");
     let orphan = dead.iter().find(|(_, f)| f["work_order_id"] == "WO-Q-000").unwrap();
-    assert_eq!(orphan.1["deliveries"], "2");
-    assert!(orphan.1["reason"].contains("more than --max-deliveries 1"), "{orphan:?}");
+    assert_eq!(orphan.1["attempts"], "1", "{orphan:?}");
+    assert!(
+        orphan.1["reason"].contains("1 attempt(s) ran and none finished")
+            && orphan.1["reason"].contains("--max-deliveries 1"),
+        "{orphan:?}"
+    );
     assert!(orphan.1["work_order"].contains("WO-Q-000"), "the entry is kept whole");
     let garbage = dead.iter().find(|(_, f)| f["work_order_id"] == "WO-X").unwrap();
     assert!(
         garbage.1["reason"].contains("not a work order") && garbage.1["reason"].contains("`..`"),
         "{garbage:?}"
     );
-    assert_eq!(redis.xlen("pactum:results"), 0);
+    assert_eq!(garbage.1["attempts"], "0");
+    // The ghost's delivery was no attempt: WO-Q-001 ran once, by w1, and completed.
+    let got = results(root, &redis.url());
+    assert_eq!(per_id(&got).into_iter().collect::<Vec<_>>(), [("WO-Q-001".to_string(), 1)]);
+    assert_eq!(got[0]["worker_id"], "w1");
     assert_eq!(redis.pending(STREAM, GROUP), 0);
-    assert!(events(&ledger(root, "w1"), "work_order_started").is_empty(), "nothing ran");
+    let started = ledger(root, "w1");
+    let started = events(&started, "work_order_started");
+    assert_eq!(started.len(), 1, "WO-Q-000 did not run again: {started:?}");
+    assert_eq!(started[0]["work_order_id"], "WO-Q-001");
+    // Neither the lease nor the count of the dead-lettered id is left behind.
+    assert!(redis.command(&["HGETALL", "pactum:attempts"]).items().is_empty());
+    assert!(redis.command(&["KEYS", "pactum:lease:*"]).items().is_empty());
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn workers_with_different_claim_idle_one_killed_complete_every_work_order_once_dead_letter_none() {
+    // Issue 38: an eager worker (claim-idle 2 s) re-claims the entries a slower one (9 s,
+    // renewing every 3 s) holds while they run, and finds them busy each time; after the
+    // slower one is killed, its entries stay leased for seconds more and are re-claimed
+    // again and again. Redis counts every re-claim as a delivery; only attempts that ran
+    // count against --max-deliveries 2.
+    let redis = RedisServer::start();
+    let (dir, wos) = project(6, 3000);
+    let root = dir.path();
+    let max = ["--max-deliveries", "2"];
+    let slow_args = [&max[..], &["--concurrency", "2", "--claim-idle", "9s"]].concat();
+    let slow = Worker::start(root, &redis.url(), "slow", &slow_args);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| slow.started()));
+    submit(root, &redis.url(), &wos).status(0);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| {
+        events(&ledger_so_far(root, "slow"), "work_order_started").len() == 2
+    }));
+    // Threads to spare: after taking the four entries left, the eager worker scans for
+    // orphans.
+    let eager_args = [&max[..], &["--concurrency", "5", "--claim-idle", "2s"]].concat();
+    let eager = Worker::start(root, &redis.url(), "eager", &eager_args);
+    // The eager worker has found an entry of the slower one busy: kill the slower one while
+    // it holds entries.
+    assert!(redis.wait_for(Duration::from_secs(30), |_| {
+        std::fs::read_to_string(&eager.err).is_ok_and(|e| e.contains("running elsewhere"))
+    }));
+    slow.kill();
+    let records = ledger_so_far(root, "slow");
+    let finished: Vec<&Value> = events(&records, "work_order_completed");
+    let held: Vec<String> = events(&records, "work_order_started")
+        .iter()
+        .map(|r| r["work_order_id"].as_str().unwrap().to_string())
+        .filter(|id| !finished.iter().any(|f| f["work_order_id"] == *id))
+        .collect();
+    assert!(!held.is_empty(), "the slower worker was killed while it held entries");
+
+    // Every entry ends somewhere: a result, or (what must not happen) a dead letter.
+    assert!(redis.wait_for(Duration::from_secs(120), |r| {
+        r.xlen("pactum:results") + r.xlen("pactum:dead") == 6
+    }));
+    let out = eager.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert_eq!(redis.xlen("pactum:dead"), 0, "{:?}\n{out}", redis.entries("pactum:dead"));
+    // The orphans were found busy (their leases outlived the kill) before the eager worker
+    // took them: each time a delivery for Redis, never an attempt.
+    assert!(
+        held.iter().any(|id| out.stderr.contains(&format!("{id}: running elsewhere"))),
+        "{held:?}\n{out}"
+    );
+    let got = results(root, &redis.url());
+    let counts = per_id(&got);
+    assert_eq!(counts.keys().cloned().collect::<Vec<_>>(), ids(&wos));
+    assert!(counts.values().all(|&n| n == 1), "one result per id: {counts:?}");
+    assert!(got.iter().all(|r| r["result"]["ok"] == true), "{got:#?}");
+    for id in &held {
+        let r = got.iter().find(|r| r["work_order_id"] == *id).unwrap();
+        assert_eq!(r["worker_id"], "eager", "{id}, orphaned by the kill, completed by the heir");
+    }
+    // Completed exactly once across both ledgers.
+    let eager_records = ledger(root, "eager");
+    let mut completed: Vec<String> = events(&records, "work_order_completed")
+        .into_iter()
+        .chain(events(&eager_records, "work_order_completed"))
+        .map(|r| r["work_order_id"].as_str().unwrap().to_string())
+        .collect();
+    completed.sort();
+    assert_eq!(completed, ids(&wos));
+    assert_eq!(redis.pending(STREAM, GROUP), 0);
+    assert!(redis.command(&["HGETALL", "pactum:attempts"]).items().is_empty());
 }
 
 #[test]
@@ -636,4 +747,328 @@ fn a_workers_spans_are_the_spans_its_ledger_exports() {
     // The same spans, under the same resource: the worker's id is each record's.
     assert_eq!(live, exported);
     assert!(exported.iter().all(|s| s.resource["service.instance.id"] == "w1"));
+}
+
+/// A "queue" on 127.0.0.1 that answers every connection with the start of a reply, then
+/// one more byte every 100 ms for as long as the connection stays open.
+fn trickling_queue() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}/0", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = stream.write_all(b"+");
+                while stream.write_all(b"x").is_ok() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn a_queue_that_trickles_its_replies_holds_submit_worker_and_results_no_longer_than_one_deadline() {
+    // Issue 44: each byte comes well within the time a reply has, so a limit per socket
+    // read never fires; the one deadline per reply (--queue-timeout) does.
+    let url = trickling_queue();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let wo = wos[0].to_str().unwrap();
+    let commands: [&[&str]; 3] =
+        [&["submit", wo], &["worker", "--worker-id", "w1", "--ledger", "w1.jsonl"], &["results"]];
+    let children: Vec<(String, Child)> = commands
+        .iter()
+        .map(|args| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_pactum"));
+            cmd.current_dir(root)
+                .args(*args)
+                .args(["--json", "--queue", &url, "--queue-timeout", "1s"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            (args[0].to_string(), cmd.spawn().unwrap())
+        })
+        .collect();
+    // Generous: on a loaded machine a 1 s deadline still ends each well before this.
+    let started = Instant::now();
+    for (name, mut child) in children {
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("`pactum {name}` still waits for the trickled reply after 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.code, 1, "{name}: {out}");
+        let doc = out.json();
+        assert_eq!(doc["code"], "queue_unavailable", "{name}: {out}");
+        assert!(
+            doc["message"].as_str().unwrap().contains("no complete answer within 1s"),
+            "{name}: {out}"
+        );
+    }
+}
+
+/// Beside the good work orders of `project`, three that `run` would refuse before any call:
+/// a mistyped contract id, an input that does not fit the contract's `input_schema`, and a
+/// file that is no work order. Their paths, in that order.
+fn refusable(root: &Path) -> [PathBuf; 3] {
+    let mut wo = json!({
+        "work_order_id": "WO-R-001",
+        "kind": "exchange",
+        "contract": "PRC-CLASIFY-001@^1",
+        "input": {"user_input": "I was charged twice"},
+        "provider": {"fixtures": "../fixtures/q.json"},
+    });
+    let mistyped = root.join("work_orders/mistyped.json");
+    std::fs::write(&mistyped, wo.to_string()).unwrap();
+    wo["work_order_id"] = json!("WO-R-002");
+    wo["contract"] = json!("PRC-CLASSIFY-001@^1");
+    wo["input"] = json!({"user_input": "", "mode": "sloppy"});
+    let misfit = root.join("work_orders/misfit.json");
+    std::fs::write(&misfit, wo.to_string()).unwrap();
+    let garbage = root.join("work_orders/garbage.json");
+    std::fs::write(&garbage, r#"{"work_order_id": "WO-R-003", "kind": "sometimes"}"#).unwrap();
+    [mistyped, misfit, garbage]
+}
+
+/// Checks a refusal of the batch `good` + `refusable`: exit 1, each refused file named
+/// with its code, in text and in JSON.
+fn assert_refused(root: &Path, url: &str, batch: &[PathBuf]) {
+    let out = submit(root, url, batch);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(!out.stdout.contains("submitted as"), "{out}");
+    for (file, code) in [
+        ("work_orders/mistyped.json: refused", "error[contract_not_found]"),
+        ("work_orders/misfit.json: refused", "error[input_schema_invalid]"),
+        ("work_orders/garbage.json: refused", "error[work_order_invalid]"),
+    ] {
+        let at = out.stderr.find(file).unwrap_or_else(|| panic!("{file}: {out}"));
+        assert!(out.stderr[at..].contains(code), "{code} after {file}: {out}");
+    }
+    assert!(out.stderr.contains("/user_input: \"\" is shorter") && out.stderr.contains("/mode: "));
+    assert!(out.stderr.contains("3 of 4 work order(s) refused"), "{out}");
+    assert!(out.stderr.contains("nothing was submitted"), "{out}");
+
+    let mut cmd = common::pactum_in(root);
+    cmd.arg("submit").args(batch).args(["--json", "--queue", url]);
+    let out = Out::of(&mut cmd);
+    assert_eq!(out.code, 1, "{out}");
+    let doc = out.json();
+    assert_eq!(
+        (doc["ok"].clone(), doc["code"].clone()),
+        (json!(false), json!("contract_not_found"))
+    );
+    assert_eq!(
+        doc["refused"],
+        json!(["work_orders/mistyped.json", "work_orders/misfit.json", "work_orders/garbage.json"])
+    );
+    let codes: Vec<(&str, &str)> = doc["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["file"].as_str().unwrap(), e["code"].as_str().unwrap()))
+        .collect();
+    assert!(codes.contains(&("work_orders/misfit.json", "input_schema_invalid")), "{doc:#}");
+    assert!(codes.contains(&("work_orders/garbage.json", "work_order_invalid")), "{doc:#}");
+}
+
+#[test]
+fn submit_refuses_what_run_would_refuse_before_it_connects_to_the_queue() {
+    // Nothing listens at the queue: a refusal that came after connecting would be
+    // queue_unavailable.
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let batch: Vec<PathBuf> = wos.iter().cloned().chain(refusable(root)).collect();
+    assert_refused(root, "redis://127.0.0.1:1/0", &batch);
+    // What submit refuses, run refuses too, with the same codes.
+    let mut run = common::pactum_in(root);
+    run.args(["run", "--json", "--ledger", "run.jsonl"]).args(&batch[1..]);
+    let ran = Out::of(&mut run);
+    let ran = ran.json();
+    let codes: Vec<&str> =
+        ran["results"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["contract_not_found", "input_schema_invalid", "work_order_invalid"]);
+    // A kernel work order: its roles' contracts are what it pins.
+    let kernel = root.join("work_orders/kernel.json");
+    let mut wo = json!({"work_order_id": "WO-K-001", "kind": "kernel", "request": "Add 2 and 3.",
+                        "contracts": {"plan": "PRC-PLAN-009@^1"}});
+    std::fs::write(&kernel, wo.to_string()).unwrap();
+    let out = submit(root, "redis://127.0.0.1:1/0", std::slice::from_ref(&kernel));
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stderr.contains("error[contract_not_found]: contract PRC-PLAN-009"), "{out}");
+    wo["contracts"] = json!({"plan": "PRC-PLAN-001@^1"});
+    std::fs::write(&kernel, wo.to_string()).unwrap();
+    let out = submit(root, "redis://127.0.0.1:1/0", &[kernel]);
+    assert!(out.stderr.contains("queue_unavailable"), "checked, then sent: {out}");
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn submit_enqueues_nothing_of_a_refused_batch_and_says_already_done_for_an_id_with_a_result() {
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let batch: Vec<PathBuf> = wos.iter().cloned().chain(refusable(root)).collect();
+    assert_refused(root, &redis.url(), &batch);
+    assert_eq!(redis.xlen(STREAM), 0, "nothing of the refused batch was enqueued");
+
+    // The good one alone runs; submitted again, it is already done and not enqueued.
+    submit(root, &redis.url(), &wos).status(0);
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
+    worker.terminate(Duration::from_secs(20)).status(0);
+    let result = redis.entries("pactum:results")[0].0.clone();
+    let again = submit(root, &redis.url(), &wos);
+    again.status(0);
+    assert!(
+        again.stdout.contains(&format!("WO-Q-000 already done (result {result}); not submitted")),
+        "{again}"
+    );
+    assert!(!again.stdout.contains("submitted as"), "{again}");
+    let mut cmd = common::pactum_in(root);
+    cmd.arg("submit").args(&wos).args(["--json", "--queue", &redis.url()]);
+    let doc = Out::of(&mut cmd).status(0).json();
+    assert_eq!(doc["submitted"], json!([]));
+    assert_eq!(doc["already_done"][0]["work_order_id"], "WO-Q-000");
+    assert_eq!(doc["already_done"][0]["result"], result.as_str());
+    assert_eq!(redis.xlen(STREAM), 1, "only the first submission is on the stream");
+}
+
+/// Every entry of the work stream and the results stream fits its schema in `schemas/`,
+/// and each result's `result` is JSON.
+fn assert_fit_the_published_schemas(redis: &RedisServer) {
+    let json = |fields: &BTreeMap<String, String>| {
+        Value::Object(fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+    };
+    let (work, done) = (redis.entries(STREAM), redis.entries("pactum:results"));
+    assert!(!work.is_empty() && !done.is_empty());
+    for (id, fields) in &work {
+        let findings = pactum::schema::check_queue_entry(&json(fields));
+        assert_eq!(findings, vec![], "{id}: {fields:?}");
+    }
+    for (id, fields) in &done {
+        let findings = pactum::schema::check_queue_result(&json(fields));
+        assert_eq!(findings, vec![], "{id}: {fields:?}");
+        let result: Value = serde_json::from_str(&fields["result"]).unwrap();
+        assert_eq!(result["ok"].to_string(), fields["ok"], "{id}");
+        assert_eq!(result["work_order_id"].as_str(), Some(fields["work_order_id"].as_str()));
+    }
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn an_entry_a_plain_redis_client_writes_without_a_path_runs_as_the_readme_says() {
+    // Issue 43: another service submits with its own client — the README's "Queue entries
+    // and results" block, redis-cli, no `path` — and reads the result back.
+    let blocks = crate::readme_tour::sh_blocks("Queue entries and results");
+    assert_eq!(blocks.len(), 1, "one ```sh block");
+    let redis = RedisServer::start();
+    let script = blocks[0].replace("6379", &redis.port().to_string());
+    let (submit_line, read) = script.split_once('\n').unwrap();
+    assert!(submit_line.starts_with("redis-cli") && !submit_line.contains("path"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_shipped(root);
+    common::copy_tree(&common::repo().join("fixtures"), &root.join("fixtures"));
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(30), |_| worker.started()));
+
+    crate::readme_tour::bash(root, submit_line).status(0);
+    assert_fit_the_published_schemas_so_far(&redis);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 1));
+    let out = worker.terminate(Duration::from_secs(20));
+    out.status(0);
+    assert_eq!(redis.xlen("pactum:dead"), 0, "{out}");
+    // Its fixtures were found from the project root, with no file of its own.
+    let got = results(root, &redis.url());
+    assert_eq!(got[0]["work_order_id"], "WO-MINE-001");
+    assert_eq!(got[0]["result"]["ok"], true, "{:#}", got[0]);
+    assert_eq!(got[0]["result"]["output"]["label"], "billing");
+    assert_fit_the_published_schemas(&redis);
+    let records = ledger(root, "w1");
+    assert_eq!(events(&records, "work_order_completed")[0]["work_order_id"], "WO-MINE-001");
+
+    // The rest of the block reads it back (its wait for a worker is not needed here).
+    let read = crate::readme_tour::bash(root, &read.replace("sleep 2\n", ""));
+    read.status(0);
+    let result_id = redis.entries("pactum:results")[0].0.clone();
+    assert_eq!(read.stdout.lines().next(), Some(result_id.as_str()), "{read}");
+    assert!(read.stdout.contains("WO-MINE-001") && read.stdout.contains("billing"), "{read}");
+}
+
+/// The work stream's entries fit `queue_entry.schema.json` (before any result exists).
+fn assert_fit_the_published_schemas_so_far(redis: &RedisServer) {
+    for (id, fields) in redis.entries(STREAM) {
+        let doc = Value::Object(fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
+        assert_eq!(pactum::schema::check_queue_entry(&doc), vec![], "{id}: {fields:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn results_exits_1_when_a_result_shown_failed_and_names_the_failure_once() {
+    // Issue 43 item 11.
+    let redis = RedisServer::start();
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    submit(root, &redis.url(), &wos).status(0);
+    // A work order `submit` would refuse, put on the stream by another client: it runs,
+    // and fails.
+    let bad = json!({"work_order_id": "WO-R-001", "kind": "exchange",
+                     "contract": "PRC-CLASIFY-001@^1", "input": {"user_input": "hi"}});
+    redis.command(&[
+        "XADD",
+        STREAM,
+        "*",
+        "work_order_id",
+        "WO-R-001",
+        "work_order",
+        &bad.to_string(),
+    ]);
+    let worker = Worker::start(root, &redis.url(), "w1", &["--claim-idle", "1s"]);
+    assert!(redis.wait_for(Duration::from_secs(60), |r| r.xlen("pactum:results") == 2));
+    worker.terminate(Duration::from_secs(20)).status(0);
+
+    let mut text = common::pactum_in(root);
+    text.args(["results", "--queue", &redis.url()]);
+    let out = Out::of(&mut text);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stdout.contains("WO-Q-000 ok (completed) by w1\n"), "{out}");
+    assert!(out.stdout.contains("WO-R-001 failed by w1: contract_not_found\n"), "{out}");
+    assert!(!out.stdout.contains("failed (failed)"), "{out}");
+
+    let mut cmd = common::pactum_in(root);
+    cmd.args(["results", "--json", "--queue", &redis.url()]);
+    let out = Out::of(&mut cmd);
+    assert_eq!(out.code, 1, "{out}");
+    let doc = out.json();
+    assert_eq!(
+        (doc["ok"].clone(), doc["code"].clone()),
+        (json!(false), json!("contract_not_found"))
+    );
+    assert!(doc["message"].as_str().unwrap().starts_with("WO-R-001: "), "{doc:#}");
+    assert_eq!(doc["errors"][0]["code"], "contract_not_found");
+    assert_eq!(doc["results"].as_array().unwrap().len(), 2);
+
+    // --follow, stopped after both were shown: 1 as well.
+    let out_path = root.join("follow.out");
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_pactum"));
+    follow
+        .current_dir(root)
+        .args(["results", "--follow", "--queue", &redis.url()])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::null());
+    let err = root.join("follow.err");
+    std::fs::write(&err, "").unwrap();
+    let follower = Worker { child: follow.spawn().unwrap(), out: out_path.clone(), err };
+    let printed = || std::fs::read_to_string(&out_path).unwrap().lines().count() == 2;
+    assert!(redis.wait_for(Duration::from_secs(30), |_| printed()));
+    let out = follower.terminate(Duration::from_secs(10));
+    assert_eq!(out.code, 1, "{out}");
 }

@@ -4,7 +4,8 @@
 //!
 //! Modules: [`call`] (one contract call through the gateway), [`budget`], [`roles`],
 //! [`plan`], [`tools`], [`calculator`], [`memory`], [`supervisor`], [`kernel`];
-//! [`files`] writes the files a provider returns.
+//! [`files`] writes the files a provider returns; [`preflight`] finds what a run would
+//! refuse before any call, without running (`pactum submit`).
 
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ pub mod judge;
 pub mod kernel;
 pub mod memory;
 pub mod plan;
+pub mod preflight;
 pub mod roles;
 pub mod supervisor;
 pub mod toolbox;

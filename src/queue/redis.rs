@@ -1,22 +1,24 @@
 //! The queue on Redis Streams: `redis://[:PASSWORD@]HOST[:PORT][/DB]` URLs
 //! ([`RedisUrl`], whose password is a [`Secret`] that no message shows), one connection
-//! ([`Connection`]: RESP2 over a `TcpStream` with connect and read timeouts, replies
-//! bounded by [`resp::Bounds`]), and [`RedisQueue`], the [`Queue`] over a stream, its
-//! consumer group, `NAME:results`, `NAME:dead`, `NAME:done` (work-order id → result) and
+//! ([`Connection`]: RESP2 over a `TcpStream`, each reply within one budget of bytes,
+//! [`resp::Bounds`], and of time, [`Timeouts::read`] for the whole reply however the server
+//! spreads it over reads), and [`RedisQueue`], the [`Queue`] over a stream, its
+//! consumer group, `NAME:results`, `NAME:dead`, `NAME:done` (work-order id → result),
+//! `NAME:attempts` (work-order id → attempts that took its lease and have not finished) and
 //! `NAME:lease:ID` keys.
 //!
 //! Hand-written rather than the `redis` crate: a dozen commands, no async runtime, and the
 //! compile time CI pays for every dependency (ARCHITECTURE.md).
 
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::authority::Permit;
 use crate::error::{QueueFailure, Result};
 use crate::gateway::Secret;
 use crate::queue::resp::{self, Bounds, ReadError, Reply};
-use crate::queue::{Completed, Delivery, Finished, Job, Lease, Queue, error};
+use crate::queue::{Completed, Dead, Delivery, Finished, Job, Lease, Leased, Queue, error};
 
 /// Where a Redis server is, and who named it (a connection is opened only to a server a
 /// [`Permit`] names: the `--queue` flag, SPEC §24).
@@ -112,7 +114,9 @@ fn percent_decode(text: &str) -> Option<String> {
 #[derive(Clone, Copy, Debug)]
 pub struct Timeouts {
     pub connect: Duration,
-    /// For one reply (a blocking read adds its own wait).
+    /// For one command: sending it and reading its whole reply, every read of it together
+    /// (a server that trickles its reply a byte at a time does not extend it). A blocking
+    /// read adds its own wait.
     pub read: Duration,
 }
 
@@ -122,13 +126,53 @@ impl Default for Timeouts {
     }
 }
 
+/// The connection's socket under the current command's deadline: every read and write
+/// waits at most until it, and none starts after it (the one budget of time per reply,
+/// SPEC §24).
+struct Deadlined {
+    stream: TcpStream,
+    deadline: Instant,
+}
+
+impl Deadlined {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Deadlined {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
 /// One connection to a Redis server.
 pub struct Connection {
     url: RedisUrl,
     timeouts: Timeouts,
     bounds: Bounds,
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    /// Reads through the buffer, writes to the socket beneath it (`get_mut`).
+    stream: BufReader<Deadlined>,
+    /// The time the current command has in all.
+    budget: Duration,
 }
 
 impl std::fmt::Debug for Connection {
@@ -163,26 +207,22 @@ impl Connection {
                 last.map_or("no address".to_string(), |e| e.to_string())
             ))
         })?;
-        let setup = stream
-            .set_read_timeout(Some(timeouts.read))
-            .and_then(|()| stream.set_write_timeout(Some(timeouts.read)))
-            .and_then(|()| stream.set_nodelay(true))
-            .and_then(|()| stream.try_clone());
-        let writer =
-            setup.map_err(|e| unavailable(format!("cannot set the connection up: {e}")))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| unavailable(format!("cannot set the connection up: {e}")))?;
+        let stream = Deadlined { stream, deadline: Instant::now() + timeouts.read };
         let mut connection = Connection {
             url: url.clone(),
             timeouts,
             bounds: Bounds::default(),
-            reader: BufReader::with_capacity(64 * 1024, stream),
-            writer,
+            stream: BufReader::with_capacity(64 * 1024, stream),
+            budget: timeouts.read,
         };
         if let Some(password) = &url.password {
             let reply = match &url.username {
-                Some(user) => {
-                    connection.send(&[b"AUTH", user.as_bytes(), password.expose().as_bytes()])
-                }
-                None => connection.send(&[b"AUTH", password.expose().as_bytes()]),
+                Some(user) => connection
+                    .send(&[b"AUTH", user.as_bytes(), password.expose().as_bytes()], timeouts.read),
+                None => connection.send(&[b"AUTH", password.expose().as_bytes()], timeouts.read),
             }?;
             if let Reply::Error(e) = reply {
                 // The server's words, scrubbed all the same: a password never reaches a message.
@@ -203,10 +243,15 @@ impl Connection {
         self.url.shown()
     }
 
-    /// Sends a command and reads its reply; an error reply is `queue_protocol_error`
-    /// (`queue_unavailable` for a login the server asks for).
+    /// Sends a command and reads its reply, both within [`Timeouts::read`]; an error reply
+    /// is `queue_protocol_error` (`queue_unavailable` for a login the server asks for, or
+    /// a reply not complete in time).
     pub fn command(&mut self, args: &[&[u8]]) -> Result<Reply> {
-        match self.send(args)? {
+        self.command_within(args, self.timeouts.read)
+    }
+
+    fn command_within(&mut self, args: &[&[u8]], budget: Duration) -> Result<Reply> {
+        match self.send(args, budget)? {
             Reply::Error(e) => {
                 let failure = if e.starts_with("NOAUTH") || e.starts_with("WRONGPASS") {
                     QueueFailure::Unavailable
@@ -220,20 +265,19 @@ impl Connection {
         }
     }
 
-    /// A command that may block on the server for up to `wait` (`BLOCK`): the read timeout
-    /// grows by `wait` for this reply.
+    /// A command that may block on the server for up to `wait` (`BLOCK`): its reply has
+    /// `wait` more time.
     pub fn blocking(&mut self, args: &[&[u8]], wait: Duration) -> Result<Reply> {
-        let set = |c: &Connection, t: Duration| c.writer.set_read_timeout(Some(t));
-        set(self, self.timeouts.read + wait).map_err(|e| self.io_failed(&e))?;
-        let reply = self.command(args);
-        let _ = set(self, self.timeouts.read);
-        reply
+        self.command_within(args, self.timeouts.read.saturating_add(wait))
     }
 
-    fn send(&mut self, args: &[&[u8]]) -> Result<Reply> {
+    /// Sends a command and reads its reply, all of it before one deadline `budget` from now.
+    fn send(&mut self, args: &[&[u8]], budget: Duration) -> Result<Reply> {
+        self.budget = budget;
+        self.stream.get_mut().deadline = Instant::now() + budget;
         let bytes = resp::encode(args);
-        self.writer.write_all(&bytes).map_err(|e| self.io_failed(&e))?;
-        resp::read(&mut self.reader, self.bounds).map_err(|e| match e {
+        self.stream.get_mut().write_all(&bytes).map_err(|e| self.io_failed(&e))?;
+        resp::read(&mut self.stream, self.bounds).map_err(|e| match e {
             ReadError::Io(e) => self.io_failed(&e),
             ReadError::Protocol(m) => error(&self.shown(), QueueFailure::Protocol, m),
         })
@@ -241,9 +285,10 @@ impl Connection {
 
     fn io_failed(&self, e: &std::io::Error) -> crate::Error {
         let what = match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                "no answer in time".to_string()
-            }
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
+                "no complete answer within {:?} (the time one command and its whole reply may take)",
+                self.budget
+            ),
             _ => format!("the connection failed: {e}"),
         };
         error(&self.shown(), QueueFailure::Unavailable, what)
@@ -283,6 +328,16 @@ fn entry(reply: &Reply) -> Option<(String, Vec<(String, String)>)> {
     Some((id, fields))
 }
 
+/// Takes an id's lease, counts the attempt and marks the entry as freshly held, all or
+/// nothing: an attempt is counted exactly when it holds the lease (a re-claim that finds the
+/// id leased counts nothing). KEYS: lease key, attempts hash, work stream. ARGV: token, ttl
+/// (ms), work-order id, group, consumer, entry. Returns the attempt's number, 0 when busy.
+const LEASE: &str = "if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then \
+       return 0 \
+     end \
+     redis.call('XCLAIM', KEYS[3], ARGV[4], ARGV[5], '0', ARGV[6], 'JUSTID') \
+     return redis.call('HINCRBY', KEYS[2], ARGV[3], 1)";
+
 /// Checked against the lease's token so an attempt whose lease expired and was taken never
 /// extends or drops another's.
 const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
@@ -292,8 +347,8 @@ const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) else return 0 end";
 
-/// KEYS: done hash, results stream, work stream, lease key. ARGV: work-order id, group,
-/// entry, token, result fields...
+/// KEYS: done hash, results stream, work stream, lease key, attempts hash. ARGV: work-order
+/// id, group, entry, token, result fields...
 const FINISH: &str = "local done = redis.call('HGET', KEYS[1], ARGV[1]) \
      local wrote = 0 \
      if not done then \
@@ -303,10 +358,17 @@ const FINISH: &str = "local done = redis.call('HGET', KEYS[1], ARGV[1]) \
      end \
      redis.call('XACK', KEYS[3], ARGV[2], ARGV[3]) \
      if redis.call('GET', KEYS[4]) == ARGV[4] then redis.call('DEL', KEYS[4]) end \
+     redis.call('HDEL', KEYS[5], ARGV[1]) \
      return {wrote, done}";
 
-/// KEYS: dead stream, work stream. ARGV: group, entry, fields...
-const DEAD_LETTER: &str = "redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3)) \
+/// KEYS: dead stream, work stream, lease key, attempts hash. ARGV: group, entry, token,
+/// work-order id (both empty for an entry that is no work order: no lease, no count),
+/// fields... The lease and the count go only with an exhausted work order's dead letter.
+const DEAD_LETTER: &str = "redis.call('XADD', KEYS[1], '*', unpack(ARGV, 5)) \
+     if ARGV[4] ~= '' then \
+       if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end \
+       redis.call('HDEL', KEYS[4], ARGV[4]) \
+     end \
      return redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])";
 
 /// A work stream `NAME` with its consumer group on one connection.
@@ -321,8 +383,19 @@ pub struct RedisQueue {
 
 impl RedisQueue {
     pub fn open(url: &RedisUrl, stream: &str, group: &str) -> Result<RedisQueue> {
+        RedisQueue::open_within(url, stream, group, Timeouts::default())
+    }
+
+    /// [`RedisQueue::open`] with other [`Timeouts`] than the default (5 s to connect, 10 s
+    /// per command and its whole reply).
+    pub fn open_within(
+        url: &RedisUrl,
+        stream: &str,
+        group: &str,
+        timeouts: Timeouts,
+    ) -> Result<RedisQueue> {
         Ok(RedisQueue {
-            connection: Connection::open(url, Timeouts::default())?,
+            connection: Connection::open(url, timeouts)?,
             stream: stream.to_string(),
             group: group.to_string(),
             cursor: "0-0".to_string(),
@@ -476,24 +549,35 @@ impl Queue for RedisQueue {
         Ok(reply.text())
     }
 
-    fn lease(&mut self, consumer: &str, lease: &Lease, ttl: Duration) -> Result<bool> {
-        let key = self.lease_key(&lease.work_order_id);
+    fn lease(&mut self, consumer: &str, lease: &Lease, ttl: Duration) -> Result<Leased> {
+        let (key, attempts, stream, group) = (
+            self.lease_key(&lease.work_order_id),
+            self.key("attempts"),
+            self.stream.clone(),
+            self.group.clone(),
+        );
         let ms = ttl.as_millis().max(1).to_string();
+        // Held from now (the script also restarts the entry's idle time, so it cannot be
+        // claimed as orphaned while the lease stands), and counted as one attempt.
         let reply = self.connection.command(&[
-            b"SET",
+            b"EVAL",
+            LEASE.as_bytes(),
+            b"3",
             key.as_bytes(),
+            attempts.as_bytes(),
+            stream.as_bytes(),
             lease.token.as_bytes(),
-            b"NX",
-            b"PX",
             ms.as_bytes(),
+            lease.work_order_id.as_bytes(),
+            group.as_bytes(),
+            consumer.as_bytes(),
+            lease.entry.as_bytes(),
         ])?;
-        if reply.is_nil() {
-            return Ok(false);
+        match reply {
+            Reply::Integer(0) => Ok(Leased::Busy),
+            Reply::Integer(n) if n > 0 => Ok(Leased::Taken { attempt: n.unsigned_abs() }),
+            other => Err(self.shape("EVAL (lease)", &other)),
         }
-        // Held from now: the entry's idle time restarts after the lease's, so the entry
-        // cannot be claimed as orphaned while the lease still stands.
-        self.touch(consumer, &lease.entry)?;
-        Ok(true)
     }
 
     fn renew(&mut self, consumer: &str, leases: &[Lease], ttl: Duration) -> Result<Vec<Lease>> {
@@ -526,21 +610,23 @@ impl Queue for RedisQueue {
     }
 
     fn finish(&mut self, lease: &Lease, fields: &[(String, String)]) -> Result<Finished> {
-        let (done, results, stream, key, group) = (
+        let (done, results, stream, key, attempts, group) = (
             self.key("done"),
             self.key("results"),
             self.stream.clone(),
             self.lease_key(&lease.work_order_id),
+            self.key("attempts"),
             self.group.clone(),
         );
         let mut args: Vec<&[u8]> = vec![
             b"EVAL",
             FINISH.as_bytes(),
-            b"4",
+            b"5",
             done.as_bytes(),
             results.as_bytes(),
             stream.as_bytes(),
             key.as_bytes(),
+            attempts.as_bytes(),
             lease.work_order_id.as_bytes(),
             group.as_bytes(),
             lease.entry.as_bytes(),
@@ -569,21 +655,37 @@ impl Queue for RedisQueue {
             .map(drop)
     }
 
-    fn dead_letter(&mut self, delivery: &Delivery, reason: &str) -> Result<()> {
-        let (dead, stream, group) = (self.key("dead"), self.stream.clone(), self.group.clone());
+    fn dead_letter(&mut self, delivery: &Delivery, why: &Dead<'_>) -> Result<()> {
+        let (dead, stream, group, attempts_key) =
+            (self.key("dead"), self.stream.clone(), self.group.clone(), self.key("attempts"));
+        let (lease_key, token, work_order_id) = match why {
+            Dead::Exhausted { lease, .. } => (
+                self.lease_key(&lease.work_order_id),
+                lease.token.clone(),
+                lease.work_order_id.clone(),
+            ),
+            Dead::NotAJob(_) => (self.key("lease:"), String::new(), String::new()),
+        };
+        let (reason, attempts) = (why.reason(), why.attempts().to_string());
         let deliveries = delivery.deliveries.to_string();
         let mut args: Vec<&[u8]> = vec![
             b"EVAL",
             DEAD_LETTER.as_bytes(),
-            b"2",
+            b"4",
             dead.as_bytes(),
             stream.as_bytes(),
+            lease_key.as_bytes(),
+            attempts_key.as_bytes(),
             group.as_bytes(),
             delivery.entry.as_bytes(),
+            token.as_bytes(),
+            work_order_id.as_bytes(),
             b"entry",
             delivery.entry.as_bytes(),
             b"reason",
             reason.as_bytes(),
+            b"attempts",
+            attempts.as_bytes(),
             b"deliveries",
             deliveries.as_bytes(),
         ];
@@ -674,6 +776,51 @@ mod tests {
             let e = RedisUrl::parse(&Permit::application(url.to_string())).unwrap_err();
             assert!(e.contains(why), "{url}: {e}");
             assert!(!e.contains("hunter2pass"), "{url}: {e}");
+        }
+    }
+
+    /// A server on 127.0.0.1 that answers every connection with the start of a reply and
+    /// then one more byte every `every`, `bytes` bytes in all, then closes.
+    fn trickling(every: Duration, bytes: usize) -> RedisUrl {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                std::thread::spawn(move || {
+                    let _ = stream.write_all(b"+");
+                    for _ in 0..bytes {
+                        std::thread::sleep(every);
+                        if stream.write_all(b"x").is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        RedisUrl::parse(&Permit::application(format!("redis://127.0.0.1:{port}/0"))).unwrap()
+    }
+
+    #[test]
+    fn a_reply_trickled_a_byte_at_a_time_is_cut_at_its_one_deadline() {
+        // Each byte comes well within the reply's time, so a limit per socket read would
+        // wait for all 400 (20 s) and then fail on the closed connection instead.
+        let url = trickling(Duration::from_millis(50), 400);
+        let timeouts =
+            Timeouts { connect: Duration::from_secs(5), read: Duration::from_millis(300) };
+        let mut connection = Connection::open(&url, timeouts).unwrap();
+        for blocking in [false, true] {
+            let e = if blocking {
+                connection.blocking(&[b"XREAD"], Duration::from_millis(200))
+            } else {
+                connection.command(&[b"PING"])
+            }
+            .unwrap_err();
+            assert_eq!(e.code(), crate::Code::QueueUnavailable, "{e}");
+            let within = if blocking { "500ms" } else { "300ms" };
+            assert!(e.to_string().contains(&format!("no complete answer within {within}")), "{e}");
+            // The next case on a connection of its own (this one is mid-reply).
+            connection = Connection::open(&url, timeouts).unwrap();
         }
     }
 

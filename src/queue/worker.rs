@@ -4,13 +4,14 @@
 //!
 //! For each entry, in order: an entry that is no work order goes to the dead letters; an id
 //! that already has a result is acknowledged, not run; an id another attempt holds (runs
-//! now) is left pending — it comes back after `claim_idle`, by then done, and is never
-//! dead-lettered while its id runs; an entry delivered more than `max_deliveries` times
-//! goes to the dead letters; otherwise, with the lease taken, the work order runs (the
-//! caller's `run`, which writes the ledger), and the result is written, the entry
-//! acknowledged and the lease dropped in one atomic step that writes nothing when the id
-//! already has a result. `stop` ends the taking of entries; running work orders finish
-//! first.
+//! now) is left pending — it comes back after `claim_idle`, by then done, and is neither
+//! counted nor dead-lettered while its id runs; taking the id's lease counts an attempt,
+//! and when `max_deliveries` attempts before it ran and did not finish
+//! ([`crate::queue::attempts_exhausted`]) the entry goes to the dead letters instead;
+//! otherwise the work order runs (the caller's `run`, which writes the ledger), and the
+//! result is written, the entry acknowledged and the lease dropped in one atomic step that
+//! writes nothing when the id already has a result. `stop` ends the taking of entries;
+//! running work orders finish first.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,7 +20,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::queue::{Delivery, Finished, Job, Lease, Queue};
+use crate::queue::{
+    Completed, Dead, Delivery, Finished, Job, Lease, Leased, Queue, attempts_exhausted,
+};
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
@@ -31,7 +34,8 @@ pub struct Options {
     /// An entry held this long by a worker that stopped renewing it is claimed by another;
     /// also the lease's lifetime (renewed at a third of it).
     pub claim_idle: Duration,
-    /// An entry delivered more often goes to the dead letters.
+    /// A work order is dead-lettered when this many attempts of it ran (took its lease) and
+    /// none finished (`--max-deliveries`; re-claims that found it running are not counted).
     pub max_deliveries: u64,
 }
 
@@ -176,15 +180,16 @@ impl Shared<'_> {
 
     fn handle<Q: Queue>(&self, queue: &mut Q, delivery: Delivery) -> Result<()> {
         let options = self.options;
-        let dead = |queue: &mut Q, reason: String| {
-            queue.dead_letter(&delivery, &reason)?;
+        let dead = |queue: &mut Q, why: Dead<'_>| {
+            queue.dead_letter(&delivery, &why)?;
             self.dead.fetch_add(1, Ordering::SeqCst);
+            let reason = why.reason();
             (self.events)(Event::DeadLettered { entry: delivery.entry.clone(), reason });
             Ok(())
         };
         let job = match Job::from_fields(&delivery.fields) {
             Ok(job) => job,
-            Err(why) => return dead(queue, format!("not a work order: {why}")),
+            Err(why) => return dead(queue, Dead::NotAJob(why)),
         };
         let work_order_id = job.work_order_id.clone();
         if queue.completed(&work_order_id)?.is_some() {
@@ -199,21 +204,19 @@ impl Shared<'_> {
             work_order_id: work_order_id.clone(),
             token: format!("{}/{attempt}", options.worker_id),
         };
-        if !queue.lease(&options.worker_id, &lease, options.claim_idle)? {
-            // Running elsewhere: the entry stays pending and comes back after `claim_idle`,
-            // by then done. It is never dead-lettered while its id is running.
-            (self.events)(Event::Busy { work_order_id, entry: delivery.entry.clone() });
-            return Ok(());
-        }
-        if delivery.deliveries > options.max_deliveries {
-            queue.release(&lease)?;
-            return dead(
-                queue,
-                format!(
-                    "delivered {} times, more than --max-deliveries {}: a worker died on it each time",
-                    delivery.deliveries, options.max_deliveries
-                ),
-            );
+        let attempt = match queue.lease(&options.worker_id, &lease, options.claim_idle)? {
+            Leased::Taken { attempt } => attempt,
+            Leased::Busy => {
+                // Running elsewhere: the entry stays pending and comes back after
+                // `claim_idle`, by then done. Not an attempt: it is never counted, nor
+                // dead-lettered while its id is running.
+                (self.events)(Event::Busy { work_order_id, entry: delivery.entry.clone() });
+                return Ok(());
+            }
+        };
+        if attempts_exhausted(attempt, options.max_deliveries) {
+            let (attempts, max) = (attempt - 1, options.max_deliveries);
+            return dead(queue, Dead::Exhausted { lease: &lease, attempts, max });
         }
         self.held.lock().unwrap_or_else(|p| p.into_inner()).push(lease.clone());
         let outcome = {
@@ -221,13 +224,13 @@ impl Shared<'_> {
             let _release = Release { held: &self.held, token: &lease.token };
             (self.run)(&job)
         };
-        let fields = vec![
-            ("work_order_id".to_string(), work_order_id.clone()),
-            ("worker_id".to_string(), options.worker_id.clone()),
-            ("entry".to_string(), delivery.entry.clone()),
-            ("ok".to_string(), outcome.ok.to_string()),
-            ("result".to_string(), outcome.result.to_string()),
-        ];
+        let fields = Completed::fields(
+            &work_order_id,
+            &options.worker_id,
+            &delivery.entry,
+            outcome.ok,
+            &outcome.result,
+        );
         match queue.finish(&lease, &fields)? {
             Finished::Written(result) => {
                 self.completed.fetch_add(1, Ordering::SeqCst);

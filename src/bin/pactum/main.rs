@@ -52,9 +52,18 @@ enum Command {
     Run(cmd::run::Args),
     /// Take work orders from a Redis Stream and run each as `run` does, many workers side by side.
     Worker(cmd::worker::Args),
-    /// Validate work orders and put them on a Redis Stream for workers.
+    /// Check work orders as `run` does before any call and put them on a Redis Stream for workers.
+    ///
+    /// When any work order is refused (it does not load, a pin does not resolve, its input
+    /// does not fit the contract's input_schema, ...), each refused file is named with its
+    /// codes and nothing of the batch is submitted. An id that already has a result is
+    /// `already done`, not submitted again. Exit status: 0 when submitted, 1 when refused or
+    /// when the queue failed, 2 for a file that cannot be read.
     Submit(cmd::submit::Args),
     /// Print the results workers wrote (--follow: as they come).
+    ///
+    /// Exit status: 0 when every result shown succeeded, 1 when any of them failed (with
+    /// --follow: any shown until it stopped) or the queue could not be read.
     Results(cmd::results::Args),
     /// Register, promote, deprecate and remove versions; verify and log the registry.
     Registry(cmd::registry::Args),

@@ -4,7 +4,7 @@
 //! the process prints.
 
 use pactum::Error;
-use pactum::queue::redis::{RedisQueue, RedisUrl};
+use pactum::queue::redis::{RedisQueue, RedisUrl, Timeouts};
 
 use crate::output;
 
@@ -20,6 +20,9 @@ pub struct QueueArgs {
     /// The consumer group workers share.
     #[arg(long, value_name = "NAME", default_value = "pactum-workers")]
     pub group: String,
+    /// The most time one queue command and its whole reply may take, however the server spreads it out (a blocking read adds its wait): 500ms, 10s, 1m.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
+    pub queue_timeout: std::time::Duration,
 }
 
 impl QueueArgs {
@@ -42,7 +45,8 @@ impl QueueArgs {
 
     /// One connection to the stream.
     pub fn open(&self, url: &RedisUrl) -> Result<RedisQueue, Error> {
-        RedisQueue::open(url, &self.stream, &self.group)
+        let timeouts = Timeouts { read: self.queue_timeout, ..Timeouts::default() };
+        RedisQueue::open_within(url, &self.stream, &self.group, timeouts)
     }
 }
 

@@ -24,7 +24,7 @@ pub struct Args {
     /// Claim an entry another worker has held this long without renewing it (it died): 500ms, 2s, 1m.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
     claim_idle: Duration,
-    /// Send an entry delivered more often than this to NAME:dead.
+    /// Send a work order to NAME:dead once this many attempts of it ran and none finished (a re-claim that finds it running elsewhere is no attempt).
     #[arg(long, value_name = "N", default_value_t = 5)]
     max_deliveries: u64,
     /// This worker's name in results and the ledger (default: pactum-PID-RANDOM).
@@ -75,10 +75,11 @@ pub fn exec(args: Args) -> u8 {
     };
     let run = |job: &pactum::queue::Job| {
         output::inject_panic("worker");
-        let path = project.root.join(&job.path);
-        let loaded = WorkOrder::from_value(&job.work_order, &path);
-        let result = session.run(&job.path, loaded);
-        Outcome { ok: matches!(&result, Ok(r) if r.ok), result: result_json(&result, &job.path) }
+        // Its path in the project, or for an entry without one its id in the root.
+        let file = job.file();
+        let loaded = WorkOrder::from_value(&job.work_order, &project.root.join(file));
+        let result = session.run(file, loaded);
+        Outcome { ok: matches!(&result, Ok(r) if r.ok), result: result_json(&result, file) }
     };
     let connect = || args.queue.open(&url);
     let serving = format!(

@@ -1,0 +1,74 @@
+//! What `run` refuses before any call, found without running (SPEC §24: `pactum submit`
+//! refuses what `run` would refuse, so a work order a worker could only fail never enters
+//! the queue). Not a second set of rules: each check is the library step a run takes before
+//! its first call —
+//! - every pin resolves to a contract and its pack ([`Project::resolve`], as the caller
+//!   resolves each call's pin), drafts only with `allow_draft`;
+//! - an exchange's input fits its contract's `input_schema` ([`Project::validators`], then
+//!   [`exchange::check_input`]: the step before the call);
+//! - the context the contract requires exists in the project ([`context::check_refs`]: what
+//!   assembling it would refuse before reading the ledger);
+//! - the pack compiles ([`CompiledPack::compile`], as it is before rendering);
+//! - a kernel work order's `contracts` name kernel roles ([`RolePins::from_map`]) and every
+//!   role's contract resolves, pinned or the latest shipped one ([`RolePins::pin`]).
+//!
+//! Not checked, because the machine that runs the work order decides it: the provider and
+//! its keys, the tool servers, the ledger, the token budget against the rendered prompt
+//! (which needs the assembled context, ledger queries included).
+
+use serde_json::Value;
+
+use crate::context;
+use crate::error::Error;
+use crate::exchange;
+use crate::executor::roles::{Role, RolePins};
+use crate::id::Pin;
+use crate::project::Project;
+use crate::render::CompiledPack;
+use crate::resolve::ResolveOptions;
+use crate::work_order::{Task, WorkOrder};
+
+/// Every reason `run` would refuse `wo` before calling a model (empty: none of these).
+pub fn check(project: &Project, wo: &WorkOrder, options: ResolveOptions) -> Vec<Error> {
+    match &wo.task {
+        Task::Exchange { contract, input } => {
+            exchange_call(project, wo, contract, input, options).err().into_iter().collect()
+        }
+        Task::Kernel { contracts, .. } => {
+            let pins = match RolePins::from_map(contracts) {
+                Ok(pins) => pins,
+                Err(e) => return vec![e],
+            };
+            // Each contract once, in role order (roles may share one).
+            let mut seen: Vec<Pin> = Vec::new();
+            let mut errors = Vec::new();
+            for role in Role::ALL {
+                let pin = pins.pin(role);
+                if seen.contains(&pin) {
+                    continue;
+                }
+                if let Err(e) = project.resolve(&pin, options) {
+                    errors.push(e);
+                }
+                seen.push(pin);
+            }
+            errors
+        }
+    }
+}
+
+/// The steps of an exchange's call before the provider is called, in the caller's order.
+fn exchange_call(
+    project: &Project,
+    wo: &WorkOrder,
+    pin: &Pin,
+    input: &Value,
+    options: ResolveOptions,
+) -> Result<(), Error> {
+    let resolved = project.resolve(pin, options)?;
+    let validators = project.validators(&resolved.contract)?;
+    exchange::check_input(&resolved.contract, &validators, input)?;
+    context::check_refs(&project.root, &resolved.contract, wo.assembled_context.as_ref())?;
+    CompiledPack::compile(&resolved.pack)?;
+    Ok(())
+}
