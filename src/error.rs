@@ -401,6 +401,11 @@ pub enum Error {
     #[error("{message}")]
     LedgerRewritten { message: String },
 
+    /// A call through [`crate::client::Client`] whose run failed: the run's main failure
+    /// (its code, SPEC §12) and every failure of it, as the run's `errors` hold them.
+    #[error("{message}")]
+    CallFailed { code: Code, message: String, errors: Vec<serde_json::Value> },
+
     /// A user schema whose `$ref`s expand to more than pactum evaluates.
     #[error("{path}: {}", list_findings(findings))]
     SchemaLimit { path: PathBuf, findings: Vec<Finding> },
@@ -732,6 +737,7 @@ impl Error {
             Error::EventUnverified { .. } => Code::RegistryEventUnverified,
             Error::EventUnsigned { .. } => Code::RegistryEventUnsigned,
             Error::LedgerRewritten { .. } => Code::LedgerRewritten,
+            Error::CallFailed { code, .. } => *code,
             Error::SchemaLimit { .. } => Code::SchemaLimitExceeded,
             Error::SchemaTooCostly { .. } => Code::SchemaTooCostly,
             Error::ValidationTooCostly { .. } => Code::ValidationTooCostly,

@@ -33,7 +33,10 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
+pub use client::{Call, Client};
+
 pub mod authority;
+pub mod client;
 pub mod compat;
 pub mod config;
 pub mod confine;

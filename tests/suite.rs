@@ -50,6 +50,7 @@ mod kernel;
 mod kernel_cli;
 mod kernel_limits;
 mod kernel_phase_e;
+mod library_client;
 mod library_exchange;
 mod providers_http;
 mod readme_eval;
