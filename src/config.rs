@@ -181,6 +181,17 @@ pub struct ToolServerSettings {
     pub timeout_s: Option<f64>,
 }
 
+/// Typed clients kept in the repository (SPEC §25): `[generate]`, the files `pactum generate`
+/// writes, which `validate` checks are fresh (`generated_stale`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerateSettings {
+    /// The Python module of `pactum generate python`, relative to the project root.
+    pub python: Option<String>,
+    /// The declarations of `pactum generate typescript`.
+    pub typescript: Option<String>,
+}
+
 /// Where spans go (SPEC §22): `[telemetry]`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -206,6 +217,7 @@ pub struct Config {
     /// MCP tool servers by name (SPEC §23).
     pub tools: BTreeMap<String, ToolServerSettings>,
     pub telemetry: TelemetrySettings,
+    pub generate: GenerateSettings,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]
     pub env: EnvSettings,

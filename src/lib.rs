@@ -52,6 +52,7 @@ pub mod exchange;
 pub mod executor;
 pub mod extract;
 pub mod gateway;
+pub mod generate;
 pub mod git;
 pub mod governance;
 pub mod id;

@@ -65,8 +65,19 @@ const TOOLS: &[(&str, Kind)] = &[
     ("timeout_s", Kind::Positive(3600.0)),
 ];
 const TELEMETRY: &[(&str, Kind)] = &[("otlp_endpoint", Kind::Text), ("content", Kind::Flag)];
-const SECTIONS: &[&str] =
-    &["project", "defaults", "providers", "retry", "lint", "prices", "gate", "tools", "telemetry"];
+const GENERATE: &[(&str, Kind)] = &[("python", Kind::Text), ("typescript", Kind::Text)];
+const SECTIONS: &[&str] = &[
+    "project",
+    "defaults",
+    "providers",
+    "retry",
+    "lint",
+    "prices",
+    "gate",
+    "tools",
+    "telemetry",
+    "generate",
+];
 
 struct Checker<'t> {
     text: &'t str,
@@ -248,6 +259,7 @@ pub(super) fn check(text: &str) -> Vec<Located> {
             },
             "gate" => c.table(value, "gate", GATE),
             "telemetry" => c.table(value, "telemetry", TELEMETRY),
+            "generate" => c.table(value, "generate", GENERATE),
             "prices" => match value.get_ref().as_table() {
                 Some(prices) => {
                     for (model, price) in prices.iter() {

@@ -34,6 +34,7 @@ pub mod evals;
 pub mod examples;
 pub mod file;
 pub mod filter;
+pub mod generated;
 pub mod paths;
 pub mod registry_rules;
 pub mod semantic;
@@ -276,6 +277,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         context::check(&ctx, &mut out);
         evals::check(&ctx, &mut report.files, &mut out);
         semantic::check(&ctx, &mut out);
+        generated::check(&ctx, &mut out);
         let registry_rules =
             registry_rules.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (registry_rules, out)

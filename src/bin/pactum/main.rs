@@ -79,6 +79,9 @@ enum Command {
     Tools(cmd::tools::Args),
     /// Re-validate on every change (debounced) and print fresh diagnostics.
     Watch(cmd::watch::Args),
+    /// Write typed clients of the project's contracts: Pydantic v2 models and a typed
+    /// function per contract (python), or TypeScript declarations (typescript).
+    Generate(cmd::generate::Args),
     /// Scaffold a contract and its pack, or the next version of one, registered as drafts; or an eval suite from a contract's examples.
     New(cmd::new::Args),
     /// List, print or write the JSON Schemas embedded in pactum.
@@ -162,6 +165,7 @@ fn exec(cli: Cli) -> u8 {
         Command::Tools(args) => cmd::tools::exec(args),
         Command::Watch(args) => cmd::watch::exec(args),
         Command::New(args) => cmd::new::exec(args),
+        Command::Generate(args) => cmd::generate::exec(args),
         Command::Schemas(args) => cmd::schemas::exec(args),
         Command::Explain(args) => cmd::explain::exec(args),
         Command::Completions { shell } => {

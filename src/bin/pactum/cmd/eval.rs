@@ -121,7 +121,7 @@ fn print_notes(providers: &ProviderSet) {
     }
 }
 
-fn note_line(note: &str) {
+pub fn note_line(note: &str) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
     let _ = std::io::Write::write_fmt(

@@ -4,6 +4,7 @@ pub mod diff;
 pub mod eval;
 pub mod explain;
 pub mod extract;
+pub mod generate;
 pub mod init;
 pub mod ledger;
 pub mod new;
