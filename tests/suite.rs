@@ -38,6 +38,7 @@ mod cli_resolve;
 mod cli_schema_refs;
 mod cli_semantic;
 mod cli_validate;
+mod cli_validate_context;
 mod cli_watch;
 mod cli_worker;
 mod error_codes;
