@@ -30,6 +30,7 @@ mod cli_hints;
 mod cli_in_ci;
 mod cli_ledger;
 mod cli_mcp;
+mod cli_one_line;
 mod cli_otel;
 mod cli_otel_attacks;
 mod cli_project;
