@@ -481,23 +481,16 @@ impl Judges {
                     ResolveOptions::default(),
                 ) {
                     Err(e) => Some(format!("the judge {pin} does not resolve: {e}")),
-                    Ok(r) => contract_of(ctx, registry, r.entry).and_then(|judge| {
-                        crate::judge::shape_problem(judge.output_schema.as_ref())
-                            .map(|p| format!("{} cannot judge: {p}", judge.key()))
-                    }),
+                    Ok(r) => ctx.entry_file(r.entry).and_then(Analyzed::full_contract).and_then(
+                        |judge| {
+                            crate::judge::shape_problem(judge.output_schema.as_ref())
+                                .map(|p| format!("{} cannot judge: {p}", judge.key()))
+                        },
+                    ),
                 }
             })
             .clone()
     }
-}
-
-/// The contract a registry entry names, rebuilt from the file the per-file stage read.
-fn contract_of(
-    ctx: &Context,
-    _registry: &Registry,
-    entry: &crate::registry::Entry,
-) -> Option<Contract> {
-    ctx.entry_file(entry).and_then(Analyzed::full_contract)
 }
 
 #[cfg(test)]
