@@ -162,3 +162,32 @@ fn base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+#[test]
+fn a_key_in_a_configured_base_url_is_masked_too() {
+    // A variant: the base URL comes from pactum.toml, not the environment.
+    let dir = demo();
+    let root = dir.path();
+    let secret = "TOMLSECRET-9988zz";
+    std::fs::write(
+        root.join("pactum.toml"),
+        format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1?key={secret}\"\nmodel = \"m\"\n"
+        ),
+    )
+    .unwrap();
+    let out = Out::of(pactum_in(root).args([
+        "run",
+        "work_orders/WO-DEMO-CLASSIFY-001.json",
+        "--provider",
+        "local",
+    ]));
+    // Wherever the URL is named (the run's failure to reach it), its key is masked.
+    if out.stderr.contains("127.0.0.1:9") {
+        assert!(out.stderr.contains("key=[redacted]"), "{out}");
+    }
+    let ledger = std::fs::read_to_string(root.join(".pactum/ledger.jsonl")).unwrap_or_default();
+    for (what, text) in [("stdout", &out.stdout), ("stderr", &out.stderr), ("ledger", &ledger)] {
+        assert!(!text.contains(secret), "{what}: {text}");
+    }
+}

@@ -71,9 +71,7 @@ impl Common {
         };
         let mut project = project;
         project.config.apply_env(&env_lookup);
-        for key in project.config.env.named_keys.values() {
-            redactor().add(key.expose());
-        }
+        learn_config_secrets(&project.config);
         Ok(project)
     }
 }
@@ -221,6 +219,20 @@ pub fn redactor() -> &'static Arc<Redactor> {
         }
         Arc::new(redactor)
     })
+}
+
+/// Teaches the redactor the secrets a project's configuration holds once the
+/// environment is applied: the keys its providers name, and a key in a provider's base URL
+/// (`?api-key=...`), wherever the URL came from, masked like a key.
+pub fn learn_config_secrets(config: &pactum::config::Config) {
+    for key in config.env.named_keys.values() {
+        redactor().add(key.expose());
+    }
+    for url in config.providers.values().filter_map(|p| p.base_url.as_deref()) {
+        for secret in pactum::redact::url_secrets(url) {
+            redactor().add(&secret);
+        }
+    }
 }
 
 /// `text` with every secret masked.
