@@ -180,6 +180,19 @@ impl ClientBuilder {
         for key in project.config.env.named_keys.values() {
             redactor.add(key.expose());
         }
+        // Credentials in the URLs of the environment and of pactum.toml's providers, as the
+        // binary learns them.
+        let urls = env
+            .vars
+            .iter()
+            .filter(|(k, _)| k.ends_with("_URL") || k.ends_with("_ENDPOINT"))
+            .map(|(_, v)| v.as_str())
+            .chain(project.config.providers.values().filter_map(|p| p.base_url.as_deref()));
+        for url in urls {
+            for secret in crate::redact::url_secrets(url) {
+                redactor.add(&secret);
+            }
+        }
         let root = project.root.clone();
         let providers = match &self.provider {
             ProviderPick::Given(p) => ProviderSet::single(p.clone()),
