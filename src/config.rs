@@ -192,6 +192,22 @@ pub struct GenerateSettings {
     pub typescript: Option<String>,
 }
 
+/// What the ledger keeps (SPEC §26): `[ledger]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LedgerSettings {
+    /// Exchange records carry their input (masked like everything the ledger holds), so
+    /// recorded exchanges can become eval cases (`pactum eval dataset --from-ledger`);
+    /// `false` leaves inputs out.
+    pub inputs: bool,
+}
+
+impl Default for LedgerSettings {
+    fn default() -> Self {
+        LedgerSettings { inputs: true }
+    }
+}
+
 /// Where spans go (SPEC §22): `[telemetry]`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -218,6 +234,7 @@ pub struct Config {
     pub tools: BTreeMap<String, ToolServerSettings>,
     pub telemetry: TelemetrySettings,
     pub generate: GenerateSettings,
+    pub ledger: LedgerSettings,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]
     pub env: EnvSettings,

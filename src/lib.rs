@@ -73,6 +73,7 @@ pub mod resolve;
 pub mod scaffold;
 pub mod schema;
 pub mod source;
+pub mod stats;
 pub mod synthesis;
 pub mod telemetry;
 pub mod terminal;

@@ -35,6 +35,7 @@ mod cli_mcp;
 mod cli_one_line;
 mod cli_otel;
 mod cli_otel_attacks;
+mod cli_production;
 mod cli_project;
 mod cli_registry;
 mod cli_resolve;

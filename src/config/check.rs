@@ -66,6 +66,7 @@ const TOOLS: &[(&str, Kind)] = &[
 ];
 const TELEMETRY: &[(&str, Kind)] = &[("otlp_endpoint", Kind::Text), ("content", Kind::Flag)];
 const GENERATE: &[(&str, Kind)] = &[("python", Kind::Text), ("typescript", Kind::Text)];
+const LEDGER: &[(&str, Kind)] = &[("inputs", Kind::Flag)];
 const SECTIONS: &[&str] = &[
     "project",
     "defaults",
@@ -77,6 +78,7 @@ const SECTIONS: &[&str] = &[
     "tools",
     "telemetry",
     "generate",
+    "ledger",
 ];
 
 struct Checker<'t> {
@@ -260,6 +262,7 @@ pub(super) fn check(text: &str) -> Vec<Located> {
             "gate" => c.table(value, "gate", GATE),
             "telemetry" => c.table(value, "telemetry", TELEMETRY),
             "generate" => c.table(value, "generate", GENERATE),
+            "ledger" => c.table(value, "ledger", LEDGER),
             "prices" => match value.get_ref().as_table() {
                 Some(prices) => {
                     for (model, price) in prices.iter() {

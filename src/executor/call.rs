@@ -286,8 +286,8 @@ impl<'a> Caller<'a> {
         (repair_attempt, role): (u32, Option<&str>),
         appended: &[Message],
     ) -> Result<Exchanged> {
-        let mut ex = Exchange::begin(self, pin, repair_attempt, role)?;
-        let prepared = ex.prepare(input)?;
+        let mut ex = Exchange::begin(self, pin, input, repair_attempt, role)?;
+        let prepared = ex.prepare()?;
         let mut disclosure = ex.open(&prepared, appended)?;
         let conversation = ex.converse(&mut disclosure, input, appended)?;
         ex.check(conversation, target, prepared.own)
@@ -419,106 +419,13 @@ impl<'a> Caller<'a> {
         }
         fields
     }
-
-    /// The ledger record of a reply that called tools: verdict `tool_calls`, and per call
-    /// the tool, its arguments, the keys opened or file read, the reason and the result.
-    #[allow(clippy::too_many_arguments)]
-    fn record_tool_calls(
-        &self,
-        resolved: &Resolved,
-        provider: &dyn Provider,
-        sent: Sent,
-        response: &ProviderResponse,
-        answered: &[Disclosed],
-        repair_attempt: u32,
-        role: Option<&str>,
-    ) -> Result<()> {
-        let Some(ledger) = self.ledger else { return Ok(()) };
-        let mut fields = self.exchange_fields(
-            resolved,
-            provider,
-            Some(sent.hash),
-            Some(response),
-            (repair_attempt, role),
-        );
-        fields.insert("extraction_method".into(), Value::Null);
-        fields.insert("verdict".into(), json!("tool_calls"));
-        fields.insert("errors".into(), json!([]));
-        fields.insert(
-            "disclosures".into(),
-            Value::Array(answered.iter().map(Disclosed::to_json).collect()),
-        );
-        ledger.append_attached(Kind::Exchange, fields, || sent.attachments()).map(|_| ())
-    }
-
-    /// The ledger record of a call: its verdict (`ok`, or the failure's code with the
-    /// error), the extraction method, the call's warnings, and the tool calls of a reply
-    /// that ended the exchange (`disclosures`: past `max_disclosures`, refused ones too).
-    #[allow(clippy::too_many_arguments)]
-    fn record(
-        &self,
-        resolved: &Resolved,
-        provider: &dyn Provider,
-        sent: Option<Sent>,
-        response: Option<&ProviderResponse>,
-        (verdict, calls): (std::result::Result<&Output, &Error>, &[Disclosed]),
-        repair_attempt: u32,
-        role: Option<&str>,
-        warnings: &[Warning],
-    ) -> Result<()> {
-        let Some(ledger) = self.ledger else { return Ok(()) };
-        let mut fields = self.exchange_fields(
-            resolved,
-            provider,
-            sent.map(|s| s.hash),
-            response,
-            (repair_attempt, role),
-        );
-        let (verdict_text, method, errors) = match verdict {
-            Ok(out) => {
-                ("ok".to_string(), out.extraction().map(|x| x.method.as_str().to_string()), vec![])
-            }
-            Err(e) => (e.code().to_string(), None, vec![error_json(e)]),
-        };
-        fields.insert("extraction_method".into(), json!(method));
-        fields.insert("verdict".into(), json!(verdict_text));
-        fields.insert("errors".into(), Value::Array(errors));
-        // What later prompts see of this exchange (`ledger_queries`, SPEC §16): the
-        // validated output, not the raw reply with its fences and prose.
-        if let Ok(out) = verdict {
-            fields.insert("output".into(), out.clone().into_value());
-        }
-        if !calls.is_empty() {
-            fields.insert(
-                "disclosures".into(),
-                Value::Array(calls.iter().map(Disclosed::to_json).collect()),
-            );
-        }
-        // A failed call has no response; a provider error still says what it cost.
-        if let (None, Err(Error::Provider { elapsed, attempts, .. })) = (response, verdict) {
-            fields.insert("latency_ms".into(), json!(elapsed.as_millis() as u64));
-            fields.insert("attempts".into(), json!(attempts));
-        }
-        // Deprecated contracts or packs, and context cuts (SPEC §10, §16).
-        let warnings: Vec<&Warning> = resolved.warnings.iter().chain(warnings).collect();
-        if !warnings.is_empty() {
-            fields.insert("warnings".into(), json!(warnings));
-        }
-        let attach = || sent.map(Sent::attachments).unwrap_or_default();
-        let record = ledger.append_attached(Kind::Exchange, fields, attach)?;
-        if let (Some(seq), Some(hash)) =
-            (record.get("seq").and_then(Value::as_u64), record.get("hash").and_then(Value::as_str))
-        {
-            *self.last_record.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some((seq, hash.to_string()));
-        }
-        Ok(())
-    }
 }
 
 /// One exchange in progress: what every stage reads, and what its record carries.
 struct Exchange<'c, 'a> {
     caller: &'c Caller<'a>,
+    /// The input, as the caller gave it (the record keeps it).
+    input: &'c Value,
     resolved: Resolved,
     provider: Arc<dyn Provider>,
     repair_attempt: u32,
@@ -551,6 +458,7 @@ impl<'c, 'a> Exchange<'c, 'a> {
     fn begin(
         caller: &'c Caller<'a>,
         pin: &Pin,
+        input: &'c Value,
         repair_attempt: u32,
         role: Option<&'c str>,
     ) -> Result<Self> {
@@ -559,6 +467,7 @@ impl<'c, 'a> Exchange<'c, 'a> {
             caller.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
         Ok(Exchange {
             caller,
+            input,
             resolved,
             provider,
             repair_attempt,
@@ -579,6 +488,51 @@ impl<'c, 'a> Exchange<'c, 'a> {
         Err(e)
     }
 
+    /// The fields of this exchange's records: [`Caller::exchange_fields`], and the input
+    /// (masked like the whole record; left out with `[ledger] inputs = false`, SPEC §26).
+    fn fields(
+        &self,
+        sent: Option<&str>,
+        response: Option<&ProviderResponse>,
+    ) -> Map<String, Value> {
+        let caller = self.caller;
+        let mut fields = caller.exchange_fields(
+            &self.resolved,
+            self.provider.as_ref(),
+            sent,
+            response,
+            (self.repair_attempt, self.role),
+        );
+        if caller.project.config.ledger.inputs {
+            fields.insert("input".into(), self.input.clone());
+        }
+        fields
+    }
+
+    /// The ledger record of a reply that called tools: verdict `tool_calls`, and per call
+    /// the tool, its arguments, the keys opened or file read, the reason and the result.
+    fn record_tool_calls(
+        &self,
+        sent: Sent,
+        response: &ProviderResponse,
+        answered: &[Disclosed],
+    ) -> Result<()> {
+        let Some(ledger) = self.caller.ledger else { return Ok(()) };
+        let mut fields = self.fields(Some(sent.hash), Some(response));
+        fields.insert("extraction_method".into(), Value::Null);
+        fields.insert("verdict".into(), json!("tool_calls"));
+        fields.insert("errors".into(), json!([]));
+        fields.insert(
+            "disclosures".into(),
+            Value::Array(answered.iter().map(Disclosed::to_json).collect()),
+        );
+        ledger.append_attached(Kind::Exchange, fields, || sent.attachments()).map(|_| ())
+    }
+
+    /// The ledger record of the exchange: its verdict (`ok`, or the failure's code with the
+    /// error), the extraction method, the validated output, the warnings (deprecated
+    /// contracts or packs, context cuts), and the tool calls of a reply that ended the
+    /// exchange (`disclosures`: past `max_disclosures`, refused ones too).
     fn record(
         &self,
         sent: Option<Sent>,
@@ -586,24 +540,55 @@ impl<'c, 'a> Exchange<'c, 'a> {
         verdict: std::result::Result<&Output, &Error>,
         calls: &[Disclosed],
     ) -> Result<()> {
-        let warnings: Vec<Warning> = self.truncated.iter().cloned().collect();
-        self.caller.record(
-            &self.resolved,
-            self.provider.as_ref(),
-            sent,
-            response,
-            (verdict, calls),
-            self.repair_attempt,
-            self.role,
-            &warnings,
-        )
+        let Some(ledger) = self.caller.ledger else { return Ok(()) };
+        let mut fields = self.fields(sent.map(|s| s.hash), response);
+        let (verdict_text, method, errors) = match verdict {
+            Ok(out) => {
+                ("ok".to_string(), out.extraction().map(|x| x.method.as_str().to_string()), vec![])
+            }
+            Err(e) => (e.code().to_string(), None, vec![error_json(e)]),
+        };
+        fields.insert("extraction_method".into(), json!(method));
+        fields.insert("verdict".into(), json!(verdict_text));
+        fields.insert("errors".into(), Value::Array(errors));
+        // What later prompts see of this exchange (`ledger_queries`, SPEC §16): the
+        // validated output, not the raw reply with its fences and prose.
+        if let Ok(out) = verdict {
+            fields.insert("output".into(), out.clone().into_value());
+        }
+        if !calls.is_empty() {
+            fields.insert(
+                "disclosures".into(),
+                Value::Array(calls.iter().map(Disclosed::to_json).collect()),
+            );
+        }
+        // A failed call has no response; a provider error still says what it cost.
+        if let (None, Err(Error::Provider { elapsed, attempts, .. })) = (response, verdict) {
+            fields.insert("latency_ms".into(), json!(elapsed.as_millis() as u64));
+            fields.insert("attempts".into(), json!(attempts));
+        }
+        let warnings: Vec<&Warning> =
+            self.resolved.warnings.iter().chain(self.truncated.iter()).collect();
+        if !warnings.is_empty() {
+            fields.insert("warnings".into(), json!(warnings));
+        }
+        let attach = || sent.map(Sent::attachments).unwrap_or_default();
+        let record = ledger.append_attached(Kind::Exchange, fields, attach)?;
+        if let (Some(seq), Some(hash)) =
+            (record.get("seq").and_then(Value::as_u64), record.get("hash").and_then(Value::as_str))
+        {
+            *self.caller.last_record.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((seq, hash.to_string()));
+        }
+        Ok(())
     }
 
     /// Values the contract marks `x-secret` are masked from here on (SPEC §18; when they
     /// cannot all be, nothing of the input goes on); the input fits `input_schema`; the
     /// required context is assembled (SPEC §16); the pack is compiled.
-    fn prepare(&mut self, input: &Value) -> Result<Prepared> {
+    fn prepare(&mut self) -> Result<Prepared> {
         let caller = self.caller;
+        let input = self.input;
         let contract = &self.resolved.contract;
         if let Err(e) = caller.mark_secrets(contract, Schema::Input, input) {
             return self.refuse(None, None, e);
@@ -716,15 +701,7 @@ impl<'c, 'a> Exchange<'c, 'a> {
                 });
             }
             let answered = answered.calls;
-            caller.record_tool_calls(
-                resolved,
-                self.provider.as_ref(),
-                Sent::of(&hash, &request),
-                &response,
-                &answered,
-                self.repair_attempt,
-                self.role,
-            )?;
+            self.record_tool_calls(Sent::of(&hash, &request), &response, &answered)?;
             let text = match &response.body {
                 ResponseBody::Text(t) => t.clone(),
                 ResponseBody::Envelope(v) => v.to_string(),

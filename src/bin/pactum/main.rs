@@ -74,6 +74,9 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Verify a ledger's hash chain.
     Ledger(cmd::ledger::Args),
+    /// How each version, label, provider or model of a contract behaves in production,
+    /// from the ledger: calls, validated at once, re-asks, latency, tokens, cost.
+    Stats(cmd::stats::Args),
     /// Lock the tools of pactum.toml's MCP servers into pactum.tools.lock (which validate
     /// reads instead of starting them), or list what the lock records.
     Tools(cmd::tools::Args),
@@ -162,6 +165,7 @@ fn exec(cli: Cli) -> u8 {
         Command::Diff(args) => cmd::diff::exec(args),
         Command::Eval(args) => cmd::eval::exec(args),
         Command::Ledger(args) => cmd::ledger::exec(args),
+        Command::Stats(args) => cmd::stats::exec(args),
         Command::Tools(args) => cmd::tools::exec(args),
         Command::Watch(args) => cmd::watch::exec(args),
         Command::New(args) => cmd::new::exec(args),

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod dataset;
 pub mod diff;
 pub mod eval;
 pub mod explain;
@@ -15,6 +16,7 @@ pub mod resolve;
 pub mod results;
 pub mod run;
 pub mod schemas;
+pub mod stats;
 pub mod submit;
 pub mod tools;
 pub mod validate;
