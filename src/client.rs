@@ -303,9 +303,20 @@ impl Client {
     /// ([`Error::CallFailed`] carries its code and every failure) when the input does not
     /// fit, the provider fails, or no valid output came back after the repairs allowed.
     pub fn call(&self, pin: &str, input: &Value) -> Result<Call> {
+        self.call_routed(pin, input, None)
+    }
+
+    /// [`Client::call`] with a routing key (a user, a tenant): a pin on a weighted label (a
+    /// canary) gives the same key the same version, every call and every process. Without
+    /// one, each call is routed by its own id.
+    pub fn call_routed(&self, pin: &str, input: &Value, route_key: Option<&str>) -> Result<Call> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("WO-CALL-{}-{n}", std::process::id());
-        let doc = json!({"work_order_id": id, "kind": "exchange", "contract": pin, "input": input});
+        let mut doc =
+            json!({"work_order_id": id, "kind": "exchange", "contract": pin, "input": input});
+        if let Some(key) = route_key {
+            doc["route_key"] = json!(key);
+        }
         let wo = WorkOrder::from_value(&doc, &self.project.root.join("work_orders/call.json"))?;
         let result = self.run(&wo);
         if !result.ok {

@@ -34,6 +34,9 @@ pub struct Resolved {
     pub pack: Arc<PromptPack>,
     pub pack_entry: Entry,
     pub warnings: Vec<Warning>,
+    /// The label the pin went through, and the weight of the target a weighted label
+    /// chose (SPEC §26: the ledger records version, label and weight).
+    pub label: Option<(String, Option<u32>)>,
 }
 
 /// A contract's compiled input and output validators.
@@ -206,6 +209,7 @@ impl Project {
         let contract = self.load_contract(&contract_entry)?;
         let pack_options = ResolveOptions {
             allow_draft: options.allow_draft || contract_entry.state == State::Draft,
+            route: options.route,
         };
         let pack_resolution = resolve(
             &self.registry,
@@ -222,7 +226,14 @@ impl Project {
         };
         self.registry.accounts_for(&pack_entry, pack_label)?;
         let pack = self.load_pack(&pack_entry)?;
-        Ok(Resolved { contract, contract_entry, pack, pack_entry, warnings })
+        Ok(Resolved {
+            contract,
+            contract_entry,
+            pack,
+            pack_entry,
+            warnings,
+            label: resolution.label,
+        })
     }
 
     /// The contract's compiled validators, compiled once per file hash. Each schema's

@@ -22,10 +22,14 @@ use crate::error::{Code, Error, Result};
 use crate::id::Requirement;
 use crate::registry::{Entry, EntryKind, Registry, State};
 
-/// How resolution treats drafts.
+/// How resolution treats drafts, and the routing key a weighted label picks by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResolveOptions {
     pub allow_draft: bool,
+    /// [`crate::registry::label::route_point`] of the routing key (a work order's
+    /// `route_key`, else its id): a pin on a weighted label chooses its target by it. `None`
+    /// takes the heaviest target.
+    pub route: Option<u64>,
 }
 
 /// A warning that does not stop resolution (`contract_deprecated`).
@@ -40,6 +44,9 @@ pub struct Warning {
 pub struct Resolution<'r> {
     pub entry: &'r Entry,
     pub warnings: Vec<Warning>,
+    /// The label the pin went through, and the weight of the target it chose when the
+    /// label is weighted.
+    pub label: Option<(String, Option<u32>)>,
 }
 
 fn usable(entry: &Entry, options: ResolveOptions) -> bool {
@@ -81,11 +88,13 @@ pub fn resolve<'r>(
             suggestions: crate::id::suggest(id, known),
         });
     }
-    // A label names one version: from here on it is an exact pin of that version.
+    // A label names one version (a weighted one: the one the routing key picks): from here
+    // on it is an exact pin of that version.
     let labeled;
+    let mut through = None;
     let requirement = match requirement {
         Requirement::Label(name) => {
-            let Some(version) = registry.labels.get(id).and_then(|l| l.get(name)) else {
+            let Some(targets) = registry.labels.get(id).and_then(|l| l.get(name)) else {
                 let labels: Vec<String> = registry
                     .labels
                     .get(id)
@@ -104,6 +113,11 @@ pub fn resolve<'r>(
                     },
                 });
             };
+            let (version, weight) = match options.route {
+                Some(point) => targets.pick_point(point),
+                None => targets.heaviest(),
+            };
+            through = Some((name.clone(), targets.is_weighted().then_some(weight)));
             labeled = Requirement::Exact(version.clone());
             &labeled
         }
@@ -132,10 +146,14 @@ pub fn resolve<'r>(
         live.iter().copied().filter(|e| requirement.matches(&e.version)).collect();
     // Versions are sorted ascending, so the last match is the highest.
     if let Some(best) = matching.iter().rev().find(|e| usable(e, options)) {
-        return Ok(Resolution { entry: best, warnings: Vec::new() });
+        return Ok(Resolution { entry: best, warnings: Vec::new(), label: through });
     }
     if let Some(best) = matching.iter().rev().find(|e| e.state == State::Deprecated) {
-        return Ok(Resolution { entry: best, warnings: vec![deprecation_warning(best)] });
+        return Ok(Resolution {
+            entry: best,
+            warnings: vec![deprecation_warning(best)],
+            label: through,
+        });
     }
     // A draft is named as such for an exact pin or a bare id; a range that only drafts
     // match is "no usable version" (SPEC §4), whose message lists the drafts.
@@ -182,7 +200,7 @@ mod tests {
             EntryKind::Contract,
             &pin.id,
             &pin.requirement,
-            ResolveOptions { allow_draft },
+            ResolveOptions { allow_draft, route: None },
         );
         match (got, expect) {
             (Ok(r), Ok(v)) => assert_eq!(r.entry.version.to_string(), v, "{pin}"),

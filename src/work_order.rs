@@ -85,6 +85,9 @@ pub struct WorkOrder {
     pub task: Task,
     pub constraints: Constraints,
     pub session_id: Option<String>,
+    /// What a pin on a weighted label is routed by (SPEC §26): the same key, the same
+    /// version. Default: the work order's id.
+    pub route_key: Option<String>,
     pub agent_id: Option<String>,
     pub agent_class: Option<String>,
     pub tier: Option<String>,
@@ -102,6 +105,11 @@ pub struct WorkOrder {
 }
 
 impl WorkOrder {
+    /// The routing point of this work order: its `route_key`, else its id.
+    pub fn route(&self) -> u64 {
+        crate::registry::label::route_point(self.route_key.as_deref().unwrap_or(&self.id))
+    }
+
     /// The folder relative paths in the work order resolve against.
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
@@ -199,6 +207,7 @@ impl WorkOrder {
                 max_disclosures: c.max_disclosures,
             },
             session_id: raw.session_id,
+            route_key: raw.route_key,
             agent_id: raw.agent_id,
             agent_class: raw.agent_class,
             tier: raw.tier,
@@ -225,6 +234,7 @@ pub(crate) struct RawWorkOrder {
     tools: Option<Vec<String>>,
     constraints: Option<RawConstraints>,
     session_id: Option<String>,
+    route_key: Option<String>,
     agent_id: Option<String>,
     agent_class: Option<String>,
     tier: Option<String>,

@@ -298,10 +298,10 @@ fn a_rewritten_history_and_a_hand_moved_label_are_named() {
         .sha256
         .clone();
     repo.forge(|r| {
-        r.labels
-            .entry("PRC-CLASSIFY-001".into())
-            .or_default()
-            .insert("production".into(), semver::Version::new(1, 0, 0));
+        r.labels.entry("PRC-CLASSIFY-001".into()).or_default().insert(
+            "production".into(),
+            pactum::registry::label::Targets::one(semver::Version::new(1, 0, 0)),
+        );
         r.history.as_mut().unwrap().push(Event {
             at: "2026-11-30T10:00:00Z".into(),
             action: Action::Labeled,
@@ -360,10 +360,10 @@ fn with_signers_only_events_an_allowed_signer_signed_are_verified() {
     repo.forge(|r| {
         let sha =
             r.entries.iter().find(|e| e.version.to_string() == "1.0.0").unwrap().sha256.clone();
-        r.labels
-            .entry("PRC-CLASSIFY-001".into())
-            .or_default()
-            .insert("production".into(), semver::Version::new(1, 0, 0));
+        r.labels.entry("PRC-CLASSIFY-001".into()).or_default().insert(
+            "production".into(),
+            pactum::registry::label::Targets::one(semver::Version::new(1, 0, 0)),
+        );
         r.history.as_mut().unwrap().push(Event {
             at: "2026-11-30T10:00:00Z".into(),
             action: Action::Labeled,

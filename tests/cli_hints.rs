@@ -208,7 +208,9 @@ fn check_line(tree: &BTreeMap<Vec<String>, Help>, line: &str) -> Vec<String> {
                 }
             }
             tokens.next();
-        } else if token.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+        } else if !token.starts_with('-')
+            && token.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+        {
             problems.push(format!("`pactum {} {token}` is not a command", path.join(" ")));
         }
         break;

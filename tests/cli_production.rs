@@ -189,3 +189,143 @@ fn stats_give_one_row_per_version_in_every_format() {
     out.status(1);
     assert_eq!(out.json()["code"], "ledger_broken", "{out}");
 }
+
+// --- canaries: weighted labels -----------------------------------------------------------
+
+/// The eval example with 1.1.0 promoted and `production` at 1.0.0 90%, 1.1.0 10%.
+fn canary() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_tree(&common::repo().join("examples/eval-classify"), dir.path());
+    let _ = std::fs::remove_dir_all(dir.path().join(".pactum"));
+    pactum(dir.path(), &["registry", "promote", "PRC-CLASSIFY-001@1.1.0"]).status(0);
+    pactum(dir.path(), &["registry", "label", "PRC-CLASSIFY-001", "production", "1.0.0"]).status(0);
+    let out = pactum(
+        dir.path(),
+        &["registry", "label", "PRC-CLASSIFY-001", "production", "1.1.0", "--weight", "10"],
+    );
+    out.status(0);
+    assert!(out.stdout.contains("1.0.0 -> 1.0.0 90%, 1.1.0 10%"), "{out}");
+    dir
+}
+
+/// The version `PRC-CLASSIFY-001@production` resolves to for `key`, in a process of its own.
+fn served(dir: &std::path::Path, key: &str) -> String {
+    let wo = json!({"work_order_id": "WO-CANARY-1", "kind": "exchange", "contract": "PRC-CLASSIFY-001@production",
+                    "route_key": key, "input": {"user_input": "I was charged twice for my subscription this month."},
+                    "provider": {"name": "ci"}});
+    std::fs::write(dir.join("wo.json"), wo.to_string()).unwrap();
+    let out = pactum(dir, &["run", "wo.json", "--json"]);
+    let doc = common::single_result(out.json());
+    doc["contract"].as_str().unwrap_or_else(|| panic!("{doc:#}")).to_string()
+}
+
+#[test]
+fn a_weighted_label_routes_each_key_to_one_version_and_the_ledger_says_which() {
+    let dir = canary();
+    let text = std::fs::read_to_string(dir.path().join("registry.json")).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["labels"]["PRC-CLASSIFY-001"]["production"], json!({"1.0.0": 90, "1.1.0": 10}));
+    // The move is a history event the replay accounts for.
+    pactum(dir.path(), &["registry", "verify"]).status(0);
+    let log = pactum(dir.path(), &["registry", "log"]).stdout;
+    assert!(log.contains("labeled"), "{log}");
+    // The same key, the same version, in every process; the ledger records label and weight.
+    let keys: Vec<String> = (0..12).map(|i| format!("customer-{i}")).collect();
+    let first: Vec<String> = keys.iter().map(|k| served(dir.path(), k)).collect();
+    let again: Vec<String> = keys.iter().map(|k| served(dir.path(), k)).collect();
+    assert_eq!(first, again);
+    let picked = |key: &str| {
+        pactum::registry::label::Targets::from_json(&json!({"1.0.0": 90, "1.1.0": 10}))
+            .unwrap()
+            .pick(key)
+            .0
+            .to_string()
+    };
+    for (k, v) in keys.iter().zip(&first) {
+        assert_eq!(v, &format!("PRC-CLASSIFY-001@{}", picked(k)), "{k}");
+    }
+    let records = records(dir.path());
+    let exchange = records.iter().find(|r| r["event"] == "exchange").unwrap();
+    assert_eq!(exchange["label"], "production");
+    assert!(exchange["label_weight"] == 90 || exchange["label_weight"] == 10, "{exchange:#}");
+    // Stats by label and by version see the split.
+    let rows = pactum(dir.path(), &["stats", "--by", "version", "--json"]).json()["rows"].clone();
+    let calls: u64 = rows.as_array().unwrap().iter().map(|r| r["calls"].as_u64().unwrap()).sum();
+    assert_eq!(calls, 24);
+    // A rollback is weight 0: the label names 1.0.0 alone again.
+    let out = pactum(
+        dir.path(),
+        &["registry", "label", "PRC-CLASSIFY-001", "production", "1.1.0", "--weight", "0"],
+    );
+    out.status(0);
+    assert!(out.stdout.contains("-> 1.0.0\n"), "{out}");
+    for k in &keys {
+        assert_eq!(served(dir.path(), k), "PRC-CLASSIFY-001@1.0.0");
+    }
+    pactum(dir.path(), &["registry", "verify"]).status(0);
+}
+
+#[test]
+fn weights_typed_by_hand_are_refused_by_verify() {
+    let dir = canary();
+    let path = dir.path().join("registry.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let with = |weights: Value| {
+        let mut d = doc.clone();
+        d["labels"]["PRC-CLASSIFY-001"]["production"] = weights;
+        std::fs::write(&path, serde_json::to_string_pretty(&d).unwrap()).unwrap();
+    };
+    // The canary flipped to 90% by hand: the history moved it to 10%.
+    with(json!({"1.0.0": 10, "1.1.0": 90}));
+    let out = pactum(dir.path(), &["registry", "verify", "--json"]);
+    out.status(1);
+    assert_eq!(out.json()["code"], "registry_history_mismatch", "{out}");
+    // Weights that do not add up to 100 do not even read.
+    with(json!({"1.0.0": 50, "1.1.0": 10}));
+    let out = pactum(dir.path(), &["registry", "verify", "--json"]);
+    assert_ne!(out.code, 0, "{out}");
+}
+
+#[test]
+fn the_merge_driver_merges_weights_and_refuses_two_different_canaries() {
+    let base = canary();
+    let read = |d: &std::path::Path| std::fs::read_to_string(d.join("registry.json")).unwrap();
+    let b = read(base.path());
+    let ours = tempfile::tempdir().unwrap();
+    common::copy_tree(base.path(), ours.path());
+    let theirs = tempfile::tempdir().unwrap();
+    common::copy_tree(base.path(), theirs.path());
+    // Ours widens the canary; theirs adds another label.
+    pactum(
+        ours.path(),
+        &["registry", "label", "PRC-CLASSIFY-001", "production", "1.1.0", "--weight", "25"],
+    )
+    .status(0);
+    pactum(theirs.path(), &["registry", "label", "PRC-CLASSIFY-001", "staging", "1.1.0"]).status(0);
+    let work = tempfile::tempdir().unwrap();
+    let (bp, op, tp) =
+        (work.path().join("b.json"), work.path().join("o.json"), work.path().join("t.json"));
+    std::fs::write(&bp, &b).unwrap();
+    std::fs::write(&op, read(ours.path())).unwrap();
+    std::fs::write(&tp, read(theirs.path())).unwrap();
+    let args =
+        ["registry", "merge", bp.to_str().unwrap(), op.to_str().unwrap(), tp.to_str().unwrap()];
+    pactum(ours.path(), &args).status(0);
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&op).unwrap()).unwrap();
+    assert_eq!(
+        merged["labels"]["PRC-CLASSIFY-001"]["production"],
+        json!({"1.0.0": 75, "1.1.0": 25})
+    );
+    assert_eq!(merged["labels"]["PRC-CLASSIFY-001"]["staging"], "1.1.0");
+    // Both sides reweigh production differently: a conflict, nothing written.
+    pactum(
+        theirs.path(),
+        &["registry", "label", "PRC-CLASSIFY-001", "production", "1.1.0", "--weight", "50"],
+    )
+    .status(0);
+    std::fs::write(&op, read(ours.path())).unwrap();
+    std::fs::write(&tp, read(theirs.path())).unwrap();
+    let out = pactum(ours.path(), &args);
+    out.status(1);
+    assert!(out.stderr.contains("label `production`"), "{out}");
+}

@@ -150,7 +150,7 @@ fn edit_registry(root: &Path, edit: impl FnOnce(&mut Value)) {
 /// What `pactum resolve PIN` does in the library.
 fn resolve(root: &Path, pin: &str, allow_draft: bool) -> Result<Resolved, Error> {
     let project = Project::open(&registry_path(root))?;
-    project.resolve(&Pin::parse(pin)?, ResolveOptions { allow_draft })
+    project.resolve(&Pin::parse(pin)?, ResolveOptions { allow_draft, route: None })
 }
 
 /// The error of a call that must fail.
@@ -1410,6 +1410,9 @@ fn reproduces_secret_limit_exceeded() {
     let ledger = fs::read_to_string(dir.path().join(".pactum/ledger.jsonl")).unwrap();
     assert!(ledger.contains("\"verdict\":\"secret_limit_exceeded\""), "{ledger}");
     assert!(!ledger.contains("token-0") && !out.to_string().contains("token-0"), "{ledger}");
+    // An input whose secrets could not all be marked is not recorded at all.
+    let record: Value = serde_json::from_str(ledger.lines().last().unwrap()).unwrap();
+    assert!(record.get("input").is_none(), "{record:#}");
     doc_example(dir.path(), Code::SecretLimitExceeded, 1);
 }
 

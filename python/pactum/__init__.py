@@ -155,17 +155,19 @@ class Client:
     def __init__(self, native: Any) -> None:
         self._native = native
 
-    def call(self, pin: str, input: Dict[str, Any]) -> Call:
+    def call(self, pin: str, input: Dict[str, Any], route_key: Optional[str] = None) -> Call:
         """Calls the contract ``pin`` (``PRC-X-001@^1``, an exact version, a label) on
-        ``input``: one governed, recorded exchange. Raises a :class:`PactumError`."""
-        doc = _native_call(self._native.call, pin, json.dumps(input))
+        ``input``: one governed, recorded exchange. ``route_key`` (a user, a tenant) routes a
+        pin on a weighted label: the same key, the same version. Raises a
+        :class:`PactumError`."""
+        doc = _native_call(self._native.call, pin, json.dumps(input), route_key)
         return Call(json.loads(doc))
 
-    async def acall(self, pin: str, input: Dict[str, Any]) -> Call:
+    async def acall(self, pin: str, input: Dict[str, Any], route_key: Optional[str] = None) -> Call:
         """:meth:`call` without blocking the event loop (it runs on the loop's default
         executor, the GIL released while pactum works)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(self.call, pin, input))
+        return await loop.run_in_executor(None, functools.partial(self.call, pin, input, route_key))
 
     def run(self, path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
         """Runs the work order file at ``path`` (exchange or kernel) as ``pactum run`` does;

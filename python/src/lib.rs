@@ -66,9 +66,17 @@ impl NativeClient {
     }
 
     /// One exchange; the input and the result as JSON text.
-    fn call(&self, py: Python<'_>, pin: &str, input_json: &str) -> PyResult<String> {
+    #[pyo3(signature = (pin, input_json, route_key=None))]
+    fn call(
+        &self,
+        py: Python<'_>,
+        pin: &str,
+        input_json: &str,
+        route_key: Option<&str>,
+    ) -> PyResult<String> {
         let input: serde_json::Value = serde_json::from_str(input_json).map_err(bad_json)?;
-        let call = py.detach(|| self.client.call(pin, &input)).map_err(|e| raise(&e))?;
+        let call =
+            py.detach(|| self.client.call_routed(pin, &input, route_key)).map_err(|e| raise(&e))?;
         Ok(serde_json::json!({
             "output": call.output,
             "contract_id": call.contract_id,

@@ -456,9 +456,10 @@ impl Evaluator<'_> {
 
     /// The version a pin resolves to, as an exact pin (both runs use fixed versions).
     fn exact(&self, version: &Version) -> Result<Pin> {
-        let resolved = self
-            .project
-            .resolve(&version.pin, ResolveOptions { allow_draft: version.allow_draft })?;
+        let resolved = self.project.resolve(
+            &version.pin,
+            ResolveOptions { allow_draft: version.allow_draft, route: None },
+        )?;
         Ok(Pin {
             id: resolved.contract.id.clone(),
             requirement: Requirement::Exact(resolved.contract.version.clone()),
@@ -478,6 +479,7 @@ fn work_order_of(suite: &Suite) -> WorkOrder {
             ..Constraints::default()
         },
         session_id: None,
+        route_key: None,
         agent_id: None,
         agent_class: None,
         tier: None,

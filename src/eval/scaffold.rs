@@ -52,7 +52,7 @@ struct CaseLine<'a> {
 /// written before the first promotion).
 pub fn new_eval(project: &Project, pin: &str) -> Result<Scaffolded> {
     let pin = Pin::parse(pin)?;
-    let resolved = project.resolve(&pin, ResolveOptions { allow_draft: true })?;
+    let resolved = project.resolve(&pin, ResolveOptions { allow_draft: true, route: None })?;
     let contract = &resolved.contract;
     let (word, _) = contract.id.trim_start_matches("PRC-").split_once('-').unwrap_or(("", ""));
     let folder = format!("{}/{}", super::suite::FOLDER, word.to_ascii_lowercase());

@@ -201,8 +201,9 @@ impl<'a> Caller<'a> {
 
     /// Resolves a pin to its contract and pack.
     pub fn resolve(&self, pin: &Pin) -> Result<Resolved> {
-        let resolved =
-            self.project.resolve(pin, ResolveOptions { allow_draft: self.allow_draft })?;
+        let options =
+            ResolveOptions { allow_draft: self.allow_draft, route: Some(self.work_order.route()) };
+        let resolved = self.project.resolve(pin, options)?;
         let mut warnings = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
         for w in &resolved.warnings {
             if !warnings.contains(w) {
@@ -389,6 +390,13 @@ impl<'a> Caller<'a> {
         fields.insert("prompt_pack_id".into(), json!(resolved.pack.id));
         fields.insert("prompt_pack_version".into(), json!(resolved.pack.version.to_string()));
         fields.insert("prompt_pack_sha256".into(), json!(resolved.pack.sha256));
+        // A pin through a label: which one, and the weight of the target a canary chose.
+        if let Some((label, weight)) = &resolved.label {
+            fields.insert("label".into(), json!(label));
+            if let Some(w) = weight {
+                fields.insert("label_weight".into(), json!(w));
+            }
+        }
         fields.insert("prompt_hash".into(), json!(prompt_hash.unwrap_or(crate::digest::ZERO_HASH)));
         fields.insert("provider".into(), json!(provider.name()));
         // The model asked and the model that answered (when either is known), for the
@@ -424,8 +432,11 @@ impl<'a> Caller<'a> {
 /// One exchange in progress: what every stage reads, and what its record carries.
 struct Exchange<'c, 'a> {
     caller: &'c Caller<'a>,
-    /// The input, as the caller gave it (the record keeps it).
+    /// The input, as the caller gave it (the record keeps it once its secrets are marked).
     input: &'c Value,
+    /// Whether every value the input schema marks `x-secret` is known to the masker: until
+    /// then (and for good when marking was refused) no record carries the input.
+    masked: bool,
     resolved: Resolved,
     provider: Arc<dyn Provider>,
     repair_attempt: u32,
@@ -472,6 +483,7 @@ impl<'c, 'a> Exchange<'c, 'a> {
             provider,
             repair_attempt,
             role,
+            masked: false,
             truncated: None,
             fresh: std::sync::OnceLock::new(),
         })
@@ -503,7 +515,7 @@ impl<'c, 'a> Exchange<'c, 'a> {
             response,
             (self.repair_attempt, self.role),
         );
-        if caller.project.config.ledger.inputs {
+        if self.masked && caller.project.config.ledger.inputs {
             fields.insert("input".into(), self.input.clone());
         }
         fields
@@ -593,6 +605,7 @@ impl<'c, 'a> Exchange<'c, 'a> {
         if let Err(e) = caller.mark_secrets(contract, Schema::Input, input) {
             return self.refuse(None, None, e);
         }
+        self.masked = true;
         let own = caller.target(&self.resolved)?;
         let checked = (|| {
             exchange::check_input(contract, &own.validators, input)?;

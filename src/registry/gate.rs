@@ -136,7 +136,7 @@ fn concerned_files(
                 e.kind == EntryKind::Contract && matches!(e.state, State::Active | State::Draft)
             }) {
                 let Ok(contract) = load_contract(view, c) else { continue };
-                let options = ResolveOptions { allow_draft: c.state == State::Draft };
+                let options = ResolveOptions { allow_draft: c.state == State::Draft, route: None };
                 if contract.prompt_pack_id == id
                     && resolve(view, kind, id, &contract.prompt_pack_version, options)
                         .is_ok_and(|r| r.entry.version == *version)

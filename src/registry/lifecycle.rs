@@ -411,7 +411,7 @@ pub fn promote_with_evidence(
                 EntryKind::PromptPack,
                 &contract.prompt_pack_id,
                 &contract.prompt_pack_version,
-                ResolveOptions { allow_draft },
+                ResolveOptions { allow_draft, route: None },
             )
         };
         if let Err(e) = pack(false) {
@@ -624,7 +624,7 @@ fn binds(registry: &Registry, c: &Entry, pack: &Entry, allow_draft: bool) -> boo
             EntryKind::PromptPack,
             &pack.id,
             &contract.prompt_pack_version,
-            ResolveOptions { allow_draft },
+            ResolveOptions { allow_draft, route: None },
         )
         .is_ok_and(|r| r.entry.version == pack.version)
 }
@@ -798,7 +798,9 @@ pub fn labels_on(registry: &Registry, id: &str, version: &Version) -> Vec<String
     registry
         .labels
         .get(id)
-        .map(|names| names.iter().filter(|(_, v)| *v == version).map(|(n, _)| n.clone()).collect())
+        .map(|names| {
+            names.iter().filter(|(_, t)| t.contains(version)).map(|(n, _)| n.clone()).collect()
+        })
         .unwrap_or_default()
 }
 
@@ -825,6 +827,23 @@ pub fn label(
     deprecated_since: Option<&str>,
     stamp: &Stamp,
 ) -> Result<LabelMove> {
+    label_weighted(registry, id, label, version.map(|v| (v, None)), deprecated_since, stamp)
+}
+
+/// [`label`], with a weight (SPEC §26): `Some((version, Some(w)))` gives `version` `w`
+/// percent of the label's traffic, the other targets sharing the rest (0 drops it: a
+/// rollback; 100 makes it the one target); `Some((version, None))` moves the label to
+/// `version` alone; `None` deletes the label. Each change is a `labeled` / `unlabeled`
+/// history event; a weighted one records the targets it leaves (`weights`).
+pub fn label_weighted(
+    registry: &mut Registry,
+    id: &str,
+    label: &str,
+    target: Option<(&Version, Option<u32>)>,
+    deprecated_since: Option<&str>,
+    stamp: &Stamp,
+) -> Result<LabelMove> {
+    use crate::registry::label::Targets;
     let kind = EntryKind::of_id(id).ok_or_else(|| Error::IdInvalid {
         id: id.to_string(),
         rule: "a label belongs to a contract (PRC-...) or prompt pack (PRM-...) id".into(),
@@ -838,31 +857,34 @@ pub fn label(
         });
     }
     adopt(registry, stamp);
-    let current = registry.labels.get(id).and_then(|n| n.get(label)).cloned();
+    let current: Option<Targets> = registry.labels.get(id).and_then(|n| n.get(label)).cloned();
     let refuse = |reason: String| Error::TransitionInvalid {
         id: id.to_string(),
         version: label.to_string(),
         action: "label".to_string(),
         reason,
     };
-    let Some(version) = version else {
+    let shown = |t: &Option<Targets>| t.as_ref().map(Targets::describe);
+    let Some((version, weight)) = target else {
         let Some(old) = current else {
             return Err(refuse(format!("{id} has no label `{label}`")));
         };
-        let entry = entry_of(registry, kind, id, &old)?;
+        // The event names the label's (first) target, with its hash.
+        let first = old.versions().next().cloned().expect("a label has a target");
+        let entry = entry_of(registry, kind, id, &first)?;
         registry.edit(|_, history| {
-            let mut event = Event {
+            let event = Event {
                 at: stamp.at.clone(),
                 action: Action::Unlabeled,
                 actor: Some(stamp.actor.clone()),
                 id: id.to_string(),
-                version: old.to_string(),
+                version: first.to_string(),
                 sha256: entry.sha256.clone(),
                 label: Some(label.to_string()),
+                weights: old.is_weighted().then(|| old.event_weights()),
                 ..Event::default()
             };
-            event = chain(history, event);
-            event
+            chain(history, event)
         });
         if let Some(names) = registry.labels.get_mut(id) {
             names.remove(label);
@@ -873,12 +895,15 @@ pub fn label(
         return Ok(LabelMove {
             id: id.to_string(),
             label: label.to_string(),
-            previous: Some(old.to_string()),
+            previous: Some(old.describe()),
             version: None,
         });
     };
     let entry = entry_of(registry, kind, id, version)?;
+    let dropping = weight == Some(0);
     match entry.state {
+        // A rollback takes a target out whatever state it is in now.
+        _ if dropping => {}
         State::Active => {}
         State::Deprecated => {
             if let (Some(since), Some(at)) = (deprecated_since, entry.deprecated_at.as_deref())
@@ -903,34 +928,60 @@ pub fn label(
             )));
         }
     }
-    if current.as_ref() == Some(version) {
+    let next = match (weight, &current) {
+        (None, _) | (Some(100), _) => Targets::one(version.clone()),
+        (Some(_), None) => {
+            return Err(refuse(format!(
+                "{id} has no label `{label}` yet to share with {version}: point it at a version first (`pactum registry label {id} {label} VERSION`), then give {version} a weight"
+            )));
+        }
+        (Some(w), Some(cur)) => match cur.with_weight(version, w) {
+            Some(t) => t,
+            None => {
+                return Err(refuse(format!(
+                    "that would leave `{label}` with no target; delete it instead (`pactum registry label {id} {label} --delete`)"
+                )));
+            }
+        },
+    };
+    if current.as_ref() == Some(&next) {
         return Ok(LabelMove {
             id: id.to_string(),
             label: label.to_string(),
-            previous: Some(version.to_string()),
-            version: Some(version.to_string()),
+            previous: shown(&current),
+            version: Some(next.describe()),
         });
     }
+    // The event names the version the command set, with its hash; a weighted result also
+    // records every target's weight.
+    let (named, named_sha) = match next.single() {
+        Some(only) if only != version => {
+            let e = entry_of(registry, kind, id, only)?;
+            (only.clone(), e.sha256.clone())
+        }
+        _ => (version.clone(), entry.sha256.clone()),
+    };
     registry.edit(|_, history| {
         let event = Event {
             at: stamp.at.clone(),
             action: Action::Labeled,
             actor: Some(stamp.actor.clone()),
             id: id.to_string(),
-            version: version.to_string(),
-            sha256: entry.sha256.clone(),
+            version: named.to_string(),
+            sha256: named_sha,
             label: Some(label.to_string()),
-            previous: current.as_ref().map(ToString::to_string),
+            previous: current.as_ref().and_then(Targets::single).map(ToString::to_string),
+            weights: next.is_weighted().then(|| next.event_weights()),
             ..Event::default()
         };
         chain(history, event)
     });
-    registry.labels.entry(id.to_string()).or_default().insert(label.to_string(), version.clone());
+    registry.labels.entry(id.to_string()).or_default().insert(label.to_string(), next.clone());
     Ok(LabelMove {
         id: id.to_string(),
         label: label.to_string(),
-        previous: current.map(|v| v.to_string()),
-        version: Some(version.to_string()),
+        previous: shown(&current),
+        version: Some(next.describe()),
     })
 }
 

@@ -60,7 +60,13 @@ pub fn list(
             let kind = EntryKind::of_id(&pin.id).unwrap_or(EntryKind::Contract);
             // As a run resolves it; an exact pin of a draft (a run with --allow-draft) too.
             let at = |allow_draft| {
-                resolve(registry, kind, &pin.id, &pin.requirement, ResolveOptions { allow_draft })
+                resolve(
+                    registry,
+                    kind,
+                    &pin.id,
+                    &pin.requirement,
+                    ResolveOptions { allow_draft, route: None },
+                )
             };
             let resolved = at(false).or_else(|e| match pin.requirement {
                 Requirement::Exact(_) => at(true),
@@ -76,7 +82,7 @@ pub fn list(
     }
     let mut bound: BTreeMap<(String, Version), Vec<String>> = BTreeMap::new();
     for (entry, c) in contracts {
-        let options = ResolveOptions { allow_draft: entry.state == State::Draft };
+        let options = ResolveOptions { allow_draft: entry.state == State::Draft, route: None };
         if let Ok(r) = resolve(
             registry,
             EntryKind::PromptPack,

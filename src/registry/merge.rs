@@ -92,7 +92,7 @@ fn merge_labels(
         } else if o == b {
             t
         } else {
-            let show = |v: &Option<semver::Version>| {
+            let show = |v: &Option<crate::registry::label::Targets>| {
                 v.as_ref().map_or("(deleted)".to_string(), ToString::to_string)
             };
             conflicts.push(format!(

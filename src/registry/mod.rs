@@ -23,6 +23,7 @@ use crate::schema;
 pub mod base;
 pub mod baseline;
 pub mod gate;
+pub mod label;
 pub mod lifecycle;
 pub mod list;
 pub mod merge;
@@ -204,6 +205,10 @@ pub struct Event {
     /// An object; hashed as canonical JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval: Option<serde_json::Value>,
+    /// A weighted `labeled` event's targets as it leaves them (version → percent; SPEC
+    /// §26): absent for a move to one version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<BTreeMap<String, u32>>,
     /// An SSHSIG signature (armored) of [`Event::signed_message`], by the key of whoever
     /// promoted or labelled, when the project's `[gate] signers` asks for signed events
     /// ([`sign`]). Hashed with the event, so the chain covers it.
@@ -340,6 +345,11 @@ impl Event {
         }
         if !self.version.is_empty() {
             field("version", quote(&self.version));
+        }
+        if let Some(weights) = &self.weights {
+            let pairs: Vec<String> =
+                weights.iter().map(|(v, w)| format!("{}:{w}", quote(v))).collect();
+            field("weights", format!("{{{}}}", pairs.join(",")));
         }
         out.push('}');
         crate::digest::sha256_hex(out.as_bytes())
@@ -825,7 +835,7 @@ impl Registry {
                 .iter()
                 .filter(|(_, names)| !names.is_empty())
                 .map(|(id, names)| {
-                    (id.as_str(), names.iter().map(|(n, v)| (n.as_str(), v.to_string())).collect())
+                    (id.as_str(), names.iter().map(|(n, t)| (n.as_str(), t.to_json())).collect())
                 })
                 .collect(),
             history: self.history.as_deref().unwrap_or(&[]),
@@ -999,8 +1009,8 @@ pub fn find_upwards(start: &Path) -> Option<PathBuf> {
 pub(crate) const READ_KEYS: [&str; 3] = ["contracts", "prompt_packs", "history"];
 const KNOWN_KEYS: &[&str] = &["registry_version", "contracts", "prompt_packs", "labels", "history"];
 
-/// Labels: id → label → version (SPEC §20).
-pub type Labels = BTreeMap<String, BTreeMap<String, Version>>;
+/// Labels: id → label → where it points (SPEC §20, §26).
+pub type Labels = BTreeMap<String, BTreeMap<String, label::Targets>>;
 
 /// Whether `name` may be a label: lowercase letters, digits and `-`, starting with a
 /// letter, at most 64 characters — never a version or a range.
@@ -1112,9 +1122,9 @@ fn read_text(path: &Path, text: &str) -> Result<Parts> {
     if let Some(Value::Object(ids)) = top.get("labels") {
         for (id, names) in ids {
             let Value::Object(names) = names else { continue };
-            for (name, version) in names {
-                if let Some(v) = version.as_str().and_then(crate::id::parse_version) {
-                    labels.entry(id.clone()).or_default().insert(name.clone(), v);
+            for (name, targets) in names {
+                if let Some(t) = label::Targets::from_json(targets) {
+                    labels.entry(id.clone()).or_default().insert(name.clone(), t);
                 }
             }
         }
@@ -1142,7 +1152,7 @@ struct RawRegistryOut<'a> {
     contracts: Vec<RawEntry>,
     prompt_packs: Vec<RawEntry>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    labels: BTreeMap<&'a str, BTreeMap<&'a str, String>>,
+    labels: BTreeMap<&'a str, BTreeMap<&'a str, Value>>,
     history: &'a [Event],
     #[serde(flatten)]
     extra: serde_json::Map<String, Value>,

@@ -242,7 +242,7 @@ pub fn fold(history: &[Event]) -> (BTreeMap<Key, Implied>, Vec<EventProblem>) {
 /// it there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImpliedLabel {
-    pub version: Version,
+    pub targets: crate::registry::label::Targets,
     pub seq: u64,
     pub index: usize,
 }
@@ -268,11 +268,33 @@ pub fn fold_labels(
             continue;
         };
         let key = (event.id.clone(), label.clone());
-        let current = labels.get(&key).map(|l| l.version.clone());
+        let current = labels.get(&key).map(|l| l.targets.clone());
+        // A weighted event leaves the label at its `weights`; a move, at its version.
+        let next = match &event.weights {
+            Some(w) => match crate::registry::label::Targets::from_event(w) {
+                Some(t) => t,
+                None => {
+                    problems.push(EventProblem {
+                        index,
+                        error: mismatch(
+                            event,
+                            "weighs its targets to other than 100 percent".to_string(),
+                        ),
+                    });
+                    continue;
+                }
+            },
+            None => crate::registry::label::Targets::one(version.clone()),
+        };
+        let current_single = current.as_ref().and_then(|t| t.single().cloned());
         match event.action {
             Action::Labeled => {
                 let previous = event.previous.as_deref().and_then(parse_version);
-                if current.as_ref() != Some(&version) && current != previous {
+                // A weighted change reweighs what is there; a move names where it was.
+                let consistent = event.weights.is_some()
+                    || current.as_ref() == Some(&next)
+                    || current_single == previous;
+                if !consistent {
                     problems.push(EventProblem {
                         index,
                         error: mismatch(
@@ -280,16 +302,16 @@ pub fn fold_labels(
                             format!(
                                 "moves `{label}` from {}, but the history left it at {}",
                                 event.previous.as_deref().unwrap_or("nowhere"),
-                                current.map_or("nowhere".to_string(), |v| v.to_string())
+                                current.map_or("nowhere".to_string(), |t| t.describe())
                             ),
                         ),
                     });
                     continue;
                 }
-                labels.insert(key, ImpliedLabel { version, seq: event.seq, index });
+                labels.insert(key, ImpliedLabel { targets: next, seq: event.seq, index });
             }
             _ => match current {
-                Some(v) if v == version => {
+                Some(t) if t.contains(&version) => {
                     labels.remove(&key);
                 }
                 None => {}
@@ -328,13 +350,13 @@ fn check_labels(registry: &Registry, history: &[Event], out: &mut Vec<Diagnostic
             );
             let subject = format!("{id}@{label}");
             match implied.get(&(id.clone(), label.clone())) {
-                Some(said) if &said.version == version => {}
+                Some(said) if &said.targets == version => {}
                 Some(said) => out.push(
                     Diagnostic::from_error(&Error::HistoryMismatch {
                         subject,
                         reason: format!(
                             "registry.json names {version}, but the history moved it to {} (event #{})",
-                            said.version, said.seq
+                            said.targets, said.seq
                         ),
                     })
                     .pointer(pointer.clone())
@@ -350,19 +372,21 @@ fn check_labels(registry: &Registry, history: &[Event], out: &mut Vec<Diagnostic
                 ),
             }
             let kind = EntryKind::of_id(id).unwrap_or(EntryKind::Contract);
-            match registry.get(kind, id, version) {
-                Some(e) if matches!(e.state, State::Active | State::Deprecated) => {}
-                other => out.push(
-                    Diagnostic::from_error(&Error::HistoryMismatch {
-                        subject: format!("{id}@{label}"),
-                        reason: format!(
-                            "the label names {id}@{version}, which is {}; a label names an active or deprecated version",
-                            other.map_or("not registered", |e| e.state.as_str())
-                        ),
-                    })
-                    .pointer(pointer)
-                    .help(format!("move the label: `pactum registry label {id} {label} VERSION`")),
-                ),
+            for target in version.versions() {
+                match registry.get(kind, id, target) {
+                    Some(e) if matches!(e.state, State::Active | State::Deprecated) => {}
+                    other => out.push(
+                        Diagnostic::from_error(&Error::HistoryMismatch {
+                            subject: format!("{id}@{label}"),
+                            reason: format!(
+                                "the label names {id}@{target}, which is {}; a label names an active or deprecated version",
+                                other.map_or("not registered", |e| e.state.as_str())
+                            ),
+                        })
+                        .pointer(pointer.clone())
+                        .help(format!("move the label: `pactum registry label {id} {label} VERSION`")),
+                    ),
+                }
             }
         }
     }
@@ -373,7 +397,7 @@ fn check_labels(registry: &Registry, history: &[Event], out: &mut Vec<Diagnostic
                     subject: format!("{id}@{label}"),
                     reason: format!(
                         "history event #{} moved it to {}, but registry.json has no such label",
-                        said.seq, said.version
+                        said.seq, said.targets
                     ),
                 })
                 .pointer(format!("/history/{}", said.index))
@@ -414,11 +438,11 @@ impl Replayed {
         }
         if let Some(label) = label {
             match self.labels.get(&(entry.id.clone(), label.to_string())) {
-                Some(l) if l.version == entry.version => {}
+                Some(l) if l.targets.contains(&entry.version) => {}
                 Some(l) => {
                     return Err(refuse(format!(
                         "the label `{label}` names {}, but the history moved it to {} (event #{})",
-                        entry.version, l.version, l.seq
+                        entry.version, l.targets, l.seq
                     )));
                 }
                 None => {

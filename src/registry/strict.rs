@@ -85,6 +85,8 @@ struct HistoryEvent {
     #[serde(default, deserialize_with = "present")]
     eval: Option<serde_json::Value>,
     #[serde(default, deserialize_with = "present")]
+    weights: Option<BTreeMap<String, u32>>,
+    #[serde(default, deserialize_with = "present")]
     signature: Option<String>,
     prev: String,
     hash: String,
@@ -114,6 +116,9 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         })
         && e.eval.as_ref().is_none_or(serde_json::Value::is_object)
         && e.signature.as_deref().is_none_or(|s| !s.is_empty())
+        && e.weights
+            .as_ref()
+            .is_none_or(|w| !w.is_empty() && w.iter().all(|(v, p)| version(v) && *p <= 100))
         && sha256(&e.prev)
         && sha256(&e.hash);
     if !ok {
@@ -136,6 +141,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         previous: e.previous,
         times: e.times,
         eval: e.eval,
+        weights: e.weights,
         signature: e.signature,
         prev: e.prev,
         hash: e.hash,

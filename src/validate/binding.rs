@@ -150,7 +150,7 @@ fn bound_via_registry<'a>(
         EntryKind::PromptPack,
         &contract.prompt_pack_id,
         &contract.prompt_pack_version,
-        ResolveOptions { allow_draft: draft },
+        ResolveOptions { allow_draft: draft, route: None },
     );
     let resolution = match resolution {
         Ok(r) => r,

@@ -170,7 +170,7 @@ fn check_suite(
         EntryKind::Contract,
         &pin.id,
         &pin.requirement,
-        ResolveOptions { allow_draft: true },
+        ResolveOptions { allow_draft: true, route: None },
     );
     let contract_file = resolved.as_ref().ok().and_then(|r| ctx.entry_file(r.entry));
     let contract_rel = contract_file.map(|f| f.rel.as_str());

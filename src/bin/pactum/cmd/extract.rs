@@ -80,7 +80,10 @@ pub fn exec(args: Args) -> u8 {
         if let Some(pin) = &args.contract {
             let project = args.common.project()?;
             let resolved = project
-                .resolve(&Pin::parse(pin)?, ResolveOptions { allow_draft: args.allow_draft })
+                .resolve(
+                    &Pin::parse(pin)?,
+                    ResolveOptions { allow_draft: args.allow_draft, route: None },
+                )
                 .map_err(pactum::Error::with_allow_draft_hint)?;
             options = pactum::exchange::extract_options(&resolved.contract);
             options.repair |= args.repair;

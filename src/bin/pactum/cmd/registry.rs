@@ -64,6 +64,12 @@ enum Action {
         /// Delete the label instead.
         #[arg(long)]
         delete: bool,
+        /// A canary: give VERSION this share (0 to 100 percent) of the label's routed pins,
+        /// the label's other targets sharing the rest; 0 takes it out again (a rollback),
+        /// 100 makes it the label's one target. A pin on a weighted label picks its target
+        /// by a stable hash of the routing key (a work order's route_key, else its id).
+        #[arg(long, value_name = "PERCENT", conflicts_with = "delete", value_parser = clap::value_parser!(u32).range(0..=100))]
+        weight: Option<u32>,
         /// Sign the event with this SSH key (default: git's user.signingkey), as
         /// pactum.toml's [gate] signers asks.
         #[arg(long, value_name = "FILE")]
@@ -413,7 +419,7 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             }
             Ok((value, text, OK))
         }
-        Action::Label { id, label, target, delete, sign_key } => {
+        Action::Label { id, label, target, delete, weight, sign_key } => {
             let signer = signer(&registry_path(&args.common, false)?, sign_key.as_deref())?;
             let version = match (target, delete) {
                 (_, true) => None,
@@ -433,8 +439,9 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 .ok();
             let m = store::update(&path, |reg| {
                 let start = reg.history.as_ref().map_or(0, Vec::len);
+                let target = version.as_ref().map(|v| (v, *weight));
                 let m =
-                    lifecycle::label(reg, id, label, version.as_ref(), since.as_deref(), &stamp)?;
+                    lifecycle::label_weighted(reg, id, label, target, since.as_deref(), &stamp)?;
                 if let Some(key) = &signer {
                     lifecycle::sign_since(reg, start, &|m| registry::sign::sign(key, m))?;
                 }

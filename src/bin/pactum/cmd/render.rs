@@ -108,7 +108,7 @@ pub fn exec(args: Args) -> u8 {
         };
         let project = args.common.project()?;
         let resolved = project
-            .resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })
+            .resolve(&pin, ResolveOptions { allow_draft: args.allow_draft, route: None })
             .map_err(pactum::Error::with_allow_draft_hint)?;
         // Values the contract marks `x-secret` are masked in what is printed (SPEC §18).
         output::redactor().add_marked_at(

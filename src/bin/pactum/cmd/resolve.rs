@@ -22,7 +22,7 @@ pub fn exec(args: Args) -> u8 {
     let result = Pin::parse(&args.pin).and_then(|pin| {
         let project = args.common.project()?;
         let resolved = project
-            .resolve(&pin, ResolveOptions { allow_draft: args.allow_draft })
+            .resolve(&pin, ResolveOptions { allow_draft: args.allow_draft, route: None })
             .map_err(pactum::Error::with_allow_draft_hint)?;
         Ok((project, resolved))
     });

@@ -76,7 +76,7 @@ pub fn exec(args: Args) -> u8 {
         Ok(p) => p,
         Err(e) => return output::fail(&e, json),
     };
-    let options = ResolveOptions { allow_draft: args.allow_draft };
+    let options = ResolveOptions { allow_draft: args.allow_draft, route: None };
     let mut jobs = Vec::new();
     let mut refused = Vec::new();
     for path in &args.work_orders {
