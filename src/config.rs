@@ -191,6 +191,16 @@ pub struct TelemetrySettings {
     pub content: bool,
 }
 
+/// Where the ledger is (SPEC §27): `[ledger]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LedgerSettings {
+    /// A ledger in PostgreSQL (`postgres://USER@HOST:PORT/DB`) instead of
+    /// `.pactum/ledger.jsonl`; it contacts that host, so it acts only once the environment
+    /// confirms committed settings (SPEC §24).
+    pub url: Option<String>,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -206,6 +216,7 @@ pub struct Config {
     /// MCP tool servers by name (SPEC §23).
     pub tools: BTreeMap<String, ToolServerSettings>,
     pub telemetry: TelemetrySettings,
+    pub ledger: LedgerSettings,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]
     pub env: EnvSettings,

@@ -98,7 +98,7 @@ impl Repo {
         let mut r = self.registry();
         f(&mut r);
         let history = r.history.as_mut().unwrap();
-        let events: Vec<Event> = history.drain(..).collect();
+        let events: Vec<Event> = std::mem::take(history);
         for e in events {
             lifecycle::chain(history, e);
         }

@@ -13,6 +13,8 @@ mod kernel_harness;
 mod mock_http;
 #[path = "support/otlp.rs"]
 mod otlp;
+#[path = "support/postgres.rs"]
+mod postgres;
 #[path = "support/redis.rs"]
 mod redis;
 #[path = "support/scorecard.rs"]
@@ -31,6 +33,7 @@ mod cli_file_results;
 mod cli_hints;
 mod cli_in_ci;
 mod cli_ledger;
+mod cli_ledger_postgres;
 mod cli_mcp;
 mod cli_otel;
 mod cli_otel_attacks;

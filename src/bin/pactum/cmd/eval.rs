@@ -9,7 +9,7 @@ use pactum::error::{Error, ProviderFailure};
 use pactum::eval::{self, Evaluator, Options, Plan, Suite, Version, report};
 use pactum::gateway::select::{Choice, ProviderSet};
 use pactum::id::Pin;
-use pactum::ledger::{Durability, Ledger, Location};
+use pactum::ledger::{Durability, Ledger};
 use pactum::project::Project;
 use pactum::validate::{NoProgress, Progress};
 use pactum::work_order::ProviderChoice;
@@ -181,7 +181,7 @@ pub fn promotion_gate(
     // The gate's cases are spans too when the environment or pactum.toml names a collector.
     let exporter = crate::telemetry::OtlpArgs::default().start(&project.config, None)?;
     let ledger = exporter.attach(
-        Ledger::open(&Location::project(&root))?
+        Ledger::open(&crate::cmd::ledger::project_ledger(&root, &project.config)?)?
             .redacting(output::redactor().clone())
             .with_durability(Durability::Grouped),
     );
@@ -299,7 +299,7 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Erro
     let jobs = args.jobs.map_or_else(|| selected.provider.default_jobs(), |j| j as usize);
     let exporter = args.telemetry.start(&project.config, None)?;
     let ledger = exporter.attach(
-        Ledger::open(&Location::project(&root))?
+        Ledger::open(&crate::cmd::ledger::project_ledger(&root, &project.config)?)?
             .redacting(output::redactor().clone())
             .with_durability(Durability::Grouped),
     );
