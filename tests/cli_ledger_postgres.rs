@@ -138,10 +138,15 @@ fn a_run_writes_its_records_to_the_database_and_every_reader_reads_them_there() 
     // A target that is no prefix of the source is refused, and nothing is written to it:
     // one holding more records than the source, and one whose records differ.
     let other = root.join("other.jsonl");
-    pactum(root, &["run", crate::cli_otel::CLASSIFY, "--ledger", &other.to_string_lossy()]).status(0);
+    pactum(root, &["run", crate::cli_otel::CLASSIFY, "--ledger", &other.to_string_lossy()])
+        .status(0);
     let before = pg.lines("pactum_ledger");
     let longer = pactum(root, &["ledger", "copy", &other.to_string_lossy(), &url, "--json"]);
-    assert_eq!((longer.code, longer.json()["code"].clone()), (1, json!("ledger_rewritten")), "{longer}");
+    assert_eq!(
+        (longer.code, longer.json()["code"].clone()),
+        (1, json!("ledger_rewritten")),
+        "{longer}"
+    );
     assert_eq!(pg.lines("pactum_ledger"), before);
     let diverged = pg.url(Some("diverged"));
     pactum(root, &["ledger", "copy", &other.to_string_lossy(), &diverged]).status(0);
@@ -409,4 +414,57 @@ fn the_database_stopped_and_started_under_a_running_worker_loses_no_record_it_re
         }
     }
     pactum(root, &["ledger", "verify", &url]).status(0);
+}
+
+/// Appends per second to PostgreSQL with 1, 2 and 4 writers (each its own connection)
+/// against the JSONL file with the same writers, measured side by side in one run; every
+/// record of every configuration is then verified in one chain (BENCHMARKS.md, "The
+/// ledger in PostgreSQL"). Both sides sync each record (`Durability::EachRecord`; the
+/// server with `fsync=on`). `PACTUM_BENCH_APPENDS` sets the appends per configuration
+/// (200 by default, which keeps it a test; BENCHMARKS.md's numbers are of 2000):
+/// `cargo test --test suite -- --include-ignored --nocapture appends_per_second`.
+#[test]
+#[ignore = "needs PostgreSQL (Debian package postgresql); .ci/run installs it"]
+fn appends_per_second_to_the_database_and_the_file_with_1_2_and_4_writers() {
+    use pactum::ledger::{Durability, Kind, Ledger, Location};
+    let total: usize =
+        std::env::var("PACTUM_BENCH_APPENDS").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+    let pg = Postgres::durable();
+    let dir = tempfile::tempdir().unwrap();
+    let measure = |at: &Location, writers: usize| -> f64 {
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            for w in 0..writers {
+                s.spawn(move || {
+                    let ledger = Ledger::open(at).unwrap().with_durability(Durability::EachRecord);
+                    for i in 0..total / writers {
+                        let mut fields = Map::new();
+                        fields.insert("writer".into(), json!(w));
+                        fields.insert("i".into(), json!(i));
+                        fields.insert("raw_response".into(), json!("x".repeat(400)));
+                        ledger.append(Kind::Exchange, fields).unwrap();
+                    }
+                });
+            }
+        });
+        let v = pactum::ledger::verify(at, None).unwrap();
+        assert_eq!(v.records as usize, total / writers * writers, "every record, one chain");
+        (total / writers * writers) as f64 / started.elapsed().as_secs_f64()
+    };
+    let mut rows = Vec::new();
+    for writers in [1, 2, 4] {
+        let file = Location::chosen(&dir.path().join(format!("w{writers}.jsonl")));
+        let url = pactum::ledger::postgres::Url::parse(
+            &pactum::authority::Permit::application(pg.url(Some(&format!("bench_w{writers}")))),
+            Some(pactum::gateway::Secret::new(PASSWORD)),
+        )
+        .unwrap();
+        let db = Location::database(url);
+        let (f, d) = (measure(&file, writers), measure(&db, writers));
+        rows.push((writers, f, d));
+    }
+    println!("writers | JSONL appends/s | PostgreSQL appends/s | PostgreSQL / JSONL");
+    for (writers, f, d) in rows {
+        println!("{writers} | {f:.0} | {d:.0} | {:.2}", d / f);
+    }
 }

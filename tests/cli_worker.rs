@@ -69,7 +69,7 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    fn start(root: &Path, url: &str, name: &str, extra: &[&str]) -> Worker {
+    pub(crate) fn start(root: &Path, url: &str, name: &str, extra: &[&str]) -> Worker {
         Worker::start_on(root, url, name, &format!("{name}.jsonl"), &[], extra)
     }
 

@@ -26,6 +26,7 @@ mod cli_ci_output;
 mod cli_context;
 mod cli_disclosure;
 mod cli_eval;
+mod cli_eval_queue;
 mod cli_exchange;
 mod cli_exchange_http;
 mod cli_exchange_ledger;

@@ -463,9 +463,8 @@ impl Database {
                 client.batch_execute("COMMIT").await.map_err(Step::Sql)
             };
             // The timer is made inside the runtime (it needs the runtime's clock).
-            let outcome = self
-                .runtime
-                .block_on(async { tokio::time::timeout(left, transaction).await });
+            let outcome =
+                self.runtime.block_on(async { tokio::time::timeout(left, transaction).await });
             let failure = match outcome {
                 Ok(Ok(())) => {
                     let (record, _) = made.unwrap_or((Value::Null, String::new()));

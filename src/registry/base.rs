@@ -393,6 +393,7 @@ fn promotion(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
     use crate::registry::lifecycle::{self, Stamp};
@@ -465,7 +466,7 @@ mod tests {
         let mut edited = r.clone();
         let history = edited.history.as_mut().unwrap();
         history[1].actor = Some("mallory@example.com".into());
-        let tail: Vec<Event> = history.drain(..).collect();
+        let tail: Vec<Event> = std::mem::take(history);
         for e in tail {
             lifecycle::chain(history, e);
         }
