@@ -166,3 +166,33 @@ fn a_worker_killed_holding_a_case_changes_nothing_in_the_report() {
     assert_eq!(exchanges(root, "heir"), 16, "the heir ran every case, the orphan too");
     assert_eq!(redis.xlen("pactum:results"), 16, "one result per case");
 }
+
+#[test]
+#[ignore = "needs PostgreSQL (Debian package postgresql) and redis-server, and root (setpriv); .ci/run installs them"]
+fn the_readme_fleet_section_runs_as_written() {
+    let blocks =
+        crate::readme_tour::sh_blocks("One ledger for a fleet, and evals across the workers");
+    assert_eq!(blocks.len(), 1, "one ```sh block");
+    // As written, on free ports instead of 6379 and 5433, with the binary the tests built.
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (redis_port, pg_port) = (free(), free());
+    let script = blocks[0]
+        .replace(
+            "cargo build -q && P=$PWD/target/debug/pactum",
+            &format!("P={}", env!("CARGO_BIN_EXE_pactum")),
+        )
+        .replace("6379", &redis_port.to_string())
+        .replace("5433", &pg_port.to_string());
+    assert!(!script.contains("cargo"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let example = dir.path().join("examples/eval-classify");
+    common::copy_tree(&common::repo().join("examples/eval-classify"), &example);
+    let out = crate::readme_tour::bash(dir.path(), &script);
+    out.status(0);
+    let mut cmd = common::pactum_in(&example);
+    let local = Out::of(cmd.args(["eval"]));
+    assert!(out.stdout.contains(&local.stdout), "the local report:\n{}\n{out}", local.stdout);
+    assert!(out.stdout.contains(": 16 records, chain intact"), "{out}");
+    assert!(out.stdout.contains("16 copied, 0 already there"), "{out}");
+    assert_eq!(common::check_ledger_chain_independently(&example.join("fleet.jsonl")), 16);
+}

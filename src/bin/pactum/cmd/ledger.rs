@@ -348,7 +348,9 @@ fn checkpoint(common: &crate::output::Common, key: Option<&Path>, json: bool) ->
                     message: "no key to sign the checkpoint with: pass --sign-key FILE, or set git's user.signingkey".into(),
                 })?,
         };
-        let location = Location::project(&root);
+        let mut config = pactum::config::Config::load(&root)?;
+        config.apply_env(&output::env_lookup);
+        let location = project_ledger(&root, &config)?;
         let v = pactum::ledger::verify_heads(&location, &[])?;
         let c = pactum::ledger::checkpoint::Checkpoint::sign(v.records, &v.last_hash, &key)?;
         pactum::ledger::checkpoint::append(&root, &c)?;
