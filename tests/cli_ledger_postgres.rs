@@ -203,6 +203,12 @@ fn the_password_stays_out_of_output_and_a_committed_url_acts_only_when_confirmed
     );
     assert!(!wrong.to_string().contains("not-the-Password-42"), "{wrong}");
 
+    // A table of that name that is no ledger is refused, not read.
+    pg.sql("CREATE TABLE notes (seq integer, note text)");
+    let other = pactum(root, &["ledger", "verify", &pg.url(Some("notes")), "--json"]);
+    assert_eq!(other.json()["code"], "ledger_unavailable", "{other}");
+    assert!(other.stdout.contains("is not a pactum ledger"), "{other}");
+
     // `[ledger] url` in pactum.toml: refused until the environment confirms it.
     let toml = std::fs::read_to_string(root.join("pactum.toml")).unwrap_or_default();
     std::fs::write(

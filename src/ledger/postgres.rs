@@ -284,6 +284,29 @@ impl Database {
                 }
             }
         })?;
+        // A table of that name made by someone else is not a ledger: its columns are checked
+        // once here, so no read later meets a value of another type.
+        let name = db.url.table.clone();
+        let columns = db.run(|client| {
+            let name = name.clone();
+            async move {
+                let q = "SELECT column_name::text, data_type::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position";
+                let rows = client.query(q, &[&name]).await?;
+                rows.iter()
+                    .map(|r| Ok((r.try_get::<_, String>(0)?, r.try_get::<_, String>(1)?)))
+                    .collect::<std::result::Result<Vec<(String, String)>, tokio_postgres::Error>>()
+            }
+        })?;
+        let expected = [("seq", "bigint"), ("hash", "character"), ("line", "text")];
+        let fits = columns.len() == expected.len()
+            && columns.iter().zip(expected).all(|((n, t), (en, et))| n == en && t == et);
+        if !fits {
+            let have: Vec<String> = columns.iter().map(|(n, t)| format!("{n} {t}")).collect();
+            return Err(db.unavailable(&format!(
+                "the table {name} is not a pactum ledger (its columns are {}, a ledger's are seq bigint, hash character(64), line text); name another with ?table=NAME",
+                if have.is_empty() { "not visible".to_string() } else { have.join(", ") }
+            )));
+        }
         Ok(db)
     }
 
@@ -442,7 +465,14 @@ impl Database {
                     )
                     .await
                     .map_err(Step::Sql)?
-                    .map(|r| Row { seq: r.get(0), line: r.get(1) });
+                    .map(|r| {
+                        Ok::<_, tokio_postgres::Error>(Row {
+                            seq: r.try_get(0)?,
+                            line: r.try_get(1)?,
+                        })
+                    })
+                    .transpose()
+                    .map_err(Step::Sql)?;
                 let (seq, prev) = match head {
                     None => (0, ZERO_HASH.to_string()),
                     Some(row) => head_link(&shown, &row).map_err(Step::Chain)?,
@@ -494,7 +524,7 @@ impl Database {
                     let (table, hash) = (table.clone(), hash.clone());
                     async move {
                         let q = format!("SELECT count(*) FROM {table} WHERE hash = $1");
-                        client.query_one(&q, &[&hash]).await.map(|r| r.get::<_, i64>(0))
+                        client.query_one(&q, &[&hash]).await?.try_get::<_, i64>(0)
                     }
                 });
                 return match found {
@@ -533,7 +563,11 @@ impl Database {
         })?;
         match head {
             None => Ok((0, ZERO_HASH.to_string())),
-            Some(r) => head_link(&self.url.shown, &Row { seq: r.get(0), line: r.get(1) }),
+            Some(r) => {
+                let row =
+                    Row { seq: r.try_get(0).unwrap_or(0), line: r.try_get(1).unwrap_or_default() };
+                head_link(&self.url.shown, &row)
+            }
         }
     }
 
@@ -574,8 +608,10 @@ impl Database {
             })?;
             let full = page.len() as i64 == PAGE;
             for row in &page {
-                let seq: i64 = row.get(0);
-                let line: &str = row.get(1);
+                let (Ok(seq), Ok(line)) = (row.try_get::<_, i64>(0), row.try_get::<_, &str>(1))
+                else {
+                    return Err(self.unavailable("a row is not (seq bigint, line text)"));
+                };
                 after = Some(seq);
                 if each(seq, line)? {
                     return Ok(());
@@ -608,7 +644,8 @@ impl Database {
                 let head = client
                     .query_opt(&format!("SELECT seq, hash FROM {table} ORDER BY seq DESC LIMIT 1"), &[])
                     .await?
-                    .map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1)));
+                    .map(|r| Ok::<_, tokio_postgres::Error>((r.try_get::<_, i64>(0)?, r.try_get::<_, String>(1)?)))
+                    .transpose()?;
                 let now = head.map_or((0, ZERO_HASH.to_string()), |(s, h)| (s as u64, h));
                 if now != (head_seq, head_hash) {
                     client.batch_execute("ROLLBACK").await?;
