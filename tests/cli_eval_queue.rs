@@ -196,3 +196,23 @@ fn the_readme_fleet_section_runs_as_written() {
     assert!(out.stdout.contains("16 copied, 0 already there"), "{out}");
     assert_eq!(common::check_ledger_chain_independently(&example.join("fleet.jsonl")), 16);
 }
+
+#[test]
+#[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
+fn a_worker_on_another_version_of_the_suite_refuses_its_cases_and_the_eval_says_so() {
+    let redis = RedisServer::start();
+    let (here, there) = (example(), example());
+    // The worker's checkout holds another suite (its threshold changed).
+    let suite = there.path().join("evals/classify/EVAL-CLASSIFY-001.json");
+    let text = std::fs::read_to_string(&suite).unwrap();
+    std::fs::write(&suite, text.replace("\"pass_rate\": 0.9", "\"pass_rate\": 0.5")).unwrap();
+    let worker = Worker::start(there.path(), &redis.url(), "elsewhere", &[]);
+    let (eval, out) = eval_in_background(here.path(), &["--queue", &redis.url()]);
+    let refused = finish(eval, &out, Duration::from_secs(120));
+    worker.terminate(Duration::from_secs(30)).status(0);
+    assert_eq!(refused.code, 2, "{refused}");
+    let message = refused.json()["message"].as_str().unwrap().to_string();
+    assert!(message.contains("could not run on a worker"), "{message}");
+    assert!(message.contains("is not the suite the evaluation was started with"), "{message}");
+    assert_eq!(exchanges(there.path(), "elsewhere"), 0, "no case ran on the other suite");
+}

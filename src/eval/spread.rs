@@ -184,6 +184,11 @@ pub trait Spread {
     fn results(&mut self) -> Result<Vec<(String, Value)>>;
 }
 
+/// The index an order's id ends with (for messages).
+fn index_of(id: &str) -> &str {
+    id.rsplit('-').next().unwrap_or(id)
+}
+
 /// How the coordinator names its orders: `{run}-{eval_id}-{index}`.
 pub fn order_id(run: &str, eval_id: &str, index: usize) -> String {
     format!("{run}-{eval_id}-{index:06}")
@@ -253,6 +258,19 @@ impl Evaluator<'_> {
             for (id, result) in spread.results()? {
                 if waiting.remove(&id).is_none() {
                     continue;
+                }
+                if result["ok"] != json!(true) {
+                    // The case did not run on a worker (its suite differs there, or it went
+                    // to the dead letters): the evaluation measures nothing without it.
+                    return Err(Error::Usage {
+                        message: format!(
+                            "case {} of {} could not run on a worker: {}: {}; fix it and evaluate again",
+                            index_of(&id),
+                            suite.eval_id,
+                            result["code"].as_str().unwrap_or("failed"),
+                            result["message"].as_str().unwrap_or("no reason given")
+                        ),
+                    });
                 }
                 let runs = runs_of(&result, versions.len()).map_err(|why| Error::Usage {
                     message: format!(
@@ -332,6 +350,9 @@ fn sha256_of(root: &std::path::Path, rel: &str) -> Result<String> {
 pub struct OnQueue<Q: crate::queue::Queue> {
     queue: Q,
     after: String,
+    /// The last dead letter seen: a case sent there (its attempts kept killing workers)
+    /// ends the evaluation with its reason instead of a wait for a result that never comes.
+    dead_after: String,
     wait: Duration,
 }
 
@@ -346,7 +367,15 @@ impl<Q: crate::queue::Queue> OnQueue<Q> {
                 None => break,
             }
         }
-        Ok(OnQueue { queue, after, wait })
+        let mut dead_after = "0".to_string();
+        loop {
+            let page = queue.dead_letters(&dead_after)?;
+            match page.last() {
+                Some((id, _)) => dead_after = id.clone(),
+                None => break,
+            }
+        }
+        Ok(OnQueue { queue, after, dead_after, wait })
     }
 }
 
@@ -366,6 +395,19 @@ impl<Q: crate::queue::Queue> Spread for OnQueue<Q> {
         if let Some(last) = got.last() {
             self.after = last.id.clone();
         }
-        Ok(got.into_iter().map(|c| (c.work_order_id, c.result)).collect())
+        let mut out: Vec<(String, Value)> =
+            got.into_iter().map(|c| (c.work_order_id, c.result)).collect();
+        let dead = self.queue.dead_letters(&self.dead_after)?;
+        if let Some((last, _)) = dead.last() {
+            self.dead_after = last.clone();
+        }
+        for (_, fields) in dead {
+            let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+            if let Some(id) = field("work_order_id") {
+                let reason = field("reason").unwrap_or_default();
+                out.push((id, json!({"ok": false, "code": "dead_lettered", "message": reason})));
+            }
+        }
+        Ok(out)
     }
 }

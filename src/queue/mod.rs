@@ -128,6 +128,9 @@ impl Job {
     }
 }
 
+/// A stream entry as it was read: its id and its fields.
+pub type Entry = (String, Vec<(String, String)>);
+
 /// An entry handed to one worker.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delivery {
@@ -293,6 +296,13 @@ pub trait Queue: Send {
     /// Results after `after` (`0` for all), waiting up to `wait` when there are none
     /// (`None`: no waiting).
     fn results(&mut self, after: &str, wait: Option<Duration>) -> Result<Vec<Completed>>;
+    /// Dead letters after `after` (`0` for all), oldest first, without waiting: each its
+    /// entry id on `NAME:dead` and its fields (the entry's own, `entry`, `reason`,
+    /// `attempts`, `deliveries`). A queue that keeps none has none.
+    fn dead_letters(&mut self, after: &str) -> Result<Vec<Entry>> {
+        let _ = after;
+        Ok(Vec::new())
+    }
 }
 
 /// Parses a duration: `500ms`, `2s`, `1m`, `1h` (a whole number and its unit).
