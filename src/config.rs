@@ -181,6 +181,37 @@ pub struct ToolServerSettings {
     pub timeout_s: Option<f64>,
 }
 
+/// Typed clients kept in the repository (SPEC §25): `[generate]`, the files `pactum generate`
+/// writes, which `validate` checks are fresh (`generated_stale`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerateSettings {
+    /// The Python module of `pactum generate python`, relative to the project root.
+    pub python: Option<String>,
+    /// The declarations of `pactum generate typescript`.
+    pub typescript: Option<String>,
+}
+
+/// What the ledger keeps and where it is (SPEC §26, §27): `[ledger]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LedgerSettings {
+    /// Exchange records carry their input (masked like everything the ledger holds), so
+    /// recorded exchanges can become eval cases (`pactum eval dataset --from-ledger`);
+    /// `false` leaves inputs out.
+    pub inputs: bool,
+    /// A ledger in PostgreSQL (`postgres://USER@HOST:PORT/DB`) instead of
+    /// `.pactum/ledger.jsonl`; it contacts that host, so it acts only once the environment
+    /// confirms committed settings (SPEC §24).
+    pub url: Option<String>,
+}
+
+impl Default for LedgerSettings {
+    fn default() -> Self {
+        LedgerSettings { inputs: true, url: None }
+    }
+}
+
 /// Where spans go (SPEC §22): `[telemetry]`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -189,16 +220,6 @@ pub struct TelemetrySettings {
     pub otlp_endpoint: Option<String>,
     /// Prompt and reply text (masked) on the spans, as `--otlp-content`.
     pub content: bool,
-}
-
-/// Where the ledger is (SPEC §27): `[ledger]`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LedgerSettings {
-    /// A ledger in PostgreSQL (`postgres://USER@HOST:PORT/DB`) instead of
-    /// `.pactum/ledger.jsonl`; it contacts that host, so it acts only once the environment
-    /// confirms committed settings (SPEC §24).
-    pub url: Option<String>,
 }
 
 /// The whole configuration.
@@ -216,6 +237,7 @@ pub struct Config {
     /// MCP tool servers by name (SPEC §23).
     pub tools: BTreeMap<String, ToolServerSettings>,
     pub telemetry: TelemetrySettings,
+    pub generate: GenerateSettings,
     pub ledger: LedgerSettings,
     /// Values taken from the environment (see [`Config::apply_env`]); never from the file.
     #[serde(skip)]

@@ -732,31 +732,71 @@ impl Drop for Scratch {
     }
 }
 
-/// The file pactum leaves in an output folder it created: a folder without it is not
-/// pactum's to fill (SPEC §18 "one door").
-pub const OUTPUT_MARKER: &str = ".pactum-output";
+/// Where pactum keeps the proof of the output folders it made, below the project root:
+/// one record per folder (`<sha256 of the folder's path>.json`: the folder, and every file
+/// pactum wrote into it with its SHA-256). It lies in `.pactum/`, which `pactum init`
+/// tells git to ignore and which a model never writes (SPEC §24: the proof that pactum
+/// made a folder is never a file a pull request can commit; a record git tracks counts
+/// for nothing).
+pub const OUTPUT_RECORDS: &str = ".pactum/outputs";
 
 /// The project's governed folders: an output folder is never one of them, nor inside one
 /// (but for `work_orders/`, whose `out/` is where output folders go by default).
 pub const GOVERNED_FOLDERS: &[&str] =
     &["contracts", "prompt_packs", "work_orders", "schemas", "evals", "frameworks"];
 
+/// What git tracks, as the caller learned it from git (`crate::git::tracked`): the files
+/// at or below each path asked about, or `None` when the answer is unknown (no work tree).
+/// The confinement module asks no program itself; the output area cannot be opened
+/// without an answer.
+pub type Tracked<'a> = &'a dyn Fn(&[&Path]) -> Option<Vec<PathBuf>>;
+
 /// A folder pactum owns for files a model supplies: never the root or
 /// above it, never a hidden folder (`.git/`, `.pactum/`, `.ci/`, ...) or inside one, never
-/// a governed folder, and never a folder pactum did not create (it carries
-/// [`OUTPUT_MARKER`]). Inside it, a model's path may not be hidden, climb out, pass a
-/// link, or land in an exchange's context folder. [`OutputArea::write_reply`] is the only
-/// way a model's file reaches the disk.
+/// a governed folder, never a folder pactum did not create (no record of it under
+/// [`OUTPUT_RECORDS`], or one git tracks), and never one that holds a file git tracks.
+/// Inside it, a model's path may not be hidden, climb out, pass a link, or land in an
+/// exchange's context folder, and an existing file is replaced only when its bytes are
+/// what pactum wrote there (never a file with an execute bit). [`OutputArea::write_reply`]
+/// is the only way a model's file reaches the disk.
 #[derive(Clone, Debug)]
 pub struct OutputArea {
     root: Root,
     /// The folder's real path.
     dir: PathBuf,
+    /// The folder's record (see [`OUTPUT_RECORDS`]).
+    record: PathBuf,
+    /// The folder's path below the root, as the record names it.
+    name: String,
+}
+
+/// The record of one output folder: the files pactum wrote there, by path, with their
+/// SHA-256.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct OutputRecord {
+    dir: String,
+    files: std::collections::BTreeMap<String, String>,
 }
 
 impl Root {
+    /// The record file of the output folder whose path below the root is `name`.
+    fn output_record(&self, name: &str) -> PathBuf {
+        let key = crate::digest::sha256_hex(name.as_bytes());
+        self.real.join(OUTPUT_RECORDS).join(format!("{}.json", &key[..32]))
+    }
+
+    /// The record of the output folder `name`, when pactum made it (a record that does not
+    /// parse, or names another folder, is none).
+    fn read_output_record(&self, name: &str) -> Option<OutputRecord> {
+        let path = self.own_file(&self.output_record(name)).ok()?;
+        let bytes = crate::document::read_limited(&path, crate::document::MAX_FILE_BYTES).ok()?;
+        let record: OutputRecord = serde_json::from_slice(&bytes).ok()?;
+        (record.dir == name).then_some(record)
+    }
+
     /// Why `dir` may not be an output folder, judged from its path and what is on disk now
-    /// (`validate` reports it; [`Root::output_area`] refuses it). `None`: it may be.
+    /// (`validate` reports it; [`Root::output_area`] refuses it, and also asks git).
+    /// `None`: it may be.
     pub fn output_dir_problem(&self, dir: &Path) -> Option<String> {
         let parts = match self.parts(dir) {
             Ok(parts) => parts,
@@ -785,41 +825,85 @@ impl Root {
         let mut current = self.real.clone();
         current.extend(&parts);
         match std::fs::symlink_metadata(&current) {
-            Ok(meta) if meta.is_dir() => {
-                match std::fs::symlink_metadata(current.join(OUTPUT_MARKER)) {
-                    Ok(marker) if marker.is_file() => None,
-                    _ => Some(format!(
-                        "already exists and was not made by pactum (it has no {OUTPUT_MARKER}); pactum writes model-supplied files only into a folder it created: choose a new output_dir, or remove the folder"
-                    )),
-                }
-            }
+            Ok(meta) if meta.is_dir() => match self.read_output_record(&folder_name(&parts)) {
+                Some(_) => None,
+                None => Some(format!(
+                    "already exists and was not made by pactum (there is no record of it in {OUTPUT_RECORDS}/; a file inside the folder proves nothing); pactum writes model-supplied files only into a folder it created: choose a new output_dir, or remove the folder"
+                )),
+            },
             // Missing (made on first use), or not a folder (refused when written).
             _ => None,
         }
     }
 
-    /// The output folder at `dir`, created (with its [`OUTPUT_MARKER`]) when missing;
-    /// refused with `output_dir_protected` for the reasons of [`Root::output_dir_problem`],
-    /// `path_escape` when it climbs out or passes a link.
-    pub fn output_area(&self, dir: &Path) -> Result<OutputArea> {
+    /// The output folder at `dir`, created (with its record) when missing; refused with
+    /// `output_dir_protected` for the reasons of [`Root::output_dir_problem`], when git
+    /// tracks the folder's record or any file in the folder, or when git's answer is
+    /// unknown inside a work tree; `path_escape` when it climbs out or passes a link.
+    pub fn output_area(&self, dir: &Path, tracked: Tracked<'_>) -> Result<OutputArea> {
         let shown = self.shown(dir);
-        self.parts(dir).map_err(|r| r.into_error(&shown))?;
+        let parts = self.parts(dir).map_err(|r| r.into_error(&shown))?;
+        let protected = |reason: String| Error::OutputDirProtected {
+            path: shown.display().to_string(),
+            reason,
+        };
         if let Some(reason) = self.output_dir_problem(dir) {
-            return Err(Error::OutputDirProtected { path: shown.display().to_string(), reason });
+            return Err(protected(reason));
         }
-        let existed = self.parts(dir).is_ok_and(|parts| {
-            let mut current = self.real.clone();
-            current.extend(&parts);
-            std::fs::symlink_metadata(&current).is_ok_and(|m| m.is_dir())
-        });
+        let name = folder_name(&parts);
+        let record = self.output_record(&name);
+        let mut current = self.real.clone();
+        current.extend(&parts);
+        let existed = std::fs::symlink_metadata(&current).is_ok_and(|m| m.is_dir());
+        // What git tracks there is not pactum's to replace, and a record git tracks came
+        // with the change under review, not from pactum.
+        match tracked(&[&current, &record]) {
+            Some(files) if !files.is_empty() => {
+                let named: Vec<String> =
+                    files.iter().take(3).map(|f| self.shown(f).display().to_string()).collect();
+                return Err(protected(format!(
+                    "holds what git tracks ({}): a model's files never replace committed ones, and a committed record of the folder proves nothing; choose a new output_dir",
+                    named.join(", ")
+                )));
+            }
+            Some(_) => {}
+            None if inside_work_tree(&self.real) => {
+                return Err(protected(
+                    "is in a git work tree, but git could not say which files it tracks there (is git installed and allowed to read this repository?)".into(),
+                ));
+            }
+            None => {}
+        }
         let real = self.writable_folder(dir, true)?;
         if !existed {
-            let marker = real.join(OUTPUT_MARKER);
-            let text = "pactum made this folder for the files a model's reply carries; it writes model-supplied files only into folders that hold this file.\n";
-            write_atomic(&marker, text.as_bytes())?;
+            let made = OutputRecord { dir: name.clone(), files: Default::default() };
+            self.write_output_record(&record, &made)?;
         }
-        Ok(OutputArea { root: self.clone(), dir: real })
+        Ok(OutputArea { root: self.clone(), dir: real, record, name })
     }
+
+    fn write_output_record(&self, path: &Path, record: &OutputRecord) -> Result<()> {
+        let target = self.writable(path, true)?;
+        let mut text = serde_json::to_string_pretty(record)
+            .map_err(|e| Error::Internal { message: format!("an output record: {e}") })?;
+        text.push('\n');
+        write_atomic(&target, text.as_bytes())
+    }
+}
+
+/// A folder's path below the root, `/`-separated, as its record names it.
+fn folder_name(parts: &[OsString]) -> String {
+    parts.iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+}
+
+/// Whether `dir` looks like it lies in a git work tree: a `.git` file (a linked work tree
+/// or submodule) or a `.git` folder with a `HEAD` at it or above.
+fn inside_work_tree(dir: &Path) -> bool {
+    dir.ancestors().any(|d| {
+        let git = d.join(".git");
+        std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file())
+            || std::fs::symlink_metadata(git.join("HEAD")).is_ok()
+    })
 }
 
 impl OutputArea {
@@ -828,8 +912,8 @@ impl OutputArea {
         &self.dir
     }
 
-    /// Why a model may not write `rel` here: not relative, climbing out, hidden (the marker
-    /// included), or inside an exchange's context folder (`PRC-...@VERSION/context/`).
+    /// Why a model may not write `rel` here: not relative, climbing out, hidden, or inside
+    /// an exchange's context folder (`PRC-...@VERSION/context/`).
     pub fn reply_path_problem(rel: &str) -> Option<String> {
         if let Err(reason) = check_relative(rel) {
             return Some(reason);
@@ -852,7 +936,9 @@ impl OutputArea {
     }
 
     /// Writes a file a model supplied (atomically), refused with `path_escape` for the
-    /// reasons of [`OutputArea::reply_path_problem`] or a link on the way.
+    /// reasons of [`OutputArea::reply_path_problem`] or a link on the way, and with
+    /// `output_dir_protected` when a file is there that pactum did not write (see
+    /// [`OutputArea::write`]).
     pub fn write_reply(&self, rel: &str, bytes: &[u8]) -> Result<()> {
         if let Some(reason) = Self::reply_path_problem(rel) {
             return Err(Error::PathEscape { path: rel.to_string(), reason });
@@ -867,9 +953,50 @@ impl OutputArea {
         self.write(rel, bytes)
     }
 
+    /// Writes `rel`, recording its SHA-256. A file already there is replaced only when it
+    /// is one pactum wrote here and its bytes are still what pactum wrote, and never when
+    /// it has an execute bit (SPEC §24).
     fn write(&self, rel: &str, bytes: &[u8]) -> Result<()> {
         let target = self.root.writable(&self.dir.join(rel), true)?;
-        write_atomic(&target, bytes)
+        let key = self.key(&target);
+        let mut record = self
+            .root
+            .read_output_record(&self.name)
+            .unwrap_or_else(|| OutputRecord { dir: self.name.clone(), files: Default::default() });
+        if let Some(meta) = existing_file(&target)? {
+            let refuse = |reason: String| Error::OutputDirProtected {
+                path: self.root.shown(&target).display().to_string(),
+                reason,
+            };
+            #[cfg(unix)]
+            if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0 {
+                return Err(refuse(
+                    "has an execute bit; a model's reply never replaces a program".into(),
+                ));
+            }
+            #[cfg(not(unix))]
+            let _ = meta;
+            let now = crate::document::read_limited(&target, crate::document::MAX_FILE_BYTES)
+                .map(|b| crate::digest::sha256_hex(&b))
+                .ok();
+            if now.is_none() || record.files.get(&key) != now.as_ref() {
+                return Err(refuse(format!(
+                    "is not a file pactum wrote in this output folder (or it changed since): a model's reply replaces only what pactum wrote there; its record is in {OUTPUT_RECORDS}/"
+                )));
+            }
+        }
+        write_atomic(&target, bytes)?;
+        record.files.insert(key, crate::digest::sha256_hex(bytes));
+        self.root.write_output_record(&self.record, &record)
+    }
+
+    /// The record's key of a file in the folder: its path below the folder.
+    fn key(&self, target: &Path) -> String {
+        let rel = target.strip_prefix(&self.dir).unwrap_or(target);
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/")
     }
 
     /// True when `rel` names a regular file inside the folder (a link is followed only

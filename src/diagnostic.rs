@@ -27,6 +27,12 @@ pub struct Diagnostic {
     /// (never the whole of a long line).
     #[serde(skip)]
     pub excerpt: Option<crate::source::Excerpt>,
+    /// The other files the finding rests on, named like `file`: a template variable the
+    /// contract does not declare is reported on the contract and is also about the pack
+    /// that uses it. `validate FILE` reports a finding when its file or one of these is a
+    /// named file (SPEC §24). Not part of any report format.
+    #[serde(skip)]
+    pub about: Vec<String>,
 }
 
 impl Diagnostic {
@@ -42,6 +48,7 @@ impl Diagnostic {
             message: message.into(),
             help: None,
             excerpt: None,
+            about: Vec::new(),
         }
     }
 
@@ -63,6 +70,15 @@ impl Diagnostic {
     pub fn at(mut self, line: usize, column: usize) -> Self {
         self.line = Some(line);
         self.column = Some(column);
+        self
+    }
+
+    /// One more file the finding is about (see [`Diagnostic::about`]).
+    pub fn about(mut self, file: impl Into<String>) -> Self {
+        let file = file.into();
+        if self.file.as_ref() != Some(&file) && !self.about.contains(&file) {
+            self.about.push(file);
+        }
         self
     }
 

@@ -108,6 +108,7 @@ codes! {
     RegistryHistoryRewritten = "registry_history_rewritten", Error, "the registry history of the base revision (--base) is not a prefix of today's: an event of it was changed, dropped or reordered";
     RegistryEventUnverified = "registry_event_unverified", Error, "a registry event after the base revision is not one the command that writes it would have made (a promotion the gate refuses, evidence that does not recompute, a label without its target's hash)";
     RegistryEventUnsigned = "registry_event_unsigned", Error, "the base's [gate] signers require signed promote and label events, and an event after the base has no signature that verifies against an allowed signer";
+    GeneratedStale = "generated_stale", Warning, "a typed client `pactum generate` wrote (pactum.toml [generate]) no longer matches the contracts it was generated from";
     // Templates.
     TemplateVariableMissing = "template_variable_missing", Error, "a template uses a variable that has no value";
     TemplateVariableUndeclared = "template_variable_undeclared", Error, "a template uses a variable that input_schema does not declare";
@@ -401,6 +402,11 @@ pub enum Error {
     /// A published ledger head the ledger no longer holds.
     #[error("{message}")]
     LedgerRewritten { message: String },
+
+    /// A call through [`crate::client::Client`] whose run failed: the run's main failure
+    /// (its code, SPEC §12) and every failure of it, as the run's `errors` hold them.
+    #[error("{message}")]
+    CallFailed { code: Code, message: String, errors: Vec<serde_json::Value> },
 
     /// A user schema whose `$ref`s expand to more than pactum evaluates.
     #[error("{path}: {}", list_findings(findings))]
@@ -739,6 +745,7 @@ impl Error {
             Error::EventUnverified { .. } => Code::RegistryEventUnverified,
             Error::EventUnsigned { .. } => Code::RegistryEventUnsigned,
             Error::LedgerRewritten { .. } => Code::LedgerRewritten,
+            Error::CallFailed { code, .. } => *code,
             Error::SchemaLimit { .. } => Code::SchemaLimitExceeded,
             Error::SchemaTooCostly { .. } => Code::SchemaTooCostly,
             Error::ValidationTooCostly { .. } => Code::ValidationTooCostly,

@@ -67,6 +67,19 @@ pub fn toplevel(dir: &Path) -> Option<PathBuf> {
     git(dir, &["rev-parse", "--show-toplevel"]).filter(|s| !s.is_empty()).map(PathBuf::from)
 }
 
+/// The files git tracks at or below `paths` (absolute), in the work tree `dir` is in:
+/// `None` when `dir` is in no work tree or git cannot answer. What [`crate::confine::OutputArea`]
+/// needs to know before a model's file is written (SPEC §24).
+pub fn tracked(dir: &Path, paths: &[&Path]) -> Option<Vec<PathBuf>> {
+    let top = toplevel(dir)?;
+    let mut args = vec!["ls-files".to_string(), "-z".into(), "--full-name".into(), "--".into()];
+    // Pathspecs taken literally (a folder named `*` is not a glob).
+    args.extend(paths.iter().map(|p| format!(":(literal){}", p.display())));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let listed = git(&top, &args)?;
+    Some(listed.split('\0').filter(|f| !f.is_empty()).map(|f| top.join(f)).collect())
+}
+
 /// A git config value as seen from `dir` (repository, then global), if set.
 pub fn config_get(dir: &Path, key: &str) -> Option<String> {
     git(dir, &["config", "--get", key]).filter(|s| !s.is_empty())

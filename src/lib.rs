@@ -33,7 +33,10 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
+pub use client::{Call, Client};
+
 pub mod authority;
+pub mod client;
 pub mod compat;
 pub mod config;
 pub mod confine;
@@ -49,6 +52,7 @@ pub mod exchange;
 pub mod executor;
 pub mod extract;
 pub mod gateway;
+pub mod generate;
 pub mod git;
 pub mod governance;
 pub mod id;
@@ -69,6 +73,7 @@ pub mod resolve;
 pub mod scaffold;
 pub mod schema;
 pub mod source;
+pub mod stats;
 pub mod synthesis;
 pub mod telemetry;
 pub mod terminal;

@@ -50,6 +50,8 @@ pub struct Project {
     contracts: Mutex<HashMap<String, Arc<Contract>>>,
     packs: Mutex<HashMap<String, Arc<PromptPack>>>,
     validators: Mutex<HashMap<String, Arc<Validators>>>,
+    /// Packs compiled for rendering, by the pack's SHA-256 (SPEC §28: once per process).
+    compiled: Mutex<HashMap<String, Arc<crate::render::CompiledPack>>>,
 }
 
 impl std::fmt::Debug for Project {
@@ -88,7 +90,19 @@ impl Project {
             contracts: Mutex::default(),
             packs: Mutex::default(),
             validators: Mutex::default(),
+            compiled: Mutex::default(),
         }
+    }
+
+    /// The pack compiled for rendering, once per file hash however many work orders,
+    /// exchanges and clients render it.
+    pub fn compiled_pack(&self, pack: &PromptPack) -> Result<Arc<crate::render::CompiledPack>> {
+        if let Some(p) = lock(&self.compiled).get(&pack.sha256) {
+            return Ok(p.clone());
+        }
+        let compiled = Arc::new(crate::render::CompiledPack::compile(pack)?);
+        lock(&self.compiled).insert(pack.sha256.clone(), compiled.clone());
+        Ok(compiled)
     }
 
     /// Seeds this project's caches with what `other` already loaded and compiled (keyed by
@@ -99,6 +113,8 @@ impl Project {
         lock(&self.packs).extend(lock(&other.packs).iter().map(|(k, v)| (k.clone(), v.clone())));
         lock(&self.validators)
             .extend(lock(&other.validators).iter().map(|(k, v)| (k.clone(), v.clone())));
+        lock(&self.compiled)
+            .extend(lock(&other.compiled).iter().map(|(k, v)| (k.clone(), v.clone())));
     }
 
     fn load_checked(&self, entry: &Entry) -> Result<document::Document> {

@@ -72,6 +72,73 @@ pub fn shown_url(url: &str) -> String {
     format!("{}{cut}", mask_url_credentials(bare))
 }
 
+/// The secrets a URL the environment names may carry (a provider's `*_BASE_URL`, a
+/// collector's endpoint): the password of its user-info, and the values of its query and
+/// fragment parameters that look like credentials — named like one (`key`, `token`,
+/// `secret`, `sig`, `pass`, `auth`, `credential`, `session`, any case and separator:
+/// `api-key`, `access_token`, `X-Amz-Signature`), or long enough to be one (20 characters
+/// or more) — each as written and percent-decoded. The binary adds them to the redactor,
+/// which masks them in every encoding as it does a key (SPEC §18, §24).
+///
+/// ```
+/// let found = pactum::redact::url_secrets("https://u:pw-123456@h.example/v1?api-version=2024-02-01&api-key=k%2Bey-123");
+/// assert_eq!(found, ["pw-123456", "k%2Bey-123", "k+ey-123"]);
+/// ```
+pub fn url_secrets(url: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |value: &str| {
+        for v in [value.to_string(), percent_decode(value)] {
+            if !v.is_empty() && !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    };
+    let url = url.trim();
+    if let Some(scheme_end) = url.find("://") {
+        let tail = &url[scheme_end + 3..];
+        let end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+        if let Some((user_info, _)) = tail[..end].rsplit_once('@')
+            && let Some((_, password)) = user_info.split_once(':')
+        {
+            push(password);
+        }
+    }
+    let Some(start) = url.find(['?', '#']) else { return out };
+    for pair in url[start + 1..].split(['&', ';', '#', '?']) {
+        let (name, value) = pair.split_once('=').unwrap_or(("", pair));
+        let name: String =
+            percent_decode(name).chars().filter(char::is_ascii_alphanumeric).collect();
+        let name = name.to_ascii_lowercase();
+        let credential = ["key", "token", "secret", "sig", "pass", "auth", "credential", "session"]
+            .iter()
+            .any(|word| name.contains(word));
+        if credential || value.chars().count() >= 20 {
+            push(value);
+        }
+    }
+    out
+}
+
+/// `%XX` sequences (and `+`, as forms write a space) decoded; an invalid sequence or
+/// bytes that are not UTF-8 are kept as written.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_hexdigit);
+        if bytes[i] == b'%' && hex(i + 1) && hex(i + 2) {
+            let digits = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
+            out.push(u8::from_str_radix(digits, 16).unwrap_or(0));
+            i += 3;
+            continue;
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
 /// Replaces the user-info part of every `scheme://user[:password]@host` in `text`.
 pub fn mask_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("://") {

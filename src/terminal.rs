@@ -61,6 +61,30 @@ pub fn escape_line(text: &str) -> Cow<'_, str> {
     escape_with(text, true)
 }
 
+/// A value printed on one line of text output (a file name, a message, a history event's
+/// actor): formatted, it is [`escape_line`]'s form of the value, so no line feed or
+/// control character in it can start a line of its own (SPEC §18, §24). The one way a
+/// printer lays a value from a file or a model into a line:
+///
+/// ```
+/// use pactum::terminal::OneLine;
+///
+/// let actor = "mallory\n   9  2026-01-01  promote  PRC-X@9.9.9";
+/// let line = format!("{:>4}  {}", 3, OneLine(actor));
+/// assert_eq!(line.lines().count(), 1);
+/// assert!(line.ends_with("mallory\\n   9  2026-01-01  promote  PRC-X@9.9.9"));
+/// assert_eq!(format!("[{:<9}]", OneLine("a\u{1b}")), "[a\\u{1b}  ]");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct OneLine<'a>(pub &'a str);
+
+impl std::fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad` keeps the caller's width and alignment (`{:<28}`).
+        f.pad(&escape_line(self.0))
+    }
+}
+
 /// How [`escape`] shows one character that must not reach the terminal as it is (a
 /// control character other than line feed and tab, a bidirectional control, a line or
 /// paragraph separator), or `None` for any other character. For callers that lay text out

@@ -551,8 +551,11 @@ fn a_text_reply_without_files_warns_for_every_expected_file() {
 fn a_null_file_is_one_the_provider_wrote_itself() {
     let p = Project::new();
     p.register_report();
-    // The provider wrote it into the output folder pactum made for it (marked as pactum's).
-    p.write("wo/out/WO-FILES-NULL/.pactum-output", "");
+    // The provider wrote it into the output folder pactum made for it (on a first run).
+    p.fixtures("first.json", envelope(json!({"a.md": "# A", "notes/b.md": "# B"})));
+    let wo = report_wo(&p, "WO-FILES-NULL", "first.json", json!({}));
+    p.run_json(&wo, &[], &[]).0.status(0);
+    std::fs::remove_file(p.path("wo/out/WO-FILES-NULL/notes/b.md")).unwrap();
     p.write("wo/out/WO-FILES-NULL/notes/b.md", "written by the provider");
     p.fixtures("files.json", envelope(json!({"a.md": "# A", "notes/b.md": null})));
     let wo = report_wo(&p, "WO-FILES-NULL", "files.json", json!({}));
@@ -608,8 +611,10 @@ fn file_paths_through_a_symlink_do_not_leave_the_output_folder() {
     p.register_report();
     let outside = tempfile::tempdir().unwrap();
     let dir = p.path("wo/out/WO-FILES-LINK");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(".pactum-output"), "").unwrap();
+    // The folder is pactum's (made by a first run); then a link appears in it.
+    p.fixtures("first.json", envelope(json!({"a.md": "# A"})));
+    let wo = report_wo(&p, "WO-FILES-LINK", "first.json", json!({}));
+    p.run_json(&wo, &[], &[]).0.status(0);
     std::os::unix::fs::symlink(outside.path(), dir.join("link")).unwrap();
     p.fixtures("files.json", envelope(json!({"a.md": "# A", "link/owned.md": "escaped"})));
     let wo = report_wo(&p, "WO-FILES-LINK", "files.json", json!({}));

@@ -467,4 +467,19 @@ fn pre_commit_try_repo_runs_the_hook_on_the_changed_files() {
     let out = try_repo(&[]);
     assert_eq!(out.code, 0, "{out}");
     assert!(out.stdout.contains("pactum validate"), "{out}");
+    // Committed, then only the pack changes: a variable its contract does not declare.
+    // The hook is given the pack alone and fails on the finding the whole project has
+    // (on the contract that binds it), as `pactum validate` of the tree does.
+    git(root, &["commit", "-q", "-m", "project"]).status(0);
+    let pack = root.join("prompts/prompt_packs/x/1.0.0.json");
+    let text = std::fs::read_to_string(&pack).unwrap();
+    assert!(text.contains("{{ input }}"), "{text}");
+    std::fs::write(&pack, text.replace("{{ input }}", "{{ tickt }}")).unwrap();
+    git(root, &["add", "-A"]).status(0);
+    let out = try_repo(&[]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stdout.contains("template_variable_undeclared"), "{out}");
+    // A dataset line is a file the hook passes too.
+    let hook = std::fs::read_to_string(repo().join(".pre-commit-hooks.yaml")).unwrap();
+    assert!(hook.contains("jsonl"), "{hook}");
 }

@@ -1729,6 +1729,30 @@ fn reproduces_ledger_unavailable() {
 }
 
 #[test]
+fn reproduces_generated_stale() {
+    // Types generated, then a new version promoted: the file no longer matches.
+    let dir = classify_project();
+    let (_, status) = json_of(pactum(dir.path()).args([
+        "generate",
+        "python",
+        "--out",
+        "app/contracts.py",
+        "--json",
+    ]));
+    assert_eq!(status, 0);
+    fs::write(dir.path().join("pactum.toml"), "[generate]\npython = \"app/contracts.py\"\n")
+        .unwrap();
+    assert!(!validate_tree(dir.path()).diagnostics.iter().any(|d| d.code == Code::GeneratedStale));
+    let mut c = contract();
+    c["version"] = json!("1.1.0");
+    add(dir.path(), &c).unwrap();
+    promote(dir.path(), "PRC-T-001", "1.1.0").unwrap();
+    let d = finding(&validate_tree(dir.path()), Code::GeneratedStale);
+    assert_eq!(d.file.as_deref(), Some("app/contracts.py"));
+    doc_example(dir.path(), Code::GeneratedStale, 0);
+}
+
+#[test]
 fn reproduces_tools_lock_stale() {
     // The lock records another tool list than the server offers.
     let dir = mcp_project("", "");

@@ -373,7 +373,13 @@ fn reply_files_go_only_into_a_dedicated_output_area() {
     assert_eq!(codes, ["path_escape"; 4], "{r:#}");
     let area = p.path("wo/out/WO-INSIDE");
     assert_eq!(std::fs::read_to_string(area.join("ok.md")).unwrap(), "fine");
-    assert!(area.join(".pactum-output").is_file(), "the folder is marked as pactum's");
+    // The proof that pactum made it is a record under .pactum/, not a file in the folder.
+    let names: Vec<String> = std::fs::read_dir(&area)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["ok.md"], "{names:?}");
+    assert!(std::fs::read_dir(p.path(".pactum/outputs")).unwrap().count() > 0);
     assert!(!area.join(".git").exists() && !area.join("PRC-REPORT-001@1.0.0").exists());
     unchanged("WO-INSIDE");
     // An output folder that is a symlink to outside: nothing, not even a folder, is made.

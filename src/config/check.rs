@@ -65,7 +65,8 @@ const TOOLS: &[(&str, Kind)] = &[
     ("timeout_s", Kind::Positive(3600.0)),
 ];
 const TELEMETRY: &[(&str, Kind)] = &[("otlp_endpoint", Kind::Text), ("content", Kind::Flag)];
-const LEDGER: &[(&str, Kind)] = &[("url", Kind::Text)];
+const GENERATE: &[(&str, Kind)] = &[("python", Kind::Text), ("typescript", Kind::Text)];
+const LEDGER: &[(&str, Kind)] = &[("inputs", Kind::Flag), ("url", Kind::Text)];
 const SECTIONS: &[&str] = &[
     "project",
     "defaults",
@@ -76,6 +77,7 @@ const SECTIONS: &[&str] = &[
     "gate",
     "tools",
     "telemetry",
+    "generate",
     "ledger",
 ];
 
@@ -259,6 +261,7 @@ pub(super) fn check(text: &str) -> Vec<Located> {
             },
             "gate" => c.table(value, "gate", GATE),
             "telemetry" => c.table(value, "telemetry", TELEMETRY),
+            "generate" => c.table(value, "generate", GENERATE),
             "ledger" => c.table(value, "ledger", LEDGER),
             "prices" => match value.get_ref().as_table() {
                 Some(prices) => {

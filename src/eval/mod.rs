@@ -39,6 +39,7 @@ use crate::work_order::{Constraints, ProviderChoice, Task, WorkOrder};
 
 pub mod assert;
 pub mod dataset;
+pub mod from_ledger;
 pub mod gate;
 pub mod report;
 pub mod scaffold;

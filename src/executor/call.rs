@@ -7,7 +7,6 @@
 //! ([`crate::disclosure`]): the model's tool calls are answered (each a ledger record with
 //! verdict `tool_calls`) and the provider is called again, until it answers.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -123,13 +122,14 @@ pub struct Caller<'a> {
     pub allow_draft: bool,
     usage: Mutex<Usage>,
     warnings: Mutex<Vec<Warning>>,
-    packs: Mutex<HashMap<String, Arc<CompiledPack>>>,
     /// The run's tools, which sections' tools are answered through (`None`: the built-ins
     /// over a memory of each exchange's own).
     tools: Option<Arc<super::toolbox::Toolbox>>,
     /// The hash of the work order's `work_order_started` record, which the run's later
     /// records name.
     start_record: Option<String>,
+    /// The last exchange record written (its `seq` and `hash`), for the caller to publish.
+    last_record: Mutex<Option<(u64, String)>>,
 }
 
 impl<'a> Caller<'a> {
@@ -150,10 +150,15 @@ impl<'a> Caller<'a> {
             allow_draft,
             usage: Mutex::default(),
             warnings: Mutex::default(),
-            packs: Mutex::default(),
             tools: None,
             start_record: None,
+            last_record: Mutex::default(),
         }
+    }
+
+    /// The `seq` and `hash` of the last exchange record this caller wrote.
+    pub fn last_record(&self) -> Option<(u64, String)> {
+        self.last_record.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Names `hash`, the work order's `work_order_started` record, in every record written
@@ -233,13 +238,7 @@ impl<'a> Caller<'a> {
     }
 
     fn compiled(&self, resolved: &Resolved) -> Result<Arc<CompiledPack>> {
-        let key = resolved.pack.sha256.clone();
-        if let Some(p) = self.packs.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(p.clone());
-        }
-        let compiled = Arc::new(CompiledPack::compile(&resolved.pack)?);
-        self.packs.lock().unwrap_or_else(|p| p.into_inner()).insert(key, compiled.clone());
-        Ok(compiled)
+        self.project.compiled_pack(&resolved.pack)
     }
 
     /// Calls the contract `pin` on `input`. Failures before the provider answers are `Err`
@@ -272,7 +271,13 @@ impl<'a> Caller<'a> {
         self.exchange(pin, input, None, (attempt, role), &reask.messages())
     }
 
-    /// One exchange; `appended` follows the rendered messages in every request of it.
+    /// One exchange; `appended` follows the rendered messages in every request of it. The
+    /// stages, in order (each failing one writes the exchange's record and ends it):
+    /// [`Exchange::begin`] resolves and picks the provider, [`Exchange::prepare`] masks the
+    /// input's secrets, checks the input and assembles the context, [`Exchange::open`]
+    /// renders through the disclosure and checks the budget, [`Exchange::converse`] is the
+    /// tool-calling loop with the provider, [`Exchange::check`] extracts and validates the
+    /// reply and writes the record.
     fn exchange(
         &self,
         pin: &Pin,
@@ -281,244 +286,11 @@ impl<'a> Caller<'a> {
         (repair_attempt, role): (u32, Option<&str>),
         appended: &[Message],
     ) -> Result<Exchanged> {
-        let resolved = self.resolve(pin)?;
-        let provider =
-            self.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
-        let provider = provider.as_ref();
-        // The `context_truncated` warning of this call, for its ledger record (SPEC §16).
-        let truncation: std::cell::RefCell<Option<Warning>> = Default::default();
-        let record = |sent: Option<Sent>,
-                      response: Option<&ProviderResponse>,
-                      verdict: std::result::Result<&Output, &Error>,
-                      calls: &[Disclosed]| {
-            let warnings: Vec<Warning> = truncation.borrow().iter().cloned().collect();
-            self.record(
-                &resolved,
-                provider,
-                sent,
-                response,
-                (verdict, calls),
-                repair_attempt,
-                role,
-                &warnings,
-            )
-        };
-        // Values the contract marks `x-secret` are masked in every record and message
-        // from here on (SPEC §18); when they cannot all be, nothing of the input goes on.
-        if let Err(e) = self.mark_secrets(&resolved.contract, Schema::Input, input) {
-            record(None, None, Err(&e), &[])?;
-            return Err(e);
-        }
-        let own = self.target(&resolved)?;
-        let prepared = (|| {
-            exchange::check_input(&resolved.contract, &own.validators, input)?;
-            let assembled = self.assemble(&resolved.contract)?;
-            if let Some(w) = &assembled.truncated {
-                *truncation.borrow_mut() = Some(w.clone());
-                self.warn(w.clone());
-            }
-            let mut variables = input.clone();
-            if let (Value::Object(map), Some(ctx)) = (&mut variables, assembled.context) {
-                map.entry("assembled_context").or_insert(ctx);
-            }
-            Ok((self.compiled(&resolved)?, variables))
-        })();
-        let (compiled, variables) = match prepared {
-            Ok(x) => x,
-            Err(e) => {
-                record(None, None, Err(&e), &[])?;
-                return Err(e);
-            }
-        };
-        // The run's one registry; servers start only if a section names a tool of theirs.
-        let fresh;
-        let toolbox = match &self.tools {
-            Some(t) => t.as_ref(),
-            None => {
-                fresh = super::toolbox::Toolbox::default();
-                &fresh
-            }
-        };
-        let tools = match toolbox.registry_for(compiled.declared_tool_names()) {
-            Ok(t) => t,
-            Err(e) => {
-                record(None, None, Err(&e), &[])?;
-                return Err(e);
-            }
-        };
-        let max = self
-            .work_order
-            .constraints
-            .max_disclosures
-            .or(resolved.contract.max_disclosures)
-            .unwrap_or(DEFAULT_MAX_DISCLOSURES);
-        let opened =
-            Disclosure::new(&compiled, &variables, provider.supports_system_messages(), tools, max)
-                .and_then(|d| {
-                    let mut messages = d.messages().to_vec();
-                    messages.extend_from_slice(appended);
-                    let estimate = estimate_tokens(&messages);
-                    self.budget
-                        .check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
-                    super::files::write_context(
-                        &self.project.root,
-                        self.work_order,
-                        &resolved.contract.key(),
-                        d.files(),
-                    )?;
-                    // A provider that writes the expected files itself writes them into the output
-                    // area, which exists (and is checked) before the call: a refused output folder
-                    // costs no tokens.
-                    if !resolved.pack.expected_outputs().is_empty() {
-                        super::files::output_area(&self.project.root, self.work_order)?;
-                    }
-                    Ok(d)
-                });
-        let mut disclosure = match opened {
-            Ok(d) => d,
-            Err(e) => {
-                record(None, None, Err(&e), &[])?;
-                return Err(e);
-            }
-        };
-        let with_appended = |messages: &[Message]| {
-            let mut messages = messages.to_vec();
-            messages.extend_from_slice(appended);
-            messages
-        };
-        let mut request = self.request(&resolved, input, with_appended(disclosure.messages()));
-        request.tools = disclosure.tool_specs();
-        // The tool-calling loop: it ends when the model answers, the provider fails, or
-        // `max_disclosures` is spent (SPEC §15).
-        let (hash, response, stopped) = loop {
-            let hash = prompt_hash(&request.messages);
-            let response = match provider.complete(&request) {
-                Ok(r) => r,
-                Err(e) => {
-                    record(Some(Sent::of(&hash, &request)), None, Err(&e), &[])?;
-                    return Err(e);
-                }
-            };
-            let used = response.usage.unwrap_or_else(|| Usage {
-                prompt_tokens: request.estimated_prompt_tokens(),
-                completion_tokens: match &response.body {
-                    ResponseBody::Text(t) => (t.len() as u64).div_ceil(4),
-                    ResponseBody::Envelope(v) => (v.to_string().len() as u64).div_ceil(4),
-                },
-            });
-            self.budget.charge(used.total());
-            {
-                let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
-                *total = total.plus(used);
-            }
-            if response.tool_calls.is_empty() {
-                break (hash, response, None);
-            }
-            let answered = disclosure.answer(&response.tool_calls);
-            if let Some(e) = answered.stop {
-                // The calls that ended the exchange go in its last record, refused ones too.
-                break (hash, response, Some((e, answered.calls)));
-            }
-            let answered = answered.calls;
-            self.record_tool_calls(
-                &resolved,
-                provider,
-                Sent::of(&hash, &request),
-                &response,
-                &answered,
-                repair_attempt,
-                role,
-            )?;
-            let text = match &response.body {
-                ResponseBody::Text(t) => t.clone(),
-                ResponseBody::Envelope(v) => v.to_string(),
-            };
-            request.turns.push(ToolTurn {
-                text,
-                calls: response.tool_calls.clone(),
-                results: answered.into_iter().map(|d| d.result).collect(),
-            });
-            request.messages = with_appended(disclosure.messages());
-            request.tools = disclosure.tool_specs();
-            // A section opened now may hold summarized sections of its own: their files
-            // join the context folder, which stays the record of what the model could read.
-            if let Err(e) = super::files::write_context(
-                &self.project.root,
-                self.work_order,
-                &resolved.contract.key(),
-                disclosure.files(),
-            ) {
-                record(Some(Sent::hash_only(&hash)), Some(&response), Err(&e), &[])?;
-                return Err(e);
-            }
-            let estimate = request.estimated_prompt_tokens();
-            if let Err(e) =
-                self.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))
-            {
-                record(Some(Sent::hash_only(&hash)), Some(&response), Err(&e), &[])?;
-                return Err(e);
-            }
-        };
-        // A file result (SPEC §8.5) is never sent to extraction or repair: its `response`
-        // is the text output (the files are written by `files::handle`). An envelope with
-        // its own `text` keeps that text as the reply to check.
-        let has_text =
-            matches!(&response.body, ResponseBody::Envelope(v) if v.get("text").is_some());
-        let file_result = (target.is_none() && !has_text)
-            .then(|| super::files::file_result(&resolved.pack, &response.body))
-            .flatten();
-        let target = target.cloned().unwrap_or(own);
-        if let Some((e, calls)) = stopped {
-            record(Some(Sent::of(&hash, &request)), Some(&response), Err(&e), &calls)?;
-            return Ok(Exchanged {
-                resolved,
-                provider: provider.name().to_string(),
-                response,
-                output: Err(e),
-                prompt_hash: hash,
-            });
-        }
-        let output = match file_result {
-            Some(result) => Ok(Output::Text(result.response.unwrap_or_default())),
-            None => exchange::check_output(
-                &target.contract,
-                &target.validators,
-                &response.body,
-                response.finish_reason.as_ref(),
-            ),
-        };
-        // The output's marked values, valid or not; when they cannot all be masked, the
-        // reply is neither recorded nor returned.
-        let value = match &output {
-            Ok(out) => out.value(),
-            Err(Error::OutputSchemaInvalid { value, .. }) => Some(value),
-            Err(_) => None,
-        };
-        if let Some(value) = value
-            && let Err(e) = self.mark_secrets(&target.contract, Schema::Output, value)
-        {
-            record(Some(Sent::of(&hash, &request)), None, Err(&e), &[])?;
-            return Err(e);
-        }
-        record(Some(Sent::of(&hash, &request)), Some(&response), output.as_ref(), &[])?;
-        if let Some(warning) = output
-            .as_ref()
-            .ok()
-            .and_then(Output::extraction)
-            .and_then(|x| exchange::ambiguity_warning(&target.contract, x))
-        {
-            let mut warnings = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
-            if !warnings.contains(&warning) {
-                warnings.push(warning);
-            }
-        }
-        Ok(Exchanged {
-            resolved,
-            provider: provider.name().to_string(),
-            response,
-            output,
-            prompt_hash: hash,
-        })
+        let mut ex = Exchange::begin(self, pin, input, repair_attempt, role)?;
+        let prepared = ex.prepare()?;
+        let mut disclosure = ex.open(&prepared, appended)?;
+        let conversation = ex.converse(&mut disclosure, input, appended)?;
+        ex.check(conversation, target, prepared.own)
     }
 
     /// The context `contract` requires, assembled from the project and the ledger this
@@ -535,6 +307,21 @@ impl<'a> Caller<'a> {
         };
         let request = crate::context::Request::of(wo);
         crate::context::assemble(contract, request, &sources)
+    }
+
+    /// Charges what a call used to the budget and the run's usage: the provider's count,
+    /// else an estimate from the request and the reply.
+    fn charge(&self, request: &PromptRequest, response: &ProviderResponse) {
+        let used = response.usage.unwrap_or_else(|| Usage {
+            prompt_tokens: request.estimated_prompt_tokens(),
+            completion_tokens: match &response.body {
+                ResponseBody::Text(t) => (t.len() as u64).div_ceil(4),
+                ResponseBody::Envelope(v) => (v.to_string().len() as u64).div_ceil(4),
+            },
+        });
+        self.budget.charge(used.total());
+        let mut total = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        *total = total.plus(used);
     }
 
     /// Adds a run warning (once).
@@ -632,28 +419,106 @@ impl<'a> Caller<'a> {
         }
         fields
     }
+}
+
+/// One exchange in progress: what every stage reads, and what its record carries.
+struct Exchange<'c, 'a> {
+    caller: &'c Caller<'a>,
+    /// The input, as the caller gave it (the record keeps it).
+    input: &'c Value,
+    resolved: Resolved,
+    provider: Arc<dyn Provider>,
+    repair_attempt: u32,
+    role: Option<&'c str>,
+    /// The `context_truncated` warning of this exchange, for its record (SPEC §16).
+    truncated: Option<Warning>,
+    /// The exchange's own tools when the run has none.
+    fresh: std::sync::OnceLock<super::toolbox::Toolbox>,
+}
+
+/// What [`Exchange::prepare`] gives: the contract's own target, its compiled pack, and the
+/// template variables (the input and the assembled context).
+struct Prepared {
+    own: Target,
+    compiled: Arc<CompiledPack>,
+    variables: Value,
+}
+
+/// What the conversation with the provider ended with.
+struct Conversation {
+    hash: String,
+    request: PromptRequest,
+    response: ProviderResponse,
+    /// Set when `max_disclosures` ended it: why, and the calls of the last reply.
+    stopped: Option<(Error, Vec<Disclosed>)>,
+}
+
+impl<'c, 'a> Exchange<'c, 'a> {
+    /// Resolves `pin` and picks the provider its contract is called through.
+    fn begin(
+        caller: &'c Caller<'a>,
+        pin: &Pin,
+        input: &'c Value,
+        repair_attempt: u32,
+        role: Option<&'c str>,
+    ) -> Result<Self> {
+        let resolved = caller.resolve(pin)?;
+        let provider =
+            caller.providers.for_contract(resolved.contract.boundary.provider_id.as_deref())?;
+        Ok(Exchange {
+            caller,
+            input,
+            resolved,
+            provider,
+            repair_attempt,
+            role,
+            truncated: None,
+            fresh: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Writes the exchange's record with `verdict` and ends it with `e`.
+    fn refuse<T>(
+        &self,
+        sent: Option<Sent>,
+        response: Option<&ProviderResponse>,
+        e: Error,
+    ) -> Result<T> {
+        self.record(sent, response, Err(&e), &[])?;
+        Err(e)
+    }
+
+    /// The fields of this exchange's records: [`Caller::exchange_fields`], and the input
+    /// (masked like the whole record; left out with `[ledger] inputs = false`, SPEC §26).
+    fn fields(
+        &self,
+        sent: Option<&str>,
+        response: Option<&ProviderResponse>,
+    ) -> Map<String, Value> {
+        let caller = self.caller;
+        let mut fields = caller.exchange_fields(
+            &self.resolved,
+            self.provider.as_ref(),
+            sent,
+            response,
+            (self.repair_attempt, self.role),
+        );
+        if caller.project.config.ledger.inputs {
+            fields.insert("input".into(), self.input.clone());
+        }
+        fields
+    }
 
     /// The ledger record of a reply that called tools: verdict `tool_calls`, and per call
     /// the tool, its arguments, the keys opened or file read, the reason and the result.
-    #[allow(clippy::too_many_arguments)]
     fn record_tool_calls(
         &self,
-        resolved: &Resolved,
-        provider: &dyn Provider,
         sent: Sent,
         response: &ProviderResponse,
         answered: &[Disclosed],
-        repair_attempt: u32,
-        role: Option<&str>,
     ) -> Result<()> {
-        let Some(ledger) = self.ledger else { return Ok(()) };
-        let mut fields = self.exchange_fields(
-            resolved,
-            provider,
-            Some(sent.hash),
-            Some(response),
-            (repair_attempt, role),
-        );
+        let Some(ledger) = self.caller.ledger else { return Ok(()) };
+        let mut fields = self.fields(Some(sent.hash), Some(response));
         fields.insert("extraction_method".into(), Value::Null);
         fields.insert("verdict".into(), json!("tool_calls"));
         fields.insert("errors".into(), json!([]));
@@ -664,29 +529,19 @@ impl<'a> Caller<'a> {
         ledger.append_attached(Kind::Exchange, fields, || sent.attachments()).map(|_| ())
     }
 
-    /// The ledger record of a call: its verdict (`ok`, or the failure's code with the
-    /// error), the extraction method, the call's warnings, and the tool calls of a reply
-    /// that ended the exchange (`disclosures`: past `max_disclosures`, refused ones too).
-    #[allow(clippy::too_many_arguments)]
+    /// The ledger record of the exchange: its verdict (`ok`, or the failure's code with the
+    /// error), the extraction method, the validated output, the warnings (deprecated
+    /// contracts or packs, context cuts), and the tool calls of a reply that ended the
+    /// exchange (`disclosures`: past `max_disclosures`, refused ones too).
     fn record(
         &self,
-        resolved: &Resolved,
-        provider: &dyn Provider,
         sent: Option<Sent>,
         response: Option<&ProviderResponse>,
-        (verdict, calls): (std::result::Result<&Output, &Error>, &[Disclosed]),
-        repair_attempt: u32,
-        role: Option<&str>,
-        warnings: &[Warning],
+        verdict: std::result::Result<&Output, &Error>,
+        calls: &[Disclosed],
     ) -> Result<()> {
-        let Some(ledger) = self.ledger else { return Ok(()) };
-        let mut fields = self.exchange_fields(
-            resolved,
-            provider,
-            sent.map(|s| s.hash),
-            response,
-            (repair_attempt, role),
-        );
+        let Some(ledger) = self.caller.ledger else { return Ok(()) };
+        let mut fields = self.fields(sent.map(|s| s.hash), response);
         let (verdict_text, method, errors) = match verdict {
             Ok(out) => {
                 ("ok".to_string(), out.extraction().map(|x| x.method.as_str().to_string()), vec![])
@@ -712,14 +567,246 @@ impl<'a> Caller<'a> {
             fields.insert("latency_ms".into(), json!(elapsed.as_millis() as u64));
             fields.insert("attempts".into(), json!(attempts));
         }
-        // Deprecated contracts or packs, and context cuts (SPEC §10, §16).
-        let warnings: Vec<&Warning> = resolved.warnings.iter().chain(warnings).collect();
+        let warnings: Vec<&Warning> =
+            self.resolved.warnings.iter().chain(self.truncated.iter()).collect();
         if !warnings.is_empty() {
             fields.insert("warnings".into(), json!(warnings));
         }
         let attach = || sent.map(Sent::attachments).unwrap_or_default();
-        ledger.append_attached(Kind::Exchange, fields, attach).map(|_| ())
+        let record = ledger.append_attached(Kind::Exchange, fields, attach)?;
+        if let (Some(seq), Some(hash)) =
+            (record.get("seq").and_then(Value::as_u64), record.get("hash").and_then(Value::as_str))
+        {
+            *self.caller.last_record.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((seq, hash.to_string()));
+        }
+        Ok(())
     }
+
+    /// Values the contract marks `x-secret` are masked from here on (SPEC §18; when they
+    /// cannot all be, nothing of the input goes on); the input fits `input_schema`; the
+    /// required context is assembled (SPEC §16); the pack is compiled.
+    fn prepare(&mut self) -> Result<Prepared> {
+        let caller = self.caller;
+        let input = self.input;
+        let contract = &self.resolved.contract;
+        if let Err(e) = caller.mark_secrets(contract, Schema::Input, input) {
+            return self.refuse(None, None, e);
+        }
+        let own = caller.target(&self.resolved)?;
+        let checked = (|| {
+            exchange::check_input(contract, &own.validators, input)?;
+            let assembled = caller.assemble(contract)?;
+            let mut variables = input.clone();
+            if let (Value::Object(map), Some(ctx)) = (&mut variables, assembled.context) {
+                map.entry("assembled_context").or_insert(ctx);
+            }
+            Ok((caller.compiled(&self.resolved)?, variables, assembled.truncated))
+        })();
+        match checked {
+            Ok((compiled, variables, truncated)) => {
+                if let Some(w) = truncated {
+                    caller.warn(w.clone());
+                    self.truncated = Some(w);
+                }
+                Ok(Prepared { own, compiled, variables })
+            }
+            Err(e) => self.refuse(None, None, e),
+        }
+    }
+
+    /// The prompt through the disclosure (the run's tools, `max_disclosures`), the budget
+    /// checked for it, the context files written, the output area made when the pack
+    /// expects files.
+    fn open<'d>(&'d self, prepared: &'d Prepared, appended: &[Message]) -> Result<Disclosure<'d>> {
+        let caller = self.caller;
+        let resolved = &self.resolved;
+        // The run's one registry; servers start only if a section names a tool of theirs.
+        // Without one (an evaluation's case), the built-ins over a memory of this exchange's
+        // own (their compiled schemas are shared: `ToolRegistry::builtin`).
+        let toolbox: &super::toolbox::Toolbox = match &caller.tools {
+            Some(t) => t,
+            None => self.fresh.get_or_init(super::toolbox::Toolbox::default),
+        };
+        let tools = match toolbox.registry_for(prepared.compiled.declared_tool_names()) {
+            Ok(t) => t,
+            Err(e) => return self.refuse(None, None, e),
+        };
+        let max = caller
+            .work_order
+            .constraints
+            .max_disclosures
+            .or(resolved.contract.max_disclosures)
+            .unwrap_or(DEFAULT_MAX_DISCLOSURES);
+        let opened = Disclosure::new(
+            &prepared.compiled,
+            &prepared.variables,
+            self.provider.supports_system_messages(),
+            tools,
+            max,
+        )
+        .and_then(|d| {
+            let estimate = estimate_tokens(&with_appended(d.messages(), appended));
+            caller.budget.check(estimate, u64::from(resolved.contract.boundary.max_tokens))?;
+            super::files::write_context(
+                &caller.project.root,
+                caller.work_order,
+                &resolved.contract.key(),
+                d.files(),
+            )?;
+            // A provider that writes the expected files itself writes them into the
+            // output area, which exists (and is checked) before the call: a refused output
+            // folder costs no tokens.
+            if !resolved.pack.expected_outputs().is_empty() {
+                super::files::output_area(&caller.project.root, caller.work_order)?;
+            }
+            Ok(d)
+        });
+        opened.or_else(|e| self.refuse(None, None, e))
+    }
+
+    /// The tool-calling loop (SPEC §15): it ends when the model answers, the provider
+    /// fails, or `max_disclosures` is spent. Every reply that called tools is a record of
+    /// its own; usage is charged to the budget after every call, and the budget checked
+    /// before every further round.
+    fn converse(
+        &self,
+        disclosure: &mut Disclosure<'_>,
+        input: &Value,
+        appended: &[Message],
+    ) -> Result<Conversation> {
+        let caller = self.caller;
+        let resolved = &self.resolved;
+        let mut request =
+            caller.request(resolved, input, with_appended(disclosure.messages(), appended));
+        request.tools = disclosure.tool_specs();
+        loop {
+            let hash = prompt_hash(&request.messages);
+            let response = match self.provider.complete(&request) {
+                Ok(r) => r,
+                Err(e) => return self.refuse(Some(Sent::of(&hash, &request)), None, e),
+            };
+            caller.charge(&request, &response);
+            if response.tool_calls.is_empty() {
+                return Ok(Conversation { hash, request, response, stopped: None });
+            }
+            let answered = disclosure.answer(&response.tool_calls);
+            if let Some(e) = answered.stop {
+                // The calls that ended the exchange go in its last record, refused ones too.
+                return Ok(Conversation {
+                    hash,
+                    request,
+                    response,
+                    stopped: Some((e, answered.calls)),
+                });
+            }
+            let answered = answered.calls;
+            self.record_tool_calls(Sent::of(&hash, &request), &response, &answered)?;
+            let text = match &response.body {
+                ResponseBody::Text(t) => t.clone(),
+                ResponseBody::Envelope(v) => v.to_string(),
+            };
+            request.turns.push(ToolTurn {
+                text,
+                calls: response.tool_calls.clone(),
+                results: answered.into_iter().map(|d| d.result).collect(),
+            });
+            request.messages = with_appended(disclosure.messages(), appended);
+            request.tools = disclosure.tool_specs();
+            // A section opened now may hold summarized sections of its own: their files
+            // join the context folder, which stays the record of what the model could read.
+            let more = super::files::write_context(
+                &caller.project.root,
+                caller.work_order,
+                &resolved.contract.key(),
+                disclosure.files(),
+            )
+            .and_then(|()| {
+                caller.budget.check(
+                    request.estimated_prompt_tokens(),
+                    u64::from(resolved.contract.boundary.max_tokens),
+                )
+            });
+            if let Err(e) = more {
+                return self.refuse(Some(Sent::hash_only(&hash)), Some(&response), e);
+            }
+        }
+    }
+
+    /// The reply checked against `target` (default: the called contract): a file result
+    /// (SPEC §8.5) is its `response`, never sent to extraction or repair; anything else is
+    /// extracted and validated (SPEC §6.2). Its marked values are masked (when they cannot
+    /// all be, it is neither recorded nor returned); then the record is written.
+    fn check(
+        self,
+        conversation: Conversation,
+        target: Option<&Target>,
+        own: Target,
+    ) -> Result<Exchanged> {
+        let Conversation { hash, request, response, stopped } = conversation;
+        // An envelope with its own `text` keeps that text as the reply to check.
+        let has_text =
+            matches!(&response.body, ResponseBody::Envelope(v) if v.get("text").is_some());
+        let file_result = (target.is_none() && !has_text)
+            .then(|| super::files::file_result(&self.resolved.pack, &response.body))
+            .flatten();
+        let target = target.cloned().unwrap_or(own);
+        let output = match (stopped, file_result) {
+            (Some((e, calls)), _) => {
+                self.record(Some(Sent::of(&hash, &request)), Some(&response), Err(&e), &calls)?;
+                return Ok(self.exchanged(response, Err(e), hash));
+            }
+            (None, Some(result)) => Ok(Output::Text(result.response.unwrap_or_default())),
+            (None, None) => exchange::check_output(
+                &target.contract,
+                &target.validators,
+                &response.body,
+                response.finish_reason.as_ref(),
+            ),
+        };
+        let value = match &output {
+            Ok(out) => out.value(),
+            Err(Error::OutputSchemaInvalid { value, .. }) => Some(value),
+            Err(_) => None,
+        };
+        if let Some(value) = value
+            && let Err(e) = self.caller.mark_secrets(&target.contract, Schema::Output, value)
+        {
+            return self.refuse(Some(Sent::of(&hash, &request)), None, e);
+        }
+        self.record(Some(Sent::of(&hash, &request)), Some(&response), output.as_ref(), &[])?;
+        if let Some(warning) = output
+            .as_ref()
+            .ok()
+            .and_then(Output::extraction)
+            .and_then(|x| exchange::ambiguity_warning(&target.contract, x))
+        {
+            self.caller.warn(warning);
+        }
+        Ok(self.exchanged(response, output, hash))
+    }
+
+    fn exchanged(
+        self,
+        response: ProviderResponse,
+        output: Result<Output>,
+        hash: String,
+    ) -> Exchanged {
+        Exchanged {
+            provider: self.provider.name().to_string(),
+            resolved: self.resolved,
+            response,
+            output,
+            prompt_hash: hash,
+        }
+    }
+}
+
+/// `messages`, then `appended` (a re-ask's turns).
+fn with_appended(messages: &[Message], appended: &[Message]) -> Vec<Message> {
+    let mut all = messages.to_vec();
+    all.extend_from_slice(appended);
+    all
 }
 
 /// The prompt an exchange sent: its hash (in the ledger record) and, where the record is

@@ -71,11 +71,13 @@ pub fn output_dir_at(base: &Path, wo: &WorkOrder) -> PathBuf {
     }
 }
 
-/// The work order's output area (SPEC §18 "one door"): its output folder inside the
+/// The work order's output area (SPEC §18 "one door", §24): its output folder inside the
 /// project (or, for a work order from outside it, inside the work order's folder), checked
-/// and created with its marker by [`Root::output_area`].
+/// (against what git tracks too) and created with its record by [`Root::output_area`].
 pub fn output_area(root: &Path, wo: &WorkOrder) -> crate::error::Result<OutputArea> {
-    Root::for_document(root, wo.dir()).output_area(&output_dir_at(&real_dir(wo), wo))
+    let boundary = Root::for_document(root, wo.dir());
+    let tracked = |paths: &[&Path]| crate::git::tracked(boundary.real(), paths);
+    boundary.output_area(&output_dir_at(&real_dir(wo), wo), &tracked)
 }
 
 /// The context folder of one exchange (SPEC §15): `<output folder>/<CONTRACT>@<VERSION>/`,

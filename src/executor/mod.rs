@@ -75,6 +75,16 @@ pub struct RunResult {
     pub ttl_remaining: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub supervisor_actions: Vec<supervisor::Action>,
+    /// The last exchange record the run wrote (`seq`, `hash`): a head to publish (SPEC §24).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordRef>,
+}
+
+/// A ledger record, by its place and hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecordRef {
+    pub seq: u64,
+    pub hash: String,
 }
 
 impl RunResult {
@@ -99,6 +109,7 @@ impl RunResult {
             cycles: None,
             ttl_remaining: None,
             supervisor_actions: Vec::new(),
+            record: None,
         }
     }
 }
@@ -193,6 +204,7 @@ impl Runner<'_> {
             }
         }
         result.usage = caller.usage();
+        result.record = caller.last_record().map(|(seq, hash)| RecordRef { seq, hash });
         if !result.ok {
             let main = result.errors.iter().find(|e| e.get("code").is_some());
             let code = main.and_then(|e| e.get("code")).and_then(Value::as_str);

@@ -95,8 +95,8 @@ where
 
 struct Registered {
     tool: Arc<dyn Tool>,
-    input: Validator,
-    output: Validator,
+    input: Arc<Validator>,
+    output: Arc<Validator>,
     /// Where the tool comes from ("the built-in tools", "tool server `crm`"), for a clash.
     owner: String,
 }
@@ -133,9 +133,31 @@ impl ToolRegistry {
             Arc::new(MemoryRead(memory.clone())),
             Arc::new(MemorySearch(memory)),
         ];
-        for t in tools {
-            // Built-in schemas are tested to compile.
-            let _ = r.register_as(t, BUILTIN_OWNER);
+        // The built-ins' schemas never change: compiled once per process (SPEC §28), each
+        // registry gets the same validators over its own memory.
+        static COMPILED: std::sync::OnceLock<Vec<(Arc<Validator>, Arc<Validator>)>> =
+            std::sync::OnceLock::new();
+        let compiled = COMPILED.get_or_init(|| {
+            tools
+                .iter()
+                .filter_map(|t| {
+                    let input = crate::schema::compile_detached(&t.input_schema()).ok()?;
+                    let output = crate::schema::compile_detached(&t.output_schema()).ok()?;
+                    Some((Arc::new(input), Arc::new(output)))
+                })
+                .collect()
+        });
+        // Built-in schemas are tested to compile.
+        for (tool, (input, output)) in tools.into_iter().zip(compiled) {
+            r.tools.insert(
+                tool.name().to_string(),
+                Registered {
+                    tool,
+                    input: input.clone(),
+                    output: output.clone(),
+                    owner: BUILTIN_OWNER.to_string(),
+                },
+            );
         }
         r
     }
@@ -155,8 +177,8 @@ impl ToolRegistry {
                 ),
             })
         };
-        let input = compile(tool.input_schema(), "input")?;
-        let output = compile(tool.output_schema(), "output")?;
+        let input = Arc::new(compile(tool.input_schema(), "input")?);
+        let output = Arc::new(compile(tool.output_schema(), "output")?);
         self.tools.insert(
             tool.name().to_string(),
             Registered { tool, input, output, owner: owner.to_string() },

@@ -107,7 +107,8 @@ impl Default for OpenAiConfig {
 /// // A local Ollama server needs no key.
 /// let provider = OpenAiProvider::new(OpenAiConfig {
 ///     name: "ollama".to_string(),
-///     base_url: "http://localhost:11434/v1".to_string(),
+///     // The application chose this URL itself (a repository file could not).
+///     base_url: pactum::authority::Permit::application("http://localhost:11434/v1".to_string()),
 ///     model: "llama3.2".to_string(),
 ///     timeout: Duration::from_secs(300),
 ///     ..OpenAiConfig::default()

@@ -44,6 +44,7 @@ pub struct Choice<'a> {
 }
 
 /// The provider a run uses.
+#[derive(Clone)]
 pub struct Selected {
     pub provider: Arc<dyn Provider>,
     /// Set when the run is offline because nothing named a provider: why, and what answers.
@@ -125,8 +126,17 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
 /// The providers of one work order: the selected one, plus the named providers contracts
 /// pin with `boundary.provider_id` (built on first use). A pin applies unless the run named
 /// its provider explicitly (`--provider`, the work order's `provider`).
+///
+/// Cloning is cheap and the clones share what they built (a client builds its providers
+/// once and hands each call a clone).
+#[derive(Clone)]
 pub struct ProviderSet {
     selected: Selected,
+    shared: Arc<Shared>,
+}
+
+/// What the clones of one provider set share.
+struct Shared {
     config: Config,
     root: std::path::PathBuf,
     work_order: ProviderChoice,
@@ -145,11 +155,13 @@ impl ProviderSet {
     pub fn new(config: &Config, root: &Path, choice: Choice<'_>) -> Result<ProviderSet> {
         Ok(ProviderSet {
             selected: select(config, root, choice)?,
-            config: config.clone(),
-            root: root.to_path_buf(),
-            work_order: choice.work_order.clone(),
-            work_order_dir: choice.work_order_dir.to_path_buf(),
-            named: std::sync::Mutex::default(),
+            shared: Arc::new(Shared {
+                config: config.clone(),
+                root: root.to_path_buf(),
+                work_order: choice.work_order.clone(),
+                work_order_dir: choice.work_order_dir.to_path_buf(),
+                named: std::sync::Mutex::default(),
+            }),
         })
     }
 
@@ -157,11 +169,13 @@ impl ProviderSet {
     pub fn single(provider: Arc<dyn Provider>) -> ProviderSet {
         ProviderSet {
             selected: Selected { provider, offline: None, explicit: true, notices: Vec::new() },
-            config: Config::default(),
-            root: std::path::PathBuf::from("."),
-            work_order: ProviderChoice::default(),
-            work_order_dir: std::path::PathBuf::from("."),
-            named: std::sync::Mutex::default(),
+            shared: Arc::new(Shared {
+                config: Config::default(),
+                root: std::path::PathBuf::from("."),
+                work_order: ProviderChoice::default(),
+                work_order_dir: std::path::PathBuf::from("."),
+                named: std::sync::Mutex::default(),
+            }),
         }
     }
 
@@ -177,11 +191,12 @@ impl ProviderSet {
         if self.selected.provider.name() == id {
             return Ok(Arc::clone(&self.selected.provider));
         }
-        let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
+        let shared = &self.shared;
+        let mut named = shared.named.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = named.get(id) {
             return Ok(Arc::clone(p));
         }
-        if !self.config.providers.contains_key(id) {
+        if !shared.config.providers.contains_key(id) {
             return Err(not_configured(
                 id,
                 format!(
@@ -191,12 +206,12 @@ impl ProviderSet {
         }
         let choice = Choice {
             cli: None,
-            work_order: &self.work_order,
-            work_order_dir: &self.work_order_dir,
+            work_order: &shared.work_order,
+            work_order_dir: &shared.work_order_dir,
         };
         // A refusal tells why a key was withheld; the notices of a lazily built provider
         // have no one to go to.
-        let provider = build(&self.config, &self.root, id, choice, 0, &mut Vec::new())?;
+        let provider = build(&shared.config, &shared.root, id, choice, 0, &mut Vec::new())?;
         named.insert(id.to_string(), Arc::clone(&provider));
         Ok(provider)
     }

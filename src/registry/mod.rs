@@ -597,7 +597,7 @@ impl Registry {
     }
 
     /// The position of an entry in [`Registry::entries`] (the first equal one).
-    fn index_of(&self, entry: &Entry) -> Option<usize> {
+    pub fn index_of(&self, entry: &Entry) -> Option<usize> {
         // Binary search by version: O(log n) in the versions of the id, so that asking for
         // every entry's file stays linear overall.
         self.same_version(entry.kind, &entry.id, &entry.version)

@@ -15,7 +15,9 @@
 //! The gutter is as wide as the line number, as in rustc. The caret sits under the
 //! finding's column, counted in characters; a tab in the source line is shown as four
 //! spaces. A finding without a file has only its header (and help); one without a line
-//! has a `--> file` line and no snippet. Messages, paths and source lines go through
+//! has a `--> file` line and no snippet. Messages, paths, help and notes are each one line
+//! ([`crate::terminal::OneLine`]: a line feed shows as `\n`, so a file named
+//! `a\nerror[x]: y.json` cannot print a finding of its own), and source lines go through
 //! [`crate::terminal`]'s escaping (control characters shown as `\u{1b}`, workflow commands
 //! defused), so a hostile file can neither drive the terminal nor command a CI runner; the
 //! caret still sits under the right character of an escaped source line. ANSI styles
@@ -26,7 +28,7 @@ use anstyle::{AnsiColor, Style};
 use super::summary_line;
 use crate::diagnostic::{Diagnostic, Report};
 use crate::error::Severity;
-use crate::terminal::{escape, escape_char};
+use crate::terminal::{OneLine, escape_char};
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
 const WARNING: Style = AnsiColor::Yellow.on_default().bold();
@@ -55,7 +57,7 @@ pub fn text(report: &Report, color: bool, quiet: bool) -> String {
         return out;
     }
     for note in &report.notes {
-        lines.push(format!("{}: {}", painter.paint(NOTE, "note"), escape(note)));
+        lines.push(format!("{}: {}", painter.paint(NOTE, "note"), OneLine(note)));
     }
     lines.push(summary_line(report));
     let mut out = lines.join("\n");
@@ -87,7 +89,7 @@ fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) 
     lines.push(format!(
         "{}{}",
         painter.paint(style, &format!("{label}[{}]", d.code)),
-        painter.paint(EMPHASIS, &format!(": {}", escape(&d.message))),
+        painter.paint(EMPHASIS, &format!(": {}", OneLine(&d.message))),
     ));
 
     let width = d.line.map_or(1, |line| line.to_string().len());
@@ -102,7 +104,7 @@ fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) 
             "{}{} {}",
             " ".repeat(width),
             painter.paint(GUTTER, "-->"),
-            escape(&location)
+            OneLine(&location)
         ));
         if let (Some(line), Some(excerpt)) = (d.line, &d.excerpt) {
             let column = d.column.unwrap_or(1).max(excerpt.first_column);
@@ -133,7 +135,7 @@ fn diagnostic_lines(d: &Diagnostic, painter: &Painter, lines: &mut Vec<String>) 
             "{margin}{} {}: {}",
             painter.paint(GUTTER, "="),
             painter.paint(EMPHASIS, "help"),
-            escape(help),
+            OneLine(help),
         ));
     }
 }
@@ -288,8 +290,9 @@ mod tests {
         assert!(!out.contains('\u{1b}'), "{out}");
         assert!(!out.contains('\r'), "{out}");
         assert!(!out.contains('\0'), "{out}");
+        // A message is one line: its line break shows as `\n`.
         assert!(
-            out.contains("a \"quoted\" 'x' <tag> & ]]> 50% :: a,b\nnext\\u{1b}[31m\\u{0}"),
+            out.contains("a \"quoted\" 'x' <tag> & ]]> 50% :: a,b\\r\\nnext\\u{1b}[31m\\u{0}"),
             "{out}"
         );
     }

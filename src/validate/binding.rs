@@ -24,20 +24,22 @@ type Variables = [(String, BTreeSet<String>)];
 /// The pack a contract binds to, as far as validation can tell.
 enum Bound<'a> {
     /// A valid pack: its key, its templates' variables (borrowed from the analyzed pack
-    /// file, or owned when the pack was loaded from elsewhere), and where it is.
-    Valid { key: String, variables: Cow<'a, Variables>, pack: Source },
+    /// file, or owned when the pack was loaded from elsewhere), where it is, and its file's
+    /// name (the findings on the contract are about it too).
+    Valid { key: String, variables: Cow<'a, Variables>, pack: Source<'a>, file: String },
     /// Resolved, but the pack itself is invalid (reported on the contract); with the
     /// variables of its readable templates, which the contract's inputs are still checked
-    /// against (every finding in one run).
-    Invalid(String, String, Option<&'a Variables>),
+    /// against (every finding in one run), and its file's name.
+    Invalid(String, String, Option<&'a Variables>, String),
     /// Not found (already reported).
     Missing,
 }
 
 /// Where a bound pack's model is.
-enum Source {
-    /// One of the files being validated (index into `Context::files`).
-    File(usize),
+enum Source<'a> {
+    /// An analyzed file (one of the files being validated, or a registry entry's file
+    /// analyzed as context).
+    File(&'a Analyzed),
     /// Loaded from outside the validated folder.
     Loaded(Box<PromptPack>),
 }
@@ -58,9 +60,12 @@ fn packs_by_id(ctx: &Context) -> HashMap<&str, Vec<(semver::Version, usize)>> {
     map
 }
 
+/// A contract's compiled pack and the pack file's name, for the examples check.
+pub type ForExamples = HashMap<usize, (Arc<CompiledPack>, String)>;
+
 /// Checks every contract's binding; returns, for each contract that has examples and a
 /// valid pack, the compiled pack (by the contract file's index) for the examples check.
-pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<CompiledPack>> {
+pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> ForExamples {
     let in_tree = if ctx.registry.is_none() { packs_by_id(ctx) } else { HashMap::new() };
     let mut for_examples = HashMap::new();
     for (i, f) in ctx.files.iter().enumerate() {
@@ -70,31 +75,32 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> HashMap<usize, Arc<Com
             None => bound_in_tree(ctx, &in_tree, f, contract, out),
         };
         match bound {
-            Bound::Valid { key, variables, pack } => {
-                check_variables(f, contract, &key, &variables, out);
+            Bound::Valid { key, variables, pack, file } => {
+                check_variables(f, contract, (&key, &file), &variables, out);
                 if !contract.has_examples {
                     continue;
                 }
                 let pack = match pack {
-                    Source::File(j) => ctx.files[j].full_pack(),
+                    Source::File(analyzed) => analyzed.full_pack(),
                     Source::Loaded(p) => Some(*p),
                 };
                 if let Some(compiled) = pack.and_then(|p| CompiledPack::compile(&p).ok()) {
-                    for_examples.insert(i, Arc::new(compiled));
+                    for_examples.insert(i, (Arc::new(compiled), file));
                 }
             }
-            Bound::Invalid(key, why, variables) => {
+            Bound::Invalid(key, why, variables, file) => {
                 out.push(
                     Diagnostic::new(
                         Code::PromptPackInvalid,
                         format!("bound pack {key} is invalid: {why}"),
                     )
                     .file(f.rel.clone())
+                    .about(file.clone())
                     .pointer("/prompt_pack_id")
                     .help("fix the pack (see its own findings) or bind another version"),
                 );
                 if let Some(variables) = variables {
-                    check_variables(f, contract, &key, variables, out);
+                    check_variables(f, contract, (&key, &file), variables, out);
                 }
             }
             Bound::Missing => {}
@@ -112,16 +118,19 @@ fn pack_pointer(contract: &ContractFacts) -> &'static str {
 }
 
 /// The binding of an analyzed pack file.
-fn bound_file(ctx: &Context, index: usize, key: String) -> Bound<'_> {
-    let file = &ctx.files[index];
+fn bound_file(file: &Analyzed, key: String) -> Bound<'_> {
     match &file.pack_variables {
-        Some(variables) => {
-            Bound::Valid { key, variables: Cow::Borrowed(variables), pack: Source::File(index) }
-        }
+        Some(variables) => Bound::Valid {
+            key,
+            variables: Cow::Borrowed(variables),
+            pack: Source::File(file),
+            file: file.rel.clone(),
+        },
         None => Bound::Invalid(
             key,
             format!("see the findings in {}", file.rel),
             file.invalid_pack_variables.as_deref(),
+            file.rel.clone(),
         ),
     }
 }
@@ -175,11 +184,12 @@ fn bound_via_registry<'a>(
     }
     let entry = resolution.entry;
     let key = entry.key();
-    let Ok(path) = registry.file_of(entry) else { return Bound::Missing };
-    if let Some(index) = ctx.index_of(&path) {
-        return bound_file(ctx, index, key);
+    if let Some(file) = ctx.entry_file(entry) {
+        return bound_file(file, key);
     }
-    // The pack is outside the folder being validated: load it now.
+    let Ok(path) = registry.file_of(entry) else { return Bound::Missing };
+    let file = super::relative_name(&ctx.base, &path);
+    // The pack is not among the analyzed files: load it now.
     let loaded = crate::document::load(&path, Some(crate::error::DocKind::PromptPack))
         .and_then(|doc| PromptPack::from_document(&doc))
         .and_then(|pack| CompiledPack::compile(&pack).map(|c| (c.variables_by_template(), pack)));
@@ -188,8 +198,9 @@ fn bound_via_registry<'a>(
             key,
             variables: Cow::Owned(variables),
             pack: Source::Loaded(Box::new(pack)),
+            file,
         },
-        Err(e) => Bound::Invalid(key, e.to_string(), None),
+        Err(e) => Bound::Invalid(key, e.to_string(), None, file),
     }
 }
 
@@ -207,7 +218,9 @@ fn bound_in_tree<'a>(
         .filter(|(v, _)| contract.prompt_pack_version.matches(v))
         .max_by(|a, b| a.0.cmp(&b.0));
     match best {
-        Some((v, index)) => bound_file(ctx, *index, format!("{}@{v}", contract.prompt_pack_id)),
+        Some((v, index)) => {
+            bound_file(&ctx.files[*index], format!("{}@{v}", contract.prompt_pack_id))
+        }
         None => {
             out.push(
                 Diagnostic::new(
@@ -231,7 +244,7 @@ fn bound_in_tree<'a>(
 fn check_variables(
     f: &Analyzed,
     contract: &ContractFacts,
-    key: &str,
+    (key, pack_file): (&str, &str),
     vars: &[(String, BTreeSet<String>)],
     out: &mut Vec<Diagnostic>,
 ) {
@@ -249,6 +262,7 @@ fn check_variables(
                         format!("template {key}{template} uses `{name}`, which input_schema does not declare"),
                     )
                     .file(f.rel.clone())
+                    .about(pack_file)
                     .pointer(anchor)
                     .help(format!("add `{name}` to input_schema.properties (with its type), or remove it from the template")),
                 );
@@ -262,6 +276,7 @@ fn check_variables(
                 format!("input `{name}` is declared but no template of {key} uses it"),
             )
             .file(f.rel.clone())
+            .about(pack_file)
             .pointer(join_pointer("/input_schema/properties", name))
             .help("use it in the pack, or drop it from input_schema"),
         );

@@ -24,7 +24,10 @@ struct Version<'a> {
     version: semver::Version,
     value: Document<'a>,
     base: String,
+    /// The file reported on (`None`: a baseline only).
     file: Option<&'a str>,
+    /// The version's file, when it has one (a finding on the next version is about it).
+    rel: Option<&'a str>,
 }
 
 /// A version's whole document: the text of an analyzed file (the per-file stage keeps no
@@ -61,6 +64,19 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
             continue;
         }
         versions.sort_by(|a, b| a.version.cmp(&b.version));
+        if !ctx.subjects.is_all() {
+            // A run on named files: only the pairs a named version is in.
+            // The first free major of the whole line (the run holds only some versions).
+            let highest = ctx
+                .registry
+                .as_ref()
+                .and_then(|r| r.versions(EntryKind::Contract, id).map(|e| e.version.major).max());
+            let free = semver::Version::new(highest.map_or(1, |m| m + 1), 0, 0);
+            for run in around_subjects(ctx, &versions) {
+                check_pairs(ctx, id, &versions[run], &free, out);
+            }
+            continue;
+        }
         // The first major version no version of the id has taken (for a lost baseline's hint).
         let free = versions.last().map_or(1, |v| v.version.major + 1);
         let free = semver::Version::new(free, 0, 0);
@@ -82,6 +98,23 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
         });
         out.extend(found.into_iter().flatten());
     }
+}
+
+/// The runs of consecutive versions that hold every pair with a named version in it (each
+/// named version with its neighbours), as ranges into `versions`.
+fn around_subjects(ctx: &Context, versions: &[Version<'_>]) -> Vec<std::ops::Range<usize>> {
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        if !v.rel.is_some_and(|rel| ctx.is_subject(rel)) {
+            continue;
+        }
+        let run = i.saturating_sub(1)..(i + 2).min(versions.len());
+        match runs.last_mut() {
+            Some(last) if last.end > run.start => last.end = last.end.max(run.end),
+            _ => runs.push(run),
+        }
+    }
+    runs
 }
 
 /// Checks each consecutive pair of `versions` (sorted), parsing each version once and
@@ -110,6 +143,11 @@ fn check_pairs(
                 new: Origin::new(&new.base, &files),
             };
             bump_finding(id, (old, new), file, (old_value, new_value), &origins, out);
+            if let (Some(last), Some(old_file)) = (out.last_mut(), old.rel)
+                && last.file.as_deref() == Some(file)
+            {
+                last.about.push(old_file.to_string());
+            }
         }
         previous = current;
     }
@@ -180,7 +218,24 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
             // Only ids with two versions or more have a bump to check.
             let several = registry.ids(EntryKind::Contract).into_iter().filter_map(|id| {
                 let all = || registry.versions(EntryKind::Contract, id);
-                (all().nth(1).is_some()).then(all)
+                all().nth(1)?;
+                // A run on named files reads only named versions and their neighbours.
+                let all: Vec<&crate::registry::Entry> = all().collect();
+                if ctx.subjects.is_all() {
+                    return Some(all);
+                }
+                let named: Vec<bool> = all
+                    .iter()
+                    .map(|e| {
+                        registry
+                            .file_of(e)
+                            .is_ok_and(|p| ctx.is_subject(&super::relative_name(&ctx.base, &p)))
+                    })
+                    .collect();
+                let near = |i: usize| {
+                    named[i.saturating_sub(1)..(i + 2).min(all.len())].iter().any(|&n| n)
+                };
+                Some((0..all.len()).filter(|&i| near(i)).map(|i| all[i]).collect())
             });
             for entry in several.flatten() {
                 if entry.state == State::Removed {
@@ -197,11 +252,12 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
                         value,
                         base,
                         file: None,
+                        rel: None,
                     });
                     continue;
                 }
                 let Ok(path) = registry.file_of(entry) else { continue };
-                let (value, file) = match ctx.file_at(&path) {
+                let (value, file) = match ctx.entry_file(entry) {
                     Some(f) => match &f.contract {
                         Some(_) => (Document::Text(f), Some(f.rel.as_str())),
                         None => continue,
@@ -217,6 +273,7 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
                     value,
                     base,
                     file,
+                    rel: file,
                 });
             }
         }
@@ -228,6 +285,7 @@ fn versions_by_id(ctx: &Context) -> BTreeMap<&str, Vec<Version<'_>>> {
                         value: Document::Text(f),
                         base: real_folder_uri(f.abs.parent().unwrap_or(&ctx.base)),
                         file: Some(f.rel.as_str()),
+                        rel: Some(f.rel.as_str()),
                     });
                 }
             }

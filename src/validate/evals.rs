@@ -11,7 +11,11 @@
 //!   (`eval_suite_invalid`, in the suite or at the dataset line).
 //!
 //! The suites are those under `evals/` when PATH is the project root, or under PATH when it
-//! is a folder, or PATH itself when it is a suite file.
+//! is a folder, or PATH itself when it is a suite file. In a run on named paths
+//! ([`super::subjects`]) every suite of the project is looked at, and checked when it, its
+//! dataset, its contract or a judge it names is a named file: its findings are about the
+//! files they rest on (a dataset line that does not fit is about the line's file, the
+//! suite and the contract).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -34,22 +38,30 @@ const SUITE_HELP: &str = "make the suite fit schemas/eval_suite.schema.json (add
 
 /// Checks the suites PATH holds; adds each suite file to `files`.
 pub fn check(ctx: &Context, files: &mut Vec<String>, out: &mut Vec<Diagnostic>) {
-    let suites = if ctx.target == ctx.base {
-        suite::in_project(&ctx.base)
-    } else if crate::confine::is_dir(&ctx.target) {
-        suite::files_under(&ctx.target)
-    } else if ctx.target.file_name().is_some_and(|n| suite::is_suite_name(&n.to_string_lossy())) {
-        vec![ctx.target.clone()]
-    } else {
-        Vec::new()
-    };
+    let mut suites = if ctx.subjects.is_all() { Vec::new() } else { suite::in_project(&ctx.base) };
+    for target in &ctx.paths {
+        if target == &ctx.base {
+            suites.extend(suite::in_project(&ctx.base));
+        } else if crate::confine::is_dir(target) {
+            suites.extend(suite::files_under(target));
+        } else if target.file_name().is_some_and(|n| suite::is_suite_name(&n.to_string_lossy())) {
+            suites.push(target.clone());
+        }
+    }
     let mut judges = Judges::default();
+    let judge_named = !ctx.subjects.is_all() && dataset_judges_named(ctx);
+    let mut seen = std::collections::HashSet::new();
     for path in suites {
         let rel = relative_name(&ctx.base, &crate::confine::real_or_given(&path));
-        if !files.contains(&rel) {
-            files.push(rel.clone());
+        if !seen.insert(rel.clone()) {
+            continue;
         }
-        check_suite(ctx, &path, &rel, &mut judges, out);
+        let checked = check_suite(ctx, (&path, &rel), judge_named, &mut judges, out);
+        for name in checked.into_iter().filter(|name| ctx.is_subject(name)) {
+            if !files.contains(&name) {
+                files.push(name);
+            }
+        }
     }
 }
 
@@ -63,9 +75,24 @@ struct SuiteFile<'a> {
 
 impl SuiteFile<'_> {
     fn push(&mut self, code: Code, pointer: &str, message: String, help: &str) {
-        self.found.push(
-            Diagnostic::new(code, message).file(self.rel.to_string()).pointer(pointer).help(help),
-        );
+        self.push_about(code, pointer, message, help, &[]);
+    }
+
+    /// A finding that also rests on other files (the contract, a judge).
+    fn push_about(
+        &mut self,
+        code: Code,
+        pointer: &str,
+        message: String,
+        help: &str,
+        about: &[Option<&str>],
+    ) {
+        let mut d =
+            Diagnostic::new(code, message).file(self.rel.to_string()).pointer(pointer).help(help);
+        for file in about.iter().flatten() {
+            d = d.about(*file);
+        }
+        self.found.push(d);
     }
 
     /// Every finding with its line and column (one pass over the text).
@@ -88,13 +115,17 @@ impl SuiteFile<'_> {
     }
 }
 
+/// Checks one suite; returns the files it checked (the suite, and its dataset when read).
+/// In a run on named paths, a suite none of whose files is named is not checked.
 fn check_suite(
     ctx: &Context,
-    path: &Path,
-    rel: &str,
+    (path, rel): (&Path, &str),
+    judge_named: bool,
     judges: &mut Judges,
     out: &mut Vec<Diagnostic>,
-) {
+) -> Vec<String> {
+    let mut checked = vec![rel.to_string()];
+    let named = ctx.is_subject(rel);
     let doc = match crate::document::load(path, None) {
         Ok(doc) => doc,
         Err(e) => {
@@ -106,7 +137,7 @@ fn check_suite(
                 d = d.at(*line, *column);
             }
             out.push(d);
-            return;
+            return checked;
         }
     };
     let syntax = match crate::document::syntax_for(path) {
@@ -125,21 +156,41 @@ fn check_suite(
     }
     let Some(suite) = suite else {
         out.extend(file.placed());
-        return;
+        return checked;
     };
     let Some(registry) = &ctx.registry else {
         out.extend(file.placed());
-        return;
+        return checked;
     };
     let pin = &suite.contract;
-    let contract = match resolve(
+    let dataset_rel =
+        relative_name(&ctx.base, &crate::confine::real_or_given(&ctx.base.join(&suite.dataset)));
+    let resolved = resolve(
         registry,
         EntryKind::Contract,
         &pin.id,
         &pin.requirement,
         ResolveOptions { allow_draft: true },
-    ) {
-        Ok(r) => contract_of(ctx, registry, r.entry),
+    );
+    let contract_file = resolved.as_ref().ok().and_then(|r| ctx.entry_file(r.entry));
+    let contract_rel = contract_file.map(|f| f.rel.as_str());
+    let judge_files: Vec<String> = suite
+        .assertions
+        .iter()
+        .filter_map(Assertion::judge)
+        .filter_map(|spec| judges.file(ctx, registry, &spec.contract))
+        .collect();
+    // A suite that rests on no named file has no finding to report in this run.
+    if !named
+        && !ctx.is_subject(&dataset_rel)
+        && !contract_rel.is_some_and(|c| ctx.is_subject(c))
+        && !judge_files.iter().any(|j| ctx.is_subject(j))
+        && !judge_named
+    {
+        return Vec::new();
+    }
+    let contract = match resolved {
+        Ok(_) => contract_file.and_then(Analyzed::full_contract),
         Err(e) => {
             file.push(
                 e.code(),
@@ -151,8 +202,16 @@ fn check_suite(
         }
     };
     for a in &suite.assertions {
-        for (pointer, message) in assertion_problems(ctx, registry, contract.as_ref(), a, judges) {
-            file.push(Code::EvalSuiteInvalid, &pointer, message, SUITE_HELP);
+        for (pointer, message, about) in
+            assertion_problems(ctx, registry, (contract.as_ref(), contract_rel), a, judges)
+        {
+            file.push_about(
+                Code::EvalSuiteInvalid,
+                &pointer,
+                message,
+                SUITE_HELP,
+                &[about.as_deref()],
+            );
         }
     }
     let dataset = match Dataset::open(&ctx.base, &suite.dataset) {
@@ -175,8 +234,29 @@ fn check_suite(
     };
     out.extend(file.placed());
     if let Some(dataset) = dataset {
-        check_dataset(ctx, registry, &suite, contract.as_ref(), dataset, judges, out);
+        checked.push(dataset_rel.clone());
+        let about = About { suite: rel, dataset: &dataset_rel, contract: contract_rel };
+        check_dataset(ctx, registry, (contract.as_ref(), &about), dataset, judges, out);
     }
+    checked
+}
+
+/// The files a dataset's findings rest on.
+struct About<'a> {
+    suite: &'a str,
+    dataset: &'a str,
+    contract: Option<&'a str>,
+}
+
+/// Whether a named file could be a judge some dataset line names (datasets are read only
+/// for suites that rest on a named file otherwise): a named contract that answers like a
+/// judge counts, so a judge's change is checked against every case that asks it.
+fn dataset_judges_named(ctx: &Context) -> bool {
+    ctx.analyzed().any(|f| {
+        ctx.is_subject(&f.rel)
+            && f.full_contract()
+                .is_some_and(|c| crate::judge::shape_problem(c.output_schema.as_ref()).is_none())
+    })
 }
 
 /// Every line of the dataset: a case whose input fits the contract and whose assertions
@@ -184,19 +264,21 @@ fn check_suite(
 fn check_dataset(
     ctx: &Context,
     registry: &Registry,
-    suite: &Suite,
-    contract: Option<&Contract>,
+    (contract, about): (Option<&Contract>, &About<'_>),
     dataset: Dataset,
     judges: &mut Judges,
     out: &mut Vec<Diagnostic>,
 ) {
-    let rel =
-        relative_name(&ctx.base, &crate::confine::real_or_given(&ctx.base.join(&suite.dataset)));
+    let rel = about.dataset.to_string();
     let validator: Option<Validator> = contract.and_then(|c| {
         c.input_schema.as_ref().and_then(|s| crate::schema::compile(s, c.dir(), &ctx.base).ok())
     });
     let at_line = |code: Code, line: usize, message: String, help: &str| {
-        Diagnostic::new(code, message).file(rel.clone()).at(line, 1).help(help)
+        Diagnostic::new(code, message).file(rel.clone()).about(about.suite).at(line, 1).help(help)
+    };
+    let with_contract = |d: Diagnostic| match about.contract {
+        Some(c) => d.about(c),
+        None => d,
     };
     let budget = crate::schema::Budget::new();
     for case in dataset {
@@ -216,17 +298,17 @@ fn check_dataset(
             None => Vec::new(),
             Some(Ok(found)) => found,
             Some(Err(too)) => {
-                out.push(at_line(
+                out.push(with_contract(at_line(
                     Code::ValidationTooCostly,
                     case.line,
                     format!("case `{}`: the input: {too}", case.id),
                     "`pactum eval` would not call the model for this case: send a smaller input, or simplify the contract's input_schema",
-                ));
+                )));
                 Vec::new()
             }
         };
         for f in found {
-            out.push(at_line(
+            out.push(with_contract(at_line(
                 Code::InputSchemaInvalid,
                 case.line,
                 format!(
@@ -237,30 +319,37 @@ fn check_dataset(
                     f.message
                 ),
                 "`pactum eval` would not call the model for this case: fix its input",
-            ));
+            )));
         }
         for a in &case.expect {
-            for (_, message) in assertion_problems(ctx, registry, contract, a, judges) {
-                out.push(at_line(
+            for (_, message, judge) in
+                assertion_problems(ctx, registry, (contract, about.contract), a, judges)
+            {
+                let d = at_line(
                     Code::EvalSuiteInvalid,
                     case.line,
                     format!("case `{}`: {message}", case.id),
                     "fix the case's assertion",
-                ));
+                );
+                out.push(match judge {
+                    Some(j) => d.about(j),
+                    None => d,
+                });
             }
         }
     }
 }
 
 /// What keeps an assertion from being checked on the contract's output: a pointer the
-/// output schema does not have, a judge that does not resolve or does not answer like one.
+/// output schema does not have, a judge that does not resolve or does not answer like one;
+/// each with the other file it rests on (the contract's, the judge's).
 fn assertion_problems(
     ctx: &Context,
     registry: &Registry,
-    contract: Option<&Contract>,
+    (contract, contract_rel): (Option<&Contract>, Option<&str>),
     a: &Assertion,
     judges: &mut Judges,
-) -> Vec<(String, String)> {
+) -> Vec<(String, String, Option<String>)> {
     let at = &a.at;
     let mut out = Vec::new();
     if let Some(c) = contract
@@ -269,6 +358,7 @@ fn assertion_problems(
         out.push((
             format!("{at}/pointer"),
             format!("{}: {problem} ({})", super::pointer_label(&format!("{at}/pointer")), c.key()),
+            contract_rel.map(str::to_string),
         ));
     }
     if let Some(spec) = a.judge()
@@ -277,6 +367,7 @@ fn assertion_problems(
         out.push((
             format!("{at}/contract"),
             format!("{}: {problem}", super::pointer_label(&format!("{at}/contract"))),
+            judges.file(ctx, registry, &spec.contract),
         ));
     }
     out
@@ -353,6 +444,24 @@ fn pointer_problem(output_schema: Option<&Value>, pointer: &str) -> Option<Strin
 pub(super) struct Judges(HashMap<String, Option<String>>);
 
 impl Judges {
+    /// The file of the judge contract `pin` resolves to, if it resolves.
+    pub(super) fn file(
+        &self,
+        ctx: &Context,
+        registry: &Registry,
+        pin: &crate::id::Pin,
+    ) -> Option<String> {
+        let r = resolve(
+            registry,
+            EntryKind::Contract,
+            &pin.id,
+            &pin.requirement,
+            ResolveOptions::default(),
+        )
+        .ok()?;
+        ctx.entry_file(r.entry).map(|f| f.rel.clone())
+    }
+
     /// Why `pin` cannot judge: it does not resolve, or its contract does not answer
     /// `{pass, score?, reason}` (`None` when it can).
     pub(super) fn problem(
@@ -372,24 +481,16 @@ impl Judges {
                     ResolveOptions::default(),
                 ) {
                     Err(e) => Some(format!("the judge {pin} does not resolve: {e}")),
-                    Ok(r) => contract_of(ctx, registry, r.entry).and_then(|judge| {
-                        crate::judge::shape_problem(judge.output_schema.as_ref())
-                            .map(|p| format!("{} cannot judge: {p}", judge.key()))
-                    }),
+                    Ok(r) => ctx.entry_file(r.entry).and_then(Analyzed::full_contract).and_then(
+                        |judge| {
+                            crate::judge::shape_problem(judge.output_schema.as_ref())
+                                .map(|p| format!("{} cannot judge: {p}", judge.key()))
+                        },
+                    ),
                 }
             })
             .clone()
     }
-}
-
-/// The contract a registry entry names, rebuilt from the file the per-file stage read.
-fn contract_of(
-    ctx: &Context,
-    registry: &Registry,
-    entry: &crate::registry::Entry,
-) -> Option<Contract> {
-    let path = registry.file_of(entry).ok()?;
-    ctx.file_at(&path).and_then(Analyzed::full_contract)
 }
 
 #[cfg(test)]

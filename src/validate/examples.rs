@@ -3,22 +3,20 @@
 //! outcome must be the one the example expects (`ok` or an error code); otherwise
 //! `example_failed`.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use crate::diagnostic::Diagnostic;
 use crate::error::Code;
 use crate::exchange::run_example;
 use crate::project::Validators;
-use crate::render::CompiledPack;
 use crate::validate::Context;
 
-pub fn check(ctx: &Context, packs: &HashMap<usize, Arc<CompiledPack>>, out: &mut Vec<Diagnostic>) {
+/// `packs`: each contract's compiled pack and the pack file's name (an example that fails
+/// is about both files).
+pub fn check(ctx: &Context, packs: &super::binding::ForExamples, out: &mut Vec<Diagnostic>) {
     for (i, f) in ctx.files.iter().enumerate() {
         if !f.contract.as_ref().is_some_and(|c| c.has_examples) {
             continue;
         }
-        let Some(pack) = packs.get(&i) else { continue };
+        let Some((pack, pack_file)) = packs.get(&i) else { continue };
         let Some(contract) = f.full_contract() else { continue };
         let compile = |schema: &Option<serde_json::Value>| match schema {
             None => Ok(None),
@@ -48,6 +46,7 @@ pub fn check(ctx: &Context, packs: &HashMap<usize, Arc<CompiledPack>>, out: &mut
                     format!("example {n}{name} expects `{}` but gives `{outcome}`{why}", example.expect),
                 )
                 .file(f.rel.clone())
+                .about(pack_file.clone())
                 .pointer(format!("/examples/{n}"))
                 .help("fix the contract or the example; examples are offline fixtures that must keep passing"),
             );

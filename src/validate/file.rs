@@ -215,6 +215,12 @@ impl Analyzed {
 
 /// Reads and checks one file on its own.
 pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
+    analyze_read(candidate, base, None)
+}
+
+/// [`analyze`], with the file's bytes when they were read already (a context file that
+/// the scan for a named file's ids read first).
+pub fn analyze_read(candidate: &Candidate, base: &Path, bytes: Option<Vec<u8>>) -> Analyzed {
     // Walked paths under the canonical base are canonical already, symlinks aside.
     let abs = if candidate.canonical {
         candidate.path.clone()
@@ -242,7 +248,7 @@ pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
     }
     let read =
         if candidate.regular { document::read_known_limited } else { document::read_limited };
-    let bytes = match read(&candidate.path, MAX_FILE_BYTES) {
+    let bytes = match bytes.map_or_else(|| read(&candidate.path, MAX_FILE_BYTES), Ok) {
         Ok(b) => b,
         Err(e) => {
             let (message, help) = match &e {

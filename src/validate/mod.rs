@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::config::Config;
@@ -34,13 +35,16 @@ pub mod evals;
 pub mod examples;
 pub mod file;
 pub mod filter;
+pub mod generated;
 pub mod paths;
 pub mod registry_rules;
 pub mod semantic;
+pub mod subjects;
 pub mod tools;
 pub mod work_orders;
 
 pub use file::{Analyzed, FileKind};
+pub use subjects::Subjects;
 
 /// How to validate.
 #[derive(Clone, Debug)]
@@ -110,8 +114,11 @@ impl Progress for NoProgress {
 pub struct Context {
     /// Folder that file names are relative to (the registry's folder when there is one).
     pub base: PathBuf,
-    /// PATH, the file or folder being validated (canonical).
-    pub target: PathBuf,
+    /// The paths being validated (canonical): files or folders.
+    pub paths: Vec<PathBuf>,
+    /// The files the run reports on ([`subjects`]): every file, or the named ones with the
+    /// rest of the project as context.
+    pub subjects: Subjects,
     pub registry: Option<Registry>,
     /// registry.json's name relative to `base`.
     pub registry_name: String,
@@ -122,6 +129,9 @@ pub struct Context {
     pub now: jiff::Timestamp,
     /// Threads a rule may use (at least 1): `--jobs`, else one per core.
     pub jobs: usize,
+    /// In a run on named files, the files of registry entries that are not among `files`,
+    /// by entry index: analyzed when a rule first needs one ([`Context::entry_file`]).
+    lazy: Vec<OnceLock<Box<Analyzed>>>,
 }
 
 /// Canonical paths → indexes, keyed by the path's bytes with a fast hasher: every key and
@@ -140,15 +150,75 @@ impl Context {
     pub fn file_at(&self, path: &Path) -> Option<&Analyzed> {
         self.index_of(path).map(|i| &self.files[i])
     }
+
+    /// The analyzed file of a registry entry: one of `files`, or, in a run on named files,
+    /// the entry's file analyzed now (once) as context. The one way a rule reaches a file
+    /// it needs besides the one it checks, so a file named alone is checked against the
+    /// same files as in the whole project's run (SPEC §24). `None` when the entry's file
+    /// cannot be resolved (reported by the registry's own checks).
+    pub fn entry_file(&self, entry: &registry::Entry) -> Option<&Analyzed> {
+        let registry = self.registry.as_ref()?;
+        let path = registry.file_of(entry).ok()?;
+        if let Some(f) = self.file_at(&path) {
+            return Some(f);
+        }
+        let slot = self.lazy.get(registry.index_of(entry)?)?;
+        let analyzed = slot.get_or_init(|| {
+            let candidate = discover::Candidate {
+                dir_kind: discover::kind_from_folder(registry.real_root(), &path),
+                path: path.clone(),
+                escape: None,
+                canonical: true,
+                unreadable: None,
+                regular: false,
+            };
+            Box::new(file::analyze(&candidate, &self.base))
+        });
+        Some(analyzed)
+    }
+
+    /// Every analyzed file: `files`, then the entry files analyzed on demand so far.
+    pub fn analyzed(&self) -> impl Iterator<Item = &Analyzed> {
+        self.files.iter().chain(self.lazy.iter().filter_map(|slot| slot.get().map(|b| &**b)))
+    }
+
+    /// Whether findings about the file named `rel` are reported.
+    pub fn is_subject(&self, rel: &str) -> bool {
+        self.subjects.contains(rel)
+    }
 }
 
 /// Validates PATH (a project root, a folder, or one file). `Err` only when PATH itself
 /// cannot be read; every problem inside is a finding in the report.
 pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress) -> Result<Report> {
-    let meta = crate::confine::metadata(path)?;
-    let path = crate::confine::real_path(path).map_err(|e| Error::io(path, e))?;
+    validate_many(std::slice::from_ref(&path.to_path_buf()), options, progress)
+}
+
+/// Validates PATHS, files or folders of one project (the first one's, or `--registry`'s).
+/// At the project's root, or when a path is registry.json itself, the whole project is
+/// checked; otherwise the named paths are the run's [`subjects`] and the rest of the
+/// project is their context. Without a project, the first path's documents are checked on
+/// their own.
+pub fn validate_many(
+    paths: &[PathBuf],
+    options: &ValidateOptions,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    let Some(first) = paths.first() else {
+        return Err(Error::Internal { message: "validate was given no path".into() });
+    };
+    let meta = crate::confine::metadata(first)?;
+    let mut named = Vec::with_capacity(paths.len());
+    for p in paths {
+        named.push(crate::confine::real_path(p).map_err(|e| Error::io(p, e))?);
+    }
+    let path = named[0].clone();
+    let mut subjects = Subjects::all();
     let mut report = Report::default();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    // Findings about registry.json or pactum.toml when they cannot be read: whatever the
+    // subjects, the run says why its context is missing (never a quiet pass).
+    let mut broken_context: Vec<Diagnostic> = Vec::new();
 
     let registry_path = match &options.registry {
         Some(p) => Some(crate::confine::real_path(p).map_err(|e| Error::io(p, e))?),
@@ -158,14 +228,28 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     let (registry, base, files, audit, registry_read) = match &registry_path {
         Some(rp) => {
             let base = rp.parent().map(Path::to_path_buf).unwrap_or_else(|| path.clone());
-            let checked = match check_project(
-                &path,
-                rp,
-                &base,
-                options.jobs,
-                progress,
-                options.registry_override.as_deref(),
-            ) {
+            let whole = named.iter().any(|p| p == &base || p == rp);
+            let checked = if whole {
+                check_project(
+                    &base,
+                    rp,
+                    &base,
+                    options.jobs,
+                    progress,
+                    options.registry_override.as_deref(),
+                )
+            } else {
+                subjects = Subjects::named(named.iter().map(|p| relative_name(&base, p)).collect());
+                check_subjects(
+                    &named,
+                    rp,
+                    &base,
+                    options.jobs,
+                    progress,
+                    options.registry_override.as_deref(),
+                )
+            };
+            let checked = match checked {
                 Ok(checked) => checked,
                 Err(e) => {
                     progress.finish();
@@ -184,7 +268,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
                         })
                         .ok()
                         .and_then(|b| String::from_utf8(b).ok());
-                    diagnostics.extend(registry_load_diagnostics(&e, rp, &base));
+                    broken_context.extend(registry_load_diagnostics(&e, rp, &base));
                     None
                 }
             };
@@ -229,7 +313,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     let config = match Config::load(&base) {
         Ok(c) => c,
         Err(e) => {
-            diagnostics.extend(config_diagnostics(&e));
+            broken_context.extend(config_diagnostics(&e));
             Config::default()
         }
     };
@@ -241,9 +325,14 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         by_path.insert(f.abs.clone().into_os_string(), i);
     }
     let jobs = threads(options.jobs);
+    let lazy = match &registry {
+        Some(r) if !subjects.is_all() => (0..r.entries.len()).map(|_| OnceLock::new()).collect(),
+        _ => Vec::new(),
+    };
     let ctx = Context {
         base,
-        target: path.clone(),
+        paths: named,
+        subjects,
         registry,
         registry_name,
         config,
@@ -251,13 +340,14 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         by_path,
         now: options.now,
         jobs,
+        lazy,
     };
 
-    for f in &ctx.files {
+    for f in ctx.files.iter().filter(|f| ctx.is_subject(&f.rel)) {
         report.files.push(f.rel.clone());
         diagnostics.extend(f.diagnostics.iter().cloned());
     }
-    if registry_read {
+    if registry_read && ctx.subjects.is_all() {
         report.files.push(ctx.registry_name.clone());
     }
     // The registry's rules read no other rule's result: they run beside the others.
@@ -276,6 +366,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         context::check(&ctx, &mut out);
         evals::check(&ctx, &mut report.files, &mut out);
         semantic::check(&ctx, &mut out);
+        generated::check(&ctx, &mut out);
         let registry_rules =
             registry_rules.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (registry_rules, out)
@@ -288,8 +379,7 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
     match filter::with_config(&options.filter, &ctx.config.lint) {
         Ok(codes) => {
             let suppressions = ctx
-                .files
-                .iter()
+                .analyzed()
                 .filter_map(|f| {
                     let codes = f.suppress.clone()?;
                     Some((f.rel.clone(), filter::Suppression { codes }))
@@ -304,6 +394,9 @@ pub fn validate(path: &Path, options: &ValidateOptions, progress: &dyn Progress)
         ),
     }
 
+    // A run on named files reports the findings about them, whichever file each is on.
+    diagnostics.retain(|d| ctx.subjects.reports(d));
+    diagnostics.extend(broken_context);
     place(&ctx, registry_text.as_deref(), &mut diagnostics);
     report.diagnostics = diagnostics;
     let root = names_root(&path, options.names_from.as_deref(), &ctx.base);
@@ -644,6 +737,110 @@ fn check_project(
     })
 }
 
+/// The per-file stage of a run on named paths ([`subjects`]): the named files are analyzed;
+/// every other document of the project (its conventional folders and the files its
+/// registry names) is read, and analyzed as context when it mentions a named file's id
+/// (the registry's own audit, about registry.json alone, is not run).
+fn check_subjects(
+    paths: &[PathBuf],
+    registry_path: &Path,
+    base: &Path,
+    jobs: usize,
+    progress: &dyn Progress,
+    registry_override: Option<&Registry>,
+) -> Result<Checked> {
+    type Seen = std::collections::HashSet<std::ffi::OsString, foldhash::fast::RandomState>;
+    let real = |c: &discover::Candidate| {
+        if c.canonical { c.path.clone() } else { crate::confine::real_or_given(&c.path) }
+    };
+    std::thread::scope(|scope| {
+        let loading = scope.spawn(|| match registry_override {
+            Some(registry) => Ok(registry.clone()),
+            None => Registry::load(registry_path),
+        });
+        let mut seen = Seen::default();
+        let mut named = Vec::new();
+        for path in paths {
+            for c in discover::walk_path(path, base, true) {
+                if seen.insert(real(&c).into_os_string()) {
+                    named.push(c);
+                }
+            }
+        }
+        let mut context: Vec<discover::Candidate> = discover::walk_path(base, base, true)
+            .into_iter()
+            .filter(|c| !seen.contains(real(c).as_os_str()))
+            .collect();
+        // A dataset named alone is checked through the suites that name it.
+        named.retain(|c| !subjects::is_dataset_name(&c.path));
+        progress.start(named.len() + context.len() + 1);
+        let beside = "loading registry.json";
+        let (mut files, loaded) = analyze_all(&named, base, jobs, progress, beside, || {
+            let mut registry = loading.join().map_err(|panic| Error::Internal {
+                message: format!("the registry loader panicked: {}", panic_message(&*panic)),
+            })?;
+            progress.advance();
+            let Ok(r) = &mut registry else { return Ok((registry, Vec::new())) };
+            r.text = String::new();
+            let walked: Vec<discover::Candidate> = named.iter().chain(&context).cloned().collect();
+            let known =
+                r.known_files(walked.iter().filter(|c| c.regular).map(|c| c.path.as_path()));
+            let extra = discover::registry_files(&walked, base, base, r, &known);
+            Ok((registry, extra))
+        })?;
+        let (registry, extra) = loaded?;
+        context.extend(extra);
+        // What a file that needs a subject would mention: the subjects' ids (declared, or
+        // registered for their paths), the names of subjects of no governed kind.
+        let mut words = Vec::new();
+        for f in &files {
+            subjects::words_of(f, &mut words);
+        }
+        if let Ok(r) = &registry {
+            for (i, entry) in r.entries.iter().enumerate() {
+                if r.path_at(i).is_some_and(|p| seen.contains(p.as_os_str())) {
+                    words.push(entry.id.clone());
+                }
+            }
+        }
+        let interest = subjects::Interest::new(&words);
+        let found = scan_all(&context, base, jobs, progress, &interest)?;
+        files.extend(found);
+        Ok(Checked { registry, files, audit: Vec::new() })
+    })
+}
+
+/// Reads every context file on a pool of scoped threads and analyzes the ones the
+/// interest finds mentioned (the others are dropped once read).
+fn scan_all(
+    candidates: &[discover::Candidate],
+    base: &Path,
+    jobs: usize,
+    progress: &dyn Progress,
+    interest: &subjects::Interest,
+) -> Result<Vec<Analyzed>> {
+    let (found, ()) = analyze_all_with(
+        candidates,
+        jobs,
+        progress,
+        "",
+        || (),
+        |c| {
+            if c.escape.is_some() || c.unreadable.is_some() {
+                return None;
+            }
+            let read = if c.regular {
+                crate::document::read_known_limited
+            } else {
+                crate::document::read_limited
+            };
+            let bytes = read(&c.path, crate::document::MAX_FILE_BYTES).ok()?;
+            interest.mentioned(&bytes).then(|| file::analyze_read(c, base, Some(bytes)))
+        },
+    )?;
+    Ok(found)
+}
+
 /// Runs the per-file stage on a pool of scoped threads pulling from a shared index, and
 /// `beside` on this thread meanwhile (`what` names it in an error). A worker or `beside`
 /// that panics makes the whole stage an `internal_error`: files are never silently missing
@@ -656,6 +853,18 @@ fn analyze_all<T>(
     what: &str,
     beside: impl FnOnce() -> T,
 ) -> Result<(Vec<Analyzed>, T)> {
+    analyze_all_with(candidates, jobs, progress, what, beside, |c| Some(file::analyze(c, base)))
+}
+
+/// [`analyze_all`] with the work on each candidate given (`None`: nothing kept for it).
+fn analyze_all_with<T>(
+    candidates: &[discover::Candidate],
+    jobs: usize,
+    progress: &dyn Progress,
+    what: &str,
+    beside: impl FnOnce() -> T,
+    work: impl Fn(&discover::Candidate) -> Option<Analyzed> + Sync,
+) -> Result<(Vec<Analyzed>, T)> {
     let workers = threads(jobs).min(candidates.len().max(1));
     let next = AtomicUsize::new(0);
     let (results, beside) = std::thread::scope(|scope| {
@@ -666,7 +875,9 @@ fn analyze_all<T>(
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(candidate) = candidates.get(i) else { break };
-                        local.push((i, file::analyze(candidate, base)));
+                        if let Some(analyzed) = work(candidate) {
+                            local.push((i, analyzed));
+                        }
                         progress.advance();
                     }
                     local
@@ -723,7 +934,7 @@ fn place(ctx: &Context, registry_text: Option<&str>, diagnostics: &mut [Diagnost
         return;
     }
     let mut texts: HashMap<&str, (&str, Syntax)> = HashMap::new();
-    for f in &ctx.files {
+    for f in ctx.analyzed() {
         if let Some(text) = &f.text
             && wanted.contains(f.rel.as_str())
         {

@@ -5,9 +5,10 @@
 //! project nor a document is a finding, `no_project` — never a silent pass. When nothing at
 //! all could be checked the run is `no_project` (exit 2).
 //!
-//! Each path goes through [`super::validate`] (so a file is checked with the registry rules
-//! of its project, a folder with everything below it); the reports are merged, a finding
-//! two paths share (about registry.json, say) listed once.
+//! The paths of one project go through one [`super::validate_many`] (so a file is checked
+//! with the rest of its project as context, SPEC §24, and the project is read once however
+//! many of its files are named); the reports are merged, a finding two projects' runs
+//! share listed once.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use crate::diagnostic::{Diagnostic, Report};
 use crate::error::{Code, Error, Result};
 use crate::registry;
 
-use super::{Progress, ValidateOptions, relative_name, validate};
+use super::{Progress, ValidateOptions, relative_name, validate, validate_many};
 
 /// Folders a search for projects below a path never enters.
 fn skipped(name: &str) -> bool {
@@ -68,6 +69,8 @@ pub fn validate_paths(
         }
     };
     let mut escapes: Vec<Diagnostic> = Vec::new();
+    // The paths inside projects, by project (registry.json), in the order first named.
+    let mut in_projects: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
     // A changed pactum.toml changes how its whole project is checked (the `[lint]` rules,
     // the providers work orders name): it stands for its project's folder.
     let paths: Vec<PathBuf> = paths
@@ -104,27 +107,15 @@ pub fn validate_paths(
             continue;
         }
         crate::confine::metadata(path)?;
-        let in_project = options.registry.is_some() || registry::find_upwards(path).is_some();
-        if in_project {
-            let mut report = validate(path, options, progress)?;
-            // A folder below the project's root with no document in it (a mistyped but
-            // existing folder) checks only the registry: said, never a quiet green.
-            // (What it checked is in the report: no second walk of the folder.)
-            let only_registry = report
-                .files
-                .iter()
-                .all(|f| Path::new(f).file_name() == Some(registry::FILE_NAME.as_ref()));
-            if only_registry
-                && crate::confine::is_dir(path)
-                && crate::confine::entry_at(&path.join(registry::FILE_NAME)).is_none()
-            {
-                let names = options.names_from.clone().unwrap_or_else(|| PathBuf::from("."));
-                report.notes.push(format!(
-                    "{} holds no JSON or YAML document: only its project's registry was checked",
-                    shown(&names, path)
-                ));
+        let project = match &options.registry {
+            Some(r) => Some(crate::confine::real_or_given(r)),
+            None => registry::find_upwards(path),
+        };
+        if let Some(project) = project {
+            match in_projects.iter_mut().find(|(p, _)| *p == project) {
+                Some((_, paths)) => paths.push(path.clone()),
+                None => in_projects.push((project, vec![path.clone()])),
             }
-            add(report, &mut merged);
             checked_any = true;
             continue;
         }
@@ -152,6 +143,31 @@ pub fn validate_paths(
             add(validate(&project, &one, progress)?, &mut merged);
             checked_any = true;
         }
+    }
+    for (_, paths) in &in_projects {
+        let mut report = validate_many(paths, options, progress)?;
+        // A folder below the project's root with no document in it (a mistyped but
+        // existing folder) checks nothing of its own: said, never a quiet green.
+        // (What it checked is in the report: no second walk of the folder.)
+        for path in paths.iter().filter(|p| {
+            crate::confine::is_dir(p)
+                && crate::confine::entry_at(&p.join(registry::FILE_NAME)).is_none()
+        }) {
+            let real = crate::confine::real_or_given(path);
+            let root = super::names_root(&real, options.names_from.as_deref(), &real);
+            let name = relative_name(&root, &real);
+            let holds = |f: &String| {
+                f.strip_prefix(name.as_str()).is_some_and(|rest| rest.starts_with('/'))
+            };
+            if !report.files.iter().any(holds) {
+                let names = options.names_from.clone().unwrap_or_else(|| PathBuf::from("."));
+                report.notes.push(format!(
+                    "{} holds no JSON or YAML document: nothing of it was checked",
+                    shown(&names, path)
+                ));
+            }
+        }
+        add(report, &mut merged);
     }
     let names = options.names_from.clone().unwrap_or_else(|| PathBuf::from("."));
     let names = super::names_root(&names, options.names_from.as_deref(), &names);

@@ -60,8 +60,22 @@ pub fn check(ctx: &Context, audit: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
 fn changed_references(ctx: &Context, out: &mut Vec<Diagnostic>) {
     let Some(registry) = &ctx.registry else { return };
     for entry in registry.entries.iter().filter(|e| e.refs.is_some()) {
+        let own = registry.file_of(entry).ok().map(|p| super::relative_name(&ctx.base, &p));
+        // A run on named files looks only at the entries a named file is, or is a
+        // reference of.
+        if !ctx.subjects.is_all()
+            && !own.as_deref().is_some_and(|f| ctx.is_subject(f))
+            && !entry.refs.iter().flatten().any(|(rel, _)| ctx.is_subject(rel))
+        {
+            continue;
+        }
         for (rel, e) in registry.changed_refs(entry) {
-            out.push(Diagnostic::from_error(&e).file(rel.clone()).help(format!(
+            let d = Diagnostic::from_error(&e).file(rel.clone());
+            let d = match &own {
+                Some(own) => d.about(own.clone()),
+                None => d,
+            };
+            out.push(d.help(format!(
                 "{} is {}: the files its schemas reference never change; restore {rel} (`git checkout -- {rel}`), and put a changed schema in a new file referenced by a new version",
                 entry.key(),
                 entry.state.as_str()
@@ -161,8 +175,7 @@ fn deprecation_periods(ctx: &Context, out: &mut Vec<Diagnostic>) {
             continue;
         }
         let pinning: Vec<String> = ctx
-            .files
-            .iter()
+            .analyzed()
             .filter_map(|f| f.work_order.as_ref().map(|w| (f, w)))
             .filter(|(_, w)| {
                 w.pins().iter().any(|(_, pin)| {
@@ -183,20 +196,20 @@ fn deprecation_periods(ctx: &Context, out: &mut Vec<Diagnostic>) {
         } else {
             format!("; work orders still pinning it: {}", pinning.join(", "))
         };
-        out.push(
-            Diagnostic::new(
-                Code::DeprecationPeriodOver,
-                format!(
-                    "{} has been deprecated since {since}, more than {days} days{still}",
-                    entry.key()
-                ),
-            )
-            .file(ctx.registry_name.clone())
-            .pointer(registry.pointer_of(entry))
-            .help(format!(
+        let mut d = Diagnostic::new(
+            Code::DeprecationPeriodOver,
+            format!(
+                "{} has been deprecated since {since}, more than {days} days{still}",
+                entry.key()
+            ),
+        );
+        // About the work orders it names too.
+        d.about = pinning;
+        out.push(d.file(ctx.registry_name.clone()).pointer(registry.pointer_of(entry)).help(
+            format!(
                 "move the work orders to the successor, then `pactum registry remove {}`",
                 entry.key()
-            )),
-        );
+            ),
+        ));
     }
 }

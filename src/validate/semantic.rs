@@ -29,11 +29,15 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) {
             (None, None) => continue,
         };
         if let Some(problem) = judges.problem(ctx, registry, pin) {
+            let d = Diagnostic::new(code, format!("{owner}: semantic_check: {problem}"))
+                .file(f.rel.clone());
             out.push(
-                Diagnostic::new(code, format!("{owner}: semantic_check: {problem}"))
-                    .file(f.rel.clone())
-                    .pointer(AT)
-                    .help(HELP),
+                match judges.file(ctx, registry, pin) {
+                    Some(judge) => d.about(judge),
+                    None => d,
+                }
+                .pointer(AT)
+                .help(HELP),
             );
         }
     }

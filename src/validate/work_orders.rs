@@ -17,11 +17,10 @@ use std::path::Path;
 use crate::schema::Validator;
 
 use crate::confine::Root;
-use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
 use crate::error::Code;
 use crate::executor::roles::{Role, RolePins};
-use crate::registry::{EntryKind, Registry};
+use crate::registry::EntryKind;
 use crate::resolve::{ResolveOptions, resolve};
 use crate::validate::{Analyzed, Context};
 use crate::work_order::{Task, WorkOrder};
@@ -83,7 +82,9 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                 ) else {
                     continue;
                 };
-                let Some(contract) = contract_of(ctx, registry, r.entry) else { continue };
+                let Some(file) = ctx.entry_file(r.entry) else { continue };
+                let Some(contract) = file.full_contract() else { continue };
+                let contract_file = file.rel.as_str();
                 let validator = validators.entry(contract.sha256.clone()).or_insert_with(|| {
                     contract
                         .input_schema
@@ -100,6 +101,7 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                                 format!("{}: the input of {}: {too}", wo.id, contract.key()),
                             )
                             .file(f.rel.clone())
+                            .about(contract_file)
                             .pointer("/input")
                             .help("`pactum run` would refuse this work order before calling a model: send a smaller input, or simplify the contract's input_schema"),
                         );
@@ -119,6 +121,7 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                                 ),
                             )
                             .file(f.rel.clone())
+                            .about(contract_file)
                             .pointer(format!("/input{}", finding.pointer))
                             .help(format!(
                                 "`pactum run` would refuse this work order before calling a model: fix the input, or check `pactum resolve {pin}` for the contract it pins"
@@ -132,6 +135,7 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
                     out.push(
                         Diagnostic::new(e.code(), format!("{}: {e}", wo.id))
                             .file(f.rel.clone())
+                            .about(contract_file)
                             .pointer(if wo.assembled_context.is_some() { "/assembled_context" } else { "/contract" })
                             .help("add the file under the project root (or frameworks/ID.md), or give it in the work order's `assembled_context` (`files`, `frameworks`)"),
                     );
@@ -175,29 +179,21 @@ pub fn check(ctx: &Context, notes: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
     }
 }
 
-/// The contract a registry entry names, rebuilt from the file the per-file stage read
-/// (`None` when the file failed its own checks, which are reported there).
-fn contract_of(
-    ctx: &Context,
-    registry: &Registry,
-    entry: &crate::registry::Entry,
-) -> Option<Contract> {
-    let path = registry.file_of(entry).ok()?;
-    ctx.file_at(&path).and_then(Analyzed::full_contract)
-}
-
 /// The scripted fixtures a work order names must load as `run` loads them.
 fn fixtures(ctx: &Context, f: &Analyzed, wo: &WorkOrder, out: &mut Vec<Diagnostic>) {
     let Some(rel) = &wo.provider.fixtures else { return };
     let dir = f.abs.parent().unwrap_or(Path::new("."));
     let boundary = Root::for_document(&ctx.base, dir);
-    let loaded = boundary
-        .read_path(&Root::beside(dir, rel))
-        .and_then(|path| crate::gateway::scripted::ScriptedProvider::load(&path));
+    let path = boundary.read_path(&Root::beside(dir, rel));
+    let named = path.as_ref().ok().map(|p| super::relative_name(&ctx.base, p));
+    let loaded = path.and_then(|path| crate::gateway::scripted::ScriptedProvider::load(&path));
     if let Err(e) = loaded {
+        let d = Diagnostic::new(e.code(), format!("{}: {e}", wo.id)).file(f.rel.clone());
         out.push(
-            Diagnostic::new(e.code(), format!("{}: {e}", wo.id))
-                .file(f.rel.clone())
+            match named {
+                Some(fixture) => d.about(fixture),
+                None => d,
+            }
                 .pointer("/provider/fixtures")
                 .help("fix the fixture file (`{\"responses\": [{\"text\": ...}, ...]}`, see the README's scripted provider section) or the path, relative to the work order"),
         );

@@ -74,11 +74,17 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Verify a ledger's hash chain.
     Ledger(cmd::ledger::Args),
+    /// How each version, label, provider or model of a contract behaves in production,
+    /// from the ledger: calls, validated at once, re-asks, latency, tokens, cost.
+    Stats(cmd::stats::Args),
     /// Lock the tools of pactum.toml's MCP servers into pactum.tools.lock (which validate
     /// reads instead of starting them), or list what the lock records.
     Tools(cmd::tools::Args),
     /// Re-validate on every change (debounced) and print fresh diagnostics.
     Watch(cmd::watch::Args),
+    /// Write typed clients of the project's contracts: Pydantic v2 models and a typed
+    /// function per contract (python), or TypeScript declarations (typescript).
+    Generate(cmd::generate::Args),
     /// Scaffold a contract and its pack, or the next version of one, registered as drafts; or an eval suite from a contract's examples.
     New(cmd::new::Args),
     /// List, print or write the JSON Schemas embedded in pactum.
@@ -159,9 +165,11 @@ fn exec(cli: Cli) -> u8 {
         Command::Diff(args) => cmd::diff::exec(args),
         Command::Eval(args) => cmd::eval::exec(args),
         Command::Ledger(args) => cmd::ledger::exec(args),
+        Command::Stats(args) => cmd::stats::exec(args),
         Command::Tools(args) => cmd::tools::exec(args),
         Command::Watch(args) => cmd::watch::exec(args),
         Command::New(args) => cmd::new::exec(args),
+        Command::Generate(args) => cmd::generate::exec(args),
         Command::Schemas(args) => cmd::schemas::exec(args),
         Command::Explain(args) => cmd::explain::exec(args),
         Command::Completions { shell } => {

@@ -78,12 +78,10 @@ pub fn open_project(registry: &Path) -> Result<Project, Error> {
     with_env(Project::open(registry)?)
 }
 
-/// `project` with the environment's overrides, its keys taught to the redactor.
+/// `project` with the environment's overrides, its secrets taught to the redactor.
 fn with_env(mut project: Project) -> Result<Project, Error> {
     project.config.apply_env(&env_lookup);
-    for key in project.config.env.named_keys.values() {
-        redactor().add(key.expose());
-    }
+    learn_config_secrets(&project.config);
     Ok(project)
 }
 
@@ -233,9 +231,30 @@ pub fn redactor() -> &'static Arc<Redactor> {
             if name.ends_with("_API_KEY") || name.ends_with("_TOKEN") || name.ends_with("_SECRET") {
                 redactor.add(&value);
             }
+            // A provider's base URL (or any URL the environment gives) may carry a key in
+            // its user-info or query (`?api-key=...`): masked like a key.
+            if name.ends_with("_URL") || name.ends_with("_ENDPOINT") {
+                for secret in pactum::redact::url_secrets(&value) {
+                    redactor.add(&secret);
+                }
+            }
         }
         Arc::new(redactor)
     })
+}
+
+/// Teaches the redactor the secrets a project's configuration holds once the
+/// environment is applied: the keys its providers name, and a key in a provider's base URL
+/// (`?api-key=...`), wherever the URL came from, masked like a key.
+pub fn learn_config_secrets(config: &pactum::config::Config) {
+    for key in config.env.named_keys.values() {
+        redactor().add(key.expose());
+    }
+    for url in config.providers.values().filter_map(|p| p.base_url.as_deref()) {
+        for secret in pactum::redact::url_secrets(url) {
+            redactor().add(&secret);
+        }
+    }
 }
 
 /// `text` with every secret masked.
@@ -294,29 +313,30 @@ pub fn eprint_error_in(error: &Error, origin: Option<&Origin>) {
         err,
         "{style}error[{}]{style:#}: {}",
         error.code(),
-        shown_text(&error.to_string())
+        shown_line(&error.to_string())
     );
     if error.findings().len() > 1 || origin.is_some() {
         let pointers: Vec<&str> = error.findings().iter().map(|f| f.pointer.as_str()).collect();
         for (f, at) in error.findings().iter().zip(located_all(origin, &pointers)) {
             let line = format!("{at}{}", f.message);
-            let _ = writeln!(err, "  - {}", shown_text(&line));
+            let _ = writeln!(err, "  - {}", shown_line(&line));
         }
     }
     if let Some(o) = origin {
         let path = relative(&o.path.display().to_string());
-        let _ = writeln!(err, "  = help: fix the values at these places in {}", escape(&path));
+        let _ = writeln!(
+            err,
+            "  = help: fix the values at these places in {}",
+            pactum::terminal::OneLine(&path)
+        );
     }
 }
 
-/// A message as people see it on a terminal: paths under the current folder relative,
-/// secrets masked, control characters and workflow commands escaped.
-pub fn shown_text(text: &str) -> String {
-    escape(&redacted(&relative(text))).into_owned()
-}
-
-/// Like [`shown_text`], on one line: a line feed in `text` is shown as `\n`, so a value
-/// from a file or a model cannot print a line of its own.
+/// A message as people see it on a terminal, on one line: paths under the current folder
+/// relative, secrets masked, control characters and workflow commands escaped, and a line
+/// feed shown as `\n` (`terminal::OneLine`'s rule), so a value from a file or a model
+/// cannot print a line of its own. (There is no multi-line form for messages: a block of
+/// text goes through `terminal::escape_block`, under a label.)
 pub fn shown_line(text: &str) -> String {
     pactum::terminal::escape_line(&redacted(&relative(text))).into_owned()
 }
@@ -397,7 +417,7 @@ impl Origin {
 pub fn eprint_warning(code: Code, message: &str) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Yellow.into()));
-    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {}", shown_text(message));
+    let _ = writeln!(err, "{style}warning[{code}]{style:#}: {}", shown_line(message));
 }
 
 /// A path shown relative to the project root.

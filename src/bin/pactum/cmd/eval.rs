@@ -16,6 +16,13 @@ use pactum::work_order::ProviderChoice;
 
 use crate::output::{self, FAILED, OK};
 
+/// What `eval` does besides running suites.
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Make a dataset from recorded exchanges (`pactum eval dataset --from-ledger --contract PIN --out cases.jsonl`).
+    Dataset(crate::cmd::dataset::Args),
+}
+
 /// How `eval` reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum EvalFormat {
@@ -27,7 +34,10 @@ pub enum EvalFormat {
 }
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
     /// Suite files or eval ids (default: every suite under evals/, or those of --contract's id).
     #[arg(value_name = "SUITE_OR_ID")]
     suites: Vec<String>,
@@ -131,7 +141,7 @@ fn print_notes(providers: &ProviderSet) {
     }
 }
 
-fn note_line(note: &str) {
+pub fn note_line(note: &str) {
     let mut err = anstream::stderr().lock();
     let style = anstyle::Style::new().bold().fg_color(Some(anstyle::AnsiColor::Cyan.into()));
     let _ = std::io::Write::write_fmt(
@@ -234,6 +244,9 @@ pub fn promotion_gate(
 }
 
 pub fn exec(args: Args) -> u8 {
+    if let Some(Action::Dataset(dataset)) = args.action {
+        return crate::cmd::dataset::exec(dataset);
+    }
     let format = if args.json { EvalFormat::Json } else { args.format };
     let json = format == EvalFormat::Json;
     match run(&args) {

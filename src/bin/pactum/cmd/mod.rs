@@ -1,9 +1,11 @@
 //! One module per command.
 
+pub mod dataset;
 pub mod diff;
 pub mod eval;
 pub mod explain;
 pub mod extract;
+pub mod generate;
 pub mod init;
 pub mod ledger;
 pub mod new;
@@ -14,6 +16,7 @@ pub mod resolve;
 pub mod results;
 pub mod run;
 pub mod schemas;
+pub mod stats;
 pub mod submit;
 pub mod tools;
 pub mod validate;

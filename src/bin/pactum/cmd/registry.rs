@@ -8,6 +8,7 @@ use pactum::error::{Error, Result};
 use pactum::id::{Pin, Requirement, parse_version};
 use pactum::registry::lifecycle::{self, Added};
 use pactum::registry::{self, Entry, EntryKind, Registry, store};
+use pactum::terminal::OneLine;
 use serde_json::{Value, json};
 
 use crate::output::{self, Common, FAILED, OK};
@@ -598,13 +599,14 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                         _ => name.clone(),
                     };
                 text.push_str(&format!(
-                    "{}[{}]: {at}: {}\n",
+                    "{}[{}]: {}: {}\n",
                     d.severity.as_str(),
                     d.code,
-                    d.message
+                    OneLine(&at),
+                    OneLine(&d.message)
                 ));
                 if let Some(help) = &d.help {
-                    text.push_str(&format!("  = help: {help}\n"));
+                    text.push_str(&format!("  = help: {}\n", OneLine(help)));
                 }
             }
             for line in review.iter().flat_map(|r| r.lines()) {
@@ -645,11 +647,11 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 text.push_str(&format!(
                     "{:>4}  {}  {:<9} {:<28} {:<12}  {}\n",
                     e.seq,
-                    e.at,
+                    OneLine(&e.at),
                     e.action.as_str(),
-                    e.subject(),
-                    e.sha256.get(..12).unwrap_or(&e.sha256),
-                    e.actor.as_deref().unwrap_or("")
+                    OneLine(&e.subject()),
+                    OneLine(e.sha256.get(..12).unwrap_or(&e.sha256)),
+                    OneLine(e.actor.as_deref().unwrap_or(""))
                 ));
             }
             if events.is_empty() {
@@ -715,21 +717,25 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
             let all: Vec<String> = row.labels.iter().map(|(n, v)| format!("{n} -> {v}")).collect();
             format!("; labels: {}", all.join(", "))
         };
-        text.push_str(&format!("{} ({latest}{labels})\n", row.id));
+        text.push_str(&format!(
+            "{} ({})\n",
+            OneLine(&row.id),
+            OneLine(&format!("{latest}{labels}"))
+        ));
         for v in &row.versions {
             let mut line = format!("  {:<10} {:<10}", v.version, v.state.as_str());
             if let Some(s) = &v.successor_version {
                 line.push_str(&format!(" -> {s}"));
             }
-            line.push_str(&format!("  {}", v.path));
+            line.push_str(&format!("  {}", OneLine(&v.path)));
             if !v.labels.is_empty() {
-                line.push_str(&format!("  [{}]", v.labels.join(", ")));
+                line.push_str(&format!("  [{}]", OneLine(&v.labels.join(", "))));
             }
             if !v.pinned_by.is_empty() {
-                line.push_str(&format!("  pinned by {}", v.pinned_by.join(", ")));
+                line.push_str(&format!("  pinned by {}", OneLine(&v.pinned_by.join(", "))));
             }
             if !v.bound_by.is_empty() {
-                line.push_str(&format!("  bound by {}", v.bound_by.join(", ")));
+                line.push_str(&format!("  bound by {}", OneLine(&v.bound_by.join(", "))));
             }
             text.push_str(line.trim_end());
             text.push('\n');

@@ -52,11 +52,11 @@ pub fn exec(args: Args) -> u8 {
             "{} ({})\n  path:   {}\n  sha256: {}\n  pack:   {} ({}) {}\n",
             r.contract_entry.key(),
             r.contract_entry.state.as_str(),
-            r.contract_entry.path,
+            pactum::terminal::OneLine(&r.contract_entry.path),
             r.contract.sha256,
             r.pack_entry.key(),
             r.pack_entry.state.as_str(),
-            r.pack_entry.path
+            pactum::terminal::OneLine(&r.pack_entry.path)
         ));
         for w in &r.warnings {
             output::eprint_warning(w.code, &w.message);

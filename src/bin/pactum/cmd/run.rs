@@ -94,9 +94,7 @@ fn open_project(args: &Args) -> Result<Project, Error> {
     };
     let mut project = Project::discover(&start)?;
     project.config.apply_env(&output::env_lookup);
-    for key in project.config.env.named_keys.values() {
-        output::redactor().add(key.expose());
-    }
+    output::learn_config_secrets(&project.config);
     Ok(project)
 }
 
