@@ -192,7 +192,7 @@ pub struct GenerateSettings {
     pub typescript: Option<String>,
 }
 
-/// What the ledger keeps (SPEC §26): `[ledger]`.
+/// What the ledger keeps and where it is (SPEC §26, §27): `[ledger]`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LedgerSettings {
@@ -200,11 +200,15 @@ pub struct LedgerSettings {
     /// recorded exchanges can become eval cases (`pactum eval dataset --from-ledger`);
     /// `false` leaves inputs out.
     pub inputs: bool,
+    /// A ledger in PostgreSQL (`postgres://USER@HOST:PORT/DB`) instead of
+    /// `.pactum/ledger.jsonl`; it contacts that host, so it acts only once the environment
+    /// confirms committed settings (SPEC §24).
+    pub url: Option<String>,
 }
 
 impl Default for LedgerSettings {
     fn default() -> Self {
-        LedgerSettings { inputs: true }
+        LedgerSettings { inputs: true, url: None }
     }
 }
 

@@ -154,6 +154,7 @@ codes! {
     LedgerBroken = "ledger_broken", Error, "a ledger record was edited, removed or reordered";
     LedgerCorrupt = "ledger_corrupt", Error, "a ledger line is not a record in the one form pactum writes (cut off by an interrupted write, over the line budget, not canonical JSON, not a record); nothing is appended after such a last line";
     LedgerRewritten = "ledger_rewritten", Error, "the ledger no longer holds a record whose hash was published (--expect-head, a checkpoint): it was rewritten and re-chained";
+    LedgerUnavailable = "ledger_unavailable", Error, "a ledger in PostgreSQL could not be reached, refused the login, did not answer in time, or refused a statement (nothing was written that was not reported written)";
     // Evaluation.
     EvalSuiteInvalid = "eval_suite_invalid", Error, "an eval suite does not fit eval_suite.schema.json, or an assertion in it cannot be checked (a pointer output_schema does not have, a regex that does not compile, a judge without the judge's output shape)";
     EvalDatasetInvalid = "eval_dataset_invalid", Error, "a line of an eval dataset is not a case (id, input, expect, tags), is too long or too deep, or repeats an id; or the dataset cannot be read";
@@ -658,6 +659,12 @@ pub enum Error {
     )]
     SemanticRejected { judge: String, criteria: String, reason: String, retries: u32 },
 
+    /// A ledger in PostgreSQL (SPEC §27) could not be used. `ledger` names it without its
+    /// password (`postgres://fleet@127.0.0.1:5432/audit`); the password never reaches the
+    /// message.
+    #[error("ledger {ledger}: {message}")]
+    LedgerUnavailable { ledger: String, message: String },
+
     /// The work-order queue (SPEC §22) failed. `queue` names it without credentials
     /// (`redis://127.0.0.1:6379/0`); a password never reaches the message.
     #[error("queue {queue}: {message}")]
@@ -822,6 +829,7 @@ impl Error {
             Error::TtlExpired { .. } => Code::TtlExpired,
             Error::LedgerBroken { .. } => Code::LedgerBroken,
             Error::LedgerCorrupt { .. } => Code::LedgerCorrupt,
+            Error::LedgerUnavailable { .. } => Code::LedgerUnavailable,
             Error::EvalSuiteInvalid { .. } => Code::EvalSuiteInvalid,
             Error::EvalDatasetInvalid { .. } => Code::EvalDatasetInvalid,
             Error::EvalRegression { .. } => Code::EvalRegression,

@@ -45,8 +45,10 @@ use crate::redact::Redactor;
 
 mod backwards;
 pub mod checkpoint;
+pub mod copy;
 mod line;
 mod location;
+pub mod postgres;
 pub mod query;
 
 pub use line::{CUT, MAX_LINE_BYTES};
@@ -111,11 +113,18 @@ pub trait Observer: Send + Sync + std::fmt::Debug {
     fn appended(&self, record: &Value, attached: &Map<String, Value>);
 }
 
-/// An open ledger file.
+/// Where an open ledger writes: its file, or its database (SPEC §27).
+#[derive(Debug)]
+enum Sink {
+    File(Mutex<File>),
+    Database(Box<Mutex<postgres::Database>>),
+}
+
+/// An open ledger: a file, or a table in PostgreSQL.
 #[derive(Debug)]
 pub struct Ledger {
     location: Location,
-    file: Mutex<File>,
+    sink: Sink,
     durability: Durability,
     /// Records written but not yet synced (under [`Durability::Grouped`]).
     unsynced: AtomicBool,
@@ -130,10 +139,13 @@ pub struct Ledger {
 impl Ledger {
     /// Opens (creating) a ledger for appending.
     pub fn open(location: &Location) -> Result<Ledger> {
-        let file = location.open(Access::Append)?;
+        let sink = match location.connect() {
+            Some(db) => Sink::Database(Box::new(Mutex::new(db?))),
+            None => Sink::File(Mutex::new(location.open(Access::Append)?)),
+        };
         Ok(Ledger {
             location: location.clone(),
-            file: Mutex::new(file),
+            sink,
             durability: Durability::EachRecord,
             unsynced: AtomicBool::new(false),
             redactor: Arc::new(Redactor::new()),
@@ -171,11 +183,13 @@ impl Ledger {
 
     /// Syncs every record written so far to disk (the group commit of
     /// [`Durability::Grouped`]; nothing to do when each record was synced).
+    /// A database ledger commits each record in its own transaction: nothing to do.
     pub fn commit(&self) -> Result<()> {
         if !self.unsynced.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let Sink::File(file) = &self.sink else { return Ok(()) };
+        let file = file.lock().unwrap_or_else(|p| p.into_inner());
         file.sync_data().map_err(|e| {
             self.unsynced.store(true, Ordering::Release);
             Error::io(self.path(), e)
@@ -247,23 +261,26 @@ impl Ledger {
         mut fields: Map<String, Value>,
         written: impl FnOnce(&Value),
     ) -> Result<Value> {
-        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        for (key, value) in &self.stamp {
+            fields.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        let file = match &self.sink {
+            Sink::File(file) => file,
+            Sink::Database(db) => {
+                // One transaction per record, the head read under the table's lock; the
+                // observers are told in this process's order of commits.
+                let mut db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let record =
+                    db.append(&mut |seq, prev| self.make(kind, fields.clone(), seq, prev))?;
+                written(&record);
+                return Ok(record);
+            }
+        };
+        let file = file.lock().unwrap_or_else(|p| p.into_inner());
         file.lock().map_err(|e| Error::io(self.path(), e))?;
         let result = (|| {
-            for (key, value) in &self.stamp {
-                fields.entry(key.clone()).or_insert_with(|| value.clone());
-            }
             let (seq, prev) = last_link(&file, self.path())?;
-            fields.insert("seq".into(), Value::from(seq + 1));
-            fields.insert("at".into(), Value::String(now()));
-            fields.insert("kind".into(), Value::String(kind.as_str().to_string()));
-            fields.insert("prev".into(), Value::String(prev));
-            // Secrets never reach the ledger: masked before the record is cut and hashed
-            // (a cut field's SHA-256 is of the masked text).
-            let Value::Object(masked) = self.redactor.redact_value(Value::Object(fields)) else {
-                return Err(Error::Internal { message: "a masked record is no object".into() });
-            };
-            let (record, line) = line::encode(masked);
+            let (record, line) = self.make(kind, fields, seq, prev)?;
             let before = file.metadata().map_err(|e| Error::io(self.path(), e))?.len();
             let written = (&*file).write_all(line.as_bytes()).and_then(|()| (&*file).flush());
             let written = match self.durability {
@@ -290,8 +307,77 @@ impl Ledger {
 
     /// The `seq` and `hash` of the last record (0 and zeros for an empty ledger).
     pub fn head(&self) -> Result<(u64, String)> {
-        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        last_link(&file, self.path())
+        match &self.sink {
+            Sink::File(file) => {
+                let file = file.lock().unwrap_or_else(|p| p.into_inner());
+                last_link(&file, self.path())
+            }
+            Sink::Database(db) => db.lock().unwrap_or_else(|p| p.into_inner()).head(),
+        }
+    }
+
+    /// Appends whole lines made and verified elsewhere (`copy`: `(seq, hash, line)` each,
+    /// the line without its newline), after checking, under the writers' lock, that the
+    /// ledger still ends at `expected` (`seq`, hash); all or nothing.
+    fn append_lines(&self, expected: (u64, &str), lines: &[(u64, String, String)]) -> Result<()> {
+        let file = match &self.sink {
+            Sink::File(file) => file,
+            Sink::Database(db) => {
+                return db.lock().unwrap_or_else(|p| p.into_inner()).insert_lines(expected, lines);
+            }
+        };
+        let file = file.lock().unwrap_or_else(|p| p.into_inner());
+        file.lock().map_err(|e| Error::io(self.path(), e))?;
+        let result = (|| {
+            let (seq, hash) = last_link(&file, self.path())?;
+            if (seq, hash.as_str()) != expected {
+                return Err(Error::Usage {
+                    message: format!(
+                        "{} changed while it was copied into (its head is now record {seq}); copy again",
+                        self.path().display()
+                    ),
+                });
+            }
+            let mut text = String::new();
+            for (_, _, line) in lines {
+                text.push_str(line);
+                text.push('\n');
+            }
+            let before = file.metadata().map_err(|e| Error::io(self.path(), e))?.len();
+            let written = (&*file)
+                .write_all(text.as_bytes())
+                .and_then(|()| (&*file).flush())
+                .and_then(|()| file.sync_data());
+            if let Err(e) = written {
+                let _ = file.set_len(before);
+                let _ = file.sync_data();
+                return Err(Error::io(self.path(), e));
+            }
+            Ok(())
+        })();
+        let _ = file.unlock();
+        result
+    }
+
+    /// The record that follows the head `seq`/`prev`, and its line (`line::encode`: the one
+    /// form, for a file and a database alike).
+    fn make(
+        &self,
+        kind: Kind,
+        mut fields: Map<String, Value>,
+        seq: u64,
+        prev: String,
+    ) -> Result<(Value, String)> {
+        fields.insert("seq".into(), Value::from(seq + 1));
+        fields.insert("at".into(), Value::String(now()));
+        fields.insert("kind".into(), Value::String(kind.as_str().to_string()));
+        fields.insert("prev".into(), Value::String(prev));
+        // Secrets never reach the ledger: masked before the record is cut and hashed
+        // (a cut field's SHA-256 is of the masked text).
+        let Value::Object(masked) = self.redactor.redact_value(Value::Object(fields)) else {
+            return Err(Error::Internal { message: "a masked record is no object".into() });
+        };
+        Ok(line::encode(masked))
     }
 }
 
@@ -378,26 +464,34 @@ fn walk(
     heads: &[&str],
     mut each: impl FnMut(&Value) -> Result<()>,
 ) -> Result<Verified> {
-    let mut found = vec![false; heads.len()];
+    walk_lines(location, heads, |record, _| each(&record.value))
+}
+
+/// [`walk`], handing each record with its line (the bytes without the newline).
+fn walk_lines(
+    location: &Location,
+    heads: &[&str],
+    mut each: impl FnMut(&line::Record, &[u8]) -> Result<()>,
+) -> Result<Verified> {
     let path = location.path();
+    let mut chain = Chain::new(path, heads);
+    if let Some(db) = location.connect() {
+        // A database's rows, oldest first: each row's line checked as a file's line is,
+        // its position in the walk named as the line number.
+        let mut line_no = 0usize;
+        db?.rows(false, &mut |_, line| {
+            line_no += 1;
+            let record = chain.link(line_no, line.as_bytes())?;
+            each(&record, line.as_bytes())?;
+            chain.advance(record);
+            Ok(false)
+        })?;
+        return chain.end();
+    }
     let file = location.open(Access::Read)?;
     let mut reader = BufReader::with_capacity(backwards::BLOCK, file);
-    let mut prev = ZERO_HASH.to_string();
-    let mut expected_seq = 1u64;
     let mut line_no = 0usize;
-    let mut head_line = None;
     let mut buf = Vec::new();
-    let broken = |line: usize, reason: String| Error::LedgerBroken {
-        path: path.to_path_buf(),
-        line,
-        reason,
-    };
-    let corrupt = |line: usize, reason: String, torn: bool| Error::LedgerCorrupt {
-        path: path.to_path_buf(),
-        line,
-        reason,
-        torn,
-    };
     loop {
         buf.clear();
         let n = reader
@@ -411,57 +505,107 @@ fn walk(
         line_no += 1;
         if buf.pop() != Some(b'\n') {
             return Err(if buf.len() + 1 >= MAX_LINE_BYTES {
-                corrupt(line_no, line::too_long(), false)
+                chain.corrupt(line_no, line::too_long(), false)
             } else {
-                corrupt(line_no, "it has no newline".into(), true)
+                chain.corrupt(line_no, "it has no newline".into(), true)
             });
         }
-        let record = line::decode(&buf).map_err(|reason| corrupt(line_no, reason, false))?;
+        let record = chain.link(line_no, &buf)?;
+        each(&record, &buf)?;
+        chain.advance(record);
+    }
+    chain.end()
+}
+
+/// The checks of a walk over a ledger's lines, oldest first, whatever holds them (a file, a
+/// table): each line a record in the one form, its hash its content's, its `prev` the hash
+/// before it, its `seq` the next; and at the end, every published head seen.
+struct Chain<'a> {
+    path: &'a Path,
+    heads: &'a [&'a str],
+    found: Vec<bool>,
+    prev: String,
+    expected_seq: u64,
+    head_line: Option<u64>,
+}
+
+impl<'a> Chain<'a> {
+    fn new(path: &'a Path, heads: &'a [&'a str]) -> Chain<'a> {
+        Chain {
+            path,
+            heads,
+            found: vec![false; heads.len()],
+            prev: ZERO_HASH.to_string(),
+            expected_seq: 1,
+            head_line: None,
+        }
+    }
+
+    fn corrupt(&self, line: usize, reason: String, torn: bool) -> Error {
+        Error::LedgerCorrupt { path: self.path.to_path_buf(), line, reason, torn }
+    }
+
+    fn broken(&self, line: usize, reason: String) -> Error {
+        Error::LedgerBroken { path: self.path.to_path_buf(), line, reason }
+    }
+
+    /// Line `line_no` (its bytes without the newline) checked as the next link.
+    fn link(&mut self, line_no: usize, buf: &[u8]) -> Result<line::Record> {
+        let record = line::decode(buf).map_err(|reason| self.corrupt(line_no, reason, false))?;
         let seq = record.seq;
-        if record.content_hash(&buf) != record.hash {
-            return Err(broken(
+        if record.content_hash(buf) != record.hash {
+            return Err(self.broken(
                 line_no,
                 format!("record {seq} was edited: its hash does not match its content"),
             ));
         }
-        if record.prev != prev {
-            return Err(broken(
+        if record.prev != self.prev {
+            return Err(self.broken(
                 line_no,
                 format!(
                     "record {seq} does not follow the record before it: a record was removed or reordered"
                 ),
             ));
         }
-        if seq != expected_seq {
-            return Err(broken(
+        if seq != self.expected_seq {
+            return Err(self.broken(
                 line_no,
                 format!(
-                    "expected record {expected_seq} here, found {seq}: records were removed or reordered"
+                    "expected record {} here, found {seq}: records were removed or reordered",
+                    self.expected_seq
                 ),
             ));
         }
-        for (i, head) in heads.iter().enumerate() {
+        for (i, head) in self.heads.iter().enumerate() {
             if *head == record.hash.as_str() {
-                found[i] = true;
+                self.found[i] = true;
                 if i == 0 {
-                    head_line = Some(line_no as u64);
+                    self.head_line = Some(line_no as u64);
                 }
             }
         }
-        each(&record.value)?;
-        prev = record.hash;
-        expected_seq += 1;
+        Ok(record)
     }
-    let records = expected_seq - 1;
-    if let Some(head) = heads.iter().zip(&found).find(|(_, found)| !**found).map(|(h, _)| *h) {
-        return Err(Error::LedgerRewritten {
-            message: format!(
-                "{}: the published head {head} is not in the ledger (it ends at record {records} with hash {prev}): the ledger was rewritten and re-chained, cut from the end, or this is another ledger; compare it with a copy you trust, and keep publishing heads (`pactum ledger head`)",
-                path.display()
-            ),
-        });
+
+    fn advance(&mut self, record: line::Record) {
+        self.prev = record.hash;
+        self.expected_seq += 1;
     }
-    Ok(Verified { records, last_hash: prev, head_line })
+
+    fn end(self) -> Result<Verified> {
+        let records = self.expected_seq - 1;
+        let missing = self.heads.iter().zip(&self.found).find(|(_, found)| !**found);
+        if let Some(head) = missing.map(|(h, _)| *h) {
+            return Err(Error::LedgerRewritten {
+                message: format!(
+                    "{}: the published head {head} is not in the ledger (it ends at record {records} with hash {}): the ledger was rewritten and re-chained, cut from the end, or this is another ledger; compare it with a copy you trust, and keep publishing heads (`pactum ledger head`)",
+                    self.path.display(),
+                    self.prev
+                ),
+            });
+        }
+        Ok(Verified { records, last_hash: self.prev, head_line: self.head_line })
+    }
 }
 
 #[cfg(test)]

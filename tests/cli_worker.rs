@@ -24,7 +24,7 @@ const GROUP: &str = "pactum-workers";
 
 /// A project with the shipped contracts and `n` classify work orders `WO-Q-000`... whose
 /// scripted reply arrives after `delay_ms`.
-fn project(n: usize, delay_ms: u64) -> (TempDir, Vec<PathBuf>) {
+pub(crate) fn project(n: usize, delay_ms: u64) -> (TempDir, Vec<PathBuf>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     common::copy_shipped(root);
@@ -55,29 +55,41 @@ fn project(n: usize, delay_ms: u64) -> (TempDir, Vec<PathBuf>) {
     (dir, paths)
 }
 
-fn submit(root: &Path, url: &str, work_orders: &[PathBuf]) -> Out {
+pub(crate) fn submit(root: &Path, url: &str, work_orders: &[PathBuf]) -> Out {
     let mut cmd = common::pactum_in(root);
     cmd.arg("submit").args(work_orders).args(["--queue", url]);
     Out::of(&mut cmd)
 }
 
 /// A worker running in the background, its output going to files in the project.
-struct Worker {
+pub(crate) struct Worker {
     child: Child,
     out: PathBuf,
     err: PathBuf,
 }
 
 impl Worker {
-    fn start(root: &Path, url: &str, name: &str, extra: &[&str]) -> Worker {
+    pub(crate) fn start(root: &Path, url: &str, name: &str, extra: &[&str]) -> Worker {
+        Worker::start_on(root, url, name, &format!("{name}.jsonl"), &[], extra)
+    }
+
+    /// A worker writing to `ledger` (a file or a postgres:// URL), with `env` set.
+    pub(crate) fn start_on(
+        root: &Path,
+        url: &str,
+        name: &str,
+        ledger: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+    ) -> Worker {
         let (out, err) = (root.join(format!("{name}.out")), root.join(format!("{name}.err")));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pactum"));
         cmd.current_dir(root).env("NO_COLOR", "1");
         for var in common::PROVIDER_VARS {
             cmd.env_remove(var);
         }
-        let ledger = format!("{name}.jsonl");
-        cmd.args(["worker", "--queue", url, "--worker-id", name, "--ledger", &ledger])
+        cmd.envs(env.iter().copied());
+        cmd.args(["worker", "--queue", url, "--worker-id", name, "--ledger", ledger])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out).unwrap())
@@ -86,18 +98,18 @@ impl Worker {
     }
 
     /// Whether it has said it is serving (on stderr).
-    fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         std::fs::read_to_string(&self.err).is_ok_and(|e| e.contains("stop with SIGTERM"))
     }
 
-    fn signal(&self, signal: libc::c_int) {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
         let pid = libc::pid_t::try_from(self.child.id()).unwrap();
         // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
     }
 
     /// Sends SIGTERM and waits for the exit (at most `within`).
-    fn terminate(mut self, within: Duration) -> Out {
+    pub(crate) fn terminate(mut self, within: Duration) -> Out {
         self.signal(libc::SIGTERM);
         let started = Instant::now();
         loop {
@@ -119,14 +131,14 @@ impl Worker {
         }
     }
 
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
 }
 
 /// `pactum results --json`'s results.
-fn results(root: &Path, url: &str) -> Vec<Value> {
+pub(crate) fn results(root: &Path, url: &str) -> Vec<Value> {
     let mut cmd = common::pactum_in(root);
     cmd.args(["results", "--json", "--queue", url]);
     let out = Out::of(&mut cmd);
@@ -135,7 +147,7 @@ fn results(root: &Path, url: &str) -> Vec<Value> {
 }
 
 /// How many results each work-order id has.
-fn per_id(results: &[Value]) -> BTreeMap<String, usize> {
+pub(crate) fn per_id(results: &[Value]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for r in results {
         *counts.entry(r["work_order_id"].as_str().unwrap().to_string()).or_default() += 1;
@@ -169,7 +181,7 @@ fn events<'a>(records: &'a [Value], event: &str) -> Vec<&'a Value> {
     records.iter().filter(|r| r["event"] == event).collect()
 }
 
-fn ids(wos: &[PathBuf]) -> Vec<String> {
+pub(crate) fn ids(wos: &[PathBuf]) -> Vec<String> {
     wos.iter().map(|p| p.file_stem().unwrap().to_string_lossy().into_owned()).collect()
 }
 

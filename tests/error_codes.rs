@@ -1721,6 +1721,17 @@ fn reproduces_ledger_rewritten() {
 }
 
 #[test]
+fn reproduces_ledger_unavailable() {
+    let dir = empty_project();
+    // Nothing listens on port 1 of the loopback; the deadline is one second.
+    let url = "postgres://fleet@127.0.0.1:1/audit?connect_timeout=1";
+    let (out, status) = json_of(pactum(dir.path()).args(["ledger", "verify", url, "--json"]));
+    assert_eq!((out["code"].as_str(), status), (Some("ledger_unavailable"), 1), "{out:#}");
+    assert_eq!(Code::LedgerUnavailable.as_str(), "ledger_unavailable");
+    doc_example(dir.path(), Code::LedgerUnavailable, 1);
+}
+
+#[test]
 fn reproduces_generated_stale() {
     // Types generated, then a new version promoted: the file no longer matches.
     let dir = classify_project();

@@ -13,6 +13,8 @@ mod kernel_harness;
 mod mock_http;
 #[path = "support/otlp.rs"]
 mod otlp;
+#[path = "support/postgres.rs"]
+mod postgres;
 #[path = "support/redis.rs"]
 mod redis;
 #[path = "support/scorecard.rs"]
@@ -24,6 +26,7 @@ mod cli_ci_output;
 mod cli_context;
 mod cli_disclosure;
 mod cli_eval;
+mod cli_eval_queue;
 mod cli_exchange;
 mod cli_exchange_http;
 mod cli_exchange_ledger;
@@ -31,6 +34,7 @@ mod cli_file_results;
 mod cli_hints;
 mod cli_in_ci;
 mod cli_ledger;
+mod cli_ledger_postgres;
 mod cli_mcp;
 mod cli_one_line;
 mod cli_otel;

@@ -66,7 +66,7 @@ const TOOLS: &[(&str, Kind)] = &[
 ];
 const TELEMETRY: &[(&str, Kind)] = &[("otlp_endpoint", Kind::Text), ("content", Kind::Flag)];
 const GENERATE: &[(&str, Kind)] = &[("python", Kind::Text), ("typescript", Kind::Text)];
-const LEDGER: &[(&str, Kind)] = &[("inputs", Kind::Flag)];
+const LEDGER: &[(&str, Kind)] = &[("inputs", Kind::Flag), ("url", Kind::Text)];
 const SECTIONS: &[&str] = &[
     "project",
     "defaults",
@@ -369,6 +369,25 @@ pub(super) fn insecure(text: &str) -> Vec<Located> {
             ),
         );
     }
+    if let Some(url) =
+        doc.get_ref().get("ledger").and_then(|t| t.get_ref().as_table()).and_then(|t| t.get("url"))
+        && let Some(text) = url.get_ref().as_str()
+        && text.split_once("://").is_some_and(|(_, rest)| {
+            rest.split(['/', '?'])
+                .next()
+                .and_then(|a| a.rsplit_once('@'))
+                .is_some_and(|(u, _)| u.contains(':'))
+        })
+    {
+        c.push(
+            url.span(),
+            "ledger.url",
+            format!(
+                "`ledger.url` = `{}` holds a password in a committed file; give the URL without it, and the password in PGPASSWORD",
+                crate::redact::shown_url(text)
+            ),
+        );
+    }
     let Some(providers) = doc.get_ref().get("providers").and_then(|p| p.get_ref().as_table())
     else {
         return c.out;
@@ -449,6 +468,12 @@ pub(super) fn acting(text: &str) -> Vec<Located> {
                 c.push(url.span(), &format!("{at}.url"), format!("`{at}.url` contacts {shown}"));
             }
         }
+    }
+    if let Some(url) =
+        top.get("ledger").and_then(|t| t.get_ref().as_table()).and_then(|t| t.get("url"))
+    {
+        let shown = url.get_ref().as_str().map(crate::redact::shown_url).unwrap_or_default();
+        c.push(url.span(), "ledger.url", format!("`ledger.url` writes the ledger to {shown}"));
     }
     if let Some(telemetry) = top.get("telemetry").and_then(|t| t.get_ref().as_table()) {
         if let Some(url) = telemetry.get("otlp_endpoint") {

@@ -51,6 +51,11 @@ impl Kind {
         }
     }
 
+    /// The kind named `name` (a result read back from a worker).
+    pub(crate) fn named(name: &str) -> Option<Kind> {
+        Kind::from_name(name)
+    }
+
     fn from_name(name: &str) -> Option<Kind> {
         [
             Kind::Equals,

@@ -35,6 +35,8 @@ pub struct Case {
     /// The case's own assertions.
     pub expect: Vec<Assertion>,
     pub tags: Vec<String>,
+    /// The line as the dataset holds it (what an eval-case entry carries to a worker).
+    pub text: String,
 }
 
 /// A dataset being read.
@@ -79,6 +81,22 @@ impl Dataset {
             ids: HashSet::new(),
             buffer: Vec::new(),
         })
+    }
+
+    /// The case `text` at line `line` of the dataset `rel` (which must exist: a `schema`
+    /// assertion's references resolve from its folder), checked as the dataset's own line
+    /// would be: a case a worker runs for `pactum eval --queue` (SPEC §27).
+    pub fn one(root: &Path, rel: &str, line: usize, text: &str) -> Result<Case> {
+        let mut dataset = Dataset::open(root, rel)?;
+        if text.len() > MAX_LINE_BYTES {
+            dataset.line = line;
+            return Err(dataset.invalid(format!(
+                "the line is longer than {MAX_LINE_BYTES} bytes, the most a case may take"
+            )));
+        }
+        dataset.line = line;
+        dataset.buffer = text.as_bytes().to_vec();
+        dataset.case()
     }
 
     /// The SHA-256 of the whole file (the rest is read, not parsed).
@@ -189,7 +207,8 @@ impl Dataset {
             .unwrap_or_default();
         let input =
             value.get("input").cloned().unwrap_or_else(|| Value::Object(Default::default()));
-        Ok(Case { line: self.line, id, input, expect, tags })
+        let text = text.trim_end_matches(['\n', '\r']).to_string();
+        Ok(Case { line: self.line, id, input, expect, tags, text })
     }
 }
 

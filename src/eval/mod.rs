@@ -43,6 +43,7 @@ pub mod from_ledger;
 pub mod gate;
 pub mod report;
 pub mod scaffold;
+pub mod spread;
 pub mod stats;
 pub mod suite;
 
@@ -355,11 +356,7 @@ impl Evaluator<'_> {
         plan: &Plan,
         progress: &dyn Progress,
     ) -> Result<SuiteOutcome> {
-        let mut versions = Vec::new();
-        if let Some(b) = &plan.baseline {
-            versions.push((self.exact(b)?, b.allow_draft, "baseline"));
-        }
-        versions.push((self.exact(&plan.candidate)?, plan.candidate.allow_draft, "candidate"));
+        let versions = self.versions(plan)?;
         let work_order = work_order_of(suite);
         let budgets: Vec<Budget> =
             versions.iter().map(|_| Budget::new(suite.token_budget)).collect();
@@ -435,13 +432,35 @@ impl Evaluator<'_> {
         progress.finish();
         read?;
         let dataset_sha256 = dataset.sha256()?;
+        Ok(self.outcome(suite, &versions, tallies, dataset_sha256, repeat))
+    }
+
+    /// The plan's versions as exact pins, the baseline first, with their roles.
+    fn versions(&self, plan: &Plan) -> Result<Vec<(Pin, bool, &'static str)>> {
+        let mut versions = Vec::new();
+        if let Some(b) = &plan.baseline {
+            versions.push((self.exact(b)?, b.allow_draft, "baseline"));
+        }
+        versions.push((self.exact(&plan.candidate)?, plan.candidate.allow_draft, "candidate"));
+        Ok(versions)
+    }
+
+    /// A suite's outcome from the versions' totals (cases run here or by workers alike).
+    fn outcome(
+        &self,
+        suite: &Suite,
+        versions: &[(Pin, bool, &'static str)],
+        tallies: Vec<Tally>,
+        dataset_sha256: String,
+        repeat: u32,
+    ) -> SuiteOutcome {
         let outcomes: Vec<VersionOutcome> = tallies
             .into_iter()
-            .zip(&versions)
+            .zip(versions)
             .map(|(t, (pin, _, role))| finish(t, pin, role, &self.project.config))
             .collect();
         let comparison = (outcomes.len() == 2).then(|| compare(&outcomes[0], &outcomes[1]));
-        Ok(SuiteOutcome {
+        SuiteOutcome {
             eval_id: suite.eval_id.clone(),
             file: suite.rel.clone(),
             dataset: suite.dataset.clone(),
@@ -451,7 +470,7 @@ impl Evaluator<'_> {
             filter: self.options.filter.clone(),
             versions: outcomes,
             comparison,
-        })
+        }
     }
 
     /// The version a pin resolves to, as an exact pin (both runs use fixed versions).

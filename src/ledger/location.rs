@@ -14,6 +14,10 @@
 //!   `--log FILE`, `ledger verify FILE`). The user chose it, so it may be anywhere; a
 //!   writer still never writes through a symlink in its last component, and a reader
 //!   still refuses FIFOs and devices.
+//! - [`Location::database`]: a ledger in PostgreSQL (`--ledger postgres://…`, or `[ledger]
+//!   url` once the environment confirms committed settings; SPEC §27). The writer and every
+//!   reader take it through the same functions as a file; the rows hold the file's lines
+//!   (`super::postgres`).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -31,8 +35,11 @@ pub struct Location {
     root: Option<Root>,
     /// Relative to `root` (or absolute under it) when confined; as given otherwise.
     given: PathBuf,
-    /// The path for messages (`root` joined to `given` when confined).
+    /// The path for messages (`root` joined to `given` when confined; the URL without its
+    /// password for a database).
     path: PathBuf,
+    /// The database a ledger in PostgreSQL is in (`None` for a file).
+    database: Option<super::postgres::Url>,
 }
 
 /// What a ledger is opened for.
@@ -54,12 +61,33 @@ impl Location {
     /// inside `root` and pass no symlink.
     pub fn inside(root: &Path, path: &Path) -> Location {
         let shown = if root == Path::new(".") { path.to_path_buf() } else { root.join(path) };
-        Location { root: Some(Root::new(root)), given: path.to_path_buf(), path: shown }
+        Location {
+            root: Some(Root::new(root)),
+            given: path.to_path_buf(),
+            path: shown,
+            database: None,
+        }
     }
 
     /// A ledger file the user named on the command line, wherever it is.
     pub fn chosen(path: &Path) -> Location {
-        Location { root: None, given: path.to_path_buf(), path: path.to_path_buf() }
+        Location { root: None, given: path.to_path_buf(), path: path.to_path_buf(), database: None }
+    }
+
+    /// A ledger in the PostgreSQL database `url` names (SPEC §27).
+    pub fn database(url: super::postgres::Url) -> Location {
+        let shown = PathBuf::from(url.shown());
+        Location { root: None, given: shown.clone(), path: shown, database: Some(url) }
+    }
+
+    /// The database, for a ledger in PostgreSQL.
+    pub fn database_url(&self) -> Option<&super::postgres::Url> {
+        self.database.as_ref()
+    }
+
+    /// Opens a connection to the database of a ledger in PostgreSQL (`None` for a file).
+    pub(crate) fn connect(&self) -> Option<Result<super::postgres::Database>> {
+        self.database.as_ref().map(|url| super::postgres::Database::open(url, url.timeout()))
     }
 
     /// The path, as messages name it.
@@ -69,6 +97,11 @@ impl Location {
 
     /// Opens the ledger: the one place a ledger file is opened.
     pub(crate) fn open(&self, access: Access) -> Result<File> {
+        if self.database.is_some() {
+            return Err(crate::Error::Internal {
+                message: format!("{} is a database, opened as a file", self.path.display()),
+            });
+        }
         match (&self.root, access) {
             (Some(root), Access::Append) => {
                 let real = root.writable(&self.given, true)?;

@@ -8,7 +8,9 @@
 //! record is older than `since` (records are appended in time order). A line that is not a
 //! record in the one form (a last line cut off by a crash, a line past the budget, JSON
 //! that is no record or not canonical) is `ledger_corrupt`, named by its line number. The
-//! chain itself (hashes, `prev`, `seq`) is `pactum ledger verify`'s to check.
+//! chain itself (hashes, `prev`, `seq`) is `pactum ledger verify`'s to check. A ledger in
+//! PostgreSQL is read the same way, its rows newest first a page at a time
+//! (`super::postgres`), a bad line named by its record's `seq`.
 
 use serde_json::Value;
 
@@ -85,6 +87,23 @@ pub fn query(location: &Location, filter: &Filter) -> Result<Found> {
         return Ok(found);
     }
     let path = location.path();
+    if let Some(db) = location.connect() {
+        // A database's rows newest first, a page at a time, each line in the one form.
+        let mut line_no = 0usize;
+        db?.rows(true, &mut |seq, text| {
+            line_no += 1;
+            found.lines_read += 1;
+            found.bytes_read += text.len() as u64 + 1;
+            let record = line::decode(text.as_bytes()).map_err(|reason| Error::LedgerCorrupt {
+                path: path.to_path_buf(),
+                line: usize::try_from(seq).unwrap_or(line_no),
+                reason,
+                torn: false,
+            })?;
+            Ok(visit(record.value, filter, &mut found))
+        })?;
+        return Ok(found);
+    }
     let file = match location.open(Access::Read) {
         Ok(f) => f,
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {

@@ -30,7 +30,39 @@ pub struct Job {
     pub work_order_id: String,
     /// `None`: an entry another client wrote without a `path` ([`Job::file`]).
     pub path: Option<String>,
+    /// The work order, or for an [`EntryKind::EvalCase`] the case order
+    /// ([`crate::eval::spread::CaseOrder`]).
     pub work_order: Value,
+    pub kind: EntryKind,
+}
+
+/// What an entry asks a worker to run: the field that holds it names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A work order, in the `work_order` field: run as `pactum run` runs it.
+    #[default]
+    WorkOrder,
+    /// One case of an eval suite, in the `eval_case` field (`pactum eval --queue`, SPEC §27):
+    /// run on every version of the evaluation, its runs the result.
+    EvalCase,
+}
+
+impl EntryKind {
+    /// The entry field holding the content.
+    pub fn field(self) -> &'static str {
+        match self {
+            EntryKind::WorkOrder => "work_order",
+            EntryKind::EvalCase => "eval_case",
+        }
+    }
+
+    /// The content's own id field (which must be the entry's `work_order_id`).
+    fn id_field(self) -> &'static str {
+        match self {
+            EntryKind::WorkOrder => "work_order_id",
+            EntryKind::EvalCase => "id",
+        }
+    }
 }
 
 /// The most bytes a work order may take on the queue (a work order file's own limit).
@@ -43,7 +75,7 @@ impl Job {
         if let Some(path) = &self.path {
             fields.push(("path".into(), path.clone()));
         }
-        fields.push(("work_order".into(), self.work_order.to_string()));
+        fields.push((self.kind.field().into(), self.work_order.to_string()));
         fields
     }
 
@@ -60,7 +92,16 @@ impl Job {
         let find = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
         let field =
             |name: &str| find(name).ok_or_else(|| format!("the entry has no `{name}` field"));
-        let (id, text) = (field("work_order_id")?, field("work_order")?);
+        let kind = match (find("work_order"), find("eval_case")) {
+            (None, Some(_)) => EntryKind::EvalCase,
+            (Some(_), Some(_)) => {
+                return Err(
+                    "the entry has both `work_order` and `eval_case`: one entry, one task".into()
+                );
+            }
+            _ => EntryKind::WorkOrder,
+        };
+        let (id, text) = (field("work_order_id")?, field(kind.field())?);
         let path = find("path");
         for (what, rel) in [("path", path), ("work_order_id", path.is_none().then_some(id))] {
             if let Some(rel) = rel {
@@ -75,16 +116,20 @@ impl Job {
         }
         let work_order: Value =
             serde_json::from_str(text).map_err(|e| format!("the work order is not JSON: {e}"))?;
-        let own_id = work_order.get("work_order_id").and_then(Value::as_str);
+        let own_id = work_order.get(kind.id_field()).and_then(Value::as_str);
         if own_id != Some(id) {
             return Err(format!(
                 "the entry says work order `{id}` but its content is {}",
-                own_id.map_or("no work order".to_string(), |o| format!("`{o}`"))
+                own_id
+                    .map_or(format!("no {}", kind.field().replace('_', " ")), |o| format!("`{o}`"))
             ));
         }
-        Ok(Job { work_order_id: id.to_string(), path: path.map(str::to_string), work_order })
+        Ok(Job { work_order_id: id.to_string(), path: path.map(str::to_string), work_order, kind })
     }
 }
+
+/// A stream entry as it was read: its id and its fields.
+pub type Entry = (String, Vec<(String, String)>);
 
 /// An entry handed to one worker.
 #[derive(Clone, Debug, PartialEq)]
@@ -251,6 +296,13 @@ pub trait Queue: Send {
     /// Results after `after` (`0` for all), waiting up to `wait` when there are none
     /// (`None`: no waiting).
     fn results(&mut self, after: &str, wait: Option<Duration>) -> Result<Vec<Completed>>;
+    /// Dead letters after `after` (`0` for all), oldest first, without waiting: each its
+    /// entry id on `NAME:dead` and its fields (the entry's own, `entry`, `reason`,
+    /// `attempts`, `deliveries`). A queue that keeps none has none.
+    fn dead_letters(&mut self, after: &str) -> Result<Vec<Entry>> {
+        let _ = after;
+        Ok(Vec::new())
+    }
 }
 
 /// Parses a duration: `500ms`, `2s`, `1m`, `1h` (a whole number and its unit).
@@ -316,6 +368,7 @@ mod tests {
             work_order_id: "WO-A-001".into(),
             path: Some("work_orders/a.json".into()),
             work_order: json!({"work_order_id": "WO-A-001", "kind": "exchange"}),
+            kind: EntryKind::WorkOrder,
         };
         assert_eq!(Job::from_fields(&job.to_fields()), Ok(job.clone()));
         assert_eq!(job.file(), "work_orders/a.json");
@@ -323,6 +376,22 @@ mod tests {
         assert_eq!(job.to_fields().len(), 2, "no `path` field");
         assert_eq!(Job::from_fields(&job.to_fields()), Ok(job.clone()));
         assert_eq!(job.file(), "WO-A-001", "named by its id, in the project root");
+        // An eval case travels in `eval_case`, its own `id` the entry's.
+        let case = Job {
+            work_order_id: "r-EVAL-1-000000".into(),
+            path: None,
+            work_order: json!({"id": "r-EVAL-1-000000", "suite": "evals/s.json"}),
+            kind: EntryKind::EvalCase,
+        };
+        let fields = case.to_fields();
+        assert!(fields.iter().any(|(k, _)| k == "eval_case"), "{fields:?}");
+        assert_eq!(Job::from_fields(&fields), Ok(case.clone()));
+        let mut both = fields.clone();
+        both.push(("work_order".into(), "{}".into()));
+        assert!(Job::from_fields(&both).unwrap_err().contains("both"));
+        let mut other = case.clone();
+        other.work_order["id"] = json!("r-EVAL-1-000001");
+        assert!(Job::from_fields(&other.to_fields()).is_err(), "another case's order");
     }
 
     #[test]
@@ -331,11 +400,23 @@ mod tests {
             work_order_id: "WO-A-001".into(),
             path: path.map(str::to_string),
             work_order: json!({"work_order_id": "WO-A-001", "kind": "exchange"}),
+            kind: EntryKind::WorkOrder,
         };
         for path in [Some("work_orders/a.json"), None] {
             let fields = fields_json(&job(path).to_fields());
             assert_eq!(crate::schema::check_queue_entry(&fields), vec![], "{fields}");
         }
+        let case = Job {
+            work_order_id: "r-EVAL-1-000000".into(),
+            path: None,
+            work_order: json!({"id": "r-EVAL-1-000000"}),
+            kind: EntryKind::EvalCase,
+        };
+        let fields = fields_json(&case.to_fields());
+        assert_eq!(crate::schema::check_queue_entry(&fields), vec![], "{fields}");
+        let mut neither = fields.clone();
+        neither.as_object_mut().unwrap().remove("eval_case");
+        assert!(!crate::schema::check_queue_entry(&neither).is_empty(), "{neither}");
         let result = json!({"ok": false, "work_order_id": "WO-A-001", "code": "x"});
         for ok in [true, false] {
             let fields = Completed::fields("WO-A-001", "w1", "1-0", ok, &result);
@@ -351,7 +432,8 @@ mod tests {
             f.iter().map(|f| format!("{} {}", f.pointer, f.message)).collect::<Vec<_>>().join("; ")
         };
         assert!(findings(json!({"work_order": "{}"})).contains("work_order_id"));
-        assert!(findings(json!({"work_order_id": "WO-A-001"})).contains("work_order"));
+        let neither = findings(json!({"work_order_id": "WO-A-001"}));
+        assert!(neither.contains("oneOf"), "neither a work order nor an eval case: {neither}");
         assert!(
             findings(json!({"work_order_id": "WO-A-001", "work_order": "{}", "path": ""}))
                 .contains("/path")

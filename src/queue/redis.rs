@@ -736,6 +736,20 @@ impl Queue for RedisQueue {
             .filter_map(|(id, fields)| Completed::from_fields(&id, &fields))
             .collect())
     }
+
+    fn dead_letters(&mut self, after: &str) -> Result<Vec<crate::queue::Entry>> {
+        let dead = self.key("dead");
+        let start = if after == "0" { "-".to_string() } else { format!("({after}") };
+        let reply = self.connection.command(&[
+            b"XRANGE",
+            dead.as_bytes(),
+            start.as_bytes(),
+            b"+",
+            b"COUNT",
+            b"100",
+        ])?;
+        Ok(reply.items().iter().filter_map(entry).collect())
+    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ pub const STORED: &[(&str, &str, &[u64], &[u64])] = &[
         &[4, 3, 31, 31],
         &[0, 0, 0, 0]),
     ("queue_entry.schema.json", "",
-        &[3, 2],
+        &[6, 2],
         &[0, 0]),
     ("queue_result.schema.json", "",
         &[6, 5],

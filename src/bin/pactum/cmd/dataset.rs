@@ -14,7 +14,7 @@ pub struct Args {
     /// Read recorded exchanges from ledgers (the files given, else the project's).
     #[arg(long, required = true)]
     from_ledger: bool,
-    /// Ledger files (default: the project's .pactum/ledger.jsonl).
+    /// Ledgers: files, or postgres://USER@HOST:PORT/DB (default: the project's ledger).
     files: Vec<PathBuf>,
     /// The contract whose exchanges become cases (ID, or ID@REQUIREMENT for some versions).
     #[arg(long, value_name = "PIN")]
@@ -64,7 +64,7 @@ pub fn exec(args: Args) -> u8 {
             expected: !args.no_expected,
         };
         let built = from_ledger::build(
-            &crate::cmd::stats::ledgers(&args.files, args.root.as_deref()),
+            &crate::cmd::stats::ledgers(&args.files, args.root.as_deref())?,
             &options,
         )?;
         if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {

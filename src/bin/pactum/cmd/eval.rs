@@ -9,7 +9,7 @@ use pactum::error::{Error, ProviderFailure};
 use pactum::eval::{self, Evaluator, Options, Plan, Suite, Version, report};
 use pactum::gateway::select::{Choice, ProviderSet};
 use pactum::id::Pin;
-use pactum::ledger::{Durability, Ledger, Location};
+use pactum::ledger::{Durability, Ledger};
 use pactum::project::Project;
 use pactum::validate::{NoProgress, Progress};
 use pactum::work_order::ProviderChoice;
@@ -79,6 +79,16 @@ pub struct Args {
     json: bool,
     #[command(flatten)]
     telemetry: crate::telemetry::OtlpArgs,
+    /// Spread the cases over `pactum worker`s on this queue (redis://[:PASSWORD@]HOST[:PORT][/DB]):
+    /// each case is one entry, its runs the worker's result; the report is the local run's.
+    #[arg(long, value_name = "URL", conflicts_with = "record")]
+    queue: Option<String>,
+    /// With --queue: the stream the workers read (results from NAME:results).
+    #[arg(long, value_name = "NAME", default_value = "pactum", requires = "queue")]
+    stream: String,
+    /// With --queue: the most time one queue command and its whole reply may take.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::queue::parse_duration, requires = "queue")]
+    queue_timeout: std::time::Duration,
 }
 
 /// The progress bar on stderr (drawn only on a terminal).
@@ -191,7 +201,7 @@ pub fn promotion_gate(
     // The gate's cases are spans too when the environment or pactum.toml names a collector.
     let exporter = crate::telemetry::OtlpArgs::default().start(&project.config, None)?;
     let ledger = exporter.attach(
-        Ledger::open(&Location::project(&root))?
+        Ledger::open(&crate::cmd::ledger::project_ledger(&root, &project.config)?)?
             .redacting(output::redactor().clone())
             .with_durability(Durability::Grouped),
     );
@@ -312,7 +322,7 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Erro
     let jobs = args.jobs.map_or_else(|| selected.provider.default_jobs(), |j| j as usize);
     let exporter = args.telemetry.start(&project.config, None)?;
     let ledger = exporter.attach(
-        Ledger::open(&Location::project(&root))?
+        Ledger::open(&crate::cmd::ledger::project_ledger(&root, &project.config)?)?
             .redacting(output::redactor().clone())
             .with_durability(Durability::Grouped),
     );
@@ -324,6 +334,28 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Erro
     };
     let bar = Bar::on_stderr();
     let progress = progress_of(&bar);
+    // With --queue, the cases go to the workers (each its own entry) and come back as their
+    // runs; the run's name keeps its entries apart from every other evaluation's.
+    let mut spread = match &args.queue {
+        Some(queue) => {
+            let queue = super::queue::QueueArgs {
+                queue: queue.clone(),
+                stream: args.stream.clone(),
+                group: "pactum-workers".into(),
+                queue_timeout: args.queue_timeout,
+            };
+            let url = queue.url()?;
+            let wait = std::time::Duration::from_millis(500);
+            Some(eval::spread::OnQueue::new(queue.open(&url)?, wait)?)
+        }
+        None => None,
+    };
+    let run_id = {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("eval-{}-{nanos:x}", std::process::id())
+    };
     let mut outcomes = Vec::new();
     for suite in &suites {
         let candidate = Version {
@@ -351,9 +383,19 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Erro
                 ),
             });
         }
-        let outcome = evaluator
-            .suite(suite, &Plan { candidate, baseline }, progress)
-            .map_err(|e| if args.allow_draft { e } else { e.with_allow_draft_hint() })?;
+        let plan = Plan { candidate, baseline };
+        let outcome = match spread.as_mut() {
+            Some(spread) => evaluator.suite_spread(
+                suite,
+                &plan,
+                progress,
+                spread,
+                &run_id,
+                (provider_name.as_deref(), args.replay),
+            ),
+            None => evaluator.suite(suite, &plan, progress),
+        }
+        .map_err(|e| if args.allow_draft { e } else { e.with_allow_draft_hint() })?;
         outcomes.push(outcome);
     }
     let cassette = provider_name
@@ -364,6 +406,28 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Erro
     eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
     exporter.finish();
     Ok((outcomes, crate::cmd::run::head_json(&root, &ledger)))
+}
+
+/// The providers a worker runs an eval case with: those the evaluation chose (`provider`,
+/// and `--replay`'s answers from the cassette only), from the worker's checkout.
+pub fn providers_for(
+    project: &Project,
+    provider: Option<&str>,
+    replay_only: bool,
+) -> Result<ProviderSet, Error> {
+    let mut config = project.config.clone();
+    if replay_only
+        && let Some(settings) =
+            provider.and_then(|n| config.providers.get_mut(n)).filter(|p| p.kind == "replay")
+    {
+        settings.mode = Some("replay".to_string());
+    }
+    let choice = Choice {
+        cli: provider,
+        work_order: &ProviderChoice::default(),
+        work_order_dir: &project.root,
+    };
+    ProviderSet::new(&config, &project.root, choice)
 }
 
 /// The suites to run: those named, else every suite of the project (only --contract's id's

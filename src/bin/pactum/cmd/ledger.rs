@@ -6,6 +6,9 @@
 //! `required_context.ledger_queries` use ([`pactum::ledger::query`]).
 //! `pactum ledger export --otlp URL [FILE]`: sends a verified ledger's records as
 //! OpenTelemetry spans, the spans its run would have sent with `--otlp` (SPEC §22).
+//! `pactum ledger copy FROM TO`: a ledger moved between a JSONL file and PostgreSQL,
+//! verified on the way (SPEC §27). Every FILE may be a `postgres://USER@HOST:PORT/DB` URL,
+//! and the project's ledger is `[ledger] url` once the environment confirms it.
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +64,15 @@ enum Action {
         #[arg(long)]
         otlp_content: bool,
     },
+    /// Copy a ledger into another, verifying it on the way: a JSONL file into PostgreSQL
+    /// (postgres://USER@HOST:PORT/DB, the password in PGPASSWORD) or back. The target must be
+    /// empty or hold a prefix of the source (then only the records after it are copied).
+    Copy {
+        /// The ledger to copy: a file or postgres://…
+        from: PathBuf,
+        /// Where to copy it: a file (created) or postgres://… (its table made).
+        to: PathBuf,
+    },
     /// Show ledger records, newest first (the reader behind required_context.ledger_queries).
     Query {
         /// The ledger (default: the project's .pactum/ledger.jsonl).
@@ -90,26 +102,77 @@ fn parse_since(text: &str) -> std::result::Result<jiff::SignedDuration, String> 
         .ok_or_else(|| format!("`{text}` is not a number and one of s, m, h, d (30m, 24h, 7d)"))
 }
 
-/// The ledger a command reads: the file given on the command line (the user's choice,
-/// wherever it is), else the project's `.pactum/ledger.jsonl` under --root or the
-/// registry's folder (inside the project, through no symlink).
-fn location(file: Option<&Path>, common: &Common) -> Location {
+/// The ledger a command reads: the one given on the command line (the user's choice: a
+/// file wherever it is, or `postgres://…`), else the project's: `[ledger] url` in
+/// pactum.toml when the environment confirms committed settings, or `.pactum/ledger.jsonl`
+/// under --root or the registry's folder (inside the project, through no symlink).
+fn location(file: Option<&Path>, common: &Common) -> pactum::Result<Location> {
+    let root = output::root_or_here(common.root.as_deref());
     match file {
-        Some(file) => Location::chosen(file),
-        None => Location::project(&output::root_or_here(common.root.as_deref())),
+        Some(given) => given_ledger(given),
+        None => {
+            let mut config = pactum::config::Config::load(&root)?;
+            config.apply_env(&output::env_lookup);
+            project_ledger(&root, &config)
+        }
     }
+}
+
+/// A ledger named on the command line (`--ledger`, `ledger verify FILE`): a PostgreSQL URL
+/// (a flag: the operator named the host; the password from the URL or PGPASSWORD, added to
+/// the process's redactor) or a file.
+pub fn given_ledger(given: &Path) -> pactum::Result<Location> {
+    let text = given.to_string_lossy();
+    if !pactum::ledger::postgres::is_url(&text) {
+        return Ok(Location::chosen(given));
+    }
+    #[allow(clippy::disallowed_methods)] // --ledger: the operator named the database
+    let permit = pactum::authority::Permit::flag(text.into_owned());
+    database(&permit)
+}
+
+fn database(permit: &pactum::authority::Permit<String>) -> pactum::Result<Location> {
+    let password = output::env_lookup("PGPASSWORD")
+        .filter(|p| !p.is_empty())
+        .map(pactum::gateway::Secret::new);
+    let url = pactum::ledger::postgres::Url::parse(permit, password)?;
+    if let Some(p) = url.password() {
+        output::redactor().add(p);
+    }
+    Ok(Location::database(url))
+}
+
+/// The project's ledger: `[ledger] url` once the environment confirms committed settings
+/// (refused otherwise: a pull request could point the ledger at any host), else
+/// `.pactum/ledger.jsonl`.
+pub fn project_ledger(root: &Path, config: &pactum::config::Config) -> pactum::Result<Location> {
+    let Some(url) = &config.ledger.url else { return Ok(Location::project(root)) };
+    let shown = pactum::redact::shown_url(url);
+    let permit = pactum::authority::Trust::of(config)
+        .confirm(url.clone(), "pactum.toml", "ledger.url")
+        .map_err(|u| u.into_error(&format!("writes the ledger to {shown}")))?;
+    database(&permit)
 }
 
 pub fn exec(args: Args) -> u8 {
     let json = args.common.json();
     let (file, expect_head) = match &args.action {
         Action::Verify { file, expect_head } => (file, expect_head),
-        Action::Head { file } => return head(&location(file.as_deref(), &args.common), json),
+        Action::Head { file } => {
+            return match location(file.as_deref(), &args.common) {
+                Ok(at) => head(&at, json),
+                Err(e) => output::fail(&e, json),
+            };
+        }
+        Action::Copy { from, to } => return copy(from, to, json),
         Action::Checkpoint { sign_key } => {
             return checkpoint(&args.common, sign_key.as_deref(), json);
         }
         Action::Export { file, otlp, otlp_content } => {
-            return export(&location(file.as_deref(), &args.common), otlp, *otlp_content, json);
+            return match location(file.as_deref(), &args.common) {
+                Ok(at) => export(&at, otlp, *otlp_content, json),
+                Err(e) => output::fail(&e, json),
+            };
         }
         Action::Query { ledger, event, session, tier, since, limit } => {
             let filter = pactum::ledger::query::Filter {
@@ -121,12 +184,18 @@ pub fn exec(args: Args) -> u8 {
                 }),
                 limit: Some(*limit),
             };
-            return query(&location(ledger.as_deref(), &args.common), &filter, json);
+            return match location(ledger.as_deref(), &args.common) {
+                Ok(at) => query(&at, &filter, json),
+                Err(e) => output::fail(&e, json),
+            };
         }
     };
-    let location = location(file.as_deref(), &args.common);
+    let location = match location(file.as_deref(), &args.common) {
+        Ok(at) => at,
+        Err(e) => return output::fail(&e, json),
+    };
     let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
-    if pactum::confine::entry_at(location.path()).is_none() {
+    if location.database_url().is_none() && pactum::confine::entry_at(location.path()).is_none() {
         // Named as the user knows it (not a folder of it that happens to be missing).
         let reason = if file.is_some() {
             "no such ledger file"
@@ -206,6 +275,45 @@ fn allowed_signers(root: &Path) -> pactum::Result<Vec<u8>> {
     pactum::document::read_limited(&path, pactum::document::MAX_FILE_BYTES)
 }
 
+/// `pactum ledger copy FROM TO`.
+fn copy(from: &Path, to: &Path, json: bool) -> u8 {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let copied = given_ledger(from).and_then(|source| {
+        let target = given_ledger(to)?;
+        if source.database_url().is_none() && pactum::confine::entry_at(source.path()).is_none() {
+            let shown = output::shown(&cwd, source.path());
+            return Err(pactum::Error::not_found(shown, "no such ledger file"));
+        }
+        let c = pactum::ledger::copy::copy(&source, &target)?;
+        Ok((c, output::shown(&cwd, source.path()), output::shown(&cwd, target.path())))
+    });
+    match copied {
+        Ok((c, from, to)) => {
+            if json {
+                output::print_json(&json!({
+                    "ok": true, "from": from, "to": to, "records": c.records,
+                    "copied": c.records - c.already, "last_hash": c.last_hash,
+                }));
+            } else {
+                output::print_text(&format!(
+                    "{} -> {}: {} records, chain intact (last hash {}); {} copied, {} already there\n",
+                    escape_line(&from),
+                    escape_line(&to),
+                    c.records,
+                    c.last_hash,
+                    c.records - c.already,
+                    c.already
+                ));
+            }
+            OK
+        }
+        Err(e) => {
+            let status = output::fail(&e, json);
+            if status == output::USAGE { status } else { FAILED }
+        }
+    }
+}
+
 /// `pactum ledger head`: the verified head.
 fn head(location: &Location, json: bool) -> u8 {
     let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
@@ -240,7 +348,9 @@ fn checkpoint(common: &crate::output::Common, key: Option<&Path>, json: bool) ->
                     message: "no key to sign the checkpoint with: pass --sign-key FILE, or set git's user.signingkey".into(),
                 })?,
         };
-        let location = Location::project(&root);
+        let mut config = pactum::config::Config::load(&root)?;
+        config.apply_env(&output::env_lookup);
+        let location = project_ledger(&root, &config)?;
         let v = pactum::ledger::verify_heads(&location, &[])?;
         let c = pactum::ledger::checkpoint::Checkpoint::sign(v.records, &v.last_hash, &key)?;
         pactum::ledger::checkpoint::append(&root, &c)?;

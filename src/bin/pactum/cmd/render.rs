@@ -125,8 +125,8 @@ pub fn exec(args: Args) -> u8 {
             // The project's own ledger stays inside the project and passes no symlink
             // (a `--ledger FILE` is the caller's choice).
             let ledger = match &args.ledger {
-                Some(l) => pactum::ledger::Location::chosen(l),
-                None => pactum::ledger::Location::project(&project.root),
+                Some(l) => crate::cmd::ledger::given_ledger(l)?,
+                None => crate::cmd::ledger::project_ledger(&project.root, &project.config)?,
             };
             let sources = pactum::context::Sources {
                 root: &project.root,

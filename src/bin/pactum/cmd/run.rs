@@ -37,8 +37,10 @@ pub struct RunWith {
     /// Provider for every work order: a name from pactum.toml or openai, anthropic, scripted, replay, dry-run.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
-    /// Ledger file (default: .pactum/ledger.jsonl under the project root).
-    #[arg(long, value_name = "FILE")]
+    /// Ledger: a file, or postgres://USER@HOST:PORT/DB (one ledger for a fleet; the password
+    /// in PGPASSWORD). Default: pactum.toml's [ledger] url once confirmed, else
+    /// .pactum/ledger.jsonl under the project root.
+    #[arg(long, value_name = "FILE|URL")]
     pub ledger: Option<PathBuf>,
     /// Kernel cycle log (default: the ledger).
     #[arg(long, value_name = "FILE")]
@@ -180,8 +182,8 @@ pub fn open_ledgers(
     log: Option<&Path>,
 ) -> Result<(Ledger, Option<Ledger>), Error> {
     let location = match ledger {
-        Some(path) => Location::chosen(path),
-        None => Location::project(&project.root),
+        Some(given) => crate::cmd::ledger::given_ledger(given)?,
+        None => crate::cmd::ledger::project_ledger(&project.root, &project.config)?,
     };
     let open = |location: &Location| -> Result<Ledger, Error> {
         Ok(Ledger::open(location)?
@@ -189,7 +191,8 @@ pub fn open_ledgers(
             .with_durability(Durability::Grouped))
     };
     let ledger = open(&location)?;
-    let log = log.map(|p| open(&Location::chosen(p))).transpose()?;
+    let log =
+        log.map(|p| crate::cmd::ledger::given_ledger(p).and_then(|l| open(&l))).transpose()?;
     Ok((ledger, log))
 }
 

@@ -11,7 +11,7 @@ use crate::output::{self, OK};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Ledger files (default: the project's .pactum/ledger.jsonl).
+    /// Ledgers: files, or postgres://USER@HOST:PORT/DB (default: the project's ledger).
     files: Vec<PathBuf>,
     /// Only this contract (ID, or ID@REQUIREMENT for some of its versions).
     #[arg(long, value_name = "PIN")]
@@ -33,12 +33,16 @@ pub struct Args {
     root: Option<PathBuf>,
 }
 
-/// The ledgers a reading command reads: the files named, else the project's own.
-pub fn ledgers(files: &[PathBuf], root: Option<&std::path::Path>) -> Vec<Location> {
+/// The ledgers a reading command reads: those named (files, or `postgres://…` URLs),
+/// else the project's own (`[ledger] url` once confirmed, or `.pactum/ledger.jsonl`).
+pub fn ledgers(files: &[PathBuf], root: Option<&std::path::Path>) -> pactum::Result<Vec<Location>> {
     if files.is_empty() {
-        vec![Location::project(&output::root_or_here(root))]
+        let root = output::root_or_here(root);
+        let mut config = pactum::config::Config::load(&root)?;
+        config.apply_env(&output::env_lookup);
+        Ok(vec![crate::cmd::ledger::project_ledger(&root, &config)?])
     } else {
-        files.iter().map(|f| Location::chosen(f)).collect()
+        files.iter().map(|f| crate::cmd::ledger::given_ledger(f)).collect()
     }
 }
 
@@ -62,7 +66,7 @@ pub fn exec(args: Args) -> u8 {
         };
         let root = output::root_or_here(args.root.as_deref());
         let config = pactum::config::Config::load(&root).unwrap_or_default();
-        stats::fold(&ledgers(&args.files, args.root.as_deref()), &options, &config)
+        stats::fold(&ledgers(&args.files, args.root.as_deref())?, &options, &config)
     })();
     match result {
         Ok(s) => {

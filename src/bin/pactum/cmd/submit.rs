@@ -56,7 +56,15 @@ fn load(project: &Project, path: &Path) -> Result<(Job, WorkOrder), Error> {
     let rel = rel.to_string_lossy().replace('\\', "/");
     let doc = pactum::document::load(path, Some(pactum::error::DocKind::WorkOrder))?;
     let wo = WorkOrder::from_document(&doc)?;
-    Ok((Job { work_order_id: wo.id.clone(), path: Some(rel), work_order: doc.value }, wo))
+    Ok((
+        Job {
+            work_order_id: wo.id.clone(),
+            path: Some(rel),
+            work_order: doc.value,
+            kind: pactum::queue::EntryKind::WorkOrder,
+        },
+        wo,
+    ))
 }
 
 pub fn exec(args: Args) -> u8 {

@@ -1,10 +1,14 @@
 //! `pactum worker --queue URL`: takes work orders from a Redis Stream and runs each exactly
 //! as `pactum run` does (`run::Session`), writing results to `NAME:results` (SPEC §22). The
 //! loop and its guarantees are the library's (`pactum::queue::worker`); this file wires the
-//! project, the ledger (every record carries `worker_id`), signals and output.
+//! project, the ledger (every record carries `worker_id`), signals and output. An eval-case
+//! entry (`pactum eval --queue`, SPEC §27) runs one case of a suite on every version of its
+//! evaluation (`Evaluator::case`), its runs the result.
 
 use std::time::Duration;
 
+use pactum::eval::spread::CaseOrder;
+use pactum::gateway::select::ProviderSet;
 use pactum::queue::worker::{self, Event, Options, Outcome};
 use pactum::work_order::WorkOrder;
 use serde_json::json;
@@ -73,8 +77,52 @@ pub fn exec(args: Args) -> u8 {
         claim_idle: args.claim_idle,
         max_deliveries: args.max_deliveries,
     };
+    // Eval cases (`pactum eval --queue`) run through providers made once per choice.
+    type Providers = Vec<((Option<String>, bool), std::sync::Arc<ProviderSet>)>;
+    let providers: std::sync::Mutex<Providers> = std::sync::Mutex::new(Vec::new());
+    let eval_case = |job: &pactum::queue::Job| -> Result<serde_json::Value, pactum::Error> {
+        let order: CaseOrder =
+            serde_json::from_value(job.work_order.clone()).map_err(|e| pactum::Error::Usage {
+                message: format!("the eval case {} is not a case order: {e}", job.work_order_id),
+            })?;
+        let key = (order.provider.clone(), order.replay_only);
+        let set = {
+            let mut made = providers.lock().unwrap_or_else(|p| p.into_inner());
+            match made.iter().find(|(k, _)| *k == key) {
+                Some((_, set)) => std::sync::Arc::clone(set),
+                None => {
+                    let set = std::sync::Arc::new(super::eval::providers_for(
+                        &project,
+                        order.provider.as_deref(),
+                        order.replay_only,
+                    )?);
+                    made.push((key, std::sync::Arc::clone(&set)));
+                    set
+                }
+            }
+        };
+        let evaluator = pactum::eval::Evaluator {
+            project: &project,
+            providers: &set,
+            ledger: Some(&ledger),
+            options: pactum::eval::Options { jobs: 1, repeat: None, filter: None },
+        };
+        let result = evaluator.case(&order)?;
+        ledger.commit()?;
+        Ok(result)
+    };
     let run = |job: &pactum::queue::Job| {
         output::inject_panic("worker");
+        if job.kind == pactum::queue::EntryKind::EvalCase {
+            return match eval_case(job) {
+                Ok(result) => Outcome { ok: true, result },
+                Err(e) => {
+                    let mut result = output::error_json(&e);
+                    result["eval_case"] = json!(job.work_order_id);
+                    Outcome { ok: false, result }
+                }
+            };
+        }
         // Its path in the project, or for an entry without one its id in the root.
         let file = job.file();
         let loaded = WorkOrder::from_value(&job.work_order, &project.root.join(file));
