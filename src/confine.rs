@@ -1113,8 +1113,19 @@ mod tests {
     #[test]
     fn relative_paths_must_stay_inside() {
         assert!(check_relative("contracts/a/1.0.0.json").is_ok());
-        for bad in ["", "/etc/passwd", "../x.json", "contracts/../../x", "C:\\x", "a\\..\\..\\b"] {
-            assert!(check_relative(bad).is_err(), "{bad}");
+        let (absolute, dots) = (
+            "absolute paths are not allowed; use a path relative to registry.json",
+            "`..` is not allowed: the path would leave the project root",
+        );
+        for (bad, why) in [
+            ("", "path is empty"),
+            ("/etc/passwd", absolute),
+            ("../x.json", dots),
+            ("contracts/../../x", dots),
+            ("C:\\x", absolute),
+            ("a\\..\\..\\b", dots),
+        ] {
+            assert_eq!(check_relative(bad), Err(why.to_string()), "{bad}");
         }
     }
 }

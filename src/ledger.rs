@@ -54,6 +54,8 @@ pub mod query;
 pub use line::{CUT, MAX_LINE_BYTES};
 pub use location::{Location, PROJECT_LEDGER};
 
+#[cfg(test)]
+pub(crate) use line::chain;
 use location::Access;
 
 #[cfg(test)]
@@ -502,6 +504,7 @@ fn walk_lines(
         if n == 0 {
             break;
         }
+        crate::work::count(n);
         line_no += 1;
         if buf.pop() != Some(b'\n') {
             return Err(if buf.len() + 1 >= MAX_LINE_BYTES {
@@ -613,9 +616,9 @@ impl<'a> Chain<'a> {
 mod tests {
     use super::*;
     use crate::Code;
+    use crate::work::{Work, work_of};
     use serde_json::json;
     use std::path::PathBuf;
-    use std::time::{Duration, Instant};
 
     fn fields(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
@@ -878,34 +881,8 @@ mod tests {
         assert!(!each.unsynced.load(Ordering::Acquire));
     }
 
-    // --- Linear costs: N and 4N of the input, the fastest of a few runs each. -------------
-
-    /// The shortest of `runs` times `measure` returns: a loaded machine only adds time, so
-    /// the fastest run is the one closest to the cost of the work itself.
-    fn fastest(runs: usize, measure: impl Fn() -> Duration) -> Duration {
-        (0..runs).map(|_| measure()).min().unwrap_or_default()
-    }
-
-    /// How long `f` takes.
-    fn timed(f: impl FnOnce()) -> Duration {
-        let start = Instant::now();
-        f();
-        start.elapsed()
-    }
-
-    /// 4N of the input may cost at most 8 times N (linear is 4; quadratic would be 16);
-    /// `pick` chooses one of the two costs `time` measures.
-    fn assert_linear(
-        what: &str,
-        n: usize,
-        time: &impl Fn(usize) -> (Duration, Duration),
-        pick: fn((Duration, Duration)) -> Duration,
-    ) {
-        let floor = Duration::from_millis(2);
-        crate::linear::assert_linear(what, || {
-            (pick(time(n)).max(floor).as_secs_f64(), pick(time(4 * n)).max(floor).as_secs_f64())
-        });
-    }
+    // --- Costs: the work counted (`crate::work`) is every byte read from the file (walked,
+    // read backwards, copied), decoded or hashed, and every allocation. -------------------
 
     /// The bytes of a ledger of `records` records, the last holding a text of `last_bytes`.
     fn ledger_bytes(records: usize, last_bytes: usize) -> String {
@@ -918,41 +895,39 @@ mod tests {
         line::chain(&all)
     }
 
+    /// The work of an append to the ledger `text` and of a verify of it (the file written
+    /// afresh before each, so that each append is the first after the text).
+    fn append_and_verify(dir: &Path, text: &str) -> (Work, Work) {
+        let path = dir.join("ledger.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let append = work_of(|| append_one(&path).unwrap());
+        std::fs::write(&path, text).unwrap();
+        let verify = work_of(|| assert!(check(&path).is_ok()));
+        (append, verify)
+    }
+
     #[test]
-    fn append_and_verify_cost_linear_in_the_number_of_records() {
+    fn an_append_reads_the_last_record_only_and_verify_is_linear_in_the_records() {
         let n = 400;
         let dir = tempfile::tempdir().unwrap();
-        let time = |records: usize| {
-            let path = dir.path().join(format!("{records}.jsonl"));
-            std::fs::write(&path, ledger_bytes(records, 10)).unwrap();
-            let ledger = Ledger::open(&at(&path)).unwrap();
-            // An append reads the last line only, whatever the number before it.
-            let append =
-                fastest(5, || timed(|| drop(ledger.append(Kind::Exchange, Map::new()).unwrap())));
-            let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
-            (append, verify)
-        };
-        assert_linear("append after N records", n, &time, |t| t.0);
-        assert_linear("verify of N records", n, &time, |t| t.1);
+        let work = |records| append_and_verify(dir.path(), &ledger_bytes(records, 10));
+        // An append reads the last line only, whatever the number before it.
+        let ((few, _), (many, _)) = (work(n), work(4 * n));
+        assert!(few.steps > 0, "{few:?}");
+        assert!(
+            many.steps <= few.steps + 64 && many.bytes <= few.bytes + 1024,
+            "an append after {} records did more than after {n}: {few:?} then {many:?}",
+            4 * n
+        );
+        crate::work::assert_linear("verify of N records", n, |records| work(records).1);
     }
 
     #[test]
     fn append_and_verify_cost_linear_in_the_last_line() {
         let n = 256 * 1024;
         let dir = tempfile::tempdir().unwrap();
-        let time = |bytes: usize| {
-            let path = dir.path().join(format!("{bytes}.jsonl"));
-            let text = ledger_bytes(3, bytes);
-            // Each append is the first after the long line (the file is written afresh).
-            let append = fastest(5, || {
-                std::fs::write(&path, &text).unwrap();
-                timed(|| drop(append_one(&path).unwrap()))
-            });
-            std::fs::write(&path, &text).unwrap();
-            let verify = fastest(3, || timed(|| assert!(check(&path).is_ok())));
-            (append, verify)
-        };
-        assert_linear("append after a last line of N bytes", n, &time, |t| t.0);
-        assert_linear("verify of a last line of N bytes", n, &time, |t| t.1);
+        let work = |bytes| append_and_verify(dir.path(), &ledger_bytes(3, bytes));
+        crate::work::assert_linear("append after a last line of N bytes", n, |b| work(b).0);
+        crate::work::assert_linear("verify of a last line of N bytes", n, |b| work(b).1);
     }
 }

@@ -59,8 +59,6 @@ pub mod id;
 pub mod init;
 pub mod judge;
 pub mod ledger;
-#[cfg(test)]
-mod linear;
 pub mod mcp;
 pub mod pack;
 pub mod project;
@@ -79,6 +77,7 @@ pub mod telemetry;
 pub mod terminal;
 pub mod validate;
 pub mod watch;
+mod work;
 pub mod work_order;
 
 pub use diagnostic::{Diagnostic, Report};

@@ -150,8 +150,16 @@ impl Validator {
 
     /// [`Validator::accepts`], charged to a budget several checks share.
     pub fn accepts_within(&self, instance: &Value, budget: &Budget) -> Result<bool, TooCostly> {
-        self.charge(instance, budget)?;
-        Ok(self.compiled.is_valid(instance))
+        let cost = self.charge(instance, budget)?;
+        Ok(self.is_valid(instance, cost))
+    }
+
+    /// Whether `instance` fits, once charged `cost`. The validator's own steps cannot be
+    /// counted (it allocates nothing while it validates), so the cost tests count its work
+    /// as the measure priced it, here where it runs (`crate::work`).
+    fn is_valid(&self, instance: &Value, cost: u64) -> bool {
+        crate::work::count(cost as usize);
+        self.compiled.is_valid(instance)
     }
 
     /// Every way `instance` fails the schema (empty when it fits), within one
@@ -172,7 +180,7 @@ impl Validator {
     ) -> Result<Vec<Finding>, TooCostly> {
         let cost = self.charge(instance, budget)?;
         // Most instances are valid, and a yes/no check stops early and collects nothing.
-        if self.compiled.is_valid(instance) {
+        if self.is_valid(instance, cost) {
             return Ok(Vec::new());
         }
         if cost > FINDINGS_BUDGET {
@@ -214,6 +222,8 @@ fn measure(profile: &cost::Profile, instance: &Value) -> Result<(u64, u64), TooC
     let (mut nodes, mut total) = (0u64, 0u64);
     let mut stack = vec![(instance, 0usize)];
     while let Some((value, depth)) = stack.pop() {
+        // One step per node: the cost tests' work (`crate::work`).
+        crate::work::count(1);
         if depth > cost::MAX_INSTANCE_DEPTH {
             return Err(TooCostly { nodes, cost: None, left: None });
         }
@@ -444,6 +454,8 @@ fn findings(validator: &jsonschema::Validator, instance: &Value) -> Vec<Finding>
     let mut out = Vec::new();
     let mut more = 0usize;
     for error in validator.iter_errors(instance) {
+        // One step per error collected: the cost tests' work (`crate::work`).
+        crate::work::count(1);
         if out.len() >= MAX_FINDINGS {
             more += 1;
             continue;
@@ -1048,8 +1060,6 @@ mod tests {
 
 #[cfg(test)]
 mod validation_cost {
-    use std::time::{Duration, Instant};
-
     use super::*;
     use serde_json::json;
 
@@ -1095,9 +1105,10 @@ mod validation_cost {
         // in release).
         let big = items(250_000);
         assert!(serde_json::to_string(&big).unwrap().len() > 2_500_000);
-        let start = Instant::now();
-        let too = v.check(&big).unwrap_err();
-        assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+        let (too, work) = crate::work::counted(|| v.check(&big).unwrap_err());
+        // The work: one walk of the measure over the value's 500,001 values, and no
+        // validator run (whose work would be counted at its price, above the budget).
+        assert_eq!(work.steps, 500_001, "{work:?}");
         assert_eq!(too.nodes, 750_001);
         assert!(too.cost.unwrap() > VALIDATION_BUDGET);
         assert!(too.to_string().contains("send a smaller value, or simplify the schema"), "{too}");
@@ -1111,17 +1122,24 @@ mod validation_cost {
         assert!(!shallow.is_empty() && shallow.len() <= MAX_FINDINGS + 1, "{shallow:?}");
         // Unbounded, collecting these errors takes 1.4 s (depth 16) to minutes (depth 24)
         // in release: the check answers at once, with one finding or a refusal.
+        // The work counted: the measure's walk, the validator's yes/no run at its price, and
+        // no error collected.
         for depth in [16, 24, 40] {
-            let start = Instant::now();
-            match v.check(&nested(depth)) {
+            let value = nested(depth);
+            let (result, work) = crate::work::counted(|| v.check(&value));
+            let walk = depth as u64 + 1;
+            match result {
                 Ok(findings) => {
                     assert_eq!(findings.len(), 1, "{findings:?}");
                     assert_eq!(findings[0].pointer, "");
                     assert!(findings[0].message.contains("too large for pactum to list"));
+                    assert_eq!(work.steps, walk + v.cost(&value).unwrap(), "{depth}: {work:?}");
                 }
-                Err(too) => assert!(too.cost.unwrap() > VALIDATION_BUDGET),
+                Err(too) => {
+                    assert!(too.cost.unwrap() > VALIDATION_BUDGET);
+                    assert_eq!(work.steps, walk, "{depth}: {work:?}");
+                }
             }
-            assert!(start.elapsed() < Duration::from_secs(2), "{depth}: {:?}", start.elapsed());
         }
         // Many plain errors: the first MAX_FINDINGS, and one that counts the rest.
         let v = detached(&json!({"type": "array", "items": {"type": "integer"}}));
@@ -1220,26 +1238,19 @@ mod validation_cost {
         assert_eq!(v.accepts(&part), Ok(false));
     }
 
-    /// Median seconds of `runs` checks of `instance`.
-    fn median_time(v: &Validator, instance: &Value, runs: usize) -> f64 {
-        let mut times: Vec<f64> = (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                assert_eq!(v.accepts(instance), Ok(true));
-                start.elapsed().as_secs_f64()
-            })
-            .collect();
-        times.sort_by(f64::total_cmp);
-        times[runs / 2]
-    }
-
+    /// The work counted: the nodes the measure walks, the errors collected, and every
+    /// allocation, the validator's own included.
     #[test]
     fn validation_is_linear_in_the_value() {
         let v = detached(&branches(300));
-        let (small, large) = (items(500), items(2_000));
-        median_time(&v, &small, 1);
-        crate::linear::assert_linear("validation", || {
-            (median_time(&v, &small, 5), median_time(&v, &large, 5))
+        crate::work::assert_linear("validation", 500, |n| {
+            let value = items(n);
+            crate::work::work_of(|| assert_eq!(v.accepts(&value), Ok(true)))
+        });
+        let v = detached(&json!({"type": "array", "items": {"type": "integer"}}));
+        crate::work::assert_linear("errors collected", 500, |n| {
+            let value = Value::Array(vec![json!("a"); n]);
+            crate::work::work_of(|| assert_eq!(v.check(&value).unwrap().len(), MAX_FINDINGS + 1))
         });
     }
 }

@@ -266,14 +266,13 @@ impl LineIndex {
             let offset = offset.clamp(start, end.max(start));
             let column = match previous {
                 Some((l, o, c)) if l == line && o <= offset => {
-                    c + text.get(o..offset).map_or(0, |t| t.chars().count())
+                    c + text.get(o..offset).map_or(0, chars_in)
                 }
-                _ => text.get(start..offset).map_or(0, |t| t.chars().count()) + 1,
+                _ => text.get(start..offset).map_or(0, chars_in) + 1,
             };
             previous = Some((line, offset, column));
-            let chars = *line_chars
-                .entry(line)
-                .or_insert_with(|| text.get(start..end).map_or(0, |t| t.chars().count()));
+            let chars =
+                *line_chars.entry(line).or_insert_with(|| text.get(start..end).map_or(0, chars_in));
             let excerpt = window(text, start, end, offset, column, chars);
             out[i] = Some(Placed { line, column, excerpt });
         }
@@ -290,6 +289,13 @@ impl LineIndex {
         let chars = slice.chars().count();
         window(text, start, end, offset, target.min(chars) + 1, chars)
     }
+}
+
+/// The characters of `text`, its bytes counted as work (`crate::work`: the cost test of
+/// [`LineIndex::place_offsets`]).
+fn chars_in(text: &str) -> usize {
+    crate::work::count(text.len());
+    text.chars().count()
 }
 
 /// The window of the line `start..end` around `offset` (at 1-based `column`).
@@ -1004,26 +1010,18 @@ mod tests {
 
     #[test]
     fn placing_findings_is_linear_in_findings_and_line_length() {
-        // One long line with a finding every few bytes: N and 4N of both.
-        let time = |n: usize| {
+        // One long line with a finding every few bytes: N and 4N of both. The work counted:
+        // the bytes whose characters are counted (for columns and the line's length), and
+        // every allocation.
+        crate::work::assert_linear("findings placed on one long line", 5_000, |n| {
             let text = "[".to_string() + &"1234567,".repeat(n) + "0]";
             let index = LineIndex::new(&text);
             let offsets: Vec<usize> = (0..n).rev().map(|i| 1 + 8 * i).collect();
-            let started = std::time::Instant::now();
-            let placed = index.place_offsets(&text, &offsets);
-            let took = started.elapsed();
+            let (placed, work) = crate::work::counted(|| index.place_offsets(&text, &offsets));
             assert_eq!(placed[0].column, 2 + 8 * (n - 1));
             let bytes: usize = placed.iter().map(|p| p.excerpt.text.len()).sum();
             assert!(bytes <= n * 2 * EXCERPT_SIDE, "excerpts hold windows, not the line");
-            took
-        };
-        let median = |n| {
-            let mut t: Vec<_> = (0..3).map(|_| time(n)).collect();
-            t.sort();
-            t[1]
-        };
-        crate::linear::assert_linear("findings placed on one long line", || {
-            (median(5_000).as_secs_f64(), median(20_000).as_secs_f64())
+            work
         });
     }
 

@@ -460,6 +460,7 @@ pub fn export(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
     use super::*;
 
@@ -521,5 +522,52 @@ mod tests {
         assert_eq!(token, ["tok-abcdef"]);
         assert_eq!(percent_decoded("a%zz%4"), "a%zz%4");
         assert_eq!(percent_decoded("%C3%A9%ff"), "%C3%A9%ff", "not UTF-8: as written");
+    }
+
+    /// A ledger of `work_orders` kernel-shaped work orders (a start, an exchange with two
+    /// disclosed tool calls, a cycle with a tool call, an end): `4 * work_orders` records.
+    fn shaped_ledger(work_orders: usize) -> String {
+        let at = "2026-11-27T12:00:00.000Z";
+        let records: Vec<Value> = (0..work_orders)
+            .flat_map(|i| {
+                let wo = format!("WO-{i:06}");
+                let calls: Vec<Value> = (0..2)
+                    .map(|t| serde_json::json!({"id": format!("c{t}"), "tool": "calculator", "result": t}))
+                    .collect();
+                [
+                    serde_json::json!({"at": at, "kind": "work_order", "event": "work_order_started", "work_order_id": wo}),
+                    serde_json::json!({"at": at, "kind": "exchange", "event": "exchange", "work_order_id": wo,
+                        "model": "m", "verdict": "tool_calls", "latency_ms": 4, "disclosures": calls}),
+                    serde_json::json!({"at": at, "kind": "cycle", "work_order_id": wo, "tool_calls": [
+                        {"tool": "memory_read", "step_id": "s1", "latency_ms": 1, "at": at}]}),
+                    serde_json::json!({"at": at, "kind": "work_order", "event": "work_order_completed",
+                        "work_order_id": wo, "status": "completed"}),
+                ]
+            })
+            .collect();
+        ledger::chain(&records)
+    }
+
+    /// `ledger export` does work linear in the ledger: each record is read, checked, mapped
+    /// and sent once, and batches are sent as they fill. The work counted: the ledger's
+    /// bytes read, decoded and hashed, the bytes masked, and every allocation (the spans,
+    /// their encoding, the requests) on the exporting thread.
+    #[test]
+    fn ledger_export_does_work_linear_in_the_ledger() {
+        let collector = send::tests::Collector::start(Some(200));
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            content: true,
+            ..Settings::new(crate::authority::Permit::application(collector.url.clone()))
+        };
+        crate::work::assert_linear("ledger export", 50, |work_orders| {
+            let path = dir.path().join(format!("{work_orders}.jsonl"));
+            std::fs::write(&path, shaped_ledger(work_orders)).unwrap();
+            let location = Location::chosen(&path);
+            let redactor = Arc::new(Redactor::new());
+            let (sent, work) = crate::work::counted(|| export(&location, &settings, redactor));
+            assert_eq!(sent.unwrap().records, 4 * work_orders as u64);
+            work
+        });
     }
 }

@@ -117,9 +117,12 @@ impl EvalProject {
         );
     }
 
-    /// The ledger's records.
+    /// The ledger's records. The ledger must exist: "no record of a kind" would otherwise
+    /// pass when nothing wrote it.
     pub fn records(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.path(".pactum/ledger.jsonl")).unwrap_or_default();
+        let path = self.path(".pactum/ledger.jsonl");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}; nothing wrote the ledger", path.display()));
         text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     }
 }

@@ -902,7 +902,8 @@ fn retry_after_is_honoured_up_to_the_configured_cap() {
     assert_eq!(r["ok"], true);
     assert_eq!(server.hits(), 2);
     assert!(took >= Duration::from_millis(900), "Retry-After was not honoured: {took:?}");
-    assert!(took < Duration::from_secs(10), "Retry-After was not capped: {took:?}");
+    // Uncapped, the wait is the 120 s asked for; a loaded machine runs the rest in seconds.
+    assert!(took < Duration::from_secs(60), "Retry-After was not capped: {took:?}");
 }
 
 // --- --jobs over HTTP --------------------------------------------------------------------

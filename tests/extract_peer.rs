@@ -3,11 +3,11 @@
 //! there), scored as in `tests/support/scorecard.rs`.
 //!
 //! The corpus is not part of this repository, so the test is `#[ignore]`d: a plain
-//! `cargo test` reports it as ignored, and `.ci/run` runs it explicitly
-//! (`cargo test --test suite extract_peer -- --include-ignored`). When it runs without the
-//! corpus it fails with a clear message if the environment variable `CI` is set (CI has
-//! `../shared/` beside the clone) and says it skipped otherwise. The project's own
-//! scorecard, on a corpus written here, is `tests/extract_scorecard.rs`.
+//! `cargo test` reports it as ignored, and `.ci/run` runs it with the other ignored tests
+//! (`cargo test --test suite extract_peer -- --include-ignored`). Run without the corpus it
+//! fails, naming the file it looked for (as every ignored test does without what it needs:
+//! TESTING.md). The project's own scorecard, on a corpus written here, is
+//! `tests/extract_scorecard.rs`.
 //!
 //! `cargo test --test suite extract_peer -- --include-ignored --nocapture` prints the table
 //! recorded in BENCHMARKS.md and every miss.
@@ -23,13 +23,15 @@ use scorecard::{read_corpus, score, table};
 const JSON_REPAIR_EXACT: usize = 142;
 const JSON_REPAIR_WRONG: usize = 5;
 
-/// A generous ceiling for one call; the real cost is microseconds.
-const SLOW: Duration = Duration::from_secs(1);
+/// A ceiling for the whole corpus, which a loaded machine meets many times over (its real
+/// cost is milliseconds): only a reply whose extraction blew up (seconds for a reply of a
+/// few KiB) comes near it. That extraction's costs are linear is counted in the library's
+/// tests (`extract::tests::round_two_shapes_stay_linear`).
+const WHOLE_CORPUS: Duration = Duration::from_secs(60);
 
 #[test]
-#[ignore = "needs ../shared/peer"]
-// The test, not the library, reads `CI`: that is what decides between failing and skipping.
-#[allow(clippy::disallowed_methods)]
+#[ignore = "needs ../shared/peer/llm-outputs.jsonl (the peer corpus beside the clone)"]
+#[allow(clippy::disallowed_methods)] // the test finds the corpus beside the clone
 fn peer_scorecard() {
     // `../shared` beside the clone; `../../shared` for a git worktree one folder deeper.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -38,18 +40,13 @@ fn peer_scorecard() {
         .map(|shared| root.join(shared).join("peer/llm-outputs.jsonl"))
         .find(|path| path.exists())
         .unwrap_or_else(|| root.join("../shared/peer/llm-outputs.jsonl"));
-    let corpus = match std::fs::read_to_string(&path) {
-        Ok(corpus) => corpus,
-        Err(e) if std::env::var_os("CI").is_some() => panic!(
-            "the peer corpus {} cannot be read ({e}); CI runs beside ../shared, which must \
-             hold peer/llm-outputs.jsonl",
+    let corpus = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "the peer corpus {} cannot be read ({e}): this ignored test needs ../shared beside \
+             the clone, holding peer/llm-outputs.jsonl",
             path.display()
-        ),
-        Err(e) => {
-            println!("skipped: the peer corpus {} cannot be read ({e})", path.display());
-            return;
-        }
-    };
+        )
+    });
     let lines = read_corpus(&corpus);
     assert!(lines.len() >= 300, "expected the 301-line corpus, read {}", lines.len());
 
@@ -70,7 +67,7 @@ fn peer_scorecard() {
     println!("strict misses:\n  {}", strict.misses.join("\n  "));
     println!("lenient misses:\n  {}", lenient.misses.join("\n  "));
 
-    assert!(elapsed < SLOW * 2, "the whole corpus took {elapsed:?}");
+    assert!(elapsed < WHOLE_CORPUS, "the whole corpus took {elapsed:?}");
     // Strict mode is never wrong on a reply that holds valid JSON (nor on any other).
     assert!(strict.valid_json_wrong.is_empty(), "{}", strict.misses.join("\n"));
     assert_eq!(strict.scored.wrong, 0, "{}", strict.misses.join("\n"));

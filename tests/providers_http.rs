@@ -427,9 +427,10 @@ fn rate_limited_on_every_attempt_is_provider_rate_limited() {
 #[test]
 fn retry_after_is_honoured_up_to_its_cap() {
     for api in BOTH {
-        // The server asks for 30 s; the policy caps that at 100 ms, while its own backoff
-        // would wait at most 2 ms.
-        let limited = MockReply::text(503, "maintenance").header("retry-after", "30");
+        // The server asks for 120 s; the policy caps that at 100 ms, while its own backoff
+        // would wait at most 2 ms. Uncapped, the wait would pass the 60 s bound, which a
+        // loaded machine meets with a wide margin.
+        let limited = MockReply::text(503, "maintenance").header("retry-after", "120");
         let server = MockServer::start(vec![limited, ok(api, "back")]);
         let retry = RetryPolicy { max_retry_after: Duration::from_millis(100), ..fast_retry() };
         let provider: Box<dyn Provider> = match api {
@@ -449,7 +450,7 @@ fn retry_after_is_honoured_up_to_its_cap() {
 
         assert_eq!(response.attempts, 2, "{api:?}");
         assert!(waited >= Duration::from_millis(100), "{api:?} waited {waited:?}");
-        assert!(waited < Duration::from_secs(5), "{api:?} waited {waited:?}");
+        assert!(waited < Duration::from_secs(60), "{api:?} waited {waited:?}");
         assert!(response.latency >= Duration::from_millis(100));
     }
 }

@@ -139,6 +139,7 @@ pub(super) enum Limit {
 /// (`enum`, `const`): numbers by their value (`1` and `1.0` alike, `2^53 + 1` apart from
 /// `2^53`), object keys sorted. Sets of values compare through it in linear time.
 pub(super) fn key(value: &Value) -> String {
+    crate::work::count(1);
     let mut out = String::new();
     write_key(value, &mut out);
     out
@@ -211,6 +212,7 @@ fn write_key(value: &Value, out: &mut String) {
 
 /// Whether two values are equal as JSON Schema's `enum` and `const` compare them.
 pub(super) fn same_value(a: &Value, b: &Value) -> bool {
+    crate::work::count(1);
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (Num::of_number(x), Num::of_number(y)) {
             (Some(x), Some(y)) => x == y,

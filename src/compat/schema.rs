@@ -234,6 +234,7 @@ impl<'a> Differ<'a, '_> {
     }
 
     fn schema(&mut self, old: &'a Value, new: &'a Value, loc: &Loc, depth: usize) {
+        crate::work::count(1);
         if depth > MAX_DEPTH {
             // Nothing beyond the cut-off is assumed compatible (SPEC §18): equal subtrees
             // pass only when no reference in them could lead to a change further down.
@@ -378,6 +379,7 @@ impl<'a> Differ<'a, '_> {
     /// end), and assumptions a failure depended on are taken back. Bounded by the budget
     /// of pair comparisons: past it nothing more is proven the same.
     fn same(&mut self, old: &'a Value, new: &'a Value, depth: usize) -> bool {
+        crate::work::count(1);
         if depth > MAX_DEPTH {
             return old == new && !contains_ref(old) && !contains_ref(new);
         }

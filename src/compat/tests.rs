@@ -1206,25 +1206,16 @@ fn anchored_blocks(n: usize, leaf: Value) -> Value {
     input(json!({"type": "object", "properties": properties, "$defs": defs}))
 }
 
+/// The work counted: the schemas the diff compares, the values `same` compares, the graphs'
+/// walks and reference resolutions, and every allocation.
 #[test]
 fn the_diff_of_resolved_references_is_linear_in_the_schema() {
-    let median = |n: usize| {
+    crate::work::assert_linear("the diff of resolved references", 300, |n| {
         let old = anchored_blocks(n, json!({"type": "string"}));
         let new = anchored_blocks(n, json!({"type": "string", "maxLength": 3}));
-        let mut times: Vec<f64> = (0..3)
-            .map(|_| {
-                let start = std::time::Instant::now();
-                let changes = diff_contracts(&old, &new);
-                assert_eq!(required_bump(&changes), Bump::Major);
-                start.elapsed().as_secs_f64()
-            })
-            .collect();
-        times.sort_by(f64::total_cmp);
-        times[1]
-    };
-    median(100);
-    crate::linear::assert_linear("the diff of resolved references", || {
-        (median(300), median(1_200))
+        let (changes, work) = crate::work::counted(|| diff_contracts(&old, &new));
+        assert_eq!(required_bump(&changes), Bump::Major);
+        work
     });
 }
 
@@ -1342,9 +1333,11 @@ fn max_tokens_beyond_f64_precision_is_compared_exactly() {
     assert!(diff_contracts(&with("256"), &with("256.0")).is_empty());
 }
 
+/// The work counted: the values keyed or compared (a comparison of every pair would be
+/// quadratic), the rest of the diff, and every allocation.
 #[test]
 fn comparing_enums_is_linear_in_their_values() {
-    let median = |n: usize| {
+    crate::work::assert_linear("comparing enums", 4_000, |n| {
         // Big integers, a float spelling of each and strings: every value goes through the
         // exact key.
         let values = |skip: usize| -> Vec<Value> {
@@ -1359,17 +1352,8 @@ fn comparing_enums_is_linear_in_their_values() {
         };
         let old = prop(json!({"enum": values(usize::MAX)}));
         let new = prop(json!({"enum": values(n / 2)}));
-        let mut times: Vec<f64> = (0..3)
-            .map(|_| {
-                let start = std::time::Instant::now();
-                let changes = diff_contracts(&old, &new);
-                assert_eq!(required_bump(&changes), Bump::Major);
-                start.elapsed().as_secs_f64()
-            })
-            .collect();
-        times.sort_by(f64::total_cmp);
-        times[1]
-    };
-    median(500);
-    crate::linear::assert_linear("comparing enums", || (median(4_000), median(16_000)));
+        let (changes, work) = crate::work::counted(|| diff_contracts(&old, &new));
+        assert_eq!(required_bump(&changes), Bump::Major);
+        work
+    });
 }

@@ -134,6 +134,8 @@ impl Dataset {
                 None => (available, false),
             };
             self.hasher.update(chunk);
+            // The bytes searched, hashed and kept: the cost test's work (`crate::work`).
+            crate::work::count(chunk.len());
             if fits && self.buffer.len() + chunk.len() <= MAX_LINE_BYTES {
                 self.buffer.extend_from_slice(chunk);
             } else {
@@ -153,6 +155,7 @@ impl Dataset {
         let text = std::str::from_utf8(&self.buffer)
             .map_err(|e| self.invalid(format!("not UTF-8 (byte {})", e.valid_up_to() + 1)))?;
         // serde_json counts lines within this one line; the file's line is in `invalid`.
+        crate::work::count(text.len());
         let value: Value = serde_json::from_str(text).map_err(|e| {
             self.invalid(format!(
                 "not a JSON value: {} at column {}; each line holds one case as JSON",
@@ -344,23 +347,12 @@ mod tests {
             }
             text
         };
-        let time = |text: &str| {
+        // The work counted: the bytes read (searched, hashed, kept) and parsed, and every
+        // allocation.
+        crate::work::assert_linear("dataset lines", 2_500, |n| {
+            let text = make(n);
             let (_dir, d) = dataset(text.as_bytes());
-            let started = std::time::Instant::now();
-            assert!(d.map(Result::unwrap).count() > 0);
-            started.elapsed()
-        };
-        let (small, large) = (make(2_500), make(10_000));
-        // The fastest of five runs, the sizes interleaved: on a loaded machine the slow runs
-        // measure the other processes, the fastest the reading.
-        crate::linear::assert_linear("dataset lines", || {
-            let (mut fast_small, mut fast_large) =
-                (std::time::Duration::MAX, std::time::Duration::MAX);
-            for _ in 0..5 {
-                fast_small = fast_small.min(time(&small));
-                fast_large = fast_large.min(time(&large));
-            }
-            (fast_small.as_secs_f64(), fast_large.as_secs_f64())
+            crate::work::work_of(|| assert!(d.map(Result::unwrap).count() > 0))
         });
     }
 }

@@ -296,3 +296,175 @@ pub fn summary_lines(outcomes: &[SuiteOutcome]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::{CaseResult, Comparison, Failure, Latency, VersionOutcome, suite};
+    use super::*;
+    use crate::error::Code;
+    use crate::gateway::Usage;
+
+    const SHA: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    fn registry(entries: &[(&str, &str)]) -> Registry {
+        let list: Vec<Value> = entries
+            .iter()
+            .map(|(version, state)| {
+                let mut e = json!({"contract_id": "PRC-A-001", "version": version, "path": "c.json",
+                                   "sha256": SHA, "state": state, "registered_at": "2026-01-01T00:00:00Z"});
+                if *state == "deprecated" {
+                    e["successor_version"] = json!("9.0.0");
+                    e["deprecated_at"] = json!("2026-02-01T00:00:00Z");
+                }
+                e
+            })
+            .collect();
+        let doc = json!({"registry_version": 1, "contracts": list, "prompt_packs": []});
+        Registry::from_text(Path::new("/x/registry.json"), doc.to_string(), String::new()).unwrap()
+    }
+
+    fn version(role: &'static str, version: &str, cases: u64, passed: u64) -> VersionOutcome {
+        VersionOutcome {
+            contract: "PRC-A-001".into(),
+            version: version.into(),
+            role,
+            cases,
+            passed,
+            runs: cases,
+            schema_valid: cases,
+            failures: BTreeMap::new(),
+            usage: Usage::default(),
+            judge_usage: Usage::default(),
+            latency_ms: Latency::default(),
+            cost: None,
+            unpriced: vec![],
+            results: Vec::<CaseResult>::new(),
+        }
+    }
+
+    fn outcome(eval_id: &str, pass_rate: f64, versions: Vec<VersionOutcome>) -> SuiteOutcome {
+        let comparison = (versions.len() == 2).then(|| Comparison {
+            baseline: "PRC-A-001@1.0.0".into(),
+            candidate: "PRC-A-001@1.1.0".into(),
+            pass_rate_delta: -0.75,
+            regressions: (0..6).map(|i| format!("c{i}")).collect(),
+            improvements: vec![],
+            p_value: 0.03125,
+            significant_regression: true,
+        });
+        SuiteOutcome {
+            eval_id: eval_id.into(),
+            file: "evals/a.json".into(),
+            dataset: "evals/a.jsonl".into(),
+            dataset_sha256: SHA.into(),
+            thresholds: suite::Thresholds { pass_rate, schema_valid_rate: None },
+            repeat: 1,
+            filter: None,
+            versions,
+            comparison,
+        }
+    }
+
+    #[test]
+    fn the_baseline_is_the_highest_active_version_below_the_candidate() {
+        let reg = registry(&[
+            ("1.0.0", "active"),
+            ("1.2.0", "active"),
+            ("1.3.0", "draft"),
+            ("1.1.0", "deprecated"),
+            ("2.0.0", "active"),
+        ]);
+        let baseline = |v: &str| baseline_of(&reg, "PRC-A-001", &v.parse().unwrap());
+        assert_eq!(baseline("1.5.0"), Some("1.2.0".parse().unwrap()), "not the draft 1.3.0");
+        assert_eq!(baseline("1.2.0"), Some("1.0.0".parse().unwrap()), "below, not equal");
+        assert_eq!(baseline("1.1.5"), Some("1.0.0".parse().unwrap()), "not the deprecated 1.1.0");
+        assert_eq!(baseline("1.0.0"), None, "a first version has none");
+        assert_eq!(baseline_of(&reg, "PRC-B-001", &"3.0.0".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn the_verdict_names_every_reason_and_the_code_of_those_that_are_no_regression() {
+        let passing = outcome("EVAL-A-001", 0.5, vec![version("candidate", "1.1.0", 8, 8)]);
+        assert!(verdict("PRC-A-001@1.1.0", std::slice::from_ref(&passing)).is_ok());
+        let mut failing = outcome(
+            "EVAL-B-001",
+            0.9,
+            vec![version("baseline", "1.0.0", 8, 8), version("candidate", "1.1.0", 8, 2)],
+        );
+        failing.versions[0].results.push(CaseResult {
+            case_id: "c9".into(),
+            line: 9,
+            ok: false,
+            samples: 1,
+            passed_samples: 0,
+            output: None,
+            error: Some(Failure { code: Code::ReplayMiss, message: "no recording".into() }),
+            assertions: vec![],
+            not_run: true,
+        });
+        let e = verdict("PRC-A-001@1.1.0", &[passing, failing]).unwrap_err();
+        assert_eq!(e.code(), Code::EvalRegression);
+        let Error::EvalRegression { subject, reasons } = e else { unreachable!() };
+        assert_eq!(subject, "the eval gate refuses PRC-A-001@1.1.0");
+        assert_eq!(reasons.len(), 3, "{reasons:#?}");
+        assert!(
+            reasons[0].ends_with("; the first (c9): no recording [replay_miss]"),
+            "{}",
+            reasons[0]
+        );
+        assert!(
+            reasons[1].contains("2 of 8 cases pass (25.0%), below the suite's threshold 90.0%")
+        );
+        assert!(!reasons[1].contains("[eval_regression]"), "{}", reasons[1]);
+        assert!(reasons[2].contains("exact McNemar p = 0.0312 < 0.05"), "{}", reasons[2]);
+    }
+
+    #[test]
+    fn the_evidence_records_each_suite_its_dataset_and_both_versions() {
+        let compared = outcome(
+            "EVAL-A-001",
+            0.9,
+            vec![version("baseline", "1.0.0", 8, 8), version("candidate", "1.1.0", 8, 2)],
+        );
+        let alone = outcome("EVAL-B-001", 0.5, vec![version("candidate", "1.1.0", 4, 3)]);
+        let e = evidence(&[compared, alone], "ci");
+        assert_eq!(e["provider"], "ci");
+        let a = &e["suites"][0];
+        assert_eq!(
+            (&a["eval_id"], &a["dataset"], &a["dataset_sha256"]),
+            (&json!("EVAL-A-001"), &json!("evals/a.jsonl"), &json!(SHA))
+        );
+        assert_eq!(
+            a["baseline"],
+            json!({"version": "1.0.0", "cases": 8, "passed": 8, "pass_rate": 1.0})
+        );
+        assert_eq!(
+            a["candidate"],
+            json!({"version": "1.1.0", "cases": 8, "passed": 2, "pass_rate": 0.25})
+        );
+        assert_eq!(
+            (&a["regressions"], &a["improvements"], &a["p_value"]),
+            (&json!(6), &json!(0), &json!(0.03125))
+        );
+        let b = e["suites"][1].as_object().unwrap();
+        assert!(!b.contains_key("baseline") && !b.contains_key("p_value"), "{b:?}");
+        assert_eq!(b["candidate"]["pass_rate"], 0.75);
+    }
+
+    #[test]
+    fn the_summary_shows_the_candidate_first_and_the_comparison() {
+        let compared = outcome(
+            "EVAL-A-001",
+            0.9,
+            vec![version("baseline", "1.0.0", 8, 8), version("candidate", "1.1.0", 8, 5)],
+        );
+        let alone = outcome("EVAL-B-001", 0.5, vec![version("candidate", "1.1.0", 4, 3)]);
+        assert_eq!(
+            summary_lines(&[compared, alone]),
+            "eval gate: EVAL-A-001: 1.1.0 passes 5/8 (62.5%), 1.0.0 passes 8/8 (100.0%); 6 regression(s), 0 improvement(s), McNemar p = 0.0312\n\
+             eval gate: EVAL-B-001: 1.1.0 passes 3/4 (75.0%)\n"
+        );
+    }
+}

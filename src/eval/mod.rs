@@ -768,3 +768,235 @@ pub fn summary(o: &SuiteOutcome) -> Value {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passing(kind: &'static str) -> Checked {
+        Checked { kind, ok: true, message: None }
+    }
+
+    /// One run: passing or failing its one `equals` assertion, its output `output`, 10 + 2
+    /// tokens and a latency of `ms`, answered by `model`.
+    fn run(ok: bool, output: &str, ms: u64, model: &str) -> Sample {
+        let usage = Usage { prompt_tokens: 10, completion_tokens: 2 };
+        Sample {
+            ok,
+            schema_valid: true,
+            output: Some(json!(output)),
+            assertions: vec![Checked { ok, ..passing("equals") }],
+            latency: Some(Duration::from_millis(ms)),
+            usage,
+            priced: vec![(Some(model.to_string()), usage)],
+            failures: if ok { vec![] } else { vec!["equals".into()] },
+            ..Sample::default()
+        }
+    }
+
+    fn case(index: usize, versions: Vec<Vec<Sample>>) -> CaseRuns {
+        CaseRuns { index, id: format!("c{index}"), line: index + 1, versions }
+    }
+
+    fn outcome(role: &'static str, version: &str, oks: &[bool]) -> VersionOutcome {
+        let results: Vec<CaseResult> = oks
+            .iter()
+            .enumerate()
+            .map(|(i, &ok)| CaseResult {
+                case_id: format!("c{i}"),
+                line: i + 1,
+                ok,
+                samples: 1,
+                passed_samples: u32::from(ok),
+                output: None,
+                error: None,
+                assertions: vec![],
+                not_run: false,
+            })
+            .collect();
+        VersionOutcome {
+            contract: "PRC-A-001".into(),
+            version: version.into(),
+            role,
+            cases: oks.len() as u64,
+            passed: oks.iter().filter(|ok| **ok).count() as u64,
+            runs: oks.len() as u64,
+            schema_valid: oks.len() as u64,
+            failures: BTreeMap::new(),
+            usage: Usage::default(),
+            judge_usage: Usage::default(),
+            latency_ms: Latency::default(),
+            cost: None,
+            unpriced: vec![],
+            results,
+        }
+    }
+
+    fn suite_outcome(versions: Vec<VersionOutcome>) -> SuiteOutcome {
+        let comparison = (versions.len() == 2).then(|| compare(&versions[0], &versions[1]));
+        SuiteOutcome {
+            eval_id: "EVAL-A-001".into(),
+            file: "evals/a.json".into(),
+            dataset: "evals/a.jsonl".into(),
+            dataset_sha256: "ab".repeat(32),
+            thresholds: suite::Thresholds { pass_rate: 0.75, schema_valid_rate: Some(0.9) },
+            repeat: 1,
+            filter: None,
+            versions,
+            comparison,
+        }
+    }
+
+    #[test]
+    fn a_case_passes_only_when_every_run_does_and_its_output_is_kept_only_to_explain() {
+        let mut tallies = vec![Tally::default(), Tally::default()];
+        // The baseline passes both runs, the candidate fails its second: they disagree, so
+        // both outputs are kept; the candidate shows its failing run.
+        let both = vec![run(true, "a", 10, "m"), run(true, "b", 20, "m")];
+        collect(
+            &mut tallies,
+            case(1, vec![both, vec![run(true, "c", 30, "m"), run(false, "d", 40, "m")]]),
+        );
+        // Both pass: nothing to explain, no output kept.
+        collect(
+            &mut tallies,
+            case(0, vec![vec![run(true, "e", 1, "m")], vec![run(true, "f", 2, "m")]]),
+        );
+        let [baseline, candidate] = &tallies[..] else { unreachable!() };
+        assert_eq!((baseline.cases, baseline.passed, baseline.runs), (2, 2, 3));
+        assert_eq!((candidate.cases, candidate.passed, candidate.runs), (2, 1, 3));
+        assert_eq!(candidate.failures, BTreeMap::from([("equals".to_string(), 1)]));
+        assert_eq!(candidate.usage, Usage { prompt_tokens: 30, completion_tokens: 6 });
+        assert_eq!(candidate.latencies, [30.0, 40.0, 2.0]);
+        let shown = |t: &Tally, i: usize| {
+            let r = &t.results[i].1;
+            (r.case_id.clone(), r.ok, r.passed_samples, r.samples, r.output.clone())
+        };
+        assert_eq!(shown(baseline, 0), ("c1".into(), true, 2, 2, Some(json!("b"))));
+        assert_eq!(shown(candidate, 0), ("c1".into(), false, 1, 2, Some(json!("d"))));
+        assert_eq!(shown(baseline, 1), ("c0".into(), true, 1, 1, None));
+        assert_eq!(shown(candidate, 1), ("c0".into(), true, 1, 1, None));
+    }
+
+    #[test]
+    fn finish_sorts_by_case_prices_each_model_and_names_the_unpriced() {
+        let mut config = crate::config::Config::default();
+        let price = crate::config::Price { prompt_per_mtok: 1.0, completion_per_mtok: 4.0 };
+        config.prices.insert("gpt-4o-mini".into(), price);
+        let pin = Pin::parse("PRC-A-001@1.2.0").unwrap();
+        let tally = |models: &[&str]| {
+            let mut t = vec![Tally::default()];
+            for (i, model) in models.iter().enumerate().rev() {
+                collect(
+                    &mut t,
+                    case(i, vec![vec![run(i % 2 == 0, "x", 10 * (i as u64 + 1), model)]]),
+                );
+            }
+            t.remove(0)
+        };
+        // A dated name is priced by the longest price name it starts with.
+        let priced =
+            finish(tally(&["gpt-4o-mini-2024-07-18", "gpt-4o-mini"]), &pin, "candidate", &config);
+        assert_eq!(priced.version, "1.2.0");
+        assert_eq!(
+            priced.results.iter().map(|r| r.case_id.as_str()).collect::<Vec<_>>(),
+            ["c0", "c1"]
+        );
+        assert_eq!((priced.cases, priced.passed), (2, 1));
+        // 20 prompt and 4 completion tokens: 20 · 1 + 4 · 4 per million.
+        assert_eq!(priced.cost, Some(36.0 / 1_000_000.0));
+        assert!(priced.unpriced.is_empty());
+        assert_eq!((priced.latency_ms.p50, priced.latency_ms.p95), (10.0, 20.0));
+        // One model without a price: no cost at all, and the model named.
+        let unpriced = finish(tally(&["gpt-4o-mini", "claude-x"]), &pin, "candidate", &config);
+        assert_eq!((unpriced.cost, unpriced.unpriced), (None, vec!["claude-x".to_string()]));
+    }
+
+    #[test]
+    fn a_regression_is_significant_only_with_more_regressions_and_mcnemar_below_005() {
+        let compared = |b: &[bool], c: &[bool]| {
+            compare(&outcome("baseline", "1.0.0", b), &outcome("candidate", "1.1.0", c))
+        };
+        // Six regressions, no improvement: p = 2 / 2^6.
+        let c = compared(&[true; 8], &[false, false, false, false, false, false, true, true]);
+        assert_eq!((c.regressions.len(), c.improvements.len(), c.p_value), (6, 0, 0.03125));
+        assert!(c.significant_regression);
+        assert_eq!(c.regressions, ["c0", "c1", "c2", "c3", "c4", "c5"]);
+        assert_eq!(
+            (c.baseline.as_str(), c.candidate.as_str()),
+            ("PRC-A-001@1.0.0", "PRC-A-001@1.1.0")
+        );
+        assert_eq!(c.pass_rate_delta, -0.75);
+        // Six regressions and one improvement: p = 2 · 8 / 2^7 = 0.125, noise.
+        let mut b = [true; 7];
+        b[6] = false;
+        let c = compared(&b, &[false, false, false, false, false, false, true]);
+        assert_eq!((c.regressions.len(), c.improvements.len(), c.p_value), (6, 1, 0.125));
+        assert!(!c.significant_regression);
+        // Six improvements: significant, but no regression.
+        let c = compared(&[false; 6], &[true; 6]);
+        assert_eq!((c.improvements.len(), c.p_value), (6, 0.03125));
+        assert!(!c.significant_regression);
+    }
+
+    #[test]
+    fn problems_are_cases_that_did_not_run_then_thresholds_then_a_significant_regression() {
+        // At the thresholds exactly: nothing.
+        let mut at = outcome("candidate", "1.1.0", &[true, true, true, false]);
+        at.schema_valid = 9;
+        at.runs = 10;
+        let none = suite_outcome(vec![at]).problems();
+        assert!(none.is_empty(), "{none:?}");
+        // Below both, two cases that could not run on the baseline, six regressions.
+        let mut baseline = outcome("baseline", "1.0.0", &[true; 8]);
+        for r in &mut baseline.results[3..5] {
+            r.not_run = true;
+            r.error =
+                Some(Failure { code: Code::ReplayMiss, message: "no recorded answer".into() });
+        }
+        let mut candidate =
+            outcome("candidate", "1.1.0", &[false, false, false, false, false, false, true, true]);
+        candidate.schema_valid = 7;
+        let problems = suite_outcome(vec![baseline, candidate]).problems();
+        let codes: Vec<Code> = problems.iter().map(|p| p.code).collect();
+        assert_eq!(
+            codes,
+            [Code::ReplayMiss, Code::EvalRegression, Code::EvalRegression, Code::EvalRegression]
+        );
+        assert_eq!(
+            problems[0].message,
+            "EVAL-A-001 on PRC-A-001@1.0.0: 2 case(s) could not run, so they measure nothing; the first (c3): no recorded answer"
+        );
+        assert_eq!(
+            problems[1].message,
+            "EVAL-A-001 on PRC-A-001@1.1.0: 2 of 8 cases pass (25.0%), below the suite's threshold 75.0%"
+        );
+        assert_eq!(
+            problems[2].message,
+            "EVAL-A-001 on PRC-A-001@1.1.0: 87.5% of the outputs fit output_schema, below the suite's threshold 90.0%"
+        );
+        assert_eq!(
+            problems[3].message,
+            "EVAL-A-001: PRC-A-001@1.1.0 regressed against PRC-A-001@1.0.0 on 6 case(s) (c0, c1, c2, c3, c4, …) and improved on 0; exact McNemar p = 0.0312 < 0.05"
+        );
+    }
+
+    #[test]
+    fn the_summary_keeps_no_case_and_says_what_was_compared() {
+        let o = suite_outcome(vec![
+            outcome("baseline", "1.0.0", &[true, true]),
+            outcome("candidate", "1.1.0", &[true, false]),
+        ]);
+        let s = summary(&o);
+        assert_eq!(s["dataset_sha256"], json!("ab".repeat(32)));
+        assert_eq!(s["versions"][1]["role"], "candidate");
+        assert_eq!(s["versions"][1]["pass_rate"], 0.5);
+        assert_eq!(s["comparison"]["regressions"], 1);
+        assert_eq!(s["comparison"]["p_value"], 1.0);
+        assert!(!s.to_string().contains("c1"), "no case ids: {s}");
+        assert_eq!((percent(0.625), percent(1.0)), ("62.5%".to_string(), "100.0%".to_string()));
+        let ids: Vec<String> = (0..7).map(|i| format!("c{i}")).collect();
+        assert_eq!(list_ids(&ids[..2]), "c0, c1");
+        assert_eq!(list_ids(&ids), "c0, c1, c2, c3, c4, …");
+    }
+}

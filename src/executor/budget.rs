@@ -65,12 +65,14 @@ mod tests {
         assert_eq!(b.check(41, 60).unwrap_err().code(), crate::Code::BudgetExceeded);
         b.charge(70);
         assert_eq!(b.remaining(), Some(30));
-        assert!(b.check(10, 30).is_err());
+        let e = b.check(10, 30).unwrap_err();
+        assert_eq!(e.code(), crate::Code::BudgetExceeded);
+        assert!(e.to_string().contains("needs up to 40 tokens but 30 remain"), "{e}");
         // Usage near 2^64 saturates instead of wrapping: the budget stays spent.
         b.charge(u64::MAX);
         b.charge(5);
         assert_eq!(b.remaining(), Some(0));
-        assert!(b.check(u64::MAX, u64::MAX).is_err());
+        assert_eq!(b.check(u64::MAX, u64::MAX).unwrap_err().code(), crate::Code::BudgetExceeded);
         let unlimited = Budget::new(None);
         unlimited.charge(1_000_000);
         assert!(unlimited.check(u64::MAX / 4, 10).is_ok());

@@ -191,11 +191,12 @@ mod tests {
     fn transitions_are_strict() {
         let mut p = plan();
         let s = &mut p.steps[0];
-        assert!(s.complete(json!(1)).is_err());
+        let refused = |from, to| Err(BadTransition { step_id: "s1".into(), from, to });
+        assert_eq!(s.complete(json!(1)), refused(Status::Pending, Status::Complete));
         s.start().unwrap();
-        assert!(s.start().is_err());
+        assert_eq!(s.start(), refused(Status::Running, Status::Running));
         s.complete(json!({"result": 2})).unwrap();
-        assert!(s.fail("x".into()).is_err());
+        assert_eq!(s.fail("x".into()), refused(Status::Complete, Status::Failed));
         assert_eq!(p.next_pending(), Some(1));
         p.steps[1].start().unwrap();
         p.steps[1].fail("boom".into()).unwrap();

@@ -290,3 +290,181 @@ fn again(e: &Error) -> Error {
         other => Error::ToolFailed { tool: "(setup)".into(), message: other.to_string() },
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::authority::Permit;
+    use crate::error::Code;
+    use crate::executor::tools::FnTool;
+    use crate::mcp::Endpoint;
+
+    fn servers(started: Vec<ServerSpec>) -> Servers {
+        Servers { started, ..Servers::default() }
+    }
+
+    fn names(r: Result<&ToolRegistry>) -> Vec<String> {
+        r.unwrap().names()
+    }
+
+    fn allow(names: &[&str]) -> Option<Vec<String>> {
+        Some(names.iter().map(|n| n.to_string()).collect())
+    }
+
+    fn library_tool(name: &str) -> Arc<dyn Tool> {
+        Arc::new(FnTool::new(name, "A tool.", json!({"type": "object"}), json!(true), |_| {
+            Ok(json!({}))
+        }))
+    }
+
+    /// The test MCP server (tests/fixtures/mcp/server.py, Python's standard library only;
+    /// it lists `lookup_order`, and `extra` more), run in `dir`, under `allow`.
+    fn orders(dir: &Path, extra: &[&str], allow: Option<Vec<String>>) -> ServerSpec {
+        std::fs::create_dir_all(dir.join("tools")).unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/server.py");
+        let mut command = vec!["python3".to_string(), script.display().to_string()];
+        command.extend(extra.iter().map(|a| a.to_string()));
+        ServerSpec {
+            name: "orders".into(),
+            endpoint: Endpoint::Stdio {
+                command: Permit::application(command),
+                dir: dir.to_path_buf(),
+                env: vec![],
+            },
+            allow,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// A server whose program does not exist: starting it fails.
+    fn missing() -> ServerSpec {
+        ServerSpec {
+            name: "gone".into(),
+            endpoint: Endpoint::Stdio {
+                command: Permit::application(vec!["/nonexistent/pactum-test-server".into()]),
+                dir: std::env::temp_dir(),
+                env: vec![],
+            },
+            allow: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    #[test]
+    fn the_work_orders_allow_list_keeps_only_the_tools_it_names() {
+        let memory = Arc::new(Memory::new());
+        let everything =
+            Toolbox::new(memory.clone(), &[library_tool("words")], Servers::default(), None);
+        assert_eq!(
+            names(everything.registry()),
+            ["calculator", "echo", "memory_read", "memory_search", "memory_write", "words"]
+        );
+        let some = Toolbox::new(
+            memory,
+            &[library_tool("words")],
+            Servers::default(),
+            allow(&["words", "calculator"]),
+        );
+        assert_eq!(names(some.registry()), ["calculator", "words"]);
+        assert_eq!(names(some.registry_for(["calculator"].into_iter())), ["calculator", "words"]);
+    }
+
+    #[test]
+    fn an_allowed_name_nobody_offers_fails_the_run_every_time_it_is_asked() {
+        let toolbox = Toolbox::new(
+            Arc::new(Memory::new()),
+            &[],
+            Servers::default(),
+            allow(&["calculator", "no_such"]),
+        );
+        for _ in 0..2 {
+            let e = toolbox.registry().unwrap_err();
+            assert_eq!(e.code(), Code::ToolNotFound, "{e}");
+            assert!(e.to_string().contains("no_such"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_library_tool_cannot_take_a_builtins_name_in_any_case() {
+        let toolbox = Toolbox::new(
+            Arc::new(Memory::new()),
+            &[library_tool("Calculator")],
+            Servers::default(),
+            None,
+        );
+        for _ in 0..2 {
+            let e = toolbox.registry().unwrap_err();
+            let Error::ToolNameTaken { tool, first, second } = &e else { panic!("{e}") };
+            assert_eq!((tool.as_str(), first.as_str()), ("Calculator", "the built-in tools"));
+            assert_eq!(second, "the library caller's tools");
+        }
+    }
+
+    #[test]
+    fn a_server_starts_only_when_a_wanted_tool_is_no_local_one() {
+        let toolbox = Toolbox::new(
+            Arc::new(Memory::new()),
+            &[library_tool("words")],
+            servers(vec![missing()]),
+            None,
+        );
+        // Built-ins and library tools: the server is never started (it could not be).
+        let local = names(toolbox.registry_for(["calculator", "words"].into_iter()));
+        assert!(
+            local.contains(&"words".to_string()) && !local.contains(&"lookup_order".to_string())
+        );
+        // A name only a server can offer starts them, and the one that cannot start fails
+        // the run (again when asked again).
+        for _ in 0..2 {
+            let e = toolbox.registry_for(["calculator", "lookup_order"].into_iter()).unwrap_err();
+            assert_eq!(e.code(), Code::ToolServerFailed, "{e}");
+            assert!(e.to_string().contains("`gone`"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_servers_tools_come_under_its_own_allow_list_and_the_work_orders() {
+        let dir = tempfile::tempdir().unwrap();
+        let toolbox = |server: ServerSpec, allowed: Option<Vec<String>>| {
+            Toolbox::new(Arc::new(Memory::new()), &[], servers(vec![server]), allowed)
+        };
+        let all = toolbox(orders(dir.path(), &["--extra", "refund"], None), None);
+        let listed = names(all.registry());
+        assert!(
+            listed.contains(&"lookup_order".into()) && listed.contains(&"refund".into()),
+            "{listed:?}"
+        );
+        // The server's `allow` list: only the tools it names, every one of which it must offer.
+        let allowed =
+            toolbox(orders(dir.path(), &["--extra", "refund"], allow(&["lookup_order"])), None);
+        let listed = names(allowed.registry());
+        assert!(
+            listed.contains(&"lookup_order".into()) && !listed.contains(&"refund".into()),
+            "{listed:?}"
+        );
+        let unknown = toolbox(orders(dir.path(), &[], allow(&["lookup_order", "refund"])), None);
+        let e = unknown.registry().unwrap_err();
+        let Error::ToolUnknown { tool, named_by, known } = &e else { panic!("{e}") };
+        assert_eq!(
+            (tool.as_str(), named_by.as_str()),
+            ("refund", "the `allow` list of tool server `orders`")
+        );
+        assert_eq!(known, &["lookup_order"]);
+        // The work order's allow-list applies to the servers' tools too: nothing it does not
+        // name reaches the run.
+        let restricted = toolbox(orders(dir.path(), &[], None), allow(&["calculator"]));
+        assert_eq!(names(restricted.registry()), ["calculator"]);
+        // A server's tool with a built-in's name (in another case) is refused.
+        let clash = toolbox(orders(dir.path(), &["--extra", "Memory_Write"], None), None);
+        let e = clash.registry().unwrap_err();
+        let Error::ToolNameTaken { tool, first, second } = &e else { panic!("{e}") };
+        assert_eq!((tool.as_str(), first.as_str()), ("Memory_Write", "the built-in tools"));
+        assert_eq!(second, "tool server `orders`");
+    }
+}

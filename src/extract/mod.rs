@@ -618,8 +618,10 @@ impl<'a, 'g> Run<'a, 'g> {
     fn parse(&self, start: usize, end: usize, validate_first: bool) -> serde_json::Result<Value> {
         let text = self.text.get(start..end).unwrap_or_default();
         if validate_first {
+            crate::work::count(text.len());
             serde_json::from_str::<IgnoredAny>(text)?;
         }
+        crate::work::count(text.len());
         serde_json::from_str(text)
     }
 
@@ -683,7 +685,7 @@ impl<'a, 'g> Run<'a, 'g> {
         // A JSON document inside a JSON string, when the string is not what is wanted.
         if self.options.repair
             && let Value::String(inner) = &found.value
-            && let Ok(decoded) = serde_json::from_str::<Value>(inner.trim())
+            && let Ok(decoded) = strict_json(inner.trim())
             && (decoded.is_object() || decoded.is_array())
             && (guide.accepts)(&decoded)
         {
@@ -1009,7 +1011,13 @@ fn stringified(value: &Value) -> Option<Value> {
     if !(inner.starts_with('{') || inner.starts_with('[')) {
         return None;
     }
-    serde_json::from_str::<Value>(inner).ok().filter(tolerant::has_content)
+    strict_json(inner).ok().filter(tolerant::has_content)
+}
+
+/// `text` parsed strictly, its bytes counted as work (`crate::work`).
+fn strict_json(text: &str) -> serde_json::Result<Value> {
+    crate::work::count(text.len());
+    serde_json::from_str(text)
 }
 
 /// Whether a `` ```json `` marker (any case) stands right before `at`, blanks between.
@@ -1428,7 +1436,8 @@ mod tests {
         assert!(found.is_ok_and(|f| f.value == json!({"b": 2}) && !f.ambiguous));
         let any = |_: &Value| true;
         let loose = Guide { schema: &schema, accepts: &any };
-        assert!(extract_guided("{\"a\": 1}\n{\"b\": 2}", &STRICT, Some(&loose)).is_err());
+        let e = extract_guided("{\"a\": 1}\n{\"b\": 2}", &STRICT, Some(&loose)).unwrap_err();
+        assert_eq!(e.methods_tried, ["fenced", "embedded", "direct"], "{}", e.detail);
         let list = ExtractOptions { want_array: true, repair: true, coerce: false };
         let found = extract("{\"a\": 1}\n{\"b\": 2}", &list).unwrap();
         assert_eq!((&found.value, found.ambiguous), (&json!([{"a": 1}, {"b": 2}]), false));
@@ -1442,7 +1451,8 @@ mod tests {
         let found = extract_guided("Only {\"id\": 1} matches.", &coerce, Some(&guide)).unwrap();
         assert_eq!(found.value, json!([{"id": 1}]));
         assert_eq!(found.repairs[0].kind, RepairKind::WrappedInArray);
-        assert!(extract_guided("{\"id\": 1}\n{\"id\": 2}", &coerce, Some(&guide)).is_err());
+        let e = extract_guided("{\"id\": 1}\n{\"id\": 2}", &coerce, Some(&guide)).unwrap_err();
+        assert_eq!(e.methods_tried, ["fenced", "embedded", "direct"], "{}", e.detail);
         let lenient = ExtractOptions { repair: true, ..coerce };
         let found = extract_guided("{\"id\": 1}\n{\"id\": 2}", &lenient, Some(&guide)).unwrap();
         assert_eq!(found.value, json!([{"id": 1}, {"id": 2}]));
@@ -1455,48 +1465,45 @@ mod tests {
         }
     }
 
-    /// The costs of the round-two shapes grow linearly: 4 times the text takes well under
-    /// 16 times as long. Small and large runs alternate and the fastest of each counts,
-    /// which a loaded machine disturbs least; a shape is measured again (up to three
-    /// times) before it is said to grow faster (debug build).
+    /// The costs of the round-two shapes grow linearly: 4 times the text takes about 4
+    /// times the work, never 16. The work counted is every byte a search looks at and every
+    /// byte handed to the strict or the tolerant parser (`crate::work`), so a step that
+    /// searched or parsed again from each opener, or a look-ahead to the end of the text
+    /// from each byte, fails here.
     #[test]
     fn round_two_shapes_stay_linear() {
-        use std::time::{Duration, Instant};
         let shapes = [
-            "{ see {",
-            "{\"a\": 1 # x}\n",
-            "{\"a\": <!-- ",
-            "{\"a\": [\"x]}",
-            "{\"a\": 1}{} ",
-            "{\"c\": \"p(\"x\")\n",
-            "{te!st: `a",
-            "\"k\": 1, ",
+            ("", "{ see {"),
+            ("", "{\"a\": 1 # x}\n"),
+            ("", "{\"a\": <!-- "),
+            ("", "{\"a\": [\"x]}"),
+            ("", "{\"a\": 1}{} "),
+            ("", "{\"c\": \"p(\"x\")\n"),
+            ("", "{te!st: `a"),
+            ("", "\"k\": 1, "),
+            ("", "{\"a\": /* "),
+            // Inside one object: each value's search for a closing fence, remembered.
+            ("{", "\"k\": \"```x\", "),
         ];
-        let time = |text: &str| {
-            let started = Instant::now();
-            let _ = extract(text, &REPAIR);
-            let _ = extract(text, &STRICT);
-            started.elapsed()
-        };
-        for unit in shapes {
-            // One size for every build: `debug_assertions` says nothing about the optimiser
-            // (CI's release-semantics pass is unoptimised), and 32 KiB is well above timer
-            // noise in an optimised build too.
-            let base = 32 << 10;
-            let small = unit.repeat(base / unit.len());
-            let large = unit.repeat(4 * base / unit.len());
-            let ratio = |_| {
-                let (mut a, mut b) = (Duration::MAX, Duration::MAX);
-                for _ in 0..3 {
-                    a = a.min(time(&small));
-                    b = b.min(time(&large));
-                }
-                (b.as_secs_f64() / a.as_secs_f64().max(1e-6), a, b)
-            };
-            let tries: Vec<(f64, Duration, Duration)> =
-                (0..3).map(ratio).take_while(|(r, ..)| *r >= 8.0).collect();
-            assert!(tries.len() < 3, "{unit:?}: (ratio, N, 4N) {tries:?}");
+        for (head, unit) in shapes {
+            crate::work::assert_linear(&format!("{head}{unit:?}"), 8 << 10, |bytes| {
+                let text = format!("{head}{}", unit.repeat(bytes / unit.len()));
+                crate::work::work_of(|| (extract(&text, &REPAIR), extract(&text, &STRICT)))
+            });
         }
+    }
+
+    /// Asserts that extraction finds nothing in `text` after trying every method `options`
+    /// allow (not a refusal that gave up early).
+    #[track_caller]
+    fn refused(text: &str, options: &ExtractOptions) {
+        let e = extract(text, options).unwrap_err();
+        let mut all = vec!["fenced", "embedded", "direct"];
+        if options.repair {
+            all.push("repaired");
+        }
+        let head: String = text.chars().take(40).collect();
+        assert_eq!(e.methods_tried, all, "{head:?}…: {}", e.detail);
     }
 
     /// The hostile inputs of the benchmark (which times them at 1 MiB), at a quarter of its
@@ -1508,37 +1515,37 @@ mod tests {
         let fill = |unit: &str| unit.repeat(SIZE / unit.len());
         let both = [STRICT, REPAIR];
         for options in both {
-            assert!(extract(&fill("{"), &options).is_err());
-            assert!(extract(&fill("["), &ExtractOptions { want_array: true, ..options }).is_err());
-            assert!(extract(&fill("{\"a\":"), &options).is_err());
-            assert!(extract(&fill("\""), &options).is_err());
+            refused(&fill("{"), &options);
+            refused(&fill("["), &ExtractOptions { want_array: true, ..options });
+            refused(&fill("{\"a\":"), &options);
+            refused(&fill("\""), &options);
             // Strict: refused; lenient: at most a truncated string full of guessed quotes.
             let quotes = extract(&fill("{\"a\":\"\\\"{"), &options);
             assert!(quotes.as_ref().map_or(true, |f| f.ambiguous && options.repair), "{quotes:?}");
-            assert!(extract(&fill("```\n"), &options).is_err());
-            assert!(extract(&fill("```"), &options).is_err());
-            assert!(extract(&fill("{\"a\": [1, 2, }]}"), &options).is_err());
+            refused(&fill("```\n"), &options);
+            refused(&fill("```"), &options);
+            refused(&fill("{\"a\": [1, 2, }]}"), &options);
             let fences = format!("{}```json\n{{\"a\": 1}}\n```", fill("```\n"));
             assert_eq!(extract(&fences, &options).map(|f| f.method), Ok(Method::Fenced));
             let prose = fill("Lorem ipsum dolor sit amet. ");
-            assert!(extract(&prose, &options).is_err());
+            refused(&prose, &options);
             let tail = format!("{prose}\n```json\n{{\"a\": 1}}\n```\n");
             assert_eq!(extract(&tail, &options).map(|f| f.value), Ok(json!({"a": 1})));
         }
         // The shapes of the newer repairs and of two readings.
         let unquoted = format!("{{{}\"b\": 1}}", fill("\"a\": x, "));
-        assert!(extract(&unquoted, &STRICT).is_err());
+        refused(&unquoted, &STRICT);
         let found = extract(&unquoted, &REPAIR).map(|f| f.value);
         assert_eq!(found, Ok(json!({"a": "x", "b": 1})));
         let fenced = format!("{}```\"]", fill("[\"```{\"a\": [\""));
         assert!(extract(&fenced, &ExtractOptions { want_array: true, ..REPAIR }).is_ok());
         let same = fill("```json\n{'a': 1}\n```\n");
-        assert!(extract(&same, &STRICT).is_err());
+        refused(&same, &STRICT);
         let found = extract(&same, &REPAIR).unwrap();
         assert_eq!((found.value, found.ambiguous), (json!({"a": 1}), false));
         let distinct: String =
             (0..SIZE / 24).map(|i| format!("```json\n{{'a': {i}}}\n```\n")).collect();
-        assert!(extract(&distinct, &STRICT).is_err());
+        refused(&distinct, &STRICT);
         let found = extract(&distinct, &REPAIR).unwrap();
         assert_eq!((found.value, found.ambiguous), (json!({"a": 0}), true));
         let truncated = format!("{{\"a\": \"{}", "x".repeat(SIZE));

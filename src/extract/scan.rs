@@ -7,9 +7,17 @@
 /// Position of the first byte in `hay` that equals one of `needles`.
 ///
 /// `N` is small (one to three delimiters in practice); every needle must be ASCII so that
-/// a hit is always on a UTF-8 character boundary.
+/// a hit is always on a UTF-8 character boundary. The bytes looked at are counted as work
+/// (`crate::work`: the cost tests of extraction).
 #[inline]
 pub(super) fn find_any<const N: usize>(needles: [u8; N], hay: &[u8]) -> Option<usize> {
+    let found = search(needles, hay);
+    crate::work::count(found.map_or(hay.len(), |at| at + 1));
+    found
+}
+
+#[inline]
+fn search<const N: usize>(needles: [u8; N], hay: &[u8]) -> Option<usize> {
     // Delimiters are often dense (JSON, hostile input): look at the first bytes one by one
     // before paying for a SIMD search.
     if let Some(found) = hay.iter().take(16).position(|b| needles.contains(b)) {

@@ -120,6 +120,8 @@ impl<'a> Backwards<'a> {
         f.seek(SeekFrom::Start(start)).map_err(|e| Error::io(self.path, e))?;
         f.read_exact(&mut bytes[..n]).map_err(|e| Error::io(self.path, e))?;
         bytes[n..].copy_from_slice(&self.buf);
+        // Bytes read and copied: the cost tests' work (`crate::work`).
+        crate::work::count(bytes.len());
         self.buf = bytes;
         self.pos = start;
         self.bytes_read += n as u64;
@@ -144,6 +146,7 @@ pub(crate) fn count_lines(mut f: &File, path: &Path) -> Result<usize> {
             break;
         }
         lines += memchr::memchr_iter(b'\n', buf).count();
+        crate::work::count(buf.len());
         last = buf[buf.len() - 1];
         let n = buf.len();
         reader.consume(n);

@@ -65,6 +65,7 @@ impl Record {
     /// `hash` is the line without that member).
     pub fn content_hash(&self, line: &[u8]) -> String {
         let Range { start, end } = self.hash_member.clone();
+        crate::work::count(line.len());
         sha256_hex_of(&[&line[..start], &line[end..]])
     }
 }
@@ -98,6 +99,7 @@ pub(crate) fn decode(line: &[u8]) -> Result<Record, String> {
     if line.len() >= MAX_LINE_BYTES {
         return Err(too_long());
     }
+    crate::work::count(line.len());
     let value: Value = serde_json::from_slice(line).map_err(|e| format!("it is not JSON: {e}"))?;
     let Value::Object(map) = &value else {
         return Err("it is not a JSON object".into());

@@ -534,12 +534,24 @@ mod tests {
     fn listed_tools_need_a_name_and_an_input_schema() {
         let t = listed(&json!({"name": "lookup", "inputSchema": {"type": "object"}})).unwrap();
         assert_eq!(t.name, "lookup");
-        assert!(listed(&json!({"name": "x"})).is_err());
-        assert!(listed(&json!({"inputSchema": {}})).is_err());
+        let refused = |t: Value| listed(&t).map(|t| t.name).unwrap_err();
+        assert_eq!(refused(json!({"name": "x"})), "tool `x` has no inputSchema object");
+        assert_eq!(
+            refused(json!({"name": "x", "inputSchema": true})),
+            "tool `x` has no inputSchema object"
+        );
+        assert_eq!(refused(json!({"inputSchema": {}})), "a tool has no name");
+        assert_eq!(refused(json!({"name": 7, "inputSchema": {}})), "a tool has no name");
         for bad in
             ["", "..", "a b", "red\u{1b}[31m", "memory_write\u{200b}", "tab\t", &"x".repeat(129)]
         {
-            assert!(listed(&json!({"name": bad, "inputSchema": {}})).is_err(), "{bad:?}");
+            let why = refused(json!({"name": bad, "inputSchema": {}}));
+            assert!(
+                why.ends_with("is not 1 to 128 of the characters A-Z, a-z, 0-9, `_`, `-` and `.`"),
+                "{bad:?}: {why}"
+            );
+            // The name is shown escaped: no escape sequence of it reaches a terminal.
+            assert!(!why.contains('\u{1b}'), "{bad:?}: {why}");
         }
         for good in ["lookup_order", "a.b-c", &"x".repeat(128)] {
             assert!(listed(&json!({"name": good, "inputSchema": {}})).is_ok(), "{good:?}");

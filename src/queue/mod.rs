@@ -349,9 +349,16 @@ mod tests {
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        for bad in ["", "2", "s", "1.5s", "-1s", "2 s", "2sec", "0s"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
+        for bad in ["", "2", "s", "1.5s", "-1s", "2 s", "2sec"] {
+            let why = format!(
+                "`{bad}` is not a duration; write a whole number and a unit: 500ms, 2s, 1m, 1h"
+            );
+            assert_eq!(parse_duration(bad), Err(why), "{bad}");
         }
+        assert_eq!(
+            parse_duration("0s"),
+            Err("`0s` is no time at all; give a duration above zero".into())
+        );
     }
 
     fn fields(id: &str, path: &str, wo: &str) -> Vec<(String, String)> {

@@ -136,6 +136,7 @@ fn read_at(
             budget.spend(len.saturating_add(2))?;
             let mut data = vec![0; len + 2];
             input.read_exact(&mut data).map_err(ReadError::Io)?;
+            crate::work::count(data.len());
             if !data.ends_with(b"\r\n") {
                 return Err(ReadError::Protocol("a bulk string not ended by CRLF".into()));
             }
@@ -190,6 +191,8 @@ fn read_line(input: &mut impl BufRead, budget: &mut Budget) -> Result<Vec<u8>, R
         };
         line.extend_from_slice(&available[..used]);
         input.consume(used);
+        // The bytes searched and copied: the cost test's work (`crate::work`).
+        crate::work::count(used);
         if line.len() > MAX_LINE {
             return Err(ReadError::Protocol("a reply line longer than 64 KiB".into()));
         }
@@ -281,15 +284,12 @@ mod tests {
         assert!(decode(long_line.as_bytes()).unwrap_err().contains("64 KiB"));
     }
 
+    /// The work counted: the bytes searched and copied, and every allocation.
     #[test]
     fn decoding_is_linear_in_the_reply() {
-        let reply = |n: usize| format!("*{n}\r\n{}", "$3\r\nabc\r\n".repeat(n)).into_bytes();
-        let time = |bytes: &[u8]| {
-            let started = std::time::Instant::now();
-            decode(bytes).unwrap();
-            started.elapsed().as_secs_f64()
-        };
-        let (n, four_n) = (reply(20_000), reply(80_000));
-        crate::linear::assert_linear("RESP decode", || (time(&n), time(&four_n)));
+        crate::work::assert_linear("RESP decode", 20_000, |n| {
+            let reply = format!("*{n}\r\n{}", "$3\r\nabc\r\n".repeat(n)).into_bytes();
+            crate::work::work_of(|| decode(&reply).unwrap())
+        });
     }
 }

@@ -283,3 +283,398 @@ impl Drop for Release<'_> {
         self.held.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| l.token != self.token);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, VecDeque};
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::{Code, Error, QueueFailure};
+    use crate::queue::Completed;
+
+    /// What the in-memory queue holds and saw, shared by its connections.
+    #[derive(Default)]
+    struct State {
+        /// Deliveries still to hand out, in order.
+        deliveries: VecDeque<Delivery>,
+        /// Results by work-order id (the result entry's id).
+        results: BTreeMap<String, String>,
+        /// Leases by work-order id: the token of the attempt holding it.
+        leases: BTreeMap<String, String>,
+        /// Attempts that took each id's lease (what the queue counts; dropped with a dead
+        /// letter).
+        attempts: BTreeMap<String, u64>,
+        acknowledged: Vec<String>,
+        dead: Vec<(String, String)>,
+        written: Vec<Vec<(String, String)>>,
+        renewals: u64,
+        /// `renew` says these leases were lost.
+        lose_on_renew: bool,
+        /// `next` fails once the deliveries are out.
+        fail_when_empty: bool,
+        /// Handing out this entry, the queue finds every lease expired (the attempts
+        /// holding them are gone).
+        expire_at: Option<String>,
+    }
+
+    /// A queue in memory: `next` hands out the scripted deliveries, then sets `stop`.
+    #[derive(Clone)]
+    struct Memory {
+        state: Arc<Mutex<State>>,
+        stop: Arc<AtomicBool>,
+    }
+
+    impl Memory {
+        fn state(&self) -> std::sync::MutexGuard<'_, State> {
+            self.state.lock().unwrap()
+        }
+    }
+
+    impl Queue for Memory {
+        fn prepare(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn submit(&mut self, _: &Job) -> Result<String> {
+            unreachable!("workers do not submit")
+        }
+        fn next(&mut self, _: &str, _: Duration, _: Duration) -> Result<Option<Delivery>> {
+            let mut state = self.state();
+            let next = state.deliveries.pop_front();
+            if next.as_ref().is_some_and(|d| state.expire_at.as_ref() == Some(&d.entry)) {
+                state.leases.clear();
+            }
+            if next.is_none() {
+                if state.fail_when_empty {
+                    return Err(Error::Queue {
+                        queue: "memory".into(),
+                        failure: QueueFailure::Protocol,
+                        message: "the connection broke".into(),
+                    });
+                }
+                self.stop.store(true, Ordering::SeqCst);
+            }
+            Ok(next)
+        }
+        fn completed(&mut self, work_order_id: &str) -> Result<Option<String>> {
+            Ok(self.state().results.get(work_order_id).cloned())
+        }
+        fn lease(&mut self, _: &str, lease: &Lease, _: Duration) -> Result<Leased> {
+            let mut state = self.state();
+            if state.leases.contains_key(&lease.work_order_id) {
+                return Ok(Leased::Busy);
+            }
+            state.leases.insert(lease.work_order_id.clone(), lease.token.clone());
+            let attempt = state.attempts.entry(lease.work_order_id.clone()).or_default();
+            *attempt += 1;
+            Ok(Leased::Taken { attempt: *attempt })
+        }
+        fn renew(&mut self, _: &str, leases: &[Lease], _: Duration) -> Result<Vec<Lease>> {
+            let mut state = self.state();
+            state.renewals += 1;
+            Ok(if state.lose_on_renew { leases.to_vec() } else { vec![] })
+        }
+        fn release(&mut self, lease: &Lease) -> Result<()> {
+            let mut state = self.state();
+            if state.leases.get(&lease.work_order_id) == Some(&lease.token) {
+                state.leases.remove(&lease.work_order_id);
+            }
+            Ok(())
+        }
+        fn finish(&mut self, lease: &Lease, fields: &[(String, String)]) -> Result<Finished> {
+            let mut state = self.state();
+            state.acknowledged.push(lease.entry.clone());
+            state.leases.remove(&lease.work_order_id);
+            if let Some(id) = state.results.get(&lease.work_order_id) {
+                return Ok(Finished::AlreadyDone(id.clone()));
+            }
+            let id = format!("r{}", state.results.len() + 1);
+            state.results.insert(lease.work_order_id.clone(), id.clone());
+            state.written.push(fields.to_vec());
+            Ok(Finished::Written(id))
+        }
+        fn acknowledge(&mut self, entry: &str) -> Result<()> {
+            self.state().acknowledged.push(entry.to_string());
+            Ok(())
+        }
+        fn dead_letter(&mut self, delivery: &Delivery, why: &Dead<'_>) -> Result<()> {
+            let mut state = self.state();
+            if let Dead::Exhausted { lease, .. } = why {
+                state.leases.remove(&lease.work_order_id);
+                state.attempts.remove(&lease.work_order_id);
+            }
+            state.dead.push((delivery.entry.clone(), why.reason()));
+            state.acknowledged.push(delivery.entry.clone());
+            Ok(())
+        }
+        fn results(&mut self, _: &str, _: Option<Duration>) -> Result<Vec<Completed>> {
+            unreachable!("workers do not read results")
+        }
+    }
+
+    fn delivery(entry: &str, id: &str, deliveries: u64) -> Delivery {
+        let job = Job {
+            work_order_id: id.into(),
+            path: Some("work_orders/wo.json".into()),
+            work_order: json!({"work_order_id": id}),
+            kind: crate::queue::EntryKind::WorkOrder,
+        };
+        Delivery { entry: entry.into(), fields: job.to_fields(), deliveries }
+    }
+
+    fn options(max_deliveries: u64) -> Options {
+        Options {
+            worker_id: "w1".into(),
+            concurrency: 1,
+            claim_idle: Duration::from_secs(60),
+            max_deliveries,
+        }
+    }
+
+    /// What serving the queue did: the summary (or error), the ids run, and the events.
+    struct Served {
+        summary: Result<Summary>,
+        ran: Vec<String>,
+        events: Vec<Event>,
+        queue: Memory,
+    }
+
+    fn serve_with(
+        state: State,
+        options: &Options,
+        run: impl Fn(&Job, &Memory) -> Outcome + Sync,
+    ) -> Served {
+        let queue = Memory { state: Arc::new(Mutex::new(state)), stop: Arc::default() };
+        let (ran, events) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+        let summary = serve(
+            &|| Ok(queue.clone()),
+            options,
+            &queue.stop.clone(),
+            &|job: &Job| {
+                ran.lock().unwrap().push(job.work_order_id.clone());
+                run(job, &queue)
+            },
+            &|event| events.lock().unwrap().push(event),
+        );
+        Served {
+            summary,
+            ran: ran.into_inner().unwrap(),
+            events: events.into_inner().unwrap(),
+            queue,
+        }
+    }
+
+    fn ok(_: &Job, _: &Memory) -> Outcome {
+        Outcome { ok: true, result: json!({"ok": true}) }
+    }
+
+    #[test]
+    fn a_work_order_runs_and_its_result_entry_and_lease_go_in_one_step() {
+        let state = State { deliveries: [delivery("1-0", "WO-A", 1)].into(), ..State::default() };
+        let served = serve_with(state, &options(3), |_, _| Outcome {
+            ok: false,
+            result: json!({"ok": false}),
+        });
+        assert_eq!(
+            served.summary.unwrap(),
+            Summary { completed: 1, duplicates: 0, dead_lettered: 0 }
+        );
+        assert_eq!(served.ran, ["WO-A"]);
+        let state = served.queue.state();
+        let fields: BTreeMap<&str, &str> =
+            state.written[0].iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            fields,
+            BTreeMap::from([
+                ("entry", "1-0"),
+                ("ok", "false"),
+                ("result", "{\"ok\":false}"),
+                ("work_order_id", "WO-A"),
+                ("worker_id", "w1")
+            ])
+        );
+        assert_eq!(state.acknowledged, ["1-0"]);
+        assert!(state.leases.is_empty(), "the lease is dropped with the result");
+        assert_eq!(
+            served.events,
+            [
+                Event::Serving,
+                Event::Completed { work_order_id: "WO-A".into(), ok: false, result: "r1".into() }
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_that_is_no_work_order_goes_to_the_dead_letters_unrun() {
+        let mut bad = delivery("1-0", "WO-A", 1);
+        bad.fields.retain(|(k, _)| k != "work_order");
+        let mut escaping = delivery("2-0", "WO-B", 1);
+        escaping.fields[1].1 = "../../etc/passwd".into();
+        let state = State { deliveries: [bad, escaping].into(), ..State::default() };
+        let served = serve_with(state, &options(3), ok);
+        assert_eq!(served.summary.unwrap().dead_lettered, 2);
+        assert!(served.ran.is_empty());
+        let dead = &served.queue.state().dead;
+        assert_eq!(
+            dead[0],
+            (
+                "1-0".to_string(),
+                "not a work order: the entry has no `work_order` field".to_string()
+            )
+        );
+        assert!(dead[1].1.starts_with("not a work order: path `../../etc/passwd`: "), "{dead:?}");
+    }
+
+    #[test]
+    fn an_id_that_has_a_result_is_acknowledged_and_not_run_again() {
+        let state = State {
+            deliveries: [delivery("2-0", "WO-A", 1)].into(),
+            results: BTreeMap::from([("WO-A".to_string(), "r0".to_string())]),
+            ..State::default()
+        };
+        let served = serve_with(state, &options(3), ok);
+        assert_eq!(
+            served.summary.unwrap(),
+            Summary { completed: 0, duplicates: 1, dead_lettered: 0 }
+        );
+        assert!(served.ran.is_empty());
+        assert_eq!(served.queue.state().acknowledged, ["2-0"]);
+        assert!(
+            served
+                .events
+                .contains(&Event::Duplicate { work_order_id: "WO-A".into(), entry: "2-0".into() })
+        );
+    }
+
+    #[test]
+    fn an_id_another_attempt_holds_is_left_pending_however_often_it_came() {
+        // Held elsewhere and delivered far past the limit: neither run, acknowledged nor
+        // dead-lettered; it comes back once the other attempt is done.
+        let state = State {
+            deliveries: [delivery("1-0", "WO-A", 99)].into(),
+            leases: BTreeMap::from([("WO-A".to_string(), "w2/0".to_string())]),
+            ..State::default()
+        };
+        let served = serve_with(state, &options(3), ok);
+        assert_eq!(served.summary.unwrap(), Summary::default());
+        assert!(served.ran.is_empty());
+        let state = served.queue.state();
+        assert!(state.acknowledged.is_empty() && state.dead.is_empty());
+        assert_eq!(state.leases["WO-A"], "w2/0", "the other attempt's lease is untouched");
+        assert!(
+            served
+                .events
+                .contains(&Event::Busy { work_order_id: "WO-A".into(), entry: "1-0".into() })
+        );
+    }
+
+    #[test]
+    fn an_id_whose_attempts_all_ran_out_goes_to_the_dead_letters_unrun() {
+        // WO-A's earlier attempts (two) took its lease and never finished: the third runs.
+        // WO-B's three did: the fourth does not, and its lease and count are dropped. How
+        // often the queue delivered either entry is not what counts.
+        let state = State {
+            deliveries: [delivery("1-0", "WO-A", 50), delivery("2-0", "WO-B", 4)].into(),
+            attempts: BTreeMap::from([("WO-A".to_string(), 2), ("WO-B".to_string(), 3)]),
+            ..State::default()
+        };
+        let served = serve_with(state, &options(3), ok);
+        assert_eq!(
+            served.summary.unwrap(),
+            Summary { completed: 1, duplicates: 0, dead_lettered: 1 }
+        );
+        assert_eq!(served.ran, ["WO-A"]);
+        let state = served.queue.state();
+        assert_eq!(
+            state.dead,
+            [(
+                "2-0".to_string(),
+                "3 attempt(s) ran and none finished, the most --max-deliveries 3 allows: a worker died or stalled on it each time"
+                    .to_string()
+            )]
+        );
+        assert!(state.leases.is_empty(), "the dead-lettered id's lease is released");
+        assert!(!state.attempts.contains_key("WO-B"), "and its count with it");
+    }
+
+    #[test]
+    fn re_deliveries_that_found_the_id_busy_are_no_attempts() {
+        // Delivered again and again while another attempt ran it: each time Busy, never
+        // counted; once that attempt is gone, the next delivery is attempt 1 and runs.
+        let mut deliveries: VecDeque<Delivery> =
+            (1..=5).map(|n| delivery(&format!("{n}-0"), "WO-A", n)).collect();
+        deliveries.push_back(delivery("6-0", "WO-A", 6));
+        let state = State {
+            deliveries,
+            leases: BTreeMap::from([("WO-A".to_string(), "w2/0".to_string())]),
+            expire_at: Some("6-0".into()),
+            ..State::default()
+        };
+        let served = serve_with(state, &options(1), |job, queue| {
+            assert_eq!(queue.state().attempts[&job.work_order_id], 1, "the first attempt");
+            ok(job, queue)
+        });
+        assert_eq!(
+            served.summary.unwrap(),
+            Summary { completed: 1, duplicates: 0, dead_lettered: 0 }
+        );
+        assert_eq!(served.ran, ["WO-A"]);
+        let busy = served.events.iter().filter(|e| matches!(e, Event::Busy { .. })).count();
+        assert_eq!(busy, 5);
+        assert!(served.queue.state().dead.is_empty());
+    }
+
+    #[test]
+    fn a_result_another_attempt_wrote_first_supersedes_this_one() {
+        let state = State { deliveries: [delivery("1-0", "WO-A", 1)].into(), ..State::default() };
+        // While this attempt runs, another (that took the lease over) finishes first.
+        let served = serve_with(state, &options(3), |_, queue| {
+            queue.state().results.insert("WO-A".into(), "r9".into());
+            Outcome { ok: true, result: json!({}) }
+        });
+        assert_eq!(served.summary.unwrap().completed, 0);
+        let state = served.queue.state();
+        assert!(state.written.is_empty(), "nothing written over the first result");
+        assert_eq!(state.acknowledged, ["1-0"]);
+        assert!(served.events.contains(&Event::Superseded { work_order_id: "WO-A".into() }));
+    }
+
+    #[test]
+    fn running_work_orders_keep_their_leases_and_a_lost_one_is_reported() {
+        let state = State {
+            deliveries: [delivery("1-0", "WO-A", 1)].into(),
+            lose_on_renew: true,
+            ..State::default()
+        };
+        let quick = Options { claim_idle: Duration::from_millis(30), ..options(3) };
+        // The run lasts until the heartbeat has renewed its lease (a minute at most).
+        let served = serve_with(state, &quick, |job, queue| {
+            for _ in 0..6000 {
+                if queue.state().renewals > 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            ok(job, queue)
+        });
+        assert!(served.queue.state().renewals > 0, "the heartbeat renewed the running lease");
+        assert!(served.events.contains(&Event::LeaseLost { work_order_id: "WO-A".into() }));
+        assert_eq!(served.summary.unwrap().completed, 1);
+    }
+
+    #[test]
+    fn a_failing_queue_ends_serving_with_its_error() {
+        let state = State {
+            deliveries: [delivery("1-0", "WO-A", 1)].into(),
+            fail_when_empty: true,
+            ..State::default()
+        };
+        let served = serve_with(state, &Options { concurrency: 3, ..options(3) }, ok);
+        let e = served.summary.unwrap_err();
+        assert_eq!(e.code(), Code::QueueProtocolError, "{e}");
+        assert!(e.to_string().contains("the connection broke"), "{e}");
+        assert_eq!(served.ran, ["WO-A"], "what was taken ran to its end");
+    }
+}

@@ -144,6 +144,7 @@ struct Walk<'g, 'i> {
 
 impl<'g, 'i> Walk<'g, 'i> {
     fn tick(&mut self, n: usize) -> Result<(), OutOfSteps> {
+        crate::work::count(n);
         self.steps = self.steps.saturating_add(n);
         if self.steps > self.limit { Err(OutOfSteps) } else { Ok(()) }
     }
@@ -161,6 +162,7 @@ impl<'g, 'i> Walk<'g, 'i> {
         let memo = &mut self.live;
         let mut stack = vec![(schema, false)];
         while let Some((value, children_done)) = stack.pop() {
+            crate::work::count(1);
             let Value::Object(map) = value else { continue };
             if memo.contains_key(&addr(value)) {
                 continue;
@@ -626,10 +628,11 @@ mod tests {
         }
         defs.insert("d60".into(), json!({"properties": {"s": s}}));
         let schema = json!({"items": {"$ref": "#/$defs/d0"}, "$defs": defs});
-        let started = std::time::Instant::now();
         let instance = json!([{"s": "A"}, {"s": "B"}]);
-        assert_eq!(found(&schema, &instance, MAX_WALK), (expect_owned(&["A", "B"]), false));
-        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+        let (result, work) = crate::work::counted(|| found(&schema, &instance, MAX_WALK));
+        assert_eq!(result, (expect_owned(&["A", "B"]), false));
+        // Each of the 120 subschemas once per item, not once per path.
+        assert!(work.steps < 2_000, "{work:?}");
     }
 
     #[test]
@@ -679,28 +682,19 @@ mod tests {
             }
             (schema, instance)
         }
-        let time = |depth: usize| {
+        // The work counted: the walk's steps, the subschemas asked whether they are live,
+        // and every allocation.
+        let work = |depth: usize| {
             let (schema, instance) = chain(depth);
             let graph = Graph::build(&schema, &Origin::detached());
-            let mut times: Vec<std::time::Duration> = (0..3)
-                .map(|_| {
-                    let started = std::time::Instant::now();
-                    let m = marked(&graph, &instance);
-                    assert_eq!((m.values.len(), m.incomplete), (1, false));
-                    started.elapsed()
-                })
-                .collect();
-            times.sort();
-            times[1]
+            let (m, work) = crate::work::counted(|| marked(&graph, &instance));
+            assert_eq!((m.values.len(), m.incomplete), (1, false));
+            work
         };
         // Deep values are dropped recursively: a thread with room for them.
         std::thread::Builder::new()
             .stack_size(256 << 20)
-            .spawn(move || {
-                crate::linear::assert_linear("deep marked values", || {
-                    (time(1_000).as_secs_f64(), time(4_000).as_secs_f64())
-                })
-            })
+            .spawn(move || crate::work::assert_linear("deep marked values", 1_000, work))
             .unwrap()
             .join()
             .unwrap();
@@ -715,21 +709,11 @@ mod tests {
             (0..n).map(|i| json!({"pin": format!("pin-{i}"), "tags": [{"pin": i}]})).collect()
         };
         let graph = Graph::build(&schema, &Origin::detached());
-        let time = |n: usize| {
+        crate::work::assert_linear("marked items", 2_000, |n| {
             let instance = instance(n);
-            let mut times: Vec<std::time::Duration> = (0..3)
-                .map(|_| {
-                    let started = std::time::Instant::now();
-                    let m = marked(&graph, &instance);
-                    assert_eq!(m.values.len(), 2 * n);
-                    started.elapsed()
-                })
-                .collect();
-            times.sort();
-            times[1]
-        };
-        crate::linear::assert_linear("marked items", || {
-            (time(2_000).as_secs_f64(), time(8_000).as_secs_f64())
+            let (m, work) = crate::work::counted(|| marked(&graph, &instance));
+            assert_eq!(m.values.len(), 2 * n);
+            work
         });
     }
 }

@@ -1387,18 +1387,37 @@ mod tests {
         let err = verify_history(&[e1.clone(), edited, e3.clone()]).unwrap_err();
         assert_eq!(err.code(), Code::RegistryHistoryBroken);
         assert!(err.to_string().contains("edited"), "{err}");
-        assert!(verify_history(&[e1.clone(), e3.clone()]).is_err());
-        assert!(verify_history(&[e2.clone(), e1.clone()]).is_err());
+        let broken = |history: &[Event]| {
+            let e = verify_history(history).unwrap_err();
+            assert_eq!(e.code(), Code::RegistryHistoryBroken, "{e}");
+            e.to_string()
+        };
+        assert!(broken(&[e1.clone(), e3.clone()]).contains("at event 3: expected seq 2"));
+        assert!(broken(&[e2.clone(), e1.clone()]).contains("at event 2: expected seq 1"));
         let mut renumbered = e3.clone();
         renumbered.seq = 2;
-        assert!(verify_history(&[e1, renumbered]).is_err());
+        assert!(
+            broken(&[e1, renumbered])
+                .contains("at event 2: `prev` is not the previous event's hash")
+        );
     }
 
     #[test]
     fn relative_paths_must_stay_inside() {
         assert!(check_relative("contracts/a/1.0.0.json").is_ok());
-        for bad in ["", "/etc/passwd", "../x.json", "contracts/../../x", "C:\\x", "a\\..\\..\\b"] {
-            assert!(check_relative(bad).is_err(), "{bad}");
+        let (absolute, dots) = (
+            "absolute paths are not allowed; use a path relative to registry.json",
+            "`..` is not allowed: the path would leave the project root",
+        );
+        for (bad, why) in [
+            ("", "path is empty"),
+            ("/etc/passwd", absolute),
+            ("../x.json", dots),
+            ("contracts/../../x", dots),
+            ("C:\\x", absolute),
+            ("a\\..\\..\\b", dots),
+        ] {
+            assert_eq!(check_relative(bad), Err(why.to_string()), "{bad}");
         }
         // A hidden component anywhere, not only the last one.
         for hidden in [".env", ".git/hooks/x.json", "contracts/.secret/a.json", "./.pactum/a.json"]

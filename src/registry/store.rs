@@ -117,7 +117,11 @@ mod tests {
                 reason: "test".into(),
             })
         });
-        assert!(e.is_err());
+        assert_eq!(
+            e.unwrap_err().code(),
+            crate::Code::RegistryTransitionInvalid,
+            "the closure's own error"
+        );
         assert_eq!(std::fs::read(&target).unwrap(), before);
     }
 
@@ -179,7 +183,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock = Lock::acquire(dir.path()).unwrap();
         let other = File::options().write(true).open(lock.path()).unwrap();
-        assert!(other.try_lock().is_err());
+        assert!(matches!(other.try_lock(), Err(std::fs::TryLockError::WouldBlock)));
         drop(lock);
         assert!(other.try_lock().is_ok());
     }

@@ -126,6 +126,7 @@ const OUT_OF_FUEL: &str = "the render ran out of fuel";
 /// Charges `units` of native work; past the render's fuel (instructions and native work
 /// together) the template stops.
 fn spend(state: &State, units: u64) -> Result<(), Error> {
+    crate::work::count(units as usize);
     let work = WORK.with(|w| {
         let total = w.get().saturating_add(units);
         w.set(total);
@@ -1143,6 +1144,8 @@ pub fn nesting(source: &str) -> Result<(), Refused> {
     for token in tokenize(source, false, Default::default()) {
         // A template that does not tokenize is left to the compiler's syntax error.
         let Ok((token, span)) = token else { return Ok(()) };
+        // One step per token and per byte of it: the cost test's work (`crate::work`).
+        crate::work::count(1 + span.end_offset.saturating_sub(span.start_offset) as usize);
         match token {
             Token::VariableStart | Token::VariableEnd | Token::BlockStart | Token::BlockEnd => {
                 levels.clear();

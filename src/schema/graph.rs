@@ -365,6 +365,7 @@ impl<'s> Graph<'s> {
         }
         let mut stack = vec![(start, parent, suffix, base, draft)];
         while let Some((value, parent, suffix, base, draft)) = stack.pop() {
+            crate::work::count(1);
             if self.by_address.contains_key(&address(value)) {
                 continue;
             }
@@ -452,6 +453,7 @@ impl<'s> Graph<'s> {
         files: &dyn Files,
         pending: &mut VecDeque<(NodeId, &'static str, String)>,
     ) -> Targets {
+        crate::work::count(1);
         if keyword == "$recursiveRef" {
             let base = self.nodes[node].base;
             let Some(&target) = self.resources.get(&base) else {
@@ -816,9 +818,17 @@ mod tests {
         );
         assert_eq!(targets(&g, "/properties/i"), Ok(vec!["/$defs/embedded/$defs/x".into()]));
         // A relative reference against the detached base is not that resource.
-        assert!(targets(&g, "/properties/j").is_err());
+        assert!(
+            targets(&g, "/properties/j")
+                .unwrap_err()
+                .contains("`json-schema:///inner.json` would reach the network")
+        );
         assert!(targets(&g, "/properties/n").unwrap_err().contains("no anchor `nope`"));
-        assert!(targets(&g, "/properties/f").is_err());
+        assert!(
+            targets(&g, "/properties/f")
+                .unwrap_err()
+                .contains("`json-schema:///common/address.json` would reach the network")
+        );
         // A pointer to something that is not a subschema keyword is registered all the same.
         assert_eq!(targets(&g, "/properties/q"), Ok(vec!["/x-extra/in ner".into()]));
         assert!(g.reaches_out());

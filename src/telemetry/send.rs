@@ -278,3 +278,188 @@ fn send_batches(shared: &Shared, sink: &Sink, batch: usize) {
         shared.changed.notify_all();
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // a test is the application that names its collector
+pub(super) mod tests {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use serde_json::{Map, json};
+
+    use super::*;
+    use crate::redact::Redactor;
+    use crate::telemetry::spans::Traces;
+
+    /// A collector on 127.0.0.1: it reads every export request whole and answers each with
+    /// `status`, or never (`None`: it holds the connection open). It counts the requests and
+    /// the bytes of their bodies.
+    pub(crate) struct Collector {
+        pub url: String,
+        requests: Arc<AtomicUsize>,
+        bytes: Arc<AtomicUsize>,
+    }
+
+    impl Collector {
+        pub(crate) fn start(status: Option<u16>) -> Collector {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+            let requests = Arc::new(AtomicUsize::new(0));
+            let bytes = Arc::new(AtomicUsize::new(0));
+            let (r, b) = (Arc::clone(&requests), Arc::clone(&bytes));
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let (r, b) = (Arc::clone(&r), Arc::clone(&b));
+                    std::thread::spawn(move || {
+                        let mut reader = BufReader::new(stream.try_clone().unwrap());
+                        let mut stream = stream;
+                        loop {
+                            let mut length = 0usize;
+                            loop {
+                                let mut line = String::new();
+                                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                    return;
+                                }
+                                let lower = line.to_ascii_lowercase();
+                                if let Some(v) = lower.strip_prefix("content-length:") {
+                                    length = v.trim().parse().unwrap_or(0);
+                                }
+                                if line == "\r\n" {
+                                    break;
+                                }
+                            }
+                            let mut body = vec![0; length];
+                            if reader.read_exact(&mut body).is_err() {
+                                return;
+                            }
+                            r.fetch_add(1, Ordering::SeqCst);
+                            b.fetch_add(length, Ordering::SeqCst);
+                            let Some(status) = status else {
+                                std::thread::sleep(Duration::from_secs(3600));
+                                return;
+                            };
+                            let answer =
+                                format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
+                            if stream.write_all(answer.as_bytes()).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            Collector { url, requests, bytes }
+        }
+
+        pub(crate) fn requests(&self) -> usize {
+            self.requests.load(Ordering::SeqCst)
+        }
+
+        pub(crate) fn bytes(&self) -> usize {
+            self.bytes.load(Ordering::SeqCst)
+        }
+    }
+
+    /// `n` spans of exchange records, and the resource they go under.
+    fn spans(n: usize) -> (Vec<SpanData>, Resource) {
+        let mut traces = Traces::new(Arc::new(Redactor::new()));
+        let spans = (0..n)
+            .flat_map(|i| {
+                let hash = format!("{i:064x}");
+                let record = json!({"kind": "exchange", "hash": hash, "model": "m"});
+                traces.spans(&record, &Map::new(), false)
+            })
+            .collect();
+        (spans, traces.resource(None))
+    }
+
+    fn sink(collector: &Collector) -> Sink {
+        let settings = crate::telemetry::Settings::new(crate::authority::Permit::application(
+            collector.url.clone(),
+        ));
+        Sink::new(&settings, "the test collector", &spans(0).1).unwrap()
+    }
+
+    #[test]
+    fn a_batch_the_collector_takes_is_one_request_and_counted() {
+        let collector = Collector::start(Some(200));
+        let sink = sink(&collector);
+        assert_eq!(sink.send(spans(3).0), Ok(()));
+        assert_eq!((sink.requests(), collector.requests()), (1, 1));
+        assert!(collector.bytes() > 0);
+    }
+
+    #[test]
+    fn a_refused_batch_says_who_refused_it_and_how() {
+        let collector = Collector::start(Some(400));
+        let sink = sink(&collector);
+        let why = sink.send(spans(1).0).unwrap_err();
+        assert_eq!(
+            why,
+            "the collector at the test collector refused the spans: HTTP 400 Bad Request"
+        );
+        assert_eq!(sink.requests(), 0, "nothing was accepted");
+        let collector = Collector::start(Some(302));
+        let why = sink_send_one(&collector);
+        assert!(why.contains("HTTP 302") && why.contains("pactum follows none"), "{why}");
+    }
+
+    fn sink_send_one(collector: &Collector) -> String {
+        sink(collector).send(spans(1).0).unwrap_err()
+    }
+
+    #[test]
+    fn spans_past_the_queue_are_dropped_and_counted_never_waited_for() {
+        let collector = Collector::start(Some(200));
+        // One batch of everything: the thread waits for it to fill (or for the delay), so
+        // all of one push lands in the queue or is dropped, under one lock.
+        let queue = Queue::start(sink(&collector), MAX_QUEUED + 1).unwrap();
+        queue.push(spans(MAX_QUEUED + 7).0);
+        let counts = queue.finish(Duration::from_secs(60));
+        assert_eq!(
+            (counts.spans, counts.delivered, counts.dropped, counts.failed, counts.unsent),
+            (MAX_QUEUED as u64 + 7, MAX_QUEUED as u64, 7, 0, 0),
+            "{counts:?}"
+        );
+        assert_eq!(collector.requests(), 1);
+        // Once closed, nothing more is taken: what comes is dropped and counted.
+        queue.push(spans(2).0);
+        assert_eq!(queue.finish(Duration::from_secs(1)).dropped, 9);
+    }
+
+    #[test]
+    fn batches_hold_at_most_the_batch_size() {
+        let collector = Collector::start(Some(200));
+        let queue = Queue::start(sink(&collector), 10).unwrap();
+        queue.push(spans(25).0);
+        let counts = queue.finish(Duration::from_secs(60));
+        assert_eq!((counts.spans, counts.delivered), (25, 25), "{counts:?}");
+        assert_eq!((queue.requests(), collector.requests()), (3, 3), "10 + 10 + 5");
+    }
+
+    #[test]
+    fn finish_waits_at_most_its_wait_and_counts_what_did_not_go_as_unsent() {
+        // A collector that never answers: the batch on its way and what waits are unsent
+        // once `finish` stops waiting, long before the batch's own 10 s are up.
+        let collector = Collector::start(None);
+        let queue = Queue::start(sink(&collector), 2).unwrap();
+        queue.push(spans(5).0);
+        let started = Instant::now();
+        let counts = queue.finish(Duration::from_millis(200));
+        assert!(started.elapsed() < client::TIMEOUT / 2, "{:?}", started.elapsed());
+        assert_eq!((counts.spans, counts.unsent, counts.delivered, counts.failed), (5, 5, 0, 0));
+    }
+
+    #[test]
+    fn a_collector_failing_while_the_run_waits_fails_the_rest_without_sending_it() {
+        let collector = Collector::start(Some(400));
+        let queue = Queue::start(sink(&collector), 4).unwrap();
+        queue.push(spans(12).0);
+        let counts = queue.finish(Duration::from_secs(60));
+        assert_eq!((counts.spans, counts.failed, counts.delivered), (12, 12, 0), "{counts:?}");
+        let why = counts.first_failure.unwrap();
+        assert!(why.contains("refused the spans: HTTP 400"), "{why}");
+        // Every span counted once: made = delivered + failed + dropped + unsent.
+        assert_eq!(counts.dropped + counts.unsent, 0);
+    }
+}

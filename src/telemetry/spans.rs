@@ -832,25 +832,10 @@ mod tests {
         assert_eq!(ids.tool(1), Ids::of(H2).tool(1));
     }
 
-    /// The medians of five timings each of `f(small)` and `f(large)`, taken in turn (so
-    /// the load of a shared machine falls on both alike).
-    fn medians<T>(small: &T, large: &T, mut f: impl FnMut(&T)) -> (Duration, Duration) {
-        let mut time = |x: &T| {
-            let t = std::time::Instant::now();
-            f(x);
-            t.elapsed()
-        };
-        let (mut a, mut b): (Vec<Duration>, Vec<Duration>) =
-            (0..5).map(|_| (time(small), time(large))).unzip();
-        a.sort();
-        b.sort();
-        (a[2], b[2])
-    }
-
     /// The mapping costs what a record holds, linearly: its tool calls (a reply or a
     /// kernel cycle of thousands), and its content (a reply of megabytes, masked, then cut).
     #[test]
-    fn a_records_spans_cost_time_linear_in_its_calls_and_its_content() {
+    fn a_records_spans_cost_work_linear_in_its_calls_and_its_content() {
         let redactor = Arc::new(Redactor::new());
         redactor.add("sk-linear-secret-000");
         let mut t = Traces::new(redactor);
@@ -866,10 +851,12 @@ mod tests {
             ("tool calls", &calls as &dyn Fn(usize) -> Value, 1_500),
             ("reply bytes", &reply, 1 << 20),
         ] {
-            let (small, large) = (make(n), make(4 * n));
-            let (a, b) = medians(&small, &large, |r| drop(t.spans(r, &Map::new(), true)));
-            let ratio = b.as_secs_f64() / a.as_secs_f64().max(1e-6);
-            assert!(ratio < 8.0, "{what}: {n} took {a:?}, {} took {b:?} ({ratio:.1}x)", 4 * n);
+            // The work counted: every allocation (each attribute and span is built), and
+            // the bytes the masking scans (`crate::redact`).
+            crate::work::assert_linear(what, n, |n| {
+                let record = make(n);
+                crate::work::work_of(|| t.spans(&record, &Map::new(), true))
+            });
         }
     }
 

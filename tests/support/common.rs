@@ -68,14 +68,55 @@ pub fn require_shared(rel: &str) -> PathBuf {
     path
 }
 
-/// Copies the folder `from` to `to`, recursively.
+/// Copies the folder `from` to `to`, recursively; from the checkout, only what git would
+/// commit (its files, tracked or new, but none that git ignores). So a test starts from the
+/// tree as it is committed, whatever was run in the checkout before: running the README's
+/// eval example leaves a `.pactum/` ledger in `examples/eval-classify/`, which a copy of
+/// that folder must not take along. A folder outside any git work tree (a temporary one) is
+/// copied whole.
 pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    let Some(files) = committable_files(from) else { return copy_everything(from, to) };
+    for rel in files {
+        let source = from.join(&rel);
+        // Listed by git but deleted in the work tree: not part of the tree as it is.
+        if !source.is_file() {
+            continue;
+        }
+        let target = to.join(&rel);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&source, &target)
+            .unwrap_or_else(|e| panic!("copying {}: {e}", source.display()));
+    }
+}
+
+/// The files under `dir` that git tracks or would add (`git ls-files --cached --others
+/// --exclude-standard`), relative to `dir`; `None` when `dir` is in no git work tree.
+fn committable_files(dir: &Path) -> Option<Vec<PathBuf>> {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."])
+        .current_dir(dir)
+        .output()
+        .ok()
+        .filter(|out| out.status.success())?;
+    let mut files: Vec<PathBuf> = out
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|rel| !rel.is_empty())
+        .map(|rel| PathBuf::from(String::from_utf8(rel.to_vec()).unwrap()))
+        .collect();
+    files.sort();
+    files.dedup();
+    Some(files)
+}
+
+fn copy_everything(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
         if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
+            copy_everything(&entry.path(), &target);
         } else {
             std::fs::copy(entry.path(), &target).unwrap();
         }

@@ -318,6 +318,7 @@ impl<'a> Parser<'a> {
         self.comment_closers = false;
         let members = self.members;
         let first = self.run_once(start, limit, whole);
+        crate::work::count(self.pos.saturating_sub(start));
         let complete = first
             .as_ref()
             .is_ok_and(|f| !f.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail));
@@ -327,6 +328,7 @@ impl<'a> Parser<'a> {
         self.closers_in_comments = true;
         self.members = members;
         let second = self.run_once(start, limit, whole);
+        crate::work::count(self.pos.saturating_sub(start));
         self.closers_in_comments = false;
         match second {
             Ok(found) if !found.repairs.iter().any(|r| r.kind == RepairKind::TruncatedTail) => {
@@ -454,12 +456,16 @@ impl<'a> Parser<'a> {
                     self.comment_closers |= end < line_end;
                     if self.closers_in_comments { end } else { line_end }
                 }
-                [b'<', b'!', b'-', b'-', tail @ ..] => memchr::memmem::find(tail, b"-->")
-                    .map_or(self.bytes.len(), |n| start + 4 + n + 3),
-                [b'/', b'*', tail @ ..] => tail
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(self.bytes.len(), |n| start + 2 + n + 2),
+                [b'<', b'!', b'-', b'-', tail @ ..] => {
+                    let found = memchr::memmem::find(tail, b"-->");
+                    crate::work::count(found.map_or(tail.len(), |n| n + 3));
+                    found.map_or(self.bytes.len(), |n| start + 4 + n + 3)
+                }
+                [b'/', b'*', tail @ ..] => {
+                    let found = memchr::memmem::find(tail, b"*/");
+                    crate::work::count(found.map_or(tail.len(), |n| n + 2));
+                    found.map_or(self.bytes.len(), |n| start + 2 + n + 2)
+                }
                 _ => return,
             };
             self.pos = end;
@@ -1224,8 +1230,10 @@ mod tests {
         let text = r#""a": 1, "b": [2]}"#;
         let found = Parser::new(text).run_members(0, text.len(), true).map(|f| f.value);
         assert_eq!(found, Ok(json!({"a": 1, "b": [2]})));
-        assert!(Parser::new("Note: 50% {").run_members(0, 11, true).is_err());
-        assert!(Parser::new(r#""a": 1"#).run_members(0, 6, true).is_err());
+        // Refused before any parsing, at the start: prose, and members without their `}`.
+        let refused = Err(Stop { at: 0, too_deep: false });
+        assert_eq!(Parser::new("Note: 50% {").run_members(0, 11, true), refused);
+        assert_eq!(Parser::new(r#""a": 1"#).run_members(0, 6, true), refused);
         // Keys with punctuation, backtick strings, HTML comments, garbage after a comma.
         check(
             "{te!st: 1, last.name: 2, @id: 3}",

@@ -212,6 +212,7 @@ impl Parser<'_> {
         }
         let rest = self.bytes.get(from..).unwrap_or_default();
         let found = memchr::memmem::find(rest, b"```\"").map(|at| from + at);
+        crate::work::count(found.map_or(rest.len(), |at| at - from + 4));
         self.fence_end = Some((from, found));
         found
     }
