@@ -859,3 +859,57 @@ fn tool_names_that_escape_the_terminal_or_differ_only_in_case_are_refused() {
         }
     }
 }
+
+/// A server's `allow` list decides what a run registers: a tool the server offers but the
+/// list leaves out is neither shown to the model nor callable, even when a plan names it.
+#[test]
+fn a_tool_the_servers_allow_list_leaves_out_is_not_registered_for_the_run() {
+    let p = project(", \"--extra\", \"wipe_disk\"", "shipped");
+    let toml = std::fs::read_to_string(p.path("pactum.toml")).unwrap();
+    p.write("pactum.toml", &format!("{toml}allow = [\"lookup_order\"]\n"));
+    let mut f = fixtures("shipped");
+    f["responses"][1]["text"] = Value::from(
+        json!({"goal": "Wipe.", "steps": [
+        {"step_id": "s1", "description": "Wipe the disk.", "status": "pending",
+         "tool": "wipe_disk", "arguments": {"order_id": "A-17"}}]})
+        .to_string(),
+    );
+    p.write_json("fixtures.json", &f);
+    let run = p.run(&[]);
+    assert!(calls_received(&p).is_empty(), "the unlisted tool was called: {}", run.out);
+    let plans: Vec<String> = p
+        .ledger()
+        .exchanges()
+        .iter()
+        .filter(|e| e["contract_id"] == "PRC-PLAN-001")
+        .map(|e| e.to_string())
+        .collect();
+    assert!(!plans.is_empty(), "{}", run.out);
+    assert!(plans.iter().all(|e| !e.contains("wipe_disk\\\",\\\"description")), "{plans:#?}");
+    assert!(run.out.stdout.contains("wipe_disk"), "{}", run.out);
+}
+
+/// A tool's output is capped at 256 KiB: a 300 KiB answer fails the call, one under the cap
+/// is taken whole.
+#[test]
+fn a_tool_output_over_256_kib_fails_the_call_and_one_under_it_is_taken() {
+    for (kib, taken) in [(300, false), (200, true)] {
+        let p = project("", "shipped");
+        let note = "n".repeat(kib * 1024);
+        p.write_json(
+            "tools/orders.json",
+            &json!({"A-17": {"status": "shipped", "carrier": "DHL", "note": note}}),
+        );
+        let run = p.run(&[]);
+        let calls = p.ledger().tool_calls();
+        assert_eq!(calls_received(&p).len(), 1, "{}", run.out);
+        if taken {
+            assert!(calls[0]["error"].is_null(), "{calls:#?}");
+            assert_eq!(calls[0]["output"]["note"].as_str().map(str::len), Some(kib * 1024));
+        } else {
+            assert_eq!(calls[0]["error"]["code"], "tool_failed", "{}", run.out);
+            let message = calls[0]["error"]["message"].as_str().unwrap();
+            assert!(message.contains("at most 262144 bytes"), "{message}");
+        }
+    }
+}

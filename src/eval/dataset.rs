@@ -338,6 +338,24 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_dataset_linked_to_a_file_outside_the_project_is_refused_unread() {
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("cases.jsonl");
+        std::fs::write(&target, "{\"id\": \"c1\", \"input\": {}}\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("cases.jsonl")).unwrap();
+        let e = Dataset::open(dir.path(), "cases.jsonl").err().expect("the link was followed");
+        assert_eq!(e.code(), Code::PathEscape, "{e}");
+        // A link inside the project to a file inside it reads.
+        std::fs::write(dir.path().join("real.jsonl"), "{\"id\": \"c1\", \"input\": {}}\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real.jsonl"), dir.path().join("in.jsonl"))
+            .unwrap();
+        let mut d = Dataset::open(dir.path(), "in.jsonl").unwrap();
+        assert!(d.next().unwrap().is_ok());
+    }
+
     #[test]
     fn reading_is_linear_in_the_lines() {
         let make = |n: usize| {
