@@ -329,3 +329,41 @@ fn the_merge_driver_merges_weights_and_refuses_two_different_canaries() {
     out.status(1);
     assert!(out.stderr.contains("label `production`"), "{out}");
 }
+
+#[test]
+fn stats_and_datasets_of_a_project_without_a_ledger_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_tree(&common::repo().join("examples/eval-classify"), dir.path());
+    let _ = std::fs::remove_dir_all(dir.path().join(".pactum"));
+    let commands: [&[&str]; 3] = [
+        &["stats", "--json"],
+        &[
+            "eval",
+            "dataset",
+            "--from-ledger",
+            "--contract",
+            "PRC-CLASSIFY-001",
+            "--out",
+            "d.jsonl",
+            "--json",
+        ],
+        &["stats", "elsewhere.jsonl", "--json"],
+    ];
+    for (i, args) in commands.iter().enumerate() {
+        let out = pactum(dir.path(), args);
+        out.status(2);
+        let doc = out.json();
+        assert_eq!(doc["code"], "io_error", "{out}");
+        let message = doc["message"].as_str().unwrap();
+        let (file, reason) = if i < 2 {
+            (
+                ".pactum/ledger.jsonl",
+                "no ledger yet: a project's ledger is written by its first `pactum run`",
+            )
+        } else {
+            ("elsewhere.jsonl", "no such ledger file")
+        };
+        assert!(message.starts_with(file) && message.contains(reason), "{message}");
+    }
+    assert!(!dir.path().join("d.jsonl").exists());
+}

@@ -346,7 +346,9 @@ mod tests {
         std::fs::write(&target, "{\"id\": \"c1\", \"input\": {}}\n").unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(&target, dir.path().join("cases.jsonl")).unwrap();
-        let e = Dataset::open(dir.path(), "cases.jsonl").err().expect("the link was followed");
+        let Err(e) = Dataset::open(dir.path(), "cases.jsonl") else {
+            panic!("the link was followed")
+        };
         assert_eq!(e.code(), Code::PathEscape, "{e}");
         // A link inside the project to a file inside it reads.
         std::fs::write(dir.path().join("real.jsonl"), "{\"id\": \"c1\", \"input\": {}}\n").unwrap();

@@ -131,6 +131,22 @@ pub fn given_ledger(given: &Path) -> pactum::Result<Location> {
     database(&permit)
 }
 
+/// `location` when there is a ledger to read there: a missing file is named as the user
+/// knows it (`named`: given on the command line; else the project's, which its first run
+/// writes), never as a folder of it that happens to be missing.
+pub fn existing(location: Location, named: bool) -> pactum::Result<Location> {
+    if location.database_url().is_some() || pactum::confine::entry_at(location.path()).is_some() {
+        return Ok(location);
+    }
+    let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
+    let reason = if named {
+        "no such ledger file"
+    } else {
+        "no ledger yet: a project's ledger is written by its first `pactum run`"
+    };
+    Err(pactum::Error::not_found(shown, reason))
+}
+
 fn database(permit: &pactum::authority::Permit<String>) -> pactum::Result<Location> {
     let password = output::env_lookup("PGPASSWORD")
         .filter(|p| !p.is_empty())
@@ -194,16 +210,11 @@ pub fn exec(args: Args) -> u8 {
         Ok(at) => at,
         Err(e) => return output::fail(&e, json),
     };
+    let location = match existing(location, file.is_some()) {
+        Ok(at) => at,
+        Err(e) => return output::fail(&e, json),
+    };
     let shown = output::shown(&std::env::current_dir().unwrap_or_default(), location.path());
-    if location.database_url().is_none() && pactum::confine::entry_at(location.path()).is_none() {
-        // Named as the user knows it (not a folder of it that happens to be missing).
-        let reason = if file.is_some() {
-            "no such ledger file"
-        } else {
-            "no ledger yet: a project's ledger is written by its first `pactum run`"
-        };
-        return output::fail(&pactum::Error::not_found(shown, reason), json);
-    }
     // The project's ledger is held to its signed checkpoints too.
     let checkpoints = match file {
         Some(_) => Ok(Vec::new()),

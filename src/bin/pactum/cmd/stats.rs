@@ -40,9 +40,11 @@ pub fn ledgers(files: &[PathBuf], root: Option<&std::path::Path>) -> pactum::Res
         let root = output::root_or_here(root);
         let mut config = pactum::config::Config::load(&root)?;
         config.apply_env(&output::env_lookup);
-        Ok(vec![crate::cmd::ledger::project_ledger(&root, &config)?])
+        let at = crate::cmd::ledger::project_ledger(&root, &config)?;
+        Ok(vec![crate::cmd::ledger::existing(at, false)?])
     } else {
-        files.iter().map(|f| crate::cmd::ledger::given_ledger(f)).collect()
+        let given = files.iter().map(|f| crate::cmd::ledger::given_ledger(f));
+        given.map(|at| crate::cmd::ledger::existing(at?, true)).collect()
     }
 }
 
