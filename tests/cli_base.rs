@@ -244,6 +244,22 @@ fn a_real_promotion_with_recorded_evidence_is_verified() {
         out.stdout.contains("promote PRC-CLASSIFY-001@1.0.1 by dev@example.com: verified"),
         "{out}"
     );
+    // The same promotion with its numbers made better by hand (the dataset and cassette
+    // hashes left true): the recomputation gives other numbers, so the event is refused.
+    repo.forge(|r| {
+        let event = r.history.as_mut().unwrap().last_mut().unwrap();
+        let suite = &mut event.eval.as_mut().unwrap()["suites"][0];
+        assert_eq!(suite["candidate"]["cases"], 16, "{suite:#}");
+        suite["candidate"]["passed"] = json!(16);
+        suite["candidate"]["pass_rate"] = json!(1.0);
+        suite["improvements"] = json!(3);
+    });
+    let (status, found) = repo.findings("registry_event_unverified");
+    assert_eq!(status, 1);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(message.contains("promote PRC-CLASSIFY-001@1.0.1"), "{message}");
+    assert!(message.contains("evidence does not hold"), "{message}");
 }
 
 #[test]

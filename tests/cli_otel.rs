@@ -202,6 +202,38 @@ fn content_goes_only_when_asked_and_masked() {
     assert!(text.contains("my token is"), "{text}");
 }
 
+/// Names and ids a span carries pass the masker too, content or not: a session id that
+/// holds a secret (an application's token used as its conversation key) reaches the collector
+/// masked, in the attribute and in the ledger alike.
+#[test]
+fn ids_a_span_carries_are_masked_with_or_without_content() {
+    let dir = demo();
+    let secret = "sk-otel-session-secret-8765";
+    let wo = dir.path().join(CLASSIFY);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&wo).unwrap()).unwrap();
+    doc["session_id"] = json!(format!("session {secret}"));
+    doc["agent_id"] = json!(secret);
+    std::fs::write(&wo, doc.to_string()).unwrap();
+    for content in [false, true] {
+        let collector = Collector::start();
+        let url = format!("{}/v1/traces", collector.url());
+        let mut args = vec!["run", CLASSIFY, "--otlp", &url];
+        if content {
+            args.push("--otlp-content");
+        }
+        pactum(dir.path(), &args, &[("DEMO_TOKEN", secret)]).status(0);
+        let spans = collector.spans();
+        let chat = spans.iter().find(|s| s.attr("gen_ai.operation.name") == "chat").unwrap();
+        let session = chat.text("gen_ai.conversation.id");
+        assert!(session.starts_with("session ") && !session.contains(secret), "{chat:#?}");
+        assert!(!chat.text("gen_ai.agent.id").is_empty(), "{chat:#?}");
+        for r in collector.requests() {
+            assert!(!String::from_utf8_lossy(&r.body).contains(secret), "content {content}");
+        }
+    }
+    assert!(!std::fs::read_to_string(ledger(dir.path())).unwrap().contains(secret));
+}
+
 #[test]
 fn an_exported_ledger_gives_the_spans_its_run_sent() {
     let dir = demo();
