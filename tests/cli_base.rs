@@ -260,6 +260,24 @@ fn a_real_promotion_with_recorded_evidence_is_verified() {
     let message = found[0]["message"].as_str().unwrap();
     assert!(message.contains("promote PRC-CLASSIFY-001@1.0.1"), "{message}");
     assert!(message.contains("evidence does not hold"), "{message}");
+    // The promotion as it was, and one recording added to its cassette afterwards: the
+    // evidence names the cassette it was measured on, by its hash.
+    git(repo.root(), &["reset", "-q", "--hard", "HEAD"]);
+    repo.edit_text("evals/classify/cassette.json", |t| {
+        let mut doc: Value = serde_json::from_str(t).unwrap();
+        let entries = doc["entries"].as_array_mut().unwrap();
+        let mut extra = entries[0].clone();
+        extra["key"] = json!("f".repeat(64));
+        entries.push(extra);
+        serde_json::to_string_pretty(&doc).unwrap()
+    });
+    let (status, found) = repo.findings("registry_event_unverified");
+    assert_eq!(status, 1);
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not the") && message.contains("the evidence was measured on"),
+        "{message}"
+    );
 }
 
 #[test]
