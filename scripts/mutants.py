@@ -137,6 +137,9 @@ def build_args(test: list[str]) -> list[str]:
 FAILED = re.compile(r"^test (\S+) \.\.\. FAILED", re.M)
 
 
+PASSED = re.compile(r"^test result: \w+\. (\d+) passed", re.M)
+
+
 def failed_tests(log_path: Path, since: int) -> list[str]:
     text = log_path.read_text(encoding="utf-8", errors="replace")[since:]
     return sorted(set(FAILED.findall(text)))
@@ -158,6 +161,11 @@ def baseline(mutants: list[Mutant], logs: Path) -> None:
         if rc != 0:
             raise Refused(f"`cargo test {' '.join(test)}` fails without any mutant "
                           f"(log: {log_path}); it cannot tell a mutant apart")
+        ran = sum(int(n) for n in PASSED.findall(log_path.read_text(encoding="utf-8", errors="replace")))
+        if ran == 0:
+            raise Refused(f"`cargo test {' '.join(test)}` runs no test (log: {log_path}): a test "
+                          "that is filtered out or ignored catches nothing (pass `--include-ignored` "
+                          "after `--` for an ignored one)")
 
 
 def run_one(m: Mutant, logs: Path) -> Outcome:

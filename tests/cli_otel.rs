@@ -204,7 +204,8 @@ fn content_goes_only_when_asked_and_masked() {
 
 /// Names and ids a span carries pass the masker too, content or not: a session id that
 /// holds a secret (an application's token used as its conversation key) reaches the collector
-/// masked, in the attribute and in the ledger alike.
+/// masked, in the attribute and in the ledger alike, and so does one of an older ledger
+/// exported once the environment marks it.
 #[test]
 fn ids_a_span_carries_are_masked_with_or_without_content() {
     let dir = demo();
@@ -232,6 +233,20 @@ fn ids_a_span_carries_are_masked_with_or_without_content() {
         }
     }
     assert!(!std::fs::read_to_string(ledger(dir.path())).unwrap().contains(secret));
+    // A ledger written before the value was marked holds it; exported where the
+    // environment marks it, every span's ids are masked all the same.
+    std::fs::remove_dir_all(dir.path().join(".pactum")).unwrap();
+    pactum(dir.path(), &["run", CLASSIFY], &[]).status(0);
+    assert!(std::fs::read_to_string(ledger(dir.path())).unwrap().contains(secret));
+    let collector = Collector::start();
+    let url = format!("{}/v1/traces", collector.url());
+    pactum(dir.path(), &["ledger", "export", "--otlp", &url], &[("DEMO_TOKEN", secret)]).status(0);
+    let spans = collector.spans();
+    let chat = spans.iter().find(|s| s.attr("gen_ai.operation.name") == "chat").unwrap();
+    assert!(chat.text("gen_ai.conversation.id").starts_with("session "), "{chat:#?}");
+    for r in collector.requests() {
+        assert!(!String::from_utf8_lossy(&r.body).contains(secret), "ledger export");
+    }
 }
 
 #[test]

@@ -191,3 +191,33 @@ def test_the_installed_command_is_pactum(project):
     assert where and Path(where).parent == Path(sys.executable).parent, where
     checked = subprocess.run(["pactum", "validate"], cwd=project, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_route_key_routes_a_weighted_label_stably_and_the_ledger_says_which(tmp_path):
+    project = tmp_path / "canary"
+    shutil.copytree(REPO / "examples/eval-classify", project, ignore=shutil.ignore_patterns(".pactum"))
+    for args in (["registry", "promote", "PRC-CLASSIFY-001@1.1.0"],
+                 ["registry", "label", "PRC-CLASSIFY-001", "production", "1.0.0"],
+                 ["registry", "label", "PRC-CLASSIFY-001", "production", "1.1.0", "--weight", "50"]):
+        subprocess.run(["pactum", *args], cwd=project, check=True, capture_output=True)
+    client = pactum.open(project, provider="ci")
+    served = {}
+    for key in (f"customer-{i}" for i in range(16)):
+        first = client.call("PRC-CLASSIFY-001@production", {"user_input": MESSAGE}, route_key=key)
+        again = client.call("PRC-CLASSIFY-001@production", {"user_input": MESSAGE}, route_key=key)
+        assert first.version == again.version, key
+        served[key] = first.version
+    assert set(served.values()) == {"1.0.0", "1.1.0"}, served
+    records = [json.loads(line) for line in (project / ".pactum/ledger.jsonl").read_text().splitlines()]
+    exchanges = [r for r in records if r.get("event") == "exchange"]
+    assert len(exchanges) == 32
+    assert all(r["label"] == "production" and r["label_weight"] == 50 for r in exchanges), exchanges[0]
+    # Another process routes every key the same way.
+    script = (
+        "import json, sys, pactum\n"
+        f"c = pactum.open({str(project)!r}, provider='ci', ledger=False)\n"
+        f"keys = {sorted(served)!r}\n"
+        f"print(json.dumps({{k: c.call('PRC-CLASSIFY-001@production', {{'user_input': {MESSAGE!r}}}, route_key=k).version for k in keys}}))\n"
+    )
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(other.stdout) == served
