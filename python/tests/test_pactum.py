@@ -17,6 +17,7 @@ import pytest
 import pactum
 
 REPO = Path(os.environ["PACTUM_REPO"])
+RECORDED = "I was charged twice for my subscription this month."
 MESSAGE = "Hi, I was charged twice for my subscription this month, can you help?"
 
 
@@ -194,6 +195,7 @@ def test_the_installed_command_is_pactum(project):
 
 
 def test_route_key_routes_a_weighted_label_stably_and_the_ledger_says_which(tmp_path):
+    # The example's `ci` provider replays its cassette: an input it holds a recording of.
     project = tmp_path / "canary"
     shutil.copytree(REPO / "examples/eval-classify", project, ignore=shutil.ignore_patterns(".pactum"))
     for args in (["registry", "promote", "PRC-CLASSIFY-001@1.1.0"],
@@ -203,8 +205,8 @@ def test_route_key_routes_a_weighted_label_stably_and_the_ledger_says_which(tmp_
     client = pactum.open(project, provider="ci")
     served = {}
     for key in (f"customer-{i}" for i in range(16)):
-        first = client.call("PRC-CLASSIFY-001@production", {"user_input": MESSAGE}, route_key=key)
-        again = client.call("PRC-CLASSIFY-001@production", {"user_input": MESSAGE}, route_key=key)
+        first = client.call("PRC-CLASSIFY-001@production", {"user_input": RECORDED}, route_key=key)
+        again = client.call("PRC-CLASSIFY-001@production", {"user_input": RECORDED}, route_key=key)
         assert first.version == again.version, key
         served[key] = first.version
     assert set(served.values()) == {"1.0.0", "1.1.0"}, served
@@ -217,7 +219,7 @@ def test_route_key_routes_a_weighted_label_stably_and_the_ledger_says_which(tmp_
         "import json, sys, pactum\n"
         f"c = pactum.open({str(project)!r}, provider='ci', ledger=False)\n"
         f"keys = {sorted(served)!r}\n"
-        f"print(json.dumps({{k: c.call('PRC-CLASSIFY-001@production', {{'user_input': {MESSAGE!r}}}, route_key=k).version for k in keys}}))\n"
+        f"print(json.dumps({{k: c.call('PRC-CLASSIFY-001@production', {{'user_input': {RECORDED!r}}}, route_key=k).version for k in keys}}))\n"
     )
     other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert json.loads(other.stdout) == served
