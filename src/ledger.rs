@@ -611,6 +611,24 @@ impl<'a> Chain<'a> {
     }
 }
 
+/// A ledger file of `n` exchange records made by `record(i)`, appended and chained as a run
+/// appends them (grouped commits), for the cost tests of the commands that read ledgers.
+#[cfg(test)]
+pub(crate) fn generated(
+    n: usize,
+    record: impl Fn(usize) -> Value,
+) -> (tempfile::TempDir, Location) {
+    let dir = tempfile::tempdir().unwrap();
+    let location = Location::chosen(&dir.path().join("ledger.jsonl"));
+    let ledger = Ledger::open(&location).unwrap().with_durability(Durability::Grouped);
+    for i in 0..n {
+        let Value::Object(fields) = record(i) else { panic!("a record is an object") };
+        ledger.append(Kind::Exchange, fields).unwrap();
+    }
+    ledger.commit().unwrap();
+    (dir, location)
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {

@@ -345,7 +345,7 @@ pub fn markdown(stats: &Stats) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ledger::{Kind, Ledger};
     use serde_json::json;
@@ -417,5 +417,64 @@ mod tests {
             "{}",
             markdown(&stats)
         );
+    }
+
+    /// A production-like record: three versions, two providers, a verdict mix, latencies.
+    pub(crate) fn production(i: usize) -> serde_json::Value {
+        let version = ["1.0.0", "1.1.0", "1.2.0"][i % 3];
+        let verdict = if i.is_multiple_of(7) { "output_schema_invalid" } else { "ok" };
+        let provider = ["openai", "anthropic"][i % 2];
+        json!({"event": "exchange", "at": "2026-12-01T10:00:00Z", "contract_id": "PRC-X-001",
+               "contract_version": version, "verdict": verdict, "repair_attempt": i % 5 / 4,
+               "latency_ms": 40 + (i * 7919) % 3000, "provider": provider,
+               "model": "gpt-4o-mini", "label": "production",
+               "input": {"user_input": format!("message {i}")}, "output": {"label": "billing"},
+               "usage": {"prompt_tokens": 100 + i % 50, "completion_tokens": 10}})
+    }
+
+    /// Issue 41: stats and a sampled dataset over a generated ledger of 100,000 records
+    /// cost work linear in the records and hold memory bounded by their groups or their
+    /// sample (one streaming pass each), counted, not timed. The two share the generated
+    /// ledgers (25,000 and 100,000 records) and each measures them once.
+    #[test]
+    fn stats_and_a_dataset_over_100k_records_are_linear_and_bounded() {
+        let ledgers: Vec<(usize, (tempfile::TempDir, Location))> = [25_000, 100_000]
+            .into_iter()
+            .map(|n| (n, crate::ledger::generated(n, production)))
+            .collect();
+        let options = Options { contract: None, by: By::Version, since: None };
+        let config = Config::default();
+        let stats_of = |(n, (_, location)): &(usize, (tempfile::TempDir, Location))| {
+            let (stats, work) = crate::work::counted(|| {
+                fold(std::slice::from_ref(location), &options, &config).unwrap()
+            });
+            assert_eq!((stats.records, stats.rows.len()), (*n as u64, 3));
+            work
+        };
+        let dataset_of = |(n, (_, location)): &(usize, (tempfile::TempDir, Location))| {
+            let options = crate::eval::from_ledger::Options {
+                contract: Pin::parse("PRC-X-001").unwrap(),
+                since: None,
+                verdict: None,
+                sample: Some(50),
+                seed: 7,
+                expected: true,
+            };
+            let (built, work) = crate::work::counted(|| {
+                crate::eval::from_ledger::build(std::slice::from_ref(location), &options).unwrap()
+            });
+            assert_eq!((built.exchanges, built.cases.len()), (*n as u64, 50));
+            work
+        };
+        // Each measured once after a first run (whatever a first call initialises).
+        let (small, large) = (&ledgers[0], &ledgers[1]);
+        stats_of(small);
+        let (at_n, at_4n) = (stats_of(small), stats_of(large));
+        crate::work::check_linear("stats", 25_000, at_n, at_4n);
+        crate::work::check_bounded("stats", 25_000, 64 * 1024, at_n, at_4n);
+        dataset_of(small);
+        let (at_n, at_4n) = (dataset_of(small), dataset_of(large));
+        crate::work::check_linear("eval dataset --from-ledger", 25_000, at_n, at_4n);
+        crate::work::check_bounded("eval dataset --from-ledger", 25_000, 64 * 1024, at_n, at_4n);
     }
 }

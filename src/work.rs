@@ -28,6 +28,10 @@ thread_local! {
     static STEPS: Cell<u64> = const { Cell::new(0) };
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
     static ALLOCATED: Cell<u64> = const { Cell::new(0) };
+    /// Bytes this thread allocated inside [`counted`] and has not freed yet (less what it
+    /// freed of earlier allocations), and the most of them at once.
+    static LIVE: Cell<i64> = const { Cell::new(0) };
+    static PEAK: Cell<i64> = const { Cell::new(0) };
 }
 
 /// Counts `units` of work done by this thread (unit tests only: elsewhere nothing).
@@ -51,6 +55,9 @@ pub(crate) struct Work {
     pub allocations: u64,
     /// Bytes allocated (a reallocation counts its new size).
     pub bytes: u64,
+    /// The most bytes allocated inside the measured closure that were live at once: what a
+    /// streaming pass holds, whatever it allocated and freed along the way.
+    pub peak: u64,
 }
 
 #[cfg(test)]
@@ -67,6 +74,8 @@ pub(crate) fn counted<R>(f: impl FnOnce() -> R) -> (R, Work) {
     STEPS.with(|c| c.set(0));
     ALLOCATIONS.with(|c| c.set(0));
     ALLOCATED.with(|c| c.set(0));
+    LIVE.with(|c| c.set(0));
+    PEAK.with(|c| c.set(0));
     ON.with(|on| on.set(true));
     let result = f();
     ON.with(|on| on.set(false));
@@ -74,6 +83,7 @@ pub(crate) fn counted<R>(f: impl FnOnce() -> R) -> (R, Work) {
         steps: STEPS.with(Cell::get),
         allocations: ALLOCATIONS.with(Cell::get),
         bytes: ALLOCATED.with(Cell::get),
+        peak: PEAK.with(Cell::get).max(0) as u64,
     };
     (result, work)
 }
@@ -98,7 +108,14 @@ const MAX_RATIO: u64 = 6;
 #[track_caller]
 pub(crate) fn assert_linear(what: &str, n: usize, mut work: impl FnMut(usize) -> Work) {
     work(n);
-    let (small, large) = (work(n), work(4 * n));
+    check_linear(what, n, work(n), work(4 * n));
+}
+
+/// [`assert_linear`]'s check, on the work already counted for N (`small`) and for 4N
+/// (`large`), for a test that measures N and 4N once for several claims.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn check_linear(what: &str, n: usize, small: Work, large: Work) {
     assert!(small != Work::default(), "{what}: nothing was counted for N = {n}");
     for ((name, at_n), (_, at_four_n)) in small.parts().into_iter().zip(large.parts()) {
         assert!(
@@ -107,6 +124,35 @@ pub(crate) fn assert_linear(what: &str, n: usize, mut work: impl FnMut(usize) ->
             4 * n
         );
     }
+}
+
+/// Asserts that what `work(size)` holds at once does not grow with the input: the peak of
+/// live bytes for 4N within `slack` bytes of the peak for N (a buffer that happens to grow
+/// once more, a group's table), and the peak for N counting something.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_bounded(
+    what: &str,
+    n: usize,
+    slack: u64,
+    mut work: impl FnMut(usize) -> Work,
+) {
+    work(n);
+    check_bounded(what, n, slack, work(n), work(4 * n));
+}
+
+/// [`assert_bounded`]'s check, on the work already counted for N and for 4N.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn check_bounded(what: &str, n: usize, slack: u64, small: Work, large: Work) {
+    assert!(small.peak > 0, "{what}: nothing was live for N = {n}");
+    assert!(
+        large.peak <= small.peak + slack,
+        "{what}: 4× the input ({}) held {} bytes at once, more than the {} of N = {n} and {slack} more (N: {small:?}; 4N: {large:?})",
+        4 * n,
+        large.peak,
+        small.peak
+    );
 }
 
 /// Runs `f` on a thread of its own and asserts that it returns within `within`: for the
@@ -136,12 +182,21 @@ pub(crate) struct Counting;
 #[cfg(test)]
 impl Counting {
     #[inline]
-    fn note(size: usize) {
+    fn note(size: usize, freed: usize) {
         // `try_with`: a thread being torn down has no counters left, and is not measured.
         if ON.try_with(Cell::get).unwrap_or(false) {
             let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
             let _ = ALLOCATED.try_with(|c| c.set(c.get().saturating_add(size as u64)));
+            Self::live(size as i64 - freed as i64);
         }
+    }
+
+    #[inline]
+    fn live(change: i64) {
+        let _ = LIVE.try_with(|live| {
+            live.set(live.get().saturating_add(change));
+            let _ = PEAK.try_with(|peak| peak.set(peak.get().max(live.get())));
+        });
     }
 }
 
@@ -150,24 +205,27 @@ impl Counting {
 #[cfg(test)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        Self::note(layout.size());
+        Self::note(layout.size(), 0);
         // SAFETY: the caller's obligations are passed on.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        Self::note(layout.size());
+        Self::note(layout.size(), 0);
         // SAFETY: the caller's obligations are passed on.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if ON.try_with(Cell::get).unwrap_or(false) {
+            Self::live(-(layout.size() as i64));
+        }
         // SAFETY: the caller's obligations are passed on.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        Self::note(new_size);
+        Self::note(new_size, layout.size());
         // SAFETY: the caller's obligations are passed on.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -202,6 +260,26 @@ mod tests {
         // Outside `counted`, nothing is counted.
         count(5);
         assert_eq!(work_of(|| ()), Work::default());
+    }
+
+    #[test]
+    fn the_peak_is_what_was_live_at_once_and_a_growing_hold_fails_the_bound() {
+        // A streaming pass: one buffer at a time.
+        let stream = |n: usize| {
+            work_of(|| {
+                for _ in 0..n {
+                    drop(std::hint::black_box(vec![0u8; 1000]));
+                }
+            })
+        };
+        let w = stream(100);
+        assert!(w.peak >= 1000 && w.peak < 2000, "{w:?}");
+        assert!(w.bytes >= 100_000, "{w:?}");
+        assert_bounded("streaming", 100, 1024, stream);
+        // Keeping everything it read is not bounded.
+        let keep = |n: usize| work_of(|| (0..n).map(|_| vec![0u8; 1000]).collect::<Vec<_>>());
+        let message = panic_of(|| assert_bounded("keeping", 100, 1024, keep));
+        assert!(message.contains("keeping: 4× the input (400) held"), "{message}");
     }
 
     /// The message `f` panics with.
