@@ -31,6 +31,8 @@ pub enum EvalFormat {
     Json,
     Junit,
     Markdown,
+    /// The comparison as one self-contained HTML page (a CI artifact).
+    Html,
 }
 
 #[derive(clap::Args)]
@@ -251,13 +253,15 @@ pub fn exec(args: Args) -> u8 {
     let json = format == EvalFormat::Json;
     match run(&args) {
         Ok((outcomes, head)) => {
+            // The head the run wrote, published (SPEC §24); the same document is kept
+            // under .pactum/evals/ for `pactum view` (SPEC §26).
+            let mut doc = report::json(&outcomes);
+            doc["ledger"] = head;
+            let doc = output::redactor().redact_value(doc);
+            keep_report(args.root.as_deref(), &doc);
             match format {
-                EvalFormat::Json => {
-                    // The head the run wrote, published (SPEC §24).
-                    let mut doc = report::json(&outcomes);
-                    doc["ledger"] = head;
-                    output::print_json(&doc);
-                }
+                EvalFormat::Json => output::print_json(&doc),
+                EvalFormat::Html => output::print_exact(&pactum::view::html::report_file(&doc)),
                 EvalFormat::Junit => output::print_exact(&report::junit(&outcomes)),
                 EvalFormat::Markdown => output::print_exact(&report::markdown(&outcomes)),
                 EvalFormat::Text => {
@@ -281,6 +285,16 @@ pub fn exec(args: Args) -> u8 {
             if outcomes.iter().all(|o| o.problems().is_empty()) { OK } else { FAILED }
         }
         Err(e) => output::fail(&e, json),
+    }
+}
+
+/// Keeps the run's report under `.pactum/evals/` (a note when it cannot: the run's
+/// verdict does not depend on it).
+fn keep_report(root: Option<&std::path::Path>, doc: &serde_json::Value) {
+    let root = output::root_or_here(root);
+    let name = eval::kept::run_name(&pactum::ledger::now(), std::process::id());
+    if let Err(e) = eval::kept::keep(&root, &name, doc) {
+        note_line(&format!("the report was not kept under {}: {e}", eval::kept::FOLDER));
     }
 }
 
