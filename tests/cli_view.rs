@@ -312,6 +312,18 @@ fn view_listens_on_loopback_only_and_names_a_busy_port() {
             "{host}: {out}"
         );
     }
+    // Ctrl-C (SIGINT) stops a running viewer.
+    let mut v = Viewer::start(&p);
+    assert_eq!(v.get("/").0, 200);
+    let pid = v.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while v.child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the viewer outlived SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(TcpStream::connect(&v.addr).is_err(), "nothing listens any more");
+
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let out = p.pactum(&["view", "--port", &port]);

@@ -26,6 +26,8 @@ use html::{Styled, escape, json_block, page};
 
 /// The most runs the runs page lists (the newest).
 pub const MAX_RUNS_LISTED: usize = 200;
+/// The most eval runs the eval runs page lists (the newest).
+pub const MAX_EVALS_LISTED: usize = 200;
 /// The most records one run's page shows.
 pub const MAX_RUN_RECORDS: usize = 2_000;
 
@@ -242,7 +244,8 @@ fn history(view: &View, id: &str, version: Option<&str>) -> crate::Result<Respon
 
 /// The kept eval runs, newest first.
 fn evals(view: &View) -> Response {
-    let names = kept::list(&view.root);
+    let mut names = kept::list(&view.root);
+    names.truncate(MAX_EVALS_LISTED);
     let mut body = String::from(
         "<h1>Eval runs</h1><table class=\"evals\"><thead><tr><th>run</th><th>suites</th><th>versions</th><th>p-value</th><th>verdict</th></tr></thead><tbody>",
     );

@@ -13,7 +13,7 @@ use crate::output::{self, OK};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Port on 127.0.0.1 (0: any free port).
+    /// Port to listen on (0: any free port).
     #[arg(long, value_name = "N", default_value_t = 8765)]
     port: u16,
     /// Address to listen on: a loopback address only (127.0.0.1, ::1); any other is refused.
