@@ -70,7 +70,7 @@ enum Command {
     /// Show every change between two contract versions and the bump it needs.
     Diff(cmd::diff::Args),
     /// Run eval suites on a contract version (and compare it with another): pass rates,
-    /// regressions, an exact McNemar test, as text, JSON, JUnit or Markdown.
+    /// regressions, an exact McNemar test, as text, JSON, JUnit, Markdown or one HTML page.
     Eval(cmd::eval::Args),
     /// Verify a ledger's hash chain.
     Ledger(cmd::ledger::Args),

@@ -1,6 +1,7 @@
 //! `pactum eval [SUITE_OR_ID...]`: runs eval suites on a contract version (and, with
 //! `--against`, on a second one side by side) and reports pass rates, failures, tokens,
-//! latency, cost and the comparison, as text, JSON, JUnit or Markdown (SPEC §19).
+//! latency, cost and the comparison, as text, JSON, JUnit, Markdown or HTML (SPEC §19,
+//! §26); each run keeps its JSON report under `.pactum/evals/`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
