@@ -76,6 +76,7 @@ pub mod synthesis;
 pub mod telemetry;
 pub mod terminal;
 pub mod validate;
+pub mod view;
 pub mod watch;
 mod work;
 pub mod work_order;

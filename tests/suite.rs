@@ -47,6 +47,7 @@ mod cli_schema_refs;
 mod cli_semantic;
 mod cli_validate;
 mod cli_validate_context;
+mod cli_view;
 mod cli_watch;
 mod cli_worker;
 mod error_codes;

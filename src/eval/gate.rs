@@ -399,6 +399,7 @@ mod tests {
             ok: false,
             samples: 1,
             passed_samples: 0,
+            input: None,
             output: None,
             error: Some(Failure { code: Code::ReplayMiss, message: "no recording".into() }),
             assertions: vec![],

@@ -41,6 +41,7 @@ pub mod assert;
 pub mod dataset;
 pub mod from_ledger;
 pub mod gate;
+pub mod kept;
 pub mod report;
 pub mod scaffold;
 pub mod spread;
@@ -112,6 +113,9 @@ pub struct CaseResult {
     /// Runs of the case (`repeat`), and how many passed; a case passes when all did.
     pub samples: u32,
     pub passed_samples: u32,
+    /// The case's input, kept with its output (for `pactum view` and `--format html`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
     /// The output (kept for failures and for cases the versions disagree on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
@@ -327,6 +331,8 @@ struct CaseRuns {
     index: usize,
     id: String,
     line: usize,
+    /// The case's input (`None` from a worker that did not send it back).
+    input: Option<Value>,
     versions: Vec<Vec<Sample>>,
 }
 
@@ -398,7 +404,13 @@ impl Evaluator<'_> {
                             .iter()
                             .map(|r| (0..repeat).map(|_| sample(r, suite, &case)).collect())
                             .collect();
-                        let runs = CaseRuns { index, id: case.id, line: case.line, versions };
+                        let runs = CaseRuns {
+                            index,
+                            id: case.id,
+                            line: case.line,
+                            input: Some(case.input),
+                            versions,
+                        };
                         if done_in.send(runs).is_err() {
                             break;
                         }
@@ -641,6 +653,7 @@ fn collect(tallies: &mut [Tally], runs: CaseRuns) {
                 ok,
                 samples: count,
                 passed_samples,
+                input: runs.input.clone().filter(|_| keep_output),
                 output: s.output.filter(|_| keep_output),
                 error: s.error,
                 assertions: s.assertions,
@@ -795,7 +808,7 @@ mod tests {
     }
 
     fn case(index: usize, versions: Vec<Vec<Sample>>) -> CaseRuns {
-        CaseRuns { index, id: format!("c{index}"), line: index + 1, versions }
+        CaseRuns { index, id: format!("c{index}"), line: index + 1, input: None, versions }
     }
 
     fn outcome(role: &'static str, version: &str, oks: &[bool]) -> VersionOutcome {
@@ -808,6 +821,7 @@ mod tests {
                 ok,
                 samples: 1,
                 passed_samples: u32::from(ok),
+                input: None,
                 output: None,
                 error: None,
                 assertions: vec![],

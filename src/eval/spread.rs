@@ -145,7 +145,7 @@ fn report(order: &CaseOrder, runs: &CaseRuns) -> Value {
         runs.versions.iter().map(|v| v.iter().map(WireSample::from).collect()).collect();
     json!({
         "ok": true, "eval_case": order.id, "index": runs.index, "case_id": runs.id,
-        "line": runs.line, "versions": versions,
+        "line": runs.line, "input": runs.input, "versions": versions,
     })
 }
 
@@ -171,7 +171,7 @@ fn runs_of(result: &Value, versions: usize) -> std::result::Result<CaseRuns, Str
         .into_iter()
         .map(|v| v.into_iter().map(WireSample::into_sample).collect())
         .collect::<std::result::Result<Vec<Vec<Sample>>, String>>()?;
-    Ok(CaseRuns { index, id, line, versions })
+    Ok(CaseRuns { index, id, line, input: result.get("input").cloned(), versions })
 }
 
 /// Where the coordinator puts case orders and finds their results (the queue: `pactum
@@ -331,7 +331,13 @@ impl Evaluator<'_> {
             .iter()
             .map(|r| (0..order.repeat.max(1)).map(|_| super::sample(r, &suite, &case)).collect())
             .collect();
-        let runs = CaseRuns { index: order.index, id: case.id, line: case.line, versions };
+        let runs = CaseRuns {
+            index: order.index,
+            id: case.id,
+            line: case.line,
+            input: Some(case.input),
+            versions,
+        };
         Ok(report(order, &runs))
     }
 }

@@ -70,13 +70,16 @@ enum Command {
     /// Show every change between two contract versions and the bump it needs.
     Diff(cmd::diff::Args),
     /// Run eval suites on a contract version (and compare it with another): pass rates,
-    /// regressions, an exact McNemar test, as text, JSON, JUnit or Markdown.
+    /// regressions, an exact McNemar test, as text, JSON, JUnit, Markdown or one HTML page.
     Eval(cmd::eval::Args),
     /// Verify a ledger's hash chain.
     Ledger(cmd::ledger::Args),
     /// How each version, label, provider or model of a contract behaves in production,
     /// from the ledger: calls, validated at once, re-asks, latency, tokens, cost.
     Stats(cmd::stats::Args),
+    /// A read-only web UI on 127.0.0.1: registry and history, eval runs and their
+    /// comparison, runs from the ledger, stats as charts.
+    View(cmd::view::Args),
     /// Lock the tools of pactum.toml's MCP servers into pactum.tools.lock (which validate
     /// reads instead of starting them), or list what the lock records.
     Tools(cmd::tools::Args),
@@ -166,6 +169,7 @@ fn exec(cli: Cli) -> u8 {
         Command::Eval(args) => cmd::eval::exec(args),
         Command::Ledger(args) => cmd::ledger::exec(args),
         Command::Stats(args) => cmd::stats::exec(args),
+        Command::View(args) => cmd::view::exec(args),
         Command::Tools(args) => cmd::tools::exec(args),
         Command::Watch(args) => cmd::watch::exec(args),
         Command::New(args) => cmd::new::exec(args),

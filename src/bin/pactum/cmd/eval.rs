@@ -1,6 +1,7 @@
 //! `pactum eval [SUITE_OR_ID...]`: runs eval suites on a contract version (and, with
 //! `--against`, on a second one side by side) and reports pass rates, failures, tokens,
-//! latency, cost and the comparison, as text, JSON, JUnit or Markdown (SPEC §19).
+//! latency, cost and the comparison, as text, JSON, JUnit, Markdown or HTML (SPEC §19,
+//! §26); each run keeps its JSON report under `.pactum/evals/`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ pub enum EvalFormat {
     Json,
     Junit,
     Markdown,
+    /// The comparison as one self-contained HTML page (a CI artifact).
+    Html,
 }
 
 #[derive(clap::Args)]
@@ -251,13 +254,15 @@ pub fn exec(args: Args) -> u8 {
     let json = format == EvalFormat::Json;
     match run(&args) {
         Ok((outcomes, head)) => {
+            // The head the run wrote, published (SPEC §24); the same document is kept
+            // under .pactum/evals/ for `pactum view` (SPEC §26).
+            let mut doc = report::json(&outcomes);
+            doc["ledger"] = head;
+            let doc = output::redactor().redact_value(doc);
+            keep_report(args.root.as_deref(), &doc);
             match format {
-                EvalFormat::Json => {
-                    // The head the run wrote, published (SPEC §24).
-                    let mut doc = report::json(&outcomes);
-                    doc["ledger"] = head;
-                    output::print_json(&doc);
-                }
+                EvalFormat::Json => output::print_json(&doc),
+                EvalFormat::Html => output::print_exact(&pactum::view::html::report_file(&doc)),
                 EvalFormat::Junit => output::print_exact(&report::junit(&outcomes)),
                 EvalFormat::Markdown => output::print_exact(&report::markdown(&outcomes)),
                 EvalFormat::Text => {
@@ -281,6 +286,16 @@ pub fn exec(args: Args) -> u8 {
             if outcomes.iter().all(|o| o.problems().is_empty()) { OK } else { FAILED }
         }
         Err(e) => output::fail(&e, json),
+    }
+}
+
+/// Keeps the run's report under `.pactum/evals/` (a note when it cannot: the run's
+/// verdict does not depend on it).
+fn keep_report(root: Option<&std::path::Path>, doc: &serde_json::Value) {
+    let root = output::root_or_here(root);
+    let name = eval::kept::run_name(&pactum::ledger::now(), std::process::id());
+    if let Err(e) = eval::kept::keep(&root, &name, doc) {
+        note_line(&format!("the report was not kept under {}: {e}", eval::kept::FOLDER));
     }
 }
 

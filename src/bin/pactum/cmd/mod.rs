@@ -20,5 +20,6 @@ pub mod stats;
 pub mod submit;
 pub mod tools;
 pub mod validate;
+pub mod view;
 pub mod watch;
 pub mod worker;
