@@ -45,13 +45,37 @@ pub struct IdRow {
     pub versions: Vec<VersionRow>,
 }
 
+/// What a listing needs of a contract version: the pack it binds, and nothing else of the
+/// contract (a listing of a large registry keeps one of these per version, never the
+/// contracts with their schemas).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// The contract version's entry key (`ID@VERSION`).
+    pub key: String,
+    /// A draft's binding resolves among drafts too.
+    pub draft: bool,
+    pub pack_id: String,
+    pub pack_version: Requirement,
+}
+
+impl Binding {
+    pub fn of(entry: &Entry, contract: &Contract) -> Binding {
+        Binding {
+            key: entry.key(),
+            draft: entry.state == State::Draft,
+            pack_id: contract.prompt_pack_id.clone(),
+            pack_version: contract.prompt_pack_version.clone(),
+        }
+    }
+}
+
 /// Builds the listing. `work_orders` are named as the caller wants them shown (their id);
-/// `contracts` are the loaded contract versions (for pack bindings). With `only`, just
-/// that id (which the caller has checked exists).
+/// `bindings` are the contract versions' pack bindings. With `only`, just that id (which
+/// the caller has checked exists).
 pub fn list(
     registry: &Registry,
     work_orders: &[WorkOrder],
-    contracts: &[(Entry, Contract)],
+    bindings: &[Binding],
     only: Option<&str>,
 ) -> Vec<IdRow> {
     let mut pinned: BTreeMap<(String, Version), Vec<String>> = BTreeMap::new();
@@ -81,19 +105,15 @@ pub fn list(
         }
     }
     let mut bound: BTreeMap<(String, Version), Vec<String>> = BTreeMap::new();
-    for (entry, c) in contracts {
-        let options = ResolveOptions { allow_draft: entry.state == State::Draft, route: None };
-        if let Ok(r) = resolve(
-            registry,
-            EntryKind::PromptPack,
-            &c.prompt_pack_id,
-            &c.prompt_pack_version,
-            options,
-        ) {
+    for b in bindings {
+        let options = ResolveOptions { allow_draft: b.draft, route: None };
+        if let Ok(r) =
+            resolve(registry, EntryKind::PromptPack, &b.pack_id, &b.pack_version, options)
+        {
             bound
                 .entry((r.entry.id.clone(), r.entry.version.clone()))
                 .or_default()
-                .push(entry.key());
+                .push(b.key.clone());
         }
     }
     let mut rows = Vec::new();

@@ -697,7 +697,9 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
     }
     let work_orders: Vec<_> =
         pactum::work_order::in_project(&reg.root).into_iter().map(|(_, wo)| wo).collect();
-    let mut contracts = Vec::new();
+    // Each contract version is read for its pack binding alone: the document and the
+    // contract are dropped before the next one is read.
+    let mut bindings = Vec::new();
     for e in reg
         .entries
         .iter()
@@ -707,10 +709,10 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
             && let Ok(doc) = pactum::document::load(&file, Some(pactum::error::DocKind::Contract))
             && let Ok(c) = pactum::contract::Contract::from_document(&doc)
         {
-            contracts.push((e.clone(), c));
+            bindings.push(registry::list::Binding::of(e, &c));
         }
     }
-    let rows = registry::list::list(&reg, &work_orders, &contracts, only);
+    let rows = registry::list::list(&reg, &work_orders, &bindings, only);
     let mut text = String::new();
     for row in &rows {
         let latest = row
