@@ -913,3 +913,20 @@ fn a_tool_output_over_256_kib_fails_the_call_and_one_under_it_is_taken() {
         }
     }
 }
+
+/// Servers built on the npm SDK 1.0.x answer `initialize` with revision 2024-11-05, whose
+/// handshake and tool calls have the shape of the later ones: accepted. A revision pactum
+/// does not speak fails the server, naming it.
+#[test]
+fn a_server_answering_revision_2024_11_05_serves_a_run_and_an_unknown_revision_is_refused() {
+    let p = project(", \"--version\", \"2024-11-05\"", "shipped");
+    let run = p.run(&[]);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+    assert_eq!(run.answer_text(), "Order A-17 is shipped.");
+    assert_eq!(calls_received(&p), [json!({"order_id": "A-17"})]);
+    let p = project(", \"--version\", \"2023-01-01\"", "shipped");
+    let run = p.run(&[]);
+    assert_ne!(run.status(), "converged", "{}", run.out);
+    let text = run.out.to_string();
+    assert!(text.contains("tool_server_failed") && text.contains("`2023-01-01`"), "{text}");
+}

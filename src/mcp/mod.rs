@@ -34,7 +34,7 @@ pub mod stdio;
 /// The protocol revision pactum asks for.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// The revisions pactum accepts in a server's `initialize` answer.
-pub const ACCEPTED_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26"];
+pub const ACCEPTED_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
 /// The largest message read from a server, in bytes (a longer line or body is a failure).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 /// The largest tool output (as JSON) handed to the run, in bytes.
