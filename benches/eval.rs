@@ -99,7 +99,9 @@ fn run(bencher: divan::Bencher, ledger: Option<Durability>) {
     });
     bencher
         .counter(divan::counter::ItemsCount::new(CASES))
-        .with_inputs(|| ProviderSet::single(Arc::new(ScriptedProvider::load(&f.replies).unwrap())))
+        .with_inputs(|| {
+            ProviderSet::single(Arc::new(ScriptedProvider::load(&f.replies, &f.root).unwrap()))
+        })
         .bench_local_refs(|providers| {
             let evaluator = Evaluator {
                 project: &project,

@@ -556,6 +556,26 @@ fn an_http_server_that_is_not_there_is_a_clear_failure() {
         "{}",
         run.out
     );
+    // The answer says why: the server, not a scripted reply that no longer fits a run that
+    // never started (no model is asked to sum it up).
+    let answer = run.answer_text();
+    assert!(answer.contains("the run could not start: tool_server_failed"), "{answer}");
+    assert!(!answer.contains("script_prompt_mismatch"), "{answer}");
+    assert!(!p.ledger().exchanges().iter().any(|e| e["contract_id"] == "PRC-SYNTH-001"));
+}
+
+/// Messages about a scripted fixture name it relative to the project: no absolute path of
+/// the machine the run was on reaches the answer or the ledger.
+#[test]
+fn a_scripted_reply_that_does_not_fit_names_its_fixture_relative_to_the_project() {
+    let p = project("", "lost");
+    p.write_json("fixtures.json", &fixtures("shipped"));
+    let run = p.run(&[]);
+    let root = p.root().display().to_string();
+    let ledger = std::fs::read_to_string(p.path("ledger.jsonl")).unwrap();
+    assert!(ledger.contains("script_prompt_mismatch"), "{ledger}");
+    assert!(ledger.contains("fixtures.json response"), "{ledger}");
+    assert!(!ledger.contains(&root) && !run.answer_text().contains(&root), "{}", run.out);
 }
 
 // --- interoperability with the official SDK (ignored: .ci/run installs the SDK) ----------

@@ -1505,7 +1505,7 @@ fn reproduces_replay_miss() {
 fn reproduces_script_exhausted() {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = write_json(dir.path(), "fixtures.json", &json!({"responses": []}));
-    let provider = ScriptedProvider::load(&fixtures).unwrap();
+    let provider = ScriptedProvider::load(&fixtures, dir.path()).unwrap();
 
     let e = err(provider.complete(&request()));
 
@@ -1526,7 +1526,7 @@ fn reproduces_script_prompt_mismatch() {
     let reply = json!({"contract_id": "PRC-T-001", "expect_prompt": ["Classify: goodbye"],
                        "text": "{\"label\": \"other\"}"});
     let fixtures = write_json(dir.path(), "fixtures.json", &json!({"responses": [reply]}));
-    let provider = ScriptedProvider::load(&fixtures).unwrap();
+    let provider = ScriptedProvider::load(&fixtures, dir.path()).unwrap();
 
     let e = err(provider.complete(&request()));
 

@@ -17,7 +17,9 @@ fn client() -> (tempfile::TempDir, Client) {
     let dir = tempfile::tempdir().unwrap();
     common::copy_shipped(dir.path());
     common::copy_tree(&common::repo().join("fixtures"), &dir.path().join("fixtures"));
-    let replies = ScriptedProvider::load(&dir.path().join("fixtures/demo_classify.json")).unwrap();
+    let replies =
+        ScriptedProvider::load(&dir.path().join("fixtures/demo_classify.json"), dir.path())
+            .unwrap();
     let client = Client::builder(dir.path())
         .with_provider(Arc::new(replies))
         .environment(Environment::default())

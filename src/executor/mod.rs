@@ -450,6 +450,11 @@ impl Runner<'_> {
             message: format!("tool server `{}` did not start: {}", w.name, w.message()),
         }));
         let empty = tools::ToolRegistry::empty();
+        // A kernel that cannot start (a tool server that failed, an unknown tool) ran
+        // nothing: Phase E answers with why, and asks no model to sum up a run that
+        // never was.
+        let not_started =
+            setup.as_ref().err().map(|e| format!("the run could not start: {}: {e}", e.code()));
         let (pins, registry, setup_error) = match setup {
             Ok((pins, registry)) => (pins, registry, None),
             Err(e) => (RolePins::default(), &empty, Some(e)),
@@ -478,7 +483,7 @@ impl Runner<'_> {
         };
         // A cycle log that could not take a record stops the run, and no model is called
         // after it, not even for Phase E.
-        let refused = refused.or_else(|| {
+        let refused = refused.or(not_started).or_else(|| {
             st.log_broken.then(|| match &stop {
                 kernel::Stop::Halted(e) => format!("cycle_not_recorded: {} ({e})", e.code()),
                 _ => "cycle_not_recorded".to_string(),

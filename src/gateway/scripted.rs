@@ -99,7 +99,8 @@ struct FixtureFile {
 /// Answers from a fixture file, in order or keyed by contract id.
 #[derive(Debug)]
 pub struct ScriptedProvider {
-    path: PathBuf,
+    /// The fixture file as messages name it: relative to the project root.
+    shown: PathBuf,
     /// Responses in file order; `None` once used. The index is the response's position.
     queue: Mutex<Vec<Option<Fixture>>>,
 }
@@ -109,12 +110,15 @@ fn not_configured(message: String) -> Error {
 }
 
 impl ScriptedProvider {
-    /// Reads a fixture file (JSON or YAML).
-    pub fn load(path: &Path) -> Result<ScriptedProvider> {
-        let doc = crate::document::load(path, None)
-            .map_err(|e| not_configured(format!("cannot read fixtures {}: {e}", path.display())))?;
+    /// Reads a fixture file (JSON or YAML) of the project at `root` (messages name the
+    /// file relative to it).
+    pub fn load(path: &Path, root: &Path) -> Result<ScriptedProvider> {
+        let shown = crate::confine::Root::new(root).shown(path);
+        let doc = crate::document::load(path, None).map_err(|e| {
+            not_configured(format!("cannot read fixtures {}: {e}", shown.display()))
+        })?;
         let file = FixtureFile::deserialize(&doc.value).map_err(|e| {
-            not_configured(format!("fixtures {} are malformed: {e}", path.display()))
+            not_configured(format!("fixtures {} are malformed: {e}", shown.display()))
         })?;
         for (i, f) in file.responses.iter().enumerate() {
             let bodies = usize::from(f.text.is_some() && f.tool_calls.is_none())
@@ -124,18 +128,18 @@ impl ScriptedProvider {
             if bodies != 1 {
                 return Err(not_configured(format!(
                     "fixtures {} response {i}: needs exactly one of `text`, `envelope`, `error` and `tool_calls` (`text` may go with `tool_calls`)",
-                    path.display()
+                    shown.display()
                 )));
             }
             if f.expect_prompt.iter().any(String::is_empty) {
                 return Err(not_configured(format!(
                     "fixtures {} response {i}: `expect_prompt` holds an empty string, which every prompt contains; remove it or write the text the prompt must contain",
-                    path.display()
+                    shown.display()
                 )));
             }
         }
         Ok(ScriptedProvider {
-            path: path.to_path_buf(),
+            shown,
             queue: Mutex::new(file.responses.into_iter().map(Some).collect()),
         })
     }
@@ -172,7 +176,7 @@ impl ScriptedProvider {
         }
         let message = format!(
             "{} response {index} ({}) expects the prompt to contain {}, but the prompt for {}@{} does not; the run did not produce what the script was written for: fix the run, or the response's `expect_prompt` and text",
-            self.path.display(),
+            self.shown.display(),
             f.contract_id.as_deref().unwrap_or("any contract"),
             missing.join(" and "),
             request.contract_id,
@@ -235,7 +239,7 @@ impl Provider for ScriptedProvider {
         let Some(fixture) = fixture else {
             let message = format!(
                 "{} has no response left for {}@{}; add one to the fixtures",
-                self.path.display(),
+                self.shown.display(),
                 request.contract_id,
                 request.contract_version
             );
@@ -300,7 +304,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fixtures.json");
         std::fs::write(&path, json!({"responses": responses}).to_string()).unwrap();
-        let provider = ScriptedProvider::load(&path).unwrap();
+        let provider = ScriptedProvider::load(&path, dir.path()).unwrap();
         (dir, provider)
     }
 
@@ -398,11 +402,11 @@ mod tests {
         let path = dir.path().join("fixtures.json");
         std::fs::write(&path, r#"{"responses": [{"text": "x", "expect_prompt": ["ok", ""]}]}"#)
             .unwrap();
-        let e = ScriptedProvider::load(&path).unwrap_err();
+        let e = ScriptedProvider::load(&path, dir.path()).unwrap_err();
         assert_eq!(e.code(), Code::ProviderNotConfigured);
         assert!(e.to_string().contains("response 0: `expect_prompt` holds an empty string"), "{e}");
         std::fs::write(&path, r#"{"responses": [{"text": "x", "expect_prompt": "15"}]}"#).unwrap();
-        let e = ScriptedProvider::load(&path).unwrap_err();
+        let e = ScriptedProvider::load(&path, dir.path()).unwrap_err();
         assert!(e.to_string().contains("malformed"), "a list is required: {e}");
     }
 }

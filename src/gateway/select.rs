@@ -99,7 +99,7 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
                     &Root::for_document(root, choice.work_order_dir),
                     Root::beside(choice.work_order_dir, fixtures),
                 )?;
-                let provider = Arc::new(ScriptedProvider::load(&path)?);
+                let provider = Arc::new(ScriptedProvider::load(&path, root)?);
                 Ok(Selected {
                     provider,
                     offline: Some(format!(
@@ -458,7 +458,7 @@ fn build(
                     ));
                 }
             };
-            Arc::new(ScriptedProvider::load(&path)?)
+            Arc::new(ScriptedProvider::load(&path, root)?)
         }
         "replay" => {
             let mode = match settings.mode.as_deref() {

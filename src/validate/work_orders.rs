@@ -186,7 +186,8 @@ fn fixtures(ctx: &Context, f: &Analyzed, wo: &WorkOrder, out: &mut Vec<Diagnosti
     let boundary = Root::for_document(&ctx.base, dir);
     let path = boundary.read_path(&Root::beside(dir, rel));
     let named = path.as_ref().ok().map(|p| super::relative_name(&ctx.base, p));
-    let loaded = path.and_then(|path| crate::gateway::scripted::ScriptedProvider::load(&path));
+    let loaded =
+        path.and_then(|path| crate::gateway::scripted::ScriptedProvider::load(&path, &ctx.base));
     if let Err(e) = loaded {
         let d = Diagnostic::new(e.code(), format!("{}: {e}", wo.id)).file(f.rel.clone());
         out.push(
