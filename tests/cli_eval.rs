@@ -430,6 +430,12 @@ fn markdown_and_junit_reports() {
     assert_eq!(xml.matches("<testcase ").count(), 16, "one test case per case and version");
     assert_eq!(xml.matches("<failure ").count(), 6);
     assert!(xml.contains("<testsuite name=\"EVAL-TRIAGE-001 PRC-TRIAGE-001@1.1.0\""), "{xml}");
+    // Each case and version is its own test: no two test cases share classname and name.
+    let keys: std::collections::BTreeSet<&str> =
+        xml.split("<testcase name=\"").skip(1).map(|t| &t[..t.find(" time=").unwrap()]).collect();
+    assert_eq!(keys.len(), 16, "{keys:#?}");
+    assert!(xml.contains("<testcase name=\"double-charge [1.0.0]\""), "{xml}");
+    assert!(xml.contains("<testcase name=\"double-charge [1.1.0]\""), "{xml}");
     let mut reader = quick_xml::Reader::from_str(xml);
     loop {
         match reader.read_event() {

@@ -434,7 +434,9 @@ pub fn junit(outcomes: &[SuiteOutcome]) -> String {
         out.push_str("    </properties>\n");
         let classname = attribute(&format!("pactum.eval.{}", o.eval_id));
         for r in &v.results {
-            let case = attribute(&r.case_id);
+            // Each version's suite has the same cases: the name says which version ran it,
+            // so that a JUnit viewer keeps them apart.
+            let case = attribute(&format!("{} [{}]", r.case_id, v.version));
             if r.ok {
                 out.push_str(&format!(
                     "    <testcase name=\"{case}\" classname=\"{classname}\" time=\"0\"/>\n"
