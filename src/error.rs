@@ -63,6 +63,21 @@ macro_rules! codes {
     };
 }
 
+impl Code {
+    /// The codes of the base review (`--base`, SPEC §24): what a reviewer checks the change
+    /// against. No file of the change under review silences them — not a baseline, nor a
+    /// file's `x-pactum-ignore`, nor `[lint]` — and a baseline never records them.
+    pub fn is_governance(self) -> bool {
+        matches!(
+            self,
+            Code::RegistryHistoryRewritten
+                | Code::RegistryEventUnverified
+                | Code::RegistryEventUnsigned
+                | Code::LedgerRewritten
+        )
+    }
+}
+
 codes! {
     // Files and documents.
     ContractParseError = "contract_parse_error", Error, "a contract, pack or work order file is not valid JSON or YAML";

@@ -578,3 +578,44 @@ fn eval_json_publishes_the_head_it_wrote() {
     let head = repo.pactum(&["ledger", "head"]);
     assert!(head.stdout.contains(&hash), "{head}");
 }
+
+/// A baseline is a file of the change under review: it never silences the base review,
+/// and writing one never records the review's findings.
+#[test]
+fn a_committed_baseline_never_silences_an_unverified_event() {
+    let repo = Repo::new();
+    repo.forge(|r| hand_promote(r, "1.1.0", None));
+    let out =
+        repo.pactum(&["validate", "--base", "main", "--write-baseline", "pactum-baseline.json"]);
+    out.status(0);
+    let written = std::fs::read_to_string(repo.path("pactum-baseline.json")).unwrap();
+    assert!(!written.contains("registry_event_unverified"), "{written}");
+    // Even a baseline typed by hand to hold the finding's fingerprint absorbs nothing.
+    let (_, found) = repo.findings("registry_event_unverified");
+    let forged = json!({"version": 1, "findings": [{"code": "registry_event_unverified", "file": "registry.json",
+        "fingerprint": pactum::validate::filter::fingerprint(&pactum::diagnostic::Diagnostic::new(
+            pactum::Code::RegistryEventUnverified, found[0]["message"].as_str().unwrap().to_string())
+            .file("registry.json").pointer(found[0]["pointer"].as_str().unwrap()))}]});
+    std::fs::write(repo.path("forged-baseline.json"), forged.to_string()).unwrap();
+    repo.commit("baselines");
+    for baseline in ["pactum-baseline.json", "forged-baseline.json"] {
+        let out = repo.pactum(&[
+            "validate",
+            "--base",
+            "main",
+            "--baseline",
+            baseline,
+            "--format",
+            "json",
+        ]);
+        out.status(1);
+        let doc = out.json();
+        let codes: Vec<&str> = doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d["code"].as_str())
+            .collect();
+        assert!(codes.contains(&"registry_event_unverified"), "{baseline}: {doc:#}");
+    }
+}

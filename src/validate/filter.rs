@@ -96,6 +96,9 @@ pub fn apply(
 ) {
     let mut used: BTreeSet<(String, String)> = BTreeSet::new();
     diagnostics.retain(|d| {
+        if d.code.is_governance() {
+            return true;
+        }
         if let Some(file) = &d.file
             && let Some(s) = suppressions.get(file)
             && s.codes.iter().any(|c| c == d.code.as_str())
@@ -187,7 +190,7 @@ impl Baseline {
         let mut findings: Vec<Baselined> = report
             .diagnostics
             .iter()
-            .filter(|d| d.severity >= Severity::Warning)
+            .filter(|d| d.severity >= Severity::Warning && !d.code.is_governance())
             .map(|d| Baselined {
                 code: d.code.as_str().to_string(),
                 file: d.file.clone().unwrap_or_default(),
@@ -230,6 +233,11 @@ impl Baseline {
         }
         let before = report.diagnostics.len();
         report.diagnostics.retain(|d| {
+            // A baseline is a file of the change under review: it never silences what the
+            // change is reviewed against.
+            if d.code.is_governance() {
+                return true;
+            }
             let print = fingerprint(d);
             match left.get_mut(print.as_str()) {
                 Some(n) if *n > 0 => {
