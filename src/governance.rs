@@ -108,10 +108,9 @@ pub fn review(
         crate::registry::gate::findings_in(report, registry, kind, id, version, true)
     };
     let dir = project.root.clone();
-    let base_cassette = crate::eval::gate::gate_cassette(&base.config)
-        .and_then(|(_, rel)| crate::git::file_at(&dir, &base.commit, &rel));
+    let base_file = |rel: &str| crate::git::file_at(&dir, &base.commit, rel);
     let recompute = |event: &crate::registry::Event| {
-        crate::eval::gate::recompute(project, &base.config, base_cassette.as_deref(), event)
+        crate::eval::gate::recompute(project, &base.config, &base_file, event)
     };
     let checks = Checks { now, gate_findings: &gate, recompute: &recompute };
     let (events, rewritten) = match base::review(&base, registry, &checks) {

@@ -619,3 +619,51 @@ fn a_committed_baseline_never_silences_an_unverified_event() {
         assert!(codes.contains(&"registry_event_unverified"), "{baseline}: {doc:#}");
     }
 }
+
+/// What a promotion is compared with is the gate's to say, not the evidence's: the base's
+/// suites (a threshold lowered in the same change counts for nothing) and the baseline the
+/// gate picks (evidence that leaves it out, or names the candidate itself, is refused).
+#[test]
+fn evidence_that_picks_its_own_baseline_or_suite_is_refused() {
+    let repo = Repo::new();
+    let cassette = sha_of(&repo.path("evals/classify/cassette.json"));
+    let unverified = |repo: &Repo| {
+        let (status, found) = repo.findings("registry_event_unverified");
+        assert_eq!(status, 1, "{found:#?}");
+        found[0]["message"].as_str().unwrap().to_string()
+    };
+    // No baseline, and the candidate as its own baseline.
+    for baseline in [None, Some("1.1.0")] {
+        git(repo.root(), &["reset", "-q", "--hard", "main"]);
+        let mut evidence = made_up_evidence(&cassette);
+        match baseline {
+            None => {
+                let suite = evidence["suites"][0].as_object_mut().unwrap();
+                for key in ["baseline", "regressions", "improvements", "p_value"] {
+                    suite.remove(key);
+                }
+            }
+            Some(v) => evidence["suites"][0]["baseline"]["version"] = json!(v),
+        }
+        repo.forge(|r| hand_promote(r, "1.1.0", Some(evidence)));
+        let message = unverified(&repo);
+        assert!(
+            message.contains(&format!(
+                "the evidence compares 1.1.0 with {}, but the gate compares it with 1.0.0",
+                baseline.unwrap_or("none")
+            )),
+            "{message}"
+        );
+    }
+    // The suite's threshold lowered in the same change.
+    git(repo.root(), &["reset", "-q", "--hard", "main"]);
+    repo.edit_text("evals/classify/EVAL-CLASSIFY-001.json", |t| t.replace("0.9", "0.6"));
+    repo.forge(|r| hand_promote(r, "1.1.0", Some(made_up_evidence(&cassette))));
+    let message = unverified(&repo);
+    assert!(
+        message.contains(
+            "evals/classify/EVAL-CLASSIFY-001.json of suite EVAL-CLASSIFY-001 is not the base's"
+        ),
+        "{message}"
+    );
+}

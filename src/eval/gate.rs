@@ -142,7 +142,7 @@ pub fn gate_cassette(config: &crate::config::Config) -> Option<(String, String)>
 pub fn recompute(
     project: &crate::project::Project,
     base: &crate::config::Config,
-    base_cassette: Option<&[u8]>,
+    base_file: &dyn Fn(&str) -> Option<Vec<u8>>,
     event: &crate::registry::Event,
 ) -> std::result::Result<String, String> {
     let Some(recorded) = &event.eval else {
@@ -165,6 +165,8 @@ pub fn recompute(
         .map_err(|r| r.into_error(Path::new(&cassette)).to_string())?;
     let doc = crate::document::load(&path, None).map_err(|e| e.to_string())?;
     let sha = doc.sha256.clone();
+    let base_cassette = base_file(&cassette);
+    let base_cassette = base_cassette.as_deref();
     // A recording the base holds is what a model answered then: it is never rewritten,
     // only added to (a rewritten answer would make any candidate pass).
     if let Some(bytes) = base_cassette {
@@ -216,23 +218,46 @@ pub fn recompute(
     if suites.is_empty() {
         return Err(format!("no eval suite under evals/ evaluates {id} in this tree"));
     }
+    // What the gate compares with is not the evidence's to say: the suites (thresholds,
+    // assertions, dataset) are the base's, and the baseline is the version the gate picks
+    // (the highest active one below the candidate), never one the evidence names or
+    // leaves out.
+    for suite in &suites {
+        for rel in [&suite.rel, &suite.dataset] {
+            let today =
+                crate::confine::Root::new(root).content(Path::new(rel)).ok().and_then(|p| {
+                    let mut bytes = Vec::new();
+                    let mut file = crate::confine::open_file(&p).ok()?;
+                    std::io::Read::read_to_end(&mut file, &mut bytes).ok().map(|_| bytes)
+                });
+            if today.is_none() || base_file(rel) != today {
+                return Err(format!(
+                    "{rel} of suite {} is not the base's (added or changed in this change): a promotion is verified against the suites the base holds; land the suite's change first, then promote",
+                    suite.eval_id
+                ));
+            }
+        }
+    }
     let named_baseline =
         recorded["suites"][0]["baseline"]["version"].as_str().and_then(crate::id::parse_version);
+    let expected = baseline_of(&project.registry, id, &candidate);
+    if named_baseline != expected {
+        let shown = |v: &Option<Semver>| v.as_ref().map_or("none".to_string(), ToString::to_string);
+        return Err(format!(
+            "the evidence compares {candidate} with {}, but the gate compares it with {} (the highest active version below it)",
+            shown(&named_baseline),
+            shown(&expected)
+        ));
+    }
     let evaluator = super::Evaluator {
         project,
         providers: &providers,
         ledger: None,
         options: super::Options { jobs: 1, repeat: None, filter: None },
     };
-    let outcomes = run(
-        &evaluator,
-        &suites,
-        id,
-        &candidate,
-        named_baseline.as_ref(),
-        &crate::validate::NoProgress,
-    )
-    .map_err(|e| e.to_string())?;
+    let outcomes =
+        run(&evaluator, &suites, id, &candidate, expected.as_ref(), &crate::validate::NoProgress)
+            .map_err(|e| e.to_string())?;
     let now = evidence(&outcomes, providers.selected().provider.name());
     if now["suites"] != recorded["suites"] {
         let said = |e: &Value| -> String {
