@@ -667,3 +667,52 @@ fn evidence_that_picks_its_own_baseline_or_suite_is_refused() {
         "{message}"
     );
 }
+
+/// A `deprecate` or `remove` event appended by hand, the entry set to match.
+fn hand_event(r: &mut Registry, action: Action, id: &str, version: &str, successor: Option<&str>) {
+    let entry =
+        r.entries.iter_mut().find(|e| e.id == id && e.version.to_string() == version).unwrap();
+    entry.state = if action == Action::Remove {
+        pactum::registry::State::Removed
+    } else {
+        pactum::registry::State::Deprecated
+    };
+    let sha256 = entry.sha256.clone();
+    r.history.as_mut().unwrap().push(Event {
+        at: "2026-11-30T10:00:00Z".into(),
+        action,
+        actor: Some("dev@example.com".into()),
+        id: id.into(),
+        version: version.into(),
+        sha256,
+        successor: successor.map(Into::into),
+        ..Event::default()
+    });
+}
+
+/// Hand-typed `deprecate` and `remove` events are held to what the commands check: an
+/// active successor, and nothing left depending on a removed version.
+#[test]
+fn hand_typed_deprecations_and_removals_are_re_derived() {
+    let repo = Repo::new();
+    // 1.0.0 deprecated for the draft 1.1.0 (`registry deprecate` says successor_missing).
+    repo.forge(|r| hand_event(r, Action::Deprecate, "PRC-CLASSIFY-001", "1.0.0", Some("1.1.0")));
+    let (status, found) = repo.findings("registry_event_unverified");
+    assert_eq!(status, 1);
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(message.contains("its successor PRC-CLASSIFY-001@1.1.0 is draft"), "{message}");
+    // The pack the active contract binds, deprecated and removed by hand.
+    git(repo.root(), &["reset", "-q", "--hard", "main"]);
+    repo.forge(|r| {
+        hand_event(r, Action::Deprecate, "PRM-CLASSIFY-001", "1.0.0", Some("1.1.0"));
+        hand_event(r, Action::Remove, "PRM-CLASSIFY-001", "1.0.0", None);
+    });
+    let (status, found) = repo.findings("registry_event_unverified");
+    assert_eq!(status, 1);
+    let messages: Vec<&str> = found.iter().map(|f| f["message"].as_str().unwrap()).collect();
+    assert!(
+        messages.iter().any(|m| m
+            .contains("`registry remove` refuses it: PRC-CLASSIFY-001@1.0.0 still binds to it")),
+        "{messages:#?}"
+    );
+}

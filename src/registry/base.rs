@@ -333,6 +333,63 @@ fn check_event(
             }
             checked.push(format!("target {}@{} with its hash", e.id, e.version));
         }
+        Action::Deprecate => {
+            let (Some(kind), Some(version)) = (kind, version) else {
+                return unverified("it names no registered id and version".into());
+            };
+            let successor = e.successor.as_deref().and_then(crate::id::parse_version);
+            let Some(successor) = successor else {
+                return unverified("it names no successor version".into());
+            };
+            if successor <= version {
+                return unverified(format!(
+                    "its successor {successor} is not higher than {version}"
+                ));
+            }
+            // The successor was active when `registry deprecate` ran: today it is active,
+            // or deprecated since; never a draft, missing or removed.
+            match today.get(kind, &e.id, &successor) {
+                Some(s) if matches!(s.state, State::Active | State::Deprecated) => {}
+                Some(s) => {
+                    return unverified(format!(
+                        "its successor {} is {}; `registry deprecate` names an active successor",
+                        s.key(),
+                        s.state.as_str()
+                    ));
+                }
+                None => {
+                    return unverified(format!(
+                        "its successor {}@{successor} is not registered",
+                        e.id
+                    ));
+                }
+            }
+            checked.push(format!("successor {}@{successor} active", e.id));
+        }
+        Action::Remove => {
+            let (Some(kind), Some(version)) = (kind, version) else {
+                return unverified("it names no registered id and version".into());
+            };
+            if today.get(kind, &e.id, &version).is_none() {
+                return unverified(format!("{} is not registered", e.subject()));
+            }
+            // As `registry remove` saw it: the version still deprecated, so that what
+            // resolves to it (a contract's pack binding) still does.
+            let mut before = today.clone();
+            let Some(entry) = before
+                .entries
+                .iter_mut()
+                .find(|x| x.kind == kind && x.id == e.id && x.version == version)
+            else {
+                return unverified(format!("{} is not registered", e.subject()));
+            };
+            entry.state = State::Deprecated;
+            let entry = entry.clone();
+            if let Some(reason) = super::lifecycle::removal_blocker(&before, &entry) {
+                return unverified(format!("`registry remove` refuses it: {reason}"));
+            }
+            checked.push("nothing depends on it".into());
+        }
         _ => checked.push("well formed".into()),
     }
     if checked.is_empty() {

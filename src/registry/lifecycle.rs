@@ -699,50 +699,49 @@ pub fn remove(
             State::Deprecated | State::Removed => format!("it is already {}", entry.state.as_str()),
         }
     })?;
-    // A removal must not strand anything that still depends on the version.
+    if let Some(reason) = removal_blocker(registry, &entry) {
+        return Err(transition(&entry, "remove", reason));
+    }
+    Ok(transit(registry, &entry, Action::Remove, stamp, |e| {
+        e.state = State::Removed;
+        e.removed_at = Some(stamp.at.clone());
+    }))
+}
+
+/// What still depends on `entry`, so that removing it would strand it (`None`: nothing):
+/// a label that names it, a version deprecated with it as successor, a contract that binds
+/// it (a pack). `registry remove` refuses on it, and `--base` holds a hand-typed `remove`
+/// event to it (SPEC §24).
+pub fn removal_blocker(registry: &Registry, entry: &Entry) -> Option<String> {
+    let (kind, id, version) = (entry.kind, entry.id.as_str(), &entry.version);
     if let Some(label) = labels_on(registry, id, version).into_iter().next() {
-        return Err(transition(
-            &entry,
-            "remove",
-            format!(
-                "the label `{label}` names it; move the label first (`pactum registry label {id} {label} VERSION`)"
-            ),
+        return Some(format!(
+            "the label `{label}` names it; move the label first (`pactum registry label {id} {label} VERSION`)"
         ));
     }
     if let Some(dependent) = registry
         .versions(kind, id)
         .find(|e| e.state == State::Deprecated && e.successor_version.as_ref() == Some(version))
     {
-        return Err(transition(
-            &entry,
-            "remove",
-            format!(
-                "{} is deprecated with it as successor; remove {} first",
-                dependent.key(),
-                dependent.key()
-            ),
+        return Some(format!(
+            "{} is deprecated with it as successor; remove {} first",
+            dependent.key(),
+            dependent.key()
         ));
     }
     if kind == EntryKind::PromptPack
         && let Some(c) = registry.entries.iter().find(|c| {
             c.kind == EntryKind::Contract
                 && matches!(c.state, State::Active | State::Deprecated)
-                && binds(registry, c, &entry, false)
+                && binds(registry, c, entry, false)
         })
     {
-        return Err(transition(
-            &entry,
-            "remove",
-            format!(
-                "{} still binds to it; move the contract to another pack version first",
-                c.key()
-            ),
+        return Some(format!(
+            "{} still binds to it; move the contract to another pack version first",
+            c.key()
         ));
     }
-    Ok(transit(registry, &entry, Action::Remove, stamp, |e| {
-        e.state = State::Removed;
-        e.removed_at = Some(stamp.at.clone());
-    }))
+    None
 }
 
 /// A work order pinning a version that is being removed, and where its pin goes after.
