@@ -62,6 +62,19 @@ pub fn file_at(dir: &Path, commit: &str, rel: &str) -> Option<Vec<u8>> {
     git_bytes(dir, &["cat-file", "blob", &spec])
 }
 
+/// The paths, relative to the top level of the repository `dir` is in, of every file
+/// named `name` in commit `commit` (`None` when git cannot answer).
+pub fn files_named(dir: &Path, commit: &str, name: &str) -> Option<Vec<String>> {
+    let listing = git(dir, &["ls-tree", "-r", "--name-only", "--full-tree", commit])?;
+    Some(
+        listing
+            .lines()
+            .filter(|p| p.rsplit('/').next() == Some(name))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
 /// The top level of the git work tree `dir` is in, if any.
 pub fn toplevel(dir: &Path) -> Option<PathBuf> {
     git(dir, &["rev-parse", "--show-toplevel"]).filter(|s| !s.is_empty()).map(PathBuf::from)

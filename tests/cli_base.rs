@@ -716,3 +716,31 @@ fn hand_typed_deprecations_and_removals_are_re_derived() {
         "{messages:#?}"
     );
 }
+
+/// A project the pull request moved has no registry at its new path in the base: its
+/// review would see no history and the default gate, so it is refused, naming where the
+/// base has the registry. A project that starts in the change (no registry anywhere in
+/// the base) is reviewed as new.
+#[test]
+fn a_project_moved_in_the_change_is_refused_as_its_own_base() {
+    let repo = Repo::new();
+    std::fs::create_dir(repo.path("proj")).unwrap();
+    let tracked = git(repo.root(), &["ls-files"]);
+    let mut top: Vec<&str> = tracked.lines().map(|l| l.split('/').next().unwrap()).collect();
+    top.dedup();
+    for name in top {
+        git(repo.root(), &["mv", name, &format!("proj/{name}")]);
+    }
+    repo.commit("move the project");
+    let mut cmd = common::pactum_in(&repo.path("proj"));
+    cmd.args(["validate", "--base", "main", "--json"]);
+    let out = Out::of(&mut cmd);
+    out.status(2);
+    let doc = out.json();
+    assert_eq!(doc["code"], "usage_error", "{doc:#}");
+    let message = doc["message"].as_str().unwrap();
+    assert!(
+        message.contains("has no registry.json at this project's path, but has registry.json"),
+        "{message}"
+    );
+}

@@ -63,7 +63,20 @@ impl Base {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| super::FILE_NAME.into());
         let registry = match crate::git::file_at(dir, &commit, &name) {
-            None => None,
+            // No registry at this path in the base: a project that starts in this change,
+            // or one the change moved. A moved project would be read as a base with no
+            // history and the default gate, so one elsewhere in the base is refused.
+            None => {
+                let elsewhere = crate::git::files_named(dir, &commit, &name).unwrap_or_default();
+                if let Some(other) = elsewhere.first() {
+                    let (rev, other) =
+                        (crate::terminal::escape_line(rev), crate::terminal::escape_line(other));
+                    return Err(usage(format!(
+                        "{rev} has no {name} at this project's path, but has {other}: the project moved in this change, and its base review would see no history and no gate; run --base from the path the project has at {rev} (or land the move first)",
+                    )));
+                }
+                None
+            }
             Some(bytes) => {
                 let text = String::from_utf8(bytes)
                     .map_err(|_| usage(format!("{name} at {rev} is not UTF-8")))?;
