@@ -632,8 +632,10 @@ fn a_server_built_with_the_official_python_sdk_serves_runs_over_stdio_and_stream
         assert_eq!(run.answer_text(), format!("Order A-17 is {status}."), "{transport}");
         let calls = p.ledger().tool_calls();
         assert_eq!(calls[0]["tool"], "lookup_order", "{transport}");
-        // validate lists the SDK server's tools too.
+        // `tools lock` lists the SDK server's tools, and validate checks names against it.
         work_order_naming(&p, json!(["lookup_order", "lookup_ordr"]));
+        let (status, doc) = tools_lock(&p, &[]);
+        assert_eq!((status, &doc["tools"]), (0, &json!(1)), "{transport}: {doc}");
         let (_, findings) = validate(&p, &[]);
         assert_eq!(findings.len(), 1, "{transport}: {findings:?}");
         assert!(findings[0].1.contains("`lookup_ordr`"), "{transport}: {findings:?}");
