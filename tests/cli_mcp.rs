@@ -859,3 +859,18 @@ fn tool_names_that_escape_the_terminal_or_differ_only_in_case_are_refused() {
         }
     }
 }
+
+#[test]
+fn a_server_answering_the_2024_11_05_revision_serves_the_run_and_an_unknown_one_is_refused() {
+    // Servers built on the npm SDK 1.0.x answer `2024-11-05`: same initialize, tools/list
+    // and tools/call shapes, so the run uses them.
+    let p = project(", \"--version\", \"2024-11-05\"", "shipped");
+    let run = p.run(&[]);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+    assert_eq!(run.answer_text(), "Order A-17 is shipped.");
+    let p = project(", \"--version\", \"2023-01-01\"", "shipped");
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
+    let message = run.json["message"].as_str().unwrap();
+    assert!(message.contains("`2023-01-01`") && message.contains("2024-11-05"), "{message}");
+}

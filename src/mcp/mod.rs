@@ -33,8 +33,10 @@ pub mod stdio;
 
 /// The protocol revision pactum asks for.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
-/// The revisions pactum accepts in a server's `initialize` answer.
-pub const ACCEPTED_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26"];
+/// The revisions pactum accepts in a server's `initialize` answer: `initialize`,
+/// `tools/list` and `tools/call` have the same shape in all three (servers on the npm SDK
+/// 1.0.x answer `2024-11-05`).
+pub const ACCEPTED_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
 /// The largest message read from a server, in bytes (a longer line or body is a failure).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 /// The largest tool output (as JSON) handed to the run, in bytes.
@@ -301,7 +303,7 @@ impl Server {
             return Err(spec.failed(format!(
                 "it speaks MCP revision `{}`; pactum speaks {}",
                 crate::terminal::escape_line(version),
-                ACCEPTED_VERSIONS.join(" and ")
+                ACCEPTED_VERSIONS.join(", ")
             )));
         }
         connection.transport.set_protocol_version(version);
