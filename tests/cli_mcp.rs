@@ -874,3 +874,61 @@ fn a_server_answering_the_2024_11_05_revision_serves_the_run_and_an_unknown_one_
     let message = run.json["message"].as_str().unwrap();
     assert!(message.contains("`2023-01-01`") && message.contains("2024-11-05"), "{message}");
 }
+
+/// The project of [`project`] whose server also lists `echo` and `read_file` (as the MCP
+/// reference servers do), with `naming` in its `[tools.orders]` table.
+fn colliding_project(naming: &str) -> Project {
+    let p = project(", \"--extra\", \"echo\", \"--extra\", \"read_file\"", "shipped");
+    p.write(
+        "pactum.toml",
+        &format!(
+            "[tools.orders]\ncommand = [\"python3\", \"tools/server.py\", \"--extra\", \"echo\", \"--extra\", \"read_file\"]\ntimeout_s = 20\n{naming}"
+        ),
+    );
+    p
+}
+
+#[test]
+fn every_tool_name_collision_is_reported_by_run_and_validate_until_prefix_or_rename_resolves_it() {
+    let p = colliding_project("");
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_name_taken", "{}", run.out);
+    let message = run.json["message"].as_str().unwrap();
+    assert!(message.contains("tool `echo` is offered by the built-in tools"), "{message}");
+    assert!(message.contains("`read_file` (by pactum's disclosure tools"), "{message}");
+    assert!(message.contains("`prefix`"), "{message}");
+    let (status, _) = tools_lock(&p, &[]);
+    assert_eq!(status, 0);
+    let (_, findings) = validate(&p, &[]);
+    let taken: Vec<&String> =
+        findings.iter().filter(|(c, _)| c == "tool_name_taken").map(|(_, m)| m).collect();
+    assert_eq!(taken.len(), 2, "{findings:?}");
+    assert!(taken[0].contains("`echo`") && taken[1].contains("`read_file`"), "{taken:?}");
+
+    // Renamed, the server's tools take names of their own: the run uses the server's
+    // `lookup_order` as before, and validate has nothing to say about tool names.
+    let p = colliding_project("rename = { echo = \"orders_echo\", read_file = \"orders_read\" }\n");
+    let run = p.run(&[]);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+    assert_eq!(run.answer_text(), "Order A-17 is shipped.");
+    assert_eq!(tools_lock(&p, &[]).0, 0);
+    work_order_naming(&p, json!(["lookup_order", "orders_echo", "echo"]));
+    let (_, findings) = validate(&p, &[]);
+    assert!(findings.is_empty(), "{findings:?}");
+
+    // A prefix renames every tool: the plan must then call `o_lookup_order`.
+    let p = colliding_project("prefix = \"o_\"\n");
+    assert_eq!(tools_lock(&p, &[]).0, 0);
+    work_order_naming(&p, json!(["o_lookup_order", "o_echo", "o_read_file"]));
+    let (_, findings) = validate(&p, &[]);
+    assert!(findings.is_empty(), "{findings:?}");
+    work_order_naming(&p, json!(["lookup_order"]));
+    let (_, findings) = validate(&p, &[]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].0, "tool_unknown", "{findings:?}");
+
+    // A rename of a tool the server does not list is a mistake, not a no-op.
+    let p = colliding_project("rename = { ecko = \"orders_echo\" }\n");
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_unknown", "{}", run.out);
+}

@@ -83,6 +83,10 @@ pub struct ServerSpec {
     pub allow: Option<Vec<String>>,
     /// How long one request may take.
     pub timeout: Duration,
+    /// Put before its tools' names in a run (`prefix` in pactum.toml).
+    pub prefix: Option<String>,
+    /// Run names for some of its tools (`rename` in pactum.toml), instead of `prefix`.
+    pub rename: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A server of `pactum.toml` that does not start: the environment did not confirm it.
@@ -179,9 +183,16 @@ impl ServerSpec {
                 endpoint,
                 allow: s.allow.clone(),
                 timeout,
+                prefix: s.prefix.clone(),
+                rename: s.rename.clone(),
             });
         }
         out
+    }
+
+    /// The name a run knows its tool `listed` by.
+    pub fn run_name(&self, listed: &str) -> String {
+        crate::config::run_name(self.prefix.as_deref(), self.rename.as_ref(), listed)
     }
 
     fn failed(&self, message: impl Into<String>) -> Error {
