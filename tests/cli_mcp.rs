@@ -932,3 +932,32 @@ fn every_tool_name_collision_is_reported_by_run_and_validate_until_prefix_or_ren
     let run = p.run(&[]);
     assert_eq!(run.json["code"], "tool_unknown", "{}", run.out);
 }
+
+#[test]
+fn a_timed_out_call_is_cancelled_and_its_failure_does_not_quote_the_start_up_banner() {
+    let p = project(
+        ", \"--sleep\", \"300\", \"--banner\", \"orders server 1.0 listening on stdio\"",
+        "shipped",
+    );
+    p.write(
+        "pactum.toml",
+        &std::fs::read_to_string(p.path("pactum.toml"))
+            .unwrap()
+            .replace("timeout_s = 20", &format!("timeout_s = {DEADLINE_S}")),
+    );
+    let (run, took) = run_bounded(&p);
+    assert!(took < IN_TIME, "{took:?}");
+    let message = failed_call(&p, &run);
+    assert!(message.contains("no answer in time"), "{message}");
+    assert!(!message.contains("listening"), "{message}");
+    // The server was told: `notifications/cancelled` names the request that ran out.
+    let said = std::fs::read_to_string(p.path("tools/notifications.log")).unwrap();
+    let cancelled: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|n| n["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{said}");
+    assert!(cancelled[0]["params"]["requestId"].is_u64(), "{said}");
+    assert!(server_gone(&p));
+}

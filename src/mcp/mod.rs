@@ -51,6 +51,8 @@ const MAX_PAGES: usize = 64;
 pub const MAX_LISTING_BYTES: usize = 1024 * 1024;
 /// How long one request may take unless `timeout_s` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the cancellation of a timed-out request may take to send.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
 /// The failure of a request whose deadline passed.
 pub const NO_ANSWER_IN_TIME: &str =
     "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)";
@@ -420,10 +422,25 @@ fn request(
     let id = connection.next_id;
     connection.next_id += 1;
     let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let answer = connection.transport.request(&message, id, deadline).map_err(|m| {
-        let said = connection.transport.diagnostics();
-        if said.is_empty() { m } else { format!("{m}; it said: {said}") }
-    })?;
+    let answer = match connection.transport.request(&message, id, deadline) {
+        Ok(answer) => answer,
+        // A request that ran out of time is cancelled (MCP: `notifications/cancelled`; never
+        // `initialize`), and its failure is the timeout alone: what the server said on its
+        // error stream (a start-up banner) does not explain a slow answer.
+        Err(m) if m == NO_ANSWER_IN_TIME => {
+            if method != "initialize" {
+                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": id, "reason": "pactum: no answer in time"}});
+                // Best effort, bounded: a server that does not read gets no more time.
+                let _ = connection.transport.notify(&cancel, Instant::now() + CANCEL_WAIT);
+            }
+            return Err(m);
+        }
+        Err(m) => {
+            let said = connection.transport.diagnostics();
+            return Err(if said.is_empty() { m } else { format!("{m}; it said: {said}") });
+        }
+    };
     if let Some(error) = answer.get("error") {
         let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
         let text = error.get("message").and_then(Value::as_str).unwrap_or("no message");
