@@ -430,6 +430,18 @@ fn markdown_and_junit_reports() {
     assert_eq!(xml.matches("<testcase ").count(), 16, "one test case per case and version");
     assert_eq!(xml.matches("<failure ").count(), 6);
     assert!(xml.contains("<testsuite name=\"EVAL-TRIAGE-001 PRC-TRIAGE-001@1.1.0\""), "{xml}");
+    // A JUnit viewer keys a case by classname and name: the versions' runs of a case, one
+    // passing and one failing, stay apart.
+    let keys: std::collections::BTreeSet<String> = xml
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("<testcase "))
+        .map(|l| l.split(" time=").next().unwrap().to_string())
+        .collect();
+    assert_eq!(keys.len(), 16, "{keys:#?}");
+    assert!(
+        xml.contains(" @ PRC-TRIAGE-001@1.0.0\" classname=\"pactum.eval.EVAL-TRIAGE-001\""),
+        "{xml}"
+    );
     let mut reader = quick_xml::Reader::from_str(xml);
     loop {
         match reader.read_event() {
