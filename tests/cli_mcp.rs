@@ -961,3 +961,27 @@ fn a_timed_out_call_is_cancelled_and_its_failure_does_not_quote_the_start_up_ban
     assert!(cancelled[0]["params"]["requestId"].is_u64(), "{said}");
     assert!(server_gone(&p));
 }
+
+#[test]
+fn a_server_that_cannot_start_is_what_the_answer_blames_not_the_script_written_for_its_tools() {
+    let p = project(", \"--die\"", "shipped");
+    // The text a user reads: the answer names the server's failure first.
+    let mut cmd = p.pactum();
+    cmd.args(["run", "wo.json", "--ledger", "ledger.jsonl"]);
+    let out = p.exec(cmd);
+    assert_eq!(out.code, 1, "{out}");
+    let answer = out.stdout.lines().find(|l| l.starts_with("Answer: ")).unwrap_or_default();
+    assert!(
+        answer.starts_with(
+            "Answer: No synthesized answer is available (tool_server_failed: tool server `orders`"
+        ),
+        "{out}"
+    );
+    assert!(answer.contains("cannot open the order database"), "{out}");
+    // And so do the JSON answer's reason and the run's first error.
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
+    let reason = run.json["final_answer"]["metadata"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("tool_server_failed: "), "{reason}");
+    assert!(reason.contains("; then synthesis_failed: script_prompt_mismatch"), "{reason}");
+}

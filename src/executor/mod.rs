@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::error::Error;
+use crate::error::{Code, Error};
 use crate::extract::Extracted;
 use crate::gateway::{Provider, Usage};
 use crate::id::Pin;
@@ -583,6 +583,28 @@ impl Runner<'_> {
                     semantic_errors = refused.errors;
                 }
             }
+        }
+        // A loop halted because its tools could not be set up (a tool server that cannot be
+        // reached, a name taken) failed for that reason; a synthesis that then failed too (a script written for a run that got
+        // further) does not take its place in the answer.
+        if let kernel::Stop::Halted(e) = &stop
+            && refused.is_none()
+            && matches!(
+                e.code(),
+                Code::ToolServerFailed
+                    | Code::ToolNameTaken
+                    | Code::ToolUnknown
+                    | Code::ToolsLockStale
+                    | Code::ConfigUnconfirmed
+            )
+            && let Some(after) = answer
+                .metadata
+                .get("reason")
+                .and_then(Value::as_str)
+                .filter(|r| r.starts_with("synthesis_failed"))
+        {
+            let reason = format!("{}: {e}; then {after}", e.code());
+            answer = synthesis::degraded(&input, &reason, &input.missing_optional(), ttl_exhausted);
         }
         if answer.is_degraded() {
             phase_e.degraded_reason = answer.metadata.get("reason").cloned();
