@@ -974,3 +974,22 @@ fn an_evaluation_on_no_model_says_so_fails_and_is_no_evidence_for_a_promotion() 
     out.status(0);
     assert!(out.stdout.contains("ok: every suite meets its thresholds"), "{out}");
 }
+
+#[test]
+fn a_plain_promotion_says_which_suite_was_not_run_and_how_to_run_it() {
+    let p = EvalProject::with_draft();
+    p.model(&SIX_WRONG);
+    p.config("");
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]);
+    out.status(0);
+    assert!(
+        out.stderr.contains("EVAL-TRIAGE-001 evaluates PRC-TRIAGE-001 and was not run"),
+        "{out}"
+    );
+    let hint = "`pactum eval --contract PRC-TRIAGE-001@1.1.0 --allow-draft`";
+    assert!(out.stderr.contains(hint), "{out}");
+    // The command it names is the evaluation that would have refused the version.
+    let out = p.pactum(&["eval", "--contract", "PRC-TRIAGE-001@1.1.0", "--allow-draft"]);
+    out.status(1);
+    assert!(out.stderr.contains("error[eval_regression]"), "{out}");
+}
