@@ -470,7 +470,11 @@ fn exchange_spans(
     let model = text(record, "model").or(text(record, "response_model"));
     let mut a = Attrs::of(gate, record);
     a.text("gen_ai.operation.name", gate.text("chat"));
-    a.field(gate, "gen_ai.provider.name", record, "provider");
+    // The provider's kind (`openai`, `anthropic`: what GenAI viewers know), its table's
+    // name in pactum.toml as pactum's own attribute.
+    let kind = if text(record, "provider_kind").is_some() { "provider_kind" } else { "provider" };
+    a.field(gate, "gen_ai.provider.name", record, kind);
+    a.field(gate, "pactum.provider", record, "provider");
     a.field(gate, "gen_ai.request.model", record, "model");
     a.field(gate, "gen_ai.response.model", record, "response_model");
     let usage = record.get("usage");
