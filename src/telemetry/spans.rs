@@ -458,6 +458,15 @@ fn work_order_span(
     .data()
 }
 
+/// A recorded finish reason as the provider's own API names it: the ledger keeps one name
+/// for a reply that calls tools (`tool_use`), which OpenAI calls `tool_calls`.
+fn api_reason<'r>(provider_kind: Option<&str>, reason: &'r str) -> &'r str {
+    match (provider_kind, reason) {
+        (Some("openai"), "tool_use") => "tool_calls",
+        _ => reason,
+    }
+}
+
 fn exchange_spans(
     gate: &Gate,
     record: &Value,
@@ -480,7 +489,9 @@ fn exchange_spans(
     let usage = record.get("usage");
     a.int("gen_ai.usage.input_tokens", usage.and_then(|u| u.get("prompt_tokens")));
     a.int("gen_ai.usage.output_tokens", usage.and_then(|u| u.get("completion_tokens")));
-    if let Some(reason) = text(record, "finish_reason") {
+    let provider_kind = text(record, "provider_kind").or(text(record, "provider"));
+    let finish_reason = text(record, "finish_reason").map(|r| api_reason(provider_kind, r));
+    if let Some(reason) = finish_reason {
         a.texts(gate, "gen_ai.response.finish_reasons", std::iter::once(reason));
     }
     a.field(gate, "pactum.contract.id", record, "contract_id");
@@ -501,8 +512,7 @@ fn exchange_spans(
             a.text("gen_ai.input.messages", input_messages(gate, prompt));
         }
         if let Some(reply) = record.get("raw_response").filter(|r| !r.is_null()) {
-            let reason = text(record, "finish_reason");
-            a.text("gen_ai.output.messages", output_messages(gate, reply, reason));
+            a.text("gen_ai.output.messages", output_messages(gate, reply, finish_reason));
         }
     }
     let verdict = text(record, "verdict").unwrap_or("ok");
