@@ -33,6 +33,8 @@
 //! # url = "http://127.0.0.1:8931/mcp"     # or streamable HTTP
 //! allow = ["lookup_order"]       # only these of its tools (all when absent)
 //! timeout_s = 30                 # per call
+//! prefix = "crm_"                 # run names: crm_lookup_order (none when absent)
+//! rename = { lookup_order = "find_order" }   # run names for some tools, instead of prefix
 //! ```
 //!
 //! The library never reads the environment: the binary passes a lookup function to
@@ -179,6 +181,33 @@ pub struct ToolServerSettings {
     pub allow: Option<Vec<String>>,
     /// Seconds one request to the server may take (default 30).
     pub timeout_s: Option<f64>,
+    /// Put before each of the server's tool names in a run (`prefix = "fs_"`: its
+    /// `read_file` is `fs_read_file`), so its names need not collide with a built-in's.
+    pub prefix: Option<String>,
+    /// Names for some of the server's tools in a run (its own name = the run's), instead of
+    /// `prefix`.
+    pub rename: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl ToolServerSettings {
+    /// The name a run knows the server's tool `listed` by: its `rename`, else `prefix` +
+    /// the name (`allow` and the tool lock keep the server's own names).
+    pub fn run_name(&self, listed: &str) -> String {
+        run_name(self.prefix.as_deref(), self.rename.as_ref(), listed)
+    }
+}
+
+/// The name a run knows a server's tool `listed` by, given the server's `prefix` and
+/// `rename` ([`ToolServerSettings::run_name`]).
+pub fn run_name(
+    prefix: Option<&str>,
+    rename: Option<&std::collections::BTreeMap<String, String>>,
+    listed: &str,
+) -> String {
+    match rename.and_then(|r| r.get(listed)) {
+        Some(new) => new.clone(),
+        None => format!("{}{listed}", prefix.unwrap_or("")),
+    }
 }
 
 /// Typed clients kept in the repository (SPEC §25): `[generate]`, the files `pactum generate`

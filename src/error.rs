@@ -314,6 +314,11 @@ fn did_you_mean(suggestions: &[String]) -> String {
     }
 }
 
+/// The other collisions of a [`Error::ToolNameTaken`] ("`read_file` (by A and by B)").
+fn also_taken(also: &[String]) -> String {
+    if also.is_empty() { String::new() } else { format!("; also taken: {}", also.join(", ")) }
+}
+
 fn tool_hint(tool: &str, available: &[String]) -> String {
     if available.is_empty() {
         return "; this run allows no tools".to_string();
@@ -621,9 +626,10 @@ pub enum Error {
     ToolFailed { tool: String, message: String },
 
     #[error(
-        "tool `{tool}` is offered by {first} and by {second}; a tool's name must be unique in a run: rename one, or leave it out of a server's `allow` list"
+        "tool `{tool}` is offered by {first} and by {second}{}; a tool's name must be unique in a run: give the server a `prefix` or `rename` the tool in its [tools.NAME] table of pactum.toml, or leave it out of the server's `allow` list",
+        also_taken(also)
     )]
-    ToolNameTaken { tool: String, first: String, second: String },
+    ToolNameTaken { tool: String, first: String, second: String, also: Vec<String> },
 
     #[error(
         "{named_by} names tool `{tool}`, which is not among the tools offered{}",

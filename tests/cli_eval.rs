@@ -430,12 +430,18 @@ fn markdown_and_junit_reports() {
     assert_eq!(xml.matches("<testcase ").count(), 16, "one test case per case and version");
     assert_eq!(xml.matches("<failure ").count(), 6);
     assert!(xml.contains("<testsuite name=\"EVAL-TRIAGE-001 PRC-TRIAGE-001@1.1.0\""), "{xml}");
-    // Each case and version is its own test: no two test cases share classname and name.
-    let keys: std::collections::BTreeSet<&str> =
-        xml.split("<testcase name=\"").skip(1).map(|t| &t[..t.find(" time=").unwrap()]).collect();
+    // A JUnit viewer keys a case by classname and name: the versions' runs of a case, one
+    // passing and one failing, stay apart.
+    let keys: std::collections::BTreeSet<String> = xml
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("<testcase "))
+        .map(|l| l.split(" time=").next().unwrap().to_string())
+        .collect();
     assert_eq!(keys.len(), 16, "{keys:#?}");
-    assert!(xml.contains("<testcase name=\"double-charge [1.0.0]\""), "{xml}");
-    assert!(xml.contains("<testcase name=\"double-charge [1.1.0]\""), "{xml}");
+    assert!(
+        xml.contains(" @ PRC-TRIAGE-001@1.0.0\" classname=\"pactum.eval.EVAL-TRIAGE-001\""),
+        "{xml}"
+    );
     let mut reader = quick_xml::Reader::from_str(xml);
     loop {
         match reader.read_event() {
@@ -754,8 +760,11 @@ fn new_eval_scaffolds_a_suite_from_the_contract_examples_that_validates_and_runs
     let line = std::fs::read_to_string(p.path(doc["dataset"].as_str().unwrap())).unwrap();
     assert_eq!(line, "{\"id\":\"case-1\",\"input\":{\"message\":\"x\"}}\n");
     p.pactum(&["validate"]).status(0);
-    // The scaffold runs (offline, dry-run answers).
-    p.pactum(&["eval", "EVAL-CLASSIFY-001", "--provider", "dry-run"]).status(0);
+    // The scaffold runs (offline, dry-run answers), and says that it measured no model.
+    let out = p.pactum(&["eval", "EVAL-CLASSIFY-001", "--provider", "dry-run"]);
+    out.status(1);
+    assert!(out.stdout.contains("EVAL-CLASSIFY-001 (PRC-CLASSIFY-001"), "{out}");
+    assert!(out.stdout.ends_with("no model: these numbers are no evidence\n"), "{out}");
 }
 
 // --- The eval gate (registry promote --eval, [gate] eval = true) ---------------------------
@@ -931,4 +940,56 @@ fn promotion_is_refused_while_a_suite_of_the_contract_does_not_validate() {
     assert_eq!(state_of(&p, "1.1.0"), "draft");
     std::fs::write(&suite, good).unwrap();
     p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]).status(0);
+}
+
+#[test]
+fn an_evaluation_on_no_model_says_so_fails_and_is_no_evidence_for_a_promotion() {
+    // No provider configured: the dry-run stand-in answers, schema-valid and meaningless.
+    let p = EvalProject::with_draft();
+    p.write("pactum.toml", "");
+    let out = p.pactum(&["eval"]);
+    out.status(1);
+    assert!(!out.stdout.contains("ok: every suite meets its thresholds"), "{out}");
+    assert!(out.stdout.contains("no model: these numbers are no evidence"), "{out}");
+    assert!(out.stderr.contains("error[provider_not_configured]"), "{out}");
+    assert!(out.stderr.contains("dry-run stand-in"), "{out}");
+    let out = p.pactum(&["eval", "--json"]);
+    out.status(1);
+    let doc = out.json();
+    assert_eq!((&doc["ok"], &doc["evidence"]), (&json!(false), &json!(false)), "{doc}");
+    assert_eq!(doc["code"], "provider_not_configured", "{doc}");
+    let out = p.pactum(&["eval", "--format", "markdown"]);
+    out.status(1);
+    assert!(out.stdout.starts_with("### ❌ pactum eval") && out.stdout.contains("**No model:**"));
+    // The gate refuses to count it: the candidate stays a draft.
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0", "--eval", "--json"]);
+    out.status(1);
+    assert_eq!(out.json()["code"], "provider_not_configured", "{out}");
+    let registry = std::fs::read_to_string(p.path("registry.json")).unwrap();
+    assert!(!registry.contains("\"eval_completed\""), "{registry}");
+    // With a model, the same project's evaluation is a verdict again.
+    p.model(&[]);
+    p.config("");
+    let out = p.pactum(&["eval"]);
+    out.status(0);
+    assert!(out.stdout.contains("ok: every suite meets its thresholds"), "{out}");
+}
+
+#[test]
+fn a_plain_promotion_says_which_suite_was_not_run_and_how_to_run_it() {
+    let p = EvalProject::with_draft();
+    p.model(&SIX_WRONG);
+    p.config("");
+    let out = p.pactum(&["registry", "promote", "PRC-TRIAGE-001@1.1.0"]);
+    out.status(0);
+    assert!(
+        out.stderr.contains("EVAL-TRIAGE-001 evaluates PRC-TRIAGE-001 and was not run"),
+        "{out}"
+    );
+    let hint = "`pactum eval --contract PRC-TRIAGE-001@1.1.0 --allow-draft`";
+    assert!(out.stderr.contains(hint), "{out}");
+    // The command it names is the evaluation that would have refused the version.
+    let out = p.pactum(&["eval", "--contract", "PRC-TRIAGE-001@1.1.0", "--allow-draft"]);
+    out.status(1);
+    assert!(out.stderr.contains("error[eval_regression]"), "{out}");
 }

@@ -1129,3 +1129,25 @@ fn a_contracts_provider_id_never_takes_an_offline_or_explicit_run_online() {
     assert_eq!(r["provider"], "dry-run", "{r:#}");
     assert_eq!(server.hits(), 0, "nothing went online");
 }
+
+#[test]
+fn a_chat_span_names_the_providers_kind_not_its_table_in_pactum_toml() {
+    let server = MockServer::start(vec![openai_ok(BILLING)]);
+    let collector = crate::otlp::Collector::start();
+    let p = Project::new();
+    p.config(&format!(
+        "[defaults]\nprovider = \"oa\"\n\n[providers.oa]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n",
+        server.url()
+    ));
+    let wo = p.classify_wo("WO-KIND", json!({}));
+    let (out, r) =
+        p.run_json(&wo, &["--otlp", &collector.url()], &[("PACTUM_TRUST_CONFIG", "1".to_string())]);
+    out.status(0);
+    assert_eq!(r["ok"], true, "{r:#}");
+    let spans = collector.wait_for(1);
+    let chat = spans.iter().find(|s| s.attr("gen_ai.operation.name") == "chat").unwrap();
+    // What Phoenix and MLflow know: `openai`; the table's own name is pactum's attribute.
+    assert_eq!(chat.attr("gen_ai.provider.name"), "openai", "{chat:#?}");
+    assert_eq!(chat.attr("pactum.provider"), "oa", "{chat:#?}");
+    assert_eq!(chat.attr("gen_ai.request.model"), "m", "{chat:#?}");
+}

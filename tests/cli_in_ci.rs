@@ -277,6 +277,9 @@ fn substitute(text: &str, values: &BTreeMap<String, String>) -> String {
 /// runner would: `run` steps with `bash --noprofile --norc -eo pipefail`, their `env`
 /// evaluated, outputs through `$GITHUB_OUTPUT`. `uses` steps are not run; they are returned
 /// with their `with` evaluated. Returns each run step's outcome and the used steps.
+/// The ref the action is used at in these tests (`uses: owner/pactum@v1.4.0`).
+const ACTION_REF: &str = "v1.4.0";
+
 fn run_action(workspace: &Path, inputs: &[(&str, &str)]) -> (Vec<(String, Out)>, Vec<Value>) {
     let action = action();
     assert_eq!(action["runs"]["using"], "composite");
@@ -290,6 +293,7 @@ fn run_action(workspace: &Path, inputs: &[(&str, &str)]) -> (Vec<(String, Out)>,
         values.insert(format!("inputs.{name}"), given.unwrap_or(default));
     }
     values.insert("github.action_path".into(), repo().display().to_string());
+    values.insert("github.action_ref".into(), ACTION_REF.into());
     let temp = tempfile::tempdir().unwrap();
     let output_file = temp.path().join("github_output");
     let mut ran = Vec::new();
@@ -345,7 +349,8 @@ fn run_action(workspace: &Path, inputs: &[(&str, &str)]) -> (Vec<(String, Out)>,
 fn the_composite_action_annotates_uploads_and_fails_on_findings() {
     let repo_dir = monorepo(true);
     let (ran, used) = run_action(repo_dir.path(), &[("path", "prompts")]);
-    let [(_, install), (_, validate), (_, fail)] = &ran[..] else { panic!("{ran:#?}") };
+    let [(_, key), (_, install), (_, validate), (_, fail)] = &ran[..] else { panic!("{ran:#?}") };
+    key.status(0);
     install.status(0);
     assert!(install.stdout.starts_with("pactum "), "{install}");
     validate.status(0);
@@ -360,7 +365,20 @@ fn the_composite_action_annotates_uploads_and_fails_on_findings() {
     let report = upload["with"]["sarif_file"].as_str().unwrap();
     let sarif: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
     assert_eq!(sarif["runs"][0]["results"][0]["ruleId"], "contract_unregistered");
-    assert!(used.iter().any(|s| s["uses"] == "actions/cache@v4"));
+    // The binary's cache is keyed on the action's Cargo.lock, ref and commit: never a
+    // constant a newer tag would share.
+    let cache = used.iter().find(|s| s["uses"] == "actions/cache@v4").unwrap();
+    let key = cache["with"]["key"].as_str().unwrap();
+    let lock = std::fs::read(repo().join("Cargo.lock")).unwrap();
+    let lock_hash = pactum::digest::sha256_hex(&lock);
+    assert!(key.contains(&format!("-{}-{ACTION_REF}-", &lock_hash[..16])), "{key}");
+    let head = std::process::Command::new("git")
+        .args(["-C", &repo().display().to_string(), "rev-parse", "HEAD"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let commit = if head.is_empty() { "no-git".to_string() } else { head };
+    assert!(key.ends_with(&format!("-{commit}")), "{key}");
 
     // A clean tree passes every step; a baseline of today's findings makes them old.
     let clean = monorepo(false);

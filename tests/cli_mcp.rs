@@ -936,19 +936,130 @@ fn a_tool_output_over_256_kib_fails_the_call_and_one_under_it_is_taken() {
     }
 }
 
-/// Servers built on the npm SDK 1.0.x answer `initialize` with revision 2024-11-05, whose
-/// handshake and tool calls have the shape of the later ones: accepted. A revision pactum
-/// does not speak fails the server, naming it.
 #[test]
-fn a_server_answering_revision_2024_11_05_serves_a_run_and_an_unknown_revision_is_refused() {
+fn a_server_answering_the_2024_11_05_revision_serves_the_run_and_an_unknown_one_is_refused() {
+    // Servers built on the npm SDK 1.0.x answer `2024-11-05`: same initialize, tools/list
+    // and tools/call shapes, so the run uses them.
     let p = project(", \"--version\", \"2024-11-05\"", "shipped");
     let run = p.run(&[]);
     assert_eq!(run.status(), "converged", "{}", run.out);
     assert_eq!(run.answer_text(), "Order A-17 is shipped.");
-    assert_eq!(calls_received(&p), [json!({"order_id": "A-17"})]);
     let p = project(", \"--version\", \"2023-01-01\"", "shipped");
     let run = p.run(&[]);
-    assert_ne!(run.status(), "converged", "{}", run.out);
-    let text = run.out.to_string();
-    assert!(text.contains("tool_server_failed") && text.contains("`2023-01-01`"), "{text}");
+    assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
+    let message = run.json["message"].as_str().unwrap();
+    assert!(message.contains("`2023-01-01`") && message.contains("2024-11-05"), "{message}");
+}
+
+/// The project of [`project`] whose server also lists `echo` and `read_file` (as the MCP
+/// reference servers do), with `naming` in its `[tools.orders]` table.
+fn colliding_project(naming: &str) -> Project {
+    let p = project(", \"--extra\", \"echo\", \"--extra\", \"read_file\"", "shipped");
+    p.write(
+        "pactum.toml",
+        &format!(
+            "[tools.orders]\ncommand = [\"python3\", \"tools/server.py\", \"--extra\", \"echo\", \"--extra\", \"read_file\"]\ntimeout_s = 20\n{naming}"
+        ),
+    );
+    p
+}
+
+#[test]
+fn every_tool_name_collision_is_reported_by_run_and_validate_until_prefix_or_rename_resolves_it() {
+    let p = colliding_project("");
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_name_taken", "{}", run.out);
+    let message = run.json["message"].as_str().unwrap();
+    assert!(message.contains("tool `echo` is offered by the built-in tools"), "{message}");
+    assert!(message.contains("`read_file` (by pactum's disclosure tools"), "{message}");
+    assert!(message.contains("`prefix`"), "{message}");
+    let (status, _) = tools_lock(&p, &[]);
+    assert_eq!(status, 0);
+    let (_, findings) = validate(&p, &[]);
+    let taken: Vec<&String> =
+        findings.iter().filter(|(c, _)| c == "tool_name_taken").map(|(_, m)| m).collect();
+    assert_eq!(taken.len(), 2, "{findings:?}");
+    assert!(taken[0].contains("`echo`") && taken[1].contains("`read_file`"), "{taken:?}");
+
+    // Renamed, the server's tools take names of their own: the run uses the server's
+    // `lookup_order` as before, and validate has nothing to say about tool names.
+    let p = colliding_project("rename = { echo = \"orders_echo\", read_file = \"orders_read\" }\n");
+    let run = p.run(&[]);
+    assert_eq!(run.status(), "converged", "{}", run.out);
+    assert_eq!(run.answer_text(), "Order A-17 is shipped.");
+    assert_eq!(tools_lock(&p, &[]).0, 0);
+    work_order_naming(&p, json!(["lookup_order", "orders_echo", "echo"]));
+    let (_, findings) = validate(&p, &[]);
+    assert!(findings.is_empty(), "{findings:?}");
+
+    // A prefix renames every tool: the plan must then call `o_lookup_order`.
+    let p = colliding_project("prefix = \"o_\"\n");
+    assert_eq!(tools_lock(&p, &[]).0, 0);
+    work_order_naming(&p, json!(["o_lookup_order", "o_echo", "o_read_file"]));
+    let (_, findings) = validate(&p, &[]);
+    assert!(findings.is_empty(), "{findings:?}");
+    work_order_naming(&p, json!(["lookup_order"]));
+    let (_, findings) = validate(&p, &[]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].0, "tool_unknown", "{findings:?}");
+
+    // A rename of a tool the server does not list is a mistake, not a no-op.
+    let p = colliding_project("rename = { ecko = \"orders_echo\" }\n");
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_unknown", "{}", run.out);
+}
+
+#[test]
+fn a_timed_out_call_is_cancelled_and_its_failure_does_not_quote_the_start_up_banner() {
+    let p = project(
+        ", \"--sleep\", \"300\", \"--banner\", \"orders server 1.0 listening on stdio\"",
+        "shipped",
+    );
+    p.write(
+        "pactum.toml",
+        &std::fs::read_to_string(p.path("pactum.toml"))
+            .unwrap()
+            .replace("timeout_s = 20", &format!("timeout_s = {DEADLINE_S}")),
+    );
+    let (run, took) = run_bounded(&p);
+    assert!(took < IN_TIME, "{took:?}");
+    let message = failed_call(&p, &run);
+    assert!(message.contains("no answer in time"), "{message}");
+    assert!(!message.contains("listening"), "{message}");
+    // The server was told: `notifications/cancelled` names the request that ran out.
+    let said = std::fs::read_to_string(p.path("tools/notifications.log")).unwrap();
+    let cancelled: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|n| n["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{said}");
+    assert!(cancelled[0]["params"]["requestId"].is_u64(), "{said}");
+    assert!(server_gone(&p));
+}
+
+#[test]
+fn a_server_that_cannot_start_is_what_the_answer_blames_not_the_script_written_for_its_tools() {
+    let p = project(", \"--die\"", "shipped");
+    // The text a user reads: the answer names the server's failure first.
+    let mut cmd = p.pactum();
+    cmd.args(["run", "wo.json", "--ledger", "ledger.jsonl"]);
+    let out = p.exec(cmd);
+    assert_eq!(out.code, 1, "{out}");
+    let answer = out.stdout.lines().find(|l| l.starts_with("Answer: ")).unwrap_or_default();
+    assert!(
+        answer.starts_with(
+            "Answer: No synthesized answer is available (the run could not start: tool_server_failed: tool server `orders`"
+        ),
+        "{out}"
+    );
+    assert!(answer.contains("cannot open the order database"), "{out}");
+    // And so do the JSON answer's reason and the run's first error.
+    let run = p.run(&[]);
+    assert_eq!(run.json["code"], "tool_server_failed", "{}", run.out);
+    let reason = run.json["final_answer"]["metadata"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("the run could not start: tool_server_failed: "), "{reason}");
+    // No model was asked to sum up a run that never started.
+    assert!(!reason.contains("synthesis_failed"), "{reason}");
+    assert!(!p.ledger().exchanges().iter().any(|e| e["contract_id"] == "PRC-SYNTH-001"));
 }

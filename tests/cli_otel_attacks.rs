@@ -720,3 +720,41 @@ fn otlp_urls_in_every_form_reach_the_collector_or_are_refused_before_the_run() {
     }
     assert_eq!(v4.connections(), before, "nothing was sent to a refused URL");
 }
+
+#[test]
+fn a_reply_that_calls_tools_keeps_its_providers_finish_reason_on_the_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let exchange = |provider: Value, kind: Value| {
+        json!({"kind": "exchange", "event": "exchange", "work_order_id": "WO-T", "model": "m",
+               "provider": provider, "provider_kind": kind, "verdict": "tool_calls",
+               "finish_reason": "tool_use", "latency_ms": 4})
+    };
+    let text = chained([
+        exchange(json!("oa"), json!("openai")),
+        exchange(json!("an"), json!("anthropic")),
+        exchange(json!("openai"), Value::Null),
+    ]);
+    std::fs::write(dir.path().join("ledger.jsonl"), text).unwrap();
+    let collector = Collector::start();
+    export(dir.path(), &collector.url(), "ledger.jsonl", &[], &[]).status(0);
+    let mut reasons: Vec<(String, String)> = collector
+        .spans()
+        .iter()
+        .filter(|s| s.attr("gen_ai.operation.name") == "chat")
+        .map(|s| {
+            (
+                s.text("pactum.provider").to_string(),
+                s.attr("gen_ai.response.finish_reasons").to_string(),
+            )
+        })
+        .collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        [
+            ("an".to_string(), "[\"tool_use\"]".to_string()),
+            ("oa".to_string(), "[\"tool_calls\"]".to_string()),
+            ("openai".to_string(), "[\"tool_calls\"]".to_string()),
+        ]
+    );
+}

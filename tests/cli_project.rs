@@ -1126,6 +1126,11 @@ fn explain_prints_every_codes_documentation() {
     // As printed in diagnostics, too.
     let out = r.ok(&["explain", "error[contract_hash_mismatch]"]);
     assert!(out.stdout.starts_with("## contract_hash_mismatch"), "{}", out.stdout);
+    // Typed in capitals or with dashes, a code is still the code.
+    for typed in ["TOOL_NAME_TAKEN", "Tool-Name-Taken", "error[TOOL_NAME_TAKEN]"] {
+        let out = r.ok(&["explain", typed]);
+        assert!(out.stdout.starts_with("## tool_name_taken"), "{typed}: {}", out.stdout);
+    }
     let (code, v) = r.json(&["explain", "registry_history_missing"]);
     assert_eq!((code, v["severity"].clone()), (0, json!("warning")), "{v:#}");
     let out = r.run(&["explain", "registry_merge_conflct"]);

@@ -1926,13 +1926,21 @@ fn reproduces_eval_dataset_invalid() {
 
 #[test]
 fn reproduces_eval_regression() {
-    // Offline, the dry-run provider answers the first label the schema allows (greeting):
-    // the case that expects `other` fails, and the suite wants every case to pass.
+    // A scripted model answers `greeting` to both cases: the case that expects `other`
+    // fails, and the suite wants every case to pass. (The dry-run stand-in would measure no
+    // model: `provider_not_configured`.)
     let dir = eval_project(
         json!({}),
         "{\"id\": \"hello\", \"input\": {\"text\": \"hello\"}, \"expect\": [{\"kind\": \"equals\", \"pointer\": \"/label\", \"value\": \"greeting\"}]}\n\
          {\"id\": \"weather\", \"input\": {\"text\": \"it rains\"}, \"expect\": [{\"kind\": \"equals\", \"pointer\": \"/label\", \"value\": \"other\"}]}\n",
     );
+    let reply = json!({"contract_id": "PRC-T-001", "text": "{\"label\": \"greeting\"}"});
+    write_json(dir.path(), "model.json", &json!({"responses": [reply, reply]}));
+    fs::write(
+        dir.path().join("pactum.toml"),
+        "[defaults]\nprovider = \"model\"\n\n[providers.model]\nkind = \"scripted\"\nfixtures = \"model.json\"\n",
+    )
+    .unwrap();
 
     let (out, status) = json_of(pactum(dir.path()).args(["eval", "--json"]));
 

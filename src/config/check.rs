@@ -28,6 +28,8 @@ enum Kind {
     OneOf(&'static [&'static str]),
     /// An array of strings.
     TextList,
+    /// A table whose values are strings.
+    TextTable,
 }
 
 const PROJECT: &[(&str, Kind)] = &[("deprecation_days", Kind::Integer(0, 36_500))];
@@ -63,6 +65,8 @@ const TOOLS: &[(&str, Kind)] = &[
     ("url", Kind::Text),
     ("allow", Kind::TextList),
     ("timeout_s", Kind::Positive(3600.0)),
+    ("prefix", Kind::Text),
+    ("rename", Kind::TextTable),
 ];
 const TELEMETRY: &[(&str, Kind)] = &[("otlp_endpoint", Kind::Text), ("content", Kind::Flag)];
 const GENERATE: &[(&str, Kind)] = &[("python", Kind::Text), ("typescript", Kind::Text)];
@@ -129,6 +133,10 @@ impl Checker<'_> {
             Kind::TextList => match v.as_array() {
                 Some(items) if items.iter().all(|i| i.get_ref().is_str()) => None,
                 _ => Some(format!("`{key}` must be a list of strings")),
+            },
+            Kind::TextTable => match v.as_table() {
+                Some(t) if t.values().all(|i| i.get_ref().is_str()) => None,
+                _ => Some(format!("`{key}` must be a table of strings (`{{\"old\" = \"new\"}}`)")),
             },
             Kind::OneOf(allowed) => match v.as_str() {
                 Some(s) if allowed.contains(&s) => None,

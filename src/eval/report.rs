@@ -399,8 +399,10 @@ pub fn markdown(outcomes: &[SuiteOutcome]) -> String {
     out
 }
 
-/// JUnit XML: one test suite per eval suite and version, one test case per case (named by
-/// its id); a failed case has one `<failure>` with every reason.
+/// JUnit XML: one test suite per eval suite and version, one test case per case, named by
+/// its id and the version (`refund-01 @ PRC-TRIAGE-001@1.1.0`: a viewer that keys cases by
+/// classname and name keeps the versions' runs of a case apart); a failed case has one
+/// `<failure>` with every reason.
 pub fn junit(outcomes: &[SuiteOutcome]) -> String {
     use crate::report::junit::{attribute, text as body};
     let entries: Vec<(&SuiteOutcome, &VersionOutcome)> =
@@ -434,9 +436,7 @@ pub fn junit(outcomes: &[SuiteOutcome]) -> String {
         out.push_str("    </properties>\n");
         let classname = attribute(&format!("pactum.eval.{}", o.eval_id));
         for r in &v.results {
-            // Each version's suite has the same cases: the name says which version ran it,
-            // so that a JUnit viewer keeps them apart.
-            let case = attribute(&format!("{} [{}]", r.case_id, v.version));
+            let case = attribute(&format!("{} @ {}", r.case_id, v.key()));
             if r.ok {
                 out.push_str(&format!(
                     "    <testcase name=\"{case}\" classname=\"{classname}\" time=\"0\"/>\n"

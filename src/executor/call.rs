@@ -399,6 +399,10 @@ impl<'a> Caller<'a> {
         }
         fields.insert("prompt_hash".into(), json!(prompt_hash.unwrap_or(crate::digest::ZERO_HASH)));
         fields.insert("provider".into(), json!(provider.name()));
+        // Its kind, when the name is a table's of pactum.toml (`oa` for an `openai`).
+        if provider.kind() != provider.name() {
+            fields.insert("provider_kind".into(), json!(provider.kind()));
+        }
         // The model asked and the model that answered (when either is known), for the
         // span's `gen_ai.request.model` and `gen_ai.response.model` (SPEC §22).
         if let Some(model) = provider.model() {

@@ -210,6 +210,8 @@ pub fn start_all(specs: &[ServerSpec]) -> Result<Vec<Listing>> {
 
 /// Adds each server's tools (its `allow` list only, every name of which it must offer).
 fn add_listed(r: &mut ToolRegistry, listings: Vec<Listing>) -> Result<()> {
+    // Every collision that is left is reported, not only the first.
+    let mut taken: Vec<Error> = Vec::new();
     for (server, tools) in listings {
         let spec = server.spec();
         if let Some(allow) = &spec.allow {
@@ -223,26 +225,72 @@ fn add_listed(r: &mut ToolRegistry, listings: Vec<Listing>) -> Result<()> {
                 }
             }
         }
+        let unknown = spec
+            .rename
+            .iter()
+            .flat_map(|r| r.keys())
+            .find(|o| !tools.iter().any(|t| &t.name == *o));
+        if let Some(old) = unknown {
+            return Err(Error::ToolUnknown {
+                tool: old.clone(),
+                named_by: format!("the `rename` table of tool server `{}`", spec.name),
+                known: tools.iter().map(|t| t.name.clone()).collect(),
+            });
+        }
         for listed in tools {
             if spec.allow.as_ref().is_some_and(|a| !a.contains(&listed.name)) {
                 continue;
             }
-            let tool = McpTool { server: server.clone(), listed };
-            r.register_new(Arc::new(tool), &format!("tool server `{}`", spec.name))?;
+            let name = spec.run_name(&listed.name);
+            if !crate::mcp::is_tool_name(&name) {
+                return Err(Error::ToolServerFailed {
+                    server: spec.name.clone(),
+                    message: format!(
+                        "its tool `{}` would be called `{}` (its `prefix` or `rename` in pactum.toml), which is not 1 to 128 of the characters A-Z, a-z, 0-9, `_`, `-` and `.`",
+                        listed.name,
+                        crate::mcp::short(&name)
+                    ),
+                });
+            }
+            let tool = McpTool { server: server.clone(), listed, name };
+            if let Err(e) = r.register_new(Arc::new(tool), &format!("tool server `{}`", spec.name))
+            {
+                taken.push(e);
+            }
         }
     }
-    Ok(())
+    combined(taken).map_or(Ok(()), Err)
+}
+
+/// The collisions of a run as one `tool_name_taken` (the first, the others in `also`).
+pub fn combined(taken: Vec<Error>) -> Option<Error> {
+    let mut taken = taken.into_iter();
+    let mut first = taken.next()?;
+    for e in taken {
+        if let (
+            Error::ToolNameTaken { also, .. },
+            Error::ToolNameTaken { tool, first, second, .. },
+        ) = (&mut first, &e)
+        {
+            also.push(format!("`{tool}` (by {first} and by {second})"));
+        } else {
+            return Some(e);
+        }
+    }
+    Some(first)
 }
 
 /// A tool of an MCP server.
 struct McpTool {
     server: Arc<Server>,
     listed: ListedTool,
+    /// The name the run knows it by (its server's `prefix` or `rename` applied).
+    name: String,
 }
 
 impl Tool for McpTool {
     fn name(&self) -> &str {
-        &self.listed.name
+        &self.name
     }
     fn description(&self) -> &str {
         &self.listed.description
@@ -267,10 +315,11 @@ fn again(e: &Error) -> Error {
         Error::ToolServerFailed { server, message } => {
             Error::ToolServerFailed { server: server.clone(), message: message.clone() }
         }
-        Error::ToolNameTaken { tool, first, second } => Error::ToolNameTaken {
+        Error::ToolNameTaken { tool, first, second, also } => Error::ToolNameTaken {
             tool: tool.clone(),
             first: first.clone(),
             second: second.clone(),
+            also: also.clone(),
         },
         Error::ToolUnknown { tool, named_by, known } => Error::ToolUnknown {
             tool: tool.clone(),
@@ -339,6 +388,8 @@ mod tests {
             },
             allow,
             timeout: Duration::from_secs(30),
+            prefix: None,
+            rename: None,
         }
     }
 
@@ -353,6 +404,8 @@ mod tests {
             },
             allow: None,
             timeout: Duration::from_secs(30),
+            prefix: None,
+            rename: None,
         }
     }
 
@@ -400,7 +453,7 @@ mod tests {
         );
         for _ in 0..2 {
             let e = toolbox.registry().unwrap_err();
-            let Error::ToolNameTaken { tool, first, second } = &e else { panic!("{e}") };
+            let Error::ToolNameTaken { tool, first, second, .. } = &e else { panic!("{e}") };
             assert_eq!((tool.as_str(), first.as_str()), ("Calculator", "the built-in tools"));
             assert_eq!(second, "the library caller's tools");
         }
@@ -463,7 +516,7 @@ mod tests {
         // A server's tool with a built-in's name (in another case) is refused.
         let clash = toolbox(orders(dir.path(), &["--extra", "Memory_Write"], None), None);
         let e = clash.registry().unwrap_err();
-        let Error::ToolNameTaken { tool, first, second } = &e else { panic!("{e}") };
+        let Error::ToolNameTaken { tool, first, second, .. } = &e else { panic!("{e}") };
         assert_eq!((tool.as_str(), first.as_str()), ("Memory_Write", "the built-in tools"));
         assert_eq!(second, "tool server `orders`");
     }

@@ -107,6 +107,21 @@ pub const BUILTIN_NAMES: &[&str] =
 
 const BUILTIN_OWNER: &str = "the built-in tools";
 
+/// The tools of progressive disclosure (SPEC §15), which a section's `tools` may name: no
+/// other tool may take their names either.
+pub const DISCLOSURE_NAMES: &[&str] = &[crate::render::OPEN_SECTIONS, crate::render::READ_FILE];
+
+/// Who holds a name no added tool may take (case-insensitively), if anyone does.
+pub fn reserved_by(name: &str) -> Option<&'static str> {
+    if BUILTIN_NAMES.iter().any(|b| b.eq_ignore_ascii_case(name)) {
+        Some(BUILTIN_OWNER)
+    } else if DISCLOSURE_NAMES.iter().any(|b| b.eq_ignore_ascii_case(name)) {
+        Some("pactum's disclosure tools")
+    } else {
+        None
+    }
+}
+
 /// The tools a run may call, with their compiled schemas.
 pub struct ToolRegistry {
     tools: BTreeMap<String, Registered>,
@@ -191,12 +206,18 @@ impl ToolRegistry {
     pub fn register_new(&mut self, tool: Arc<dyn Tool>, owner: &str) -> Result<()> {
         // Names that differ only in case are one name: a model (or a person) cannot tell
         // `Memory_Write` from `memory_write`.
-        let taken = self.tools.iter().find(|(n, _)| n.eq_ignore_ascii_case(tool.name()));
-        if let Some((_, taken)) = taken {
+        let taken = self
+            .tools
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(tool.name()))
+            .map(|(_, t)| t.owner.clone())
+            .or_else(|| reserved_by(tool.name()).map(str::to_string));
+        if let Some(taken) = taken {
             return Err(Error::ToolNameTaken {
                 tool: tool.name().to_string(),
-                first: taken.owner.clone(),
+                first: taken,
                 second: owner.to_string(),
+                also: Vec::new(),
             });
         }
         self.register_as(tool, owner)

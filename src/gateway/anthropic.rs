@@ -288,6 +288,10 @@ impl Provider for AnthropicProvider {
         &self.config.name
     }
 
+    fn kind(&self) -> &str {
+        "anthropic"
+    }
+
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
         let not_configured = |message| self.endpoint.error(ProviderFailure::NotConfigured, message);
         let Some(key) = self.endpoint.key() else {

@@ -237,6 +237,12 @@ pub trait Provider: Send + Sync {
     /// The provider's name as it appears in results and the ledger (`openai`, `scripted`, ...).
     fn name(&self) -> &str;
 
+    /// What kind of provider it is (`openai`, `anthropic`, ...), whatever its table in
+    /// pactum.toml is called: a span's `gen_ai.provider.name` (SPEC §22).
+    fn kind(&self) -> &str {
+        self.name()
+    }
+
     /// Whether the provider takes a separate system message. When it does not, the
     /// executor joins system and user sections into one message (SPEC §3.2).
     fn supports_system_messages(&self) -> bool {

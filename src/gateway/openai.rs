@@ -280,6 +280,10 @@ impl Provider for OpenAiProvider {
         &self.config.name
     }
 
+    fn kind(&self) -> &str {
+        "openai"
+    }
+
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
         if self.config.model.trim().is_empty() {
             return Err(self.endpoint.error(

@@ -528,6 +528,10 @@ impl Provider for WithoutSystemMessages {
         self.0.name()
     }
 
+    fn kind(&self) -> &str {
+        self.0.kind()
+    }
+
     fn supports_system_messages(&self) -> bool {
         false
     }

@@ -33,7 +33,9 @@ pub mod stdio;
 
 /// The protocol revision pactum asks for.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
-/// The revisions pactum accepts in a server's `initialize` answer.
+/// The revisions pactum accepts in a server's `initialize` answer: `initialize`,
+/// `tools/list` and `tools/call` have the same shape in all three (servers on the npm SDK
+/// 1.0.x answer `2024-11-05`).
 pub const ACCEPTED_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
 /// The largest message read from a server, in bytes (a longer line or body is a failure).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
@@ -49,6 +51,8 @@ const MAX_PAGES: usize = 64;
 pub const MAX_LISTING_BYTES: usize = 1024 * 1024;
 /// How long one request may take unless `timeout_s` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the cancellation of a timed-out request may take to send.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
 /// The failure of a request whose deadline passed.
 pub const NO_ANSWER_IN_TIME: &str =
     "no answer in time (raise `timeout_s` in pactum.toml if the tool is slow)";
@@ -81,6 +85,10 @@ pub struct ServerSpec {
     pub allow: Option<Vec<String>>,
     /// How long one request may take.
     pub timeout: Duration,
+    /// Put before its tools' names in a run (`prefix` in pactum.toml).
+    pub prefix: Option<String>,
+    /// Run names for some of its tools (`rename` in pactum.toml), instead of `prefix`.
+    pub rename: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A server of `pactum.toml` that does not start: the environment did not confirm it.
@@ -177,9 +185,16 @@ impl ServerSpec {
                 endpoint,
                 allow: s.allow.clone(),
                 timeout,
+                prefix: s.prefix.clone(),
+                rename: s.rename.clone(),
             });
         }
         out
+    }
+
+    /// The name a run knows its tool `listed` by.
+    pub fn run_name(&self, listed: &str) -> String {
+        crate::config::run_name(self.prefix.as_deref(), self.rename.as_ref(), listed)
     }
 
     fn failed(&self, message: impl Into<String>) -> Error {
@@ -301,7 +316,7 @@ impl Server {
             return Err(spec.failed(format!(
                 "it speaks MCP revision `{}`; pactum speaks {}",
                 crate::terminal::escape_line(version),
-                ACCEPTED_VERSIONS.join(" and ")
+                ACCEPTED_VERSIONS.join(", ")
             )));
         }
         connection.transport.set_protocol_version(version);
@@ -407,10 +422,25 @@ fn request(
     let id = connection.next_id;
     connection.next_id += 1;
     let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let answer = connection.transport.request(&message, id, deadline).map_err(|m| {
-        let said = connection.transport.diagnostics();
-        if said.is_empty() { m } else { format!("{m}; it said: {said}") }
-    })?;
+    let answer = match connection.transport.request(&message, id, deadline) {
+        Ok(answer) => answer,
+        // A request that ran out of time is cancelled (MCP: `notifications/cancelled`; never
+        // `initialize`), and its failure is the timeout alone: what the server said on its
+        // error stream (a start-up banner) does not explain a slow answer.
+        Err(m) if m == NO_ANSWER_IN_TIME => {
+            if method != "initialize" {
+                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": id, "reason": "pactum: no answer in time"}});
+                // Best effort, bounded: a server that does not read gets no more time.
+                let _ = connection.transport.notify(&cancel, Instant::now() + CANCEL_WAIT);
+            }
+            return Err(m);
+        }
+        Err(m) => {
+            let said = connection.transport.diagnostics();
+            return Err(if said.is_empty() { m } else { format!("{m}; it said: {said}") });
+        }
+    };
     if let Some(error) = answer.get("error") {
         let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
         let text = error.get("message").and_then(Value::as_str).unwrap_or("no message");

@@ -458,6 +458,15 @@ fn work_order_span(
     .data()
 }
 
+/// A recorded finish reason as the provider's own API names it: the ledger keeps one name
+/// for a reply that calls tools (`tool_use`), which OpenAI calls `tool_calls`.
+fn api_reason<'r>(provider_kind: Option<&str>, reason: &'r str) -> &'r str {
+    match (provider_kind, reason) {
+        (Some("openai"), "tool_use") => "tool_calls",
+        _ => reason,
+    }
+}
+
 fn exchange_spans(
     gate: &Gate,
     record: &Value,
@@ -470,13 +479,19 @@ fn exchange_spans(
     let model = text(record, "model").or(text(record, "response_model"));
     let mut a = Attrs::of(gate, record);
     a.text("gen_ai.operation.name", gate.text("chat"));
-    a.field(gate, "gen_ai.provider.name", record, "provider");
+    // The provider's kind (`openai`, `anthropic`: what GenAI viewers know), its table's
+    // name in pactum.toml as pactum's own attribute.
+    let kind = if text(record, "provider_kind").is_some() { "provider_kind" } else { "provider" };
+    a.field(gate, "gen_ai.provider.name", record, kind);
+    a.field(gate, "pactum.provider", record, "provider");
     a.field(gate, "gen_ai.request.model", record, "model");
     a.field(gate, "gen_ai.response.model", record, "response_model");
     let usage = record.get("usage");
     a.int("gen_ai.usage.input_tokens", usage.and_then(|u| u.get("prompt_tokens")));
     a.int("gen_ai.usage.output_tokens", usage.and_then(|u| u.get("completion_tokens")));
-    if let Some(reason) = text(record, "finish_reason") {
+    let provider_kind = text(record, "provider_kind").or(text(record, "provider"));
+    let finish_reason = text(record, "finish_reason").map(|r| api_reason(provider_kind, r));
+    if let Some(reason) = finish_reason {
         a.texts(gate, "gen_ai.response.finish_reasons", std::iter::once(reason));
     }
     a.field(gate, "pactum.contract.id", record, "contract_id");
@@ -497,8 +512,7 @@ fn exchange_spans(
             a.text("gen_ai.input.messages", input_messages(gate, prompt));
         }
         if let Some(reply) = record.get("raw_response").filter(|r| !r.is_null()) {
-            let reason = text(record, "finish_reason");
-            a.text("gen_ai.output.messages", output_messages(gate, reply, reason));
+            a.text("gen_ai.output.messages", output_messages(gate, reply, finish_reason));
         }
     }
     let verdict = text(record, "verdict").unwrap_or("ok");

@@ -11,7 +11,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::error::{Code, Error};
-use crate::executor::tools::BUILTIN_NAMES;
+use crate::executor::tools::{BUILTIN_NAMES, reserved_by};
 use crate::mcp::lock::{self, Lock};
 
 use super::{Context, ValidateOptions};
@@ -56,32 +56,42 @@ pub fn check(ctx: &Context, options: &ValidateOptions, out: &mut Vec<Diagnostic>
     }
     let builtin: Vec<String> = BUILTIN_NAMES.iter().map(|s| s.to_string()).collect();
     let beyond = named.iter().any(|n| !BUILTIN_NAMES.contains(&n.tool));
-    let offered = if !beyond || ctx.config.tools.is_empty() {
+    // With servers configured, the lock is read even when only built-ins are named: a
+    // collision it shows fails every run, whatever the packs name.
+    let offered = if ctx.config.tools.is_empty() || (!beyond && options.no_tools) {
         Offered::Known(builtin)
     } else if options.no_tools {
         let mut known = builtin;
         let mut open = false;
         for server in ctx.config.tools.values() {
             match &server.allow {
-                Some(allow) => known.extend(allow.iter().cloned()),
+                Some(allow) => known.extend(allow.iter().map(|a| server.run_name(a))),
                 None => open = true,
             }
         }
         if open { Offered::AtLeast(known) } else { Offered::Known(known) }
     } else {
         match from_lock(ctx) {
-            Ok(mut names) => {
+            Ok((mut names, taken)) => {
+                // Every collision that is left, each a finding of its own.
+                for e in taken {
+                    out.push(
+                        Diagnostic::new(e.code(), e.to_string())
+                            .file(crate::config::FILE_NAME)
+                            .help(TAKEN_HELP),
+                    );
+                }
                 names.extend(builtin);
                 Offered::Known(names)
             }
+            // Nothing names a server's tool: the lock's state is not this check's concern.
+            Err(_) if !beyond => Offered::Known(builtin),
             Err(e) => {
                 let help = match e.code() {
                     Code::ToolsLockStale => {
                         "write the lock with `pactum tools lock` (it starts the servers pactum.toml configures, so run it where you trust the checkout) and commit pactum.tools.lock; or skip the check with `pactum validate --no-tools`"
                     }
-                    Code::ToolNameTaken => {
-                        "list only the tools the project uses in the server's `allow` list, or rename the tool in the server"
-                    }
+                    Code::ToolNameTaken => TAKEN_HELP,
                     _ => {
                         "correct the name in the server's `allow` list (the message lists the tools it offers)"
                     }
@@ -122,9 +132,11 @@ pub fn check(ctx: &Context, options: &ValidateOptions, out: &mut Vec<Diagnostic>
     }
 }
 
+const TAKEN_HELP: &str = "give the server a `prefix` (`prefix = \"fs_\"`) or `rename` the tool (`rename = {\"read_file\" = \"fs_read\"}`) in its [tools.NAME] table, or list only the tools the project uses in its `allow` list; then `pactum tools lock`";
+
 /// The names of every tool the servers offer (their `allow` lists applied), as the
 /// committed lock records them.
-fn from_lock(ctx: &Context) -> Result<Vec<String>, Error> {
+fn from_lock(ctx: &Context) -> Result<(Vec<String>, Vec<Error>), Error> {
     let Some(lock) = Lock::load(&ctx.base)? else {
         return Err(Error::ToolsLockStale {
             message: format!(
@@ -140,6 +152,7 @@ fn from_lock(ctx: &Context) -> Result<Vec<String>, Error> {
     }
     let mut names: Vec<String> = Vec::new();
     let mut owners: Vec<String> = Vec::new();
+    let mut taken: Vec<Error> = Vec::new();
     for (server, settings) in &ctx.config.tools {
         let tools = lock.names(server).unwrap_or_default();
         let allow = settings.allow.as_ref();
@@ -154,20 +167,33 @@ fn from_lock(ctx: &Context) -> Result<Vec<String>, Error> {
                 }
             }
         }
-        for name in tools.into_iter().filter(|n| allow.is_none_or(|a| a.contains(n))) {
+        let unknown = settings.rename.iter().flat_map(|r| r.keys()).find(|o| !tools.contains(o));
+        if let Some(old) = unknown {
+            return Err(Error::ToolUnknown {
+                tool: old.clone(),
+                named_by: format!("the `rename` table of tool server `{server}`"),
+                known: tools.clone(),
+            });
+        }
+        for listed in tools.iter().filter(|n| allow.is_none_or(|a| a.contains(n))) {
+            let name = settings.run_name(listed);
             let owner = format!("tool server `{server}`");
             // Case-insensitively, as `ToolRegistry::register_new` compares.
-            let first = if BUILTIN_NAMES.iter().any(|b| b.eq_ignore_ascii_case(&name)) {
-                Some("the built-in tools".to_string())
-            } else {
+            let first = reserved_by(&name).map(str::to_string).or_else(|| {
                 names.iter().position(|n| n.eq_ignore_ascii_case(&name)).map(|i| owners[i].clone())
-            };
+            });
             if let Some(first) = first {
-                return Err(Error::ToolNameTaken { tool: name, first, second: owner });
+                taken.push(Error::ToolNameTaken {
+                    tool: name,
+                    first,
+                    second: owner,
+                    also: Vec::new(),
+                });
+                continue;
             }
             names.push(name);
             owners.push(owner);
         }
     }
-    Ok(names)
+    Ok((names, taken))
 }

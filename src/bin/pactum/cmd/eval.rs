@@ -201,6 +201,15 @@ pub fn promotion_gate(
     let providers = ProviderSet::new(&project.config, &root, choice)?;
     print_notes(&providers);
     let selected = providers.selected();
+    if selected.provider.name() == "dry-run" {
+        return Err(Error::provider(
+            "dry-run",
+            pactum::error::ProviderFailure::NotConfigured,
+            format!(
+                "the eval gate of {id}@{candidate} has no model to evaluate with: {NO_MODEL}; or set [gate] provider"
+            ),
+        ));
+    }
     // The gate's cases are spans too when the environment or pactum.toml names a collector.
     let exporter = crate::telemetry::OtlpArgs::default().start(&project.config, None)?;
     let ledger = exporter.attach(
@@ -253,20 +262,51 @@ pub fn exec(args: Args) -> u8 {
     let format = if args.json { EvalFormat::Json } else { args.format };
     let json = format == EvalFormat::Json;
     match run(&args) {
-        Ok((outcomes, head)) => {
+        Ok((outcomes, head, no_model)) => {
+            // Scores of the dry-run stand-in measure no model: said in every format, and
+            // the evaluation fails, so no CI step reads them as a pass.
+            let no_model = no_model.then(|| {
+                Error::provider(
+                    "dry-run",
+                    pactum::error::ProviderFailure::NotConfigured,
+                    NO_MODEL.to_string(),
+                )
+            });
             // The head the run wrote, published (SPEC §24); the same document is kept
             // under .pactum/evals/ for `pactum view` (SPEC §26).
             let mut doc = report::json(&outcomes);
             doc["ledger"] = head;
+            if let Some(e) = &no_model {
+                doc["ok"] = serde_json::json!(false);
+                doc["evidence"] = serde_json::json!(false);
+                doc["code"] = serde_json::json!(e.code().as_str());
+                doc["message"] = serde_json::json!(e.to_string());
+            }
             let doc = output::redactor().redact_value(doc);
             keep_report(args.root.as_deref(), &doc);
             match format {
                 EvalFormat::Json => output::print_json(&doc),
                 EvalFormat::Html => output::print_exact(&pactum::view::html::report_file(&doc)),
                 EvalFormat::Junit => output::print_exact(&report::junit(&outcomes)),
-                EvalFormat::Markdown => output::print_exact(&report::markdown(&outcomes)),
+                EvalFormat::Markdown => {
+                    let mut md = report::markdown(&outcomes);
+                    if no_model.is_some() {
+                        md = md.replacen("### ✅ pactum eval", "### ❌ pactum eval", 1);
+                        md.push_str(&format!(
+                            "
+> **No model:** {NO_MODEL}
+"
+                        ));
+                    }
+                    output::print_exact(&md);
+                }
                 EvalFormat::Text => {
-                    output::print_text(&report::text(&outcomes));
+                    let mut text = report::text(&outcomes);
+                    if no_model.is_some() {
+                        text = text.replace(&format!("{OK_LINE}\n"), "");
+                        text.push_str("no model: these numbers are no evidence\n");
+                    }
+                    output::print_text(&text);
                     for p in outcomes.iter().flat_map(|o| o.problems()) {
                         let mut err = anstream::stderr().lock();
                         let style = anstyle::Style::new()
@@ -282,6 +322,12 @@ pub fn exec(args: Args) -> u8 {
                         );
                     }
                 }
+            }
+            if let Some(e) = &no_model {
+                if format != EvalFormat::Json {
+                    eprintln!("error[{}]: {}", e.code(), output::shown_line(&e.to_string()));
+                }
+                return FAILED;
             }
             if outcomes.iter().all(|o| o.problems().is_empty()) { OK } else { FAILED }
         }
@@ -308,7 +354,12 @@ fn pin(text: &str) -> Result<Pin, Error> {
     Pin::parse(text)
 }
 
-fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Error> {
+/// What an evaluation on the dry-run stand-in says instead of a verdict.
+const NO_MODEL: &str = "every case was answered by the dry-run stand-in (a minimal answer that fits output_schema), not a model, so these scores are no evidence and no threshold counts as met; configure a provider ([defaults] provider in pactum.toml), pass --provider NAME, or replay recorded answers with --replay";
+/// The text report's verdict when every suite passes.
+const OK_LINE: &str = "ok: every suite meets its thresholds";
+
+fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value, bool), Error> {
     let mut project = open_project(args.root.as_ref())?;
     let root = project.root.clone();
     let contract = args.contract.as_deref().map(pin).transpose()?;
@@ -420,7 +471,8 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value), Erro
         .and_then(|p| p.cassette.clone());
     eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
     exporter.finish();
-    Ok((outcomes, crate::cmd::run::head_json(&root, &ledger)))
+    let no_model = selected.provider.name() == "dry-run";
+    Ok((outcomes, crate::cmd::run::head_json(&root, &ledger), no_model))
 }
 
 /// The providers a worker runs an eval case with: those the evaluation chose (`provider`,

@@ -69,6 +69,9 @@ pub fn exec(args: Args) -> u8 {
     }
     let code = args.code.as_deref().unwrap_or_default();
     let code = code.trim().trim_start_matches("error[").trim_end_matches(']');
+    // Codes are snake_case; `TOOL_NAME_TAKEN` or `Tool-Name-Taken` as typed mean the same.
+    let typed = code.to_ascii_lowercase().replace('-', "_");
+    let code = typed.as_str();
     let Some(known) = Code::from_name(code) else {
         let close: Vec<&str> = Code::ALL
             .iter()

@@ -263,6 +263,18 @@ fn eval_gate(
     }
     let configured = pactum::config::Config::load(&root)?.gate.eval;
     if !asked && !configured {
+        // A suite that evaluates the contract and is not run is said, with how to run it:
+        // the promotion carries no evidence about behaviour.
+        let suites = pactum::eval::gate::suites_of(&root, id).unwrap_or_default();
+        if !suites.is_empty() {
+            let names: Vec<&str> = suites.iter().map(|s| s.eval_id.as_str()).collect();
+            crate::cmd::eval::note_line(&format!(
+                "{} evaluate{} {id} and {} not run: this promotion carries no evidence about behaviour; evaluate first with `pactum eval --contract {id}@{version} --allow-draft`, or promote with --eval (or set [gate] eval = true in pactum.toml)",
+                names.join(", "),
+                if names.len() == 1 { "s" } else { "" },
+                if names.len() == 1 { "was" } else { "were" },
+            ));
+        }
         return Ok(None);
     }
     lifecycle::promote(&mut Registry::open(path)?, kind, id, version, stamp)?;
