@@ -228,7 +228,11 @@ fn a_weighted_label_routes_each_key_to_one_version_and_the_ledger_says_which() {
     // The move is a history event the replay accounts for.
     pactum(dir.path(), &["registry", "verify"]).status(0);
     let log = pactum(dir.path(), &["registry", "log"]).stdout;
-    assert!(log.contains("labeled"), "{log}");
+    // Which label moved, from where, and the canary's weights.
+    let moves: Vec<&str> = log.lines().filter(|l| l.contains(" labeled ")).collect();
+    assert_eq!(moves.len(), 2, "{log}");
+    assert!(moves[0].ends_with("  label production"), "{log}");
+    assert!(moves[1].ends_with("  label production (was 1.0.0): 1.0.0 90%, 1.1.0 10%"), "{log}");
     // The same key, the same version, in every process; the ledger records label and weight.
     let keys: Vec<String> = (0..12).map(|i| format!("customer-{i}")).collect();
     let first: Vec<String> = keys.iter().map(|k| served(dir.path(), k)).collect();

@@ -663,21 +663,48 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 .collect();
             let mut text = String::new();
             for e in &events {
-                text.push_str(&format!(
-                    "{:>4}  {}  {:<9} {:<28} {:<12}  {}\n",
+                let line = format!(
+                    "{:>4}  {}  {:<9} {:<28} {:<12}  {}{}",
                     e.seq,
                     OneLine(&e.at),
                     e.action.as_str(),
                     OneLine(&e.subject()),
                     OneLine(e.sha256.get(..12).unwrap_or(&e.sha256)),
-                    OneLine(e.actor.as_deref().unwrap_or(""))
-                ));
+                    OneLine(e.actor.as_deref().unwrap_or("")),
+                    OneLine(&log_detail(e))
+                );
+                text.push_str(line.trim_end());
+                text.push('\n');
             }
             if events.is_empty() {
                 text.push_str("no history events\n");
             }
             Ok((json!({"ok": true, "events": events}), text, OK))
         }
+    }
+}
+
+/// What `registry log` adds to an event's line: which label moved and from where (with
+/// a canary's weights), and a deprecation's successor.
+fn log_detail(e: &registry::Event) -> String {
+    use registry::Action as A;
+    match (e.action, &e.label) {
+        (A::Labeled, Some(label)) => {
+            let mut detail = format!("  label {label}");
+            if let Some(previous) = &e.previous {
+                detail.push_str(&format!(" (was {previous})"));
+            }
+            if let Some(weights) = &e.weights {
+                let all: Vec<String> = weights.iter().map(|(v, w)| format!("{v} {w}%")).collect();
+                detail.push_str(&format!(": {}", all.join(", ")));
+            }
+            detail
+        }
+        (A::Unlabeled, Some(label)) => format!("  label {label} deleted"),
+        (A::Deprecate, _) => {
+            e.successor.as_ref().map_or(String::new(), |s| format!("  successor {s}"))
+        }
+        _ => String::new(),
     }
 }
 
