@@ -272,14 +272,18 @@ impl Database {
         db.run(|client| {
             let create = create.clone();
             async move {
-                // Two first writers at once: the loser of the race sees a unique violation
-                // of the catalog, and the table exists either way.
+                // Two first writers at once: the loser of the race waits for the winner's
+                // commit, then sees the catalog's unique violation, or the table's row type
+                // or the table already there (PostgreSQL raises any of the three); the table
+                // exists either way.
+                use tokio_postgres::error::SqlState;
+                let raced = [
+                    SqlState::UNIQUE_VIOLATION,
+                    SqlState::DUPLICATE_OBJECT,
+                    SqlState::DUPLICATE_TABLE,
+                ];
                 match client.batch_execute(&create).await {
-                    Err(e)
-                        if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) =>
-                    {
-                        Ok(())
-                    }
+                    Err(e) if e.code().is_some_and(|c| raced.contains(c)) => Ok(()),
                     other => other,
                 }
             }
