@@ -444,9 +444,9 @@ pub(super) mod tests {
         let collector = Collector::start(None);
         let queue = Queue::start(sink(&collector), 2).unwrap();
         queue.push(spans(5).0);
-        let started = Instant::now();
+        // The counts decide, not a clock: a `finish` that waited for the request's own
+        // timeout would count the batch on its way as failed, not unsent.
         let counts = queue.finish(Duration::from_millis(200));
-        assert!(started.elapsed() < client::TIMEOUT / 2, "{:?}", started.elapsed());
         assert_eq!((counts.spans, counts.unsent, counts.delivered, counts.failed), (5, 5, 0, 0));
     }
 
