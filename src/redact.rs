@@ -73,16 +73,27 @@ pub fn shown_url(url: &str) -> String {
 }
 
 /// The secrets a URL the environment names may carry (a provider's `*_BASE_URL`, a
-/// collector's endpoint): the password of its user-info, and the values of its query and
-/// fragment parameters that look like credentials — named like one (`key`, `token`,
-/// `secret`, `sig`, `pass`, `auth`, `credential`, `session`, any case and separator:
-/// `api-key`, `access_token`, `X-Amz-Signature`), or long enough to be one (20 characters
-/// or more) — each as written and percent-decoded. The binary adds them to the redactor,
-/// which masks them in every encoding as it does a key (SPEC §18, §24).
+/// collector's endpoint), each as written and percent-decoded:
+/// - the password of its user-info;
+/// - a path segment that looks like a token: 20 characters or more of letters, digits,
+///   `-`, `_`, `.` or `~` with both letters and digits, and either all three of upper
+///   case, lower case and digits or 32 characters or more (`/key/AbC…`, a hex token);
+///   `gpt-4o-mini-2024-07-18` is not one;
+/// - the values of its query parameters that look like credentials — named like one
+///   (`key`, `token`, `secret`, `sig`, `pass`, `auth`, `credential`, `session`, `code`, any
+///   case and separator: `api-key`, `access_token`, `X-Amz-Signature`, Azure Functions'
+///   `code`), or long enough to be one (20 characters or more);
+/// - every value of its fragment of 6 characters or more (a fragment is never sent, so
+///   nothing there is needed in a message).
+///
+/// The binary adds them to the redactor, which masks them in every encoding as it does a
+/// key (SPEC §18, §24).
 ///
 /// ```
 /// let found = pactum::redact::url_secrets("https://u:pw-123456@h.example/v1?api-version=2024-02-01&api-key=k%2Bey-123");
 /// assert_eq!(found, ["pw-123456", "k%2Bey-123", "k+ey-123"]);
+/// let found = pactum::redact::url_secrets("https://f.example/api/Xy7Qw9Zr2Lm4Np6Tv8Ks/run?code=s3cr3t#t0ken-x");
+/// assert_eq!(found, ["Xy7Qw9Zr2Lm4Np6Tv8Ks", "s3cr3t", "t0ken-x"]);
 /// ```
 pub fn url_secrets(url: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -94,29 +105,57 @@ pub fn url_secrets(url: &str) -> Vec<String> {
         }
     };
     let url = url.trim();
-    if let Some(scheme_end) = url.find("://") {
-        let tail = &url[scheme_end + 3..];
-        let end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
-        if let Some((user_info, _)) = tail[..end].rsplit_once('@')
-            && let Some((_, password)) = user_info.split_once(':')
-        {
-            push(password);
+    let (url, fragment) = url.split_once('#').unwrap_or((url, ""));
+    let (url, query) = url.split_once('?').unwrap_or((url, ""));
+    let path = match url.find("://") {
+        Some(scheme_end) => {
+            let tail = &url[scheme_end + 3..];
+            let end = tail.find('/').unwrap_or(tail.len());
+            if let Some((user_info, _)) = tail[..end].rsplit_once('@')
+                && let Some((_, password)) = user_info.split_once(':')
+            {
+                push(password);
+            }
+            &tail[end..]
         }
+        None => url,
+    };
+    for segment in path.split('/').filter(|segment| looks_like_token(&percent_decode(segment))) {
+        push(segment);
     }
-    let Some(start) = url.find(['?', '#']) else { return out };
-    for pair in url[start + 1..].split(['&', ';', '#', '?']) {
+    for pair in query.split(['&', ';']) {
         let (name, value) = pair.split_once('=').unwrap_or(("", pair));
         let name: String =
             percent_decode(name).chars().filter(char::is_ascii_alphanumeric).collect();
         let name = name.to_ascii_lowercase();
-        let credential = ["key", "token", "secret", "sig", "pass", "auth", "credential", "session"]
-            .iter()
-            .any(|word| name.contains(word));
+        let credential =
+            ["key", "token", "secret", "sig", "pass", "auth", "credential", "session", "code"]
+                .iter()
+                .any(|word| name.contains(word));
         if credential || value.chars().count() >= 20 {
             push(value);
         }
     }
+    for pair in fragment.split(['&', ';', '#', '?']) {
+        let value = pair.split_once('=').map_or(pair, |(_, value)| value);
+        if value.chars().count() >= MIN_SECRET_LEN {
+            push(value);
+        }
+    }
     out
+}
+
+/// Whether a URL's path segment looks like a token rather than a name (see [`url_secrets`]).
+fn looks_like_token(segment: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~');
+    let (upper, lower, digit) = segment.chars().fold((false, false, false), |(u, l, d), c| {
+        (u || c.is_ascii_uppercase(), l || c.is_ascii_lowercase(), d || c.is_ascii_digit())
+    });
+    segment.len() >= 20
+        && segment.chars().all(word)
+        && (upper || lower)
+        && digit
+        && ((upper && lower) || segment.len() >= 32)
 }
 
 /// `%XX` sequences (and `+`, as forms write a space) decoded; an invalid sequence or

@@ -146,6 +146,43 @@ fn a_percent_encoded_query_secret_is_masked_decoded_and_in_base64_too() {
     }
 }
 
+#[test]
+fn secrets_in_the_base_urls_path_code_parameter_and_fragment_are_masked_too() {
+    // Variants of the query secret: a token as a path segment, Azure Functions' `?code=`,
+    // and a fragment (never sent, never shown).
+    let dir = demo();
+    let root = dir.path();
+    let (path_token, code, fragment) = ("Xy7Qw9Zr2Lm4Np6Tv8Ks", "fnc0de-Secret", "frag-T0KEN-9");
+    let (out, ledger) = run_against(
+        root,
+        &format!("http://127.0.0.1:9/tenant/{path_token}/v1?code={code}&api-version=1#{fragment}"),
+    );
+    assert_eq!(out.code, 1, "{out}");
+    assert!(!ledger.is_empty());
+    for (what, text) in [("stdout", &out.stdout), ("stderr", &out.stderr), ("ledger", &ledger)] {
+        for secret in [path_token, code, fragment] {
+            assert!(!text.contains(secret), "{what} holds {secret}: {text}");
+        }
+    }
+}
+
+#[test]
+fn a_base_url_with_a_query_keeps_it_after_the_endpoints_path() {
+    let server =
+        crate::mock_http::MockServer::start(vec![crate::mock_http::MockReply::text(500, "down")]);
+    let dir = demo();
+    let root = dir.path();
+    let (out, _) = run_against(
+        root,
+        &format!("{}/v1?api-version=2024-02-01&api-key=Q-secret-77", server.url()),
+    );
+    assert_eq!(out.code, 1, "{out}");
+    let requests = server.requests();
+    assert!(!requests.is_empty(), "{out}");
+    assert_eq!(requests[0].path, "/v1/chat/completions?api-version=2024-02-01&api-key=Q-secret-77");
+    assert!(!out.stderr.contains("Q-secret-77"), "{out}");
+}
+
 /// Standard base64 with padding (the tests' own, not the redactor's).
 fn base64(bytes: &[u8]) -> String {
     const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

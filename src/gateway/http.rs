@@ -689,9 +689,17 @@ pub(crate) fn excerpt(body: &str, secret: Option<&Secret>) -> String {
     }
 }
 
-/// `base` and `path` joined with exactly one `/` between them.
+/// `base` and `path` joined with exactly one `/` between them, before the base's query
+/// (`https://h/v1?api-version=1` and `chat/completions` make
+/// `https://h/v1/chat/completions?api-version=1`); a fragment, never sent, is left out.
 pub(crate) fn join_url(base: &str, path: &str) -> String {
-    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+    let base = base.split_once('#').map_or(base, |(base, _)| base);
+    let (base, query) = base.split_once('?').map_or((base, None), |(b, q)| (b, Some(q)));
+    let joined = format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'));
+    match query {
+        Some(query) => format!("{joined}?{query}"),
+        None => joined,
+    }
 }
 
 /// A provider error that did not come from the transport (a missing setting, an answer of
@@ -805,6 +813,11 @@ mod tests {
         assert_eq!(join_url("http://h/v1", "chat"), "http://h/v1/chat");
         assert_eq!(join_url("http://h/v1/", "/chat"), "http://h/v1/chat");
         assert_eq!(join_url("http://h//", "v1/messages"), "http://h/v1/messages");
+        assert_eq!(
+            join_url("http://h/v1/?api-key=k&api-version=1#frag", "chat/completions"),
+            "http://h/v1/chat/completions?api-key=k&api-version=1"
+        );
+        assert_eq!(join_url("http://h/v1#frag", "chat"), "http://h/v1/chat");
     }
 
     #[test]
