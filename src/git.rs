@@ -75,6 +75,14 @@ pub fn files_named(dir: &Path, commit: &str, name: &str) -> Option<Vec<String>> 
     )
 }
 
+/// The paths, relative to `dir`, of every file below `dir`'s folder `folder` in commit
+/// `commit` (`None` when git cannot answer).
+pub fn files_under(dir: &Path, commit: &str, folder: &str) -> Option<Vec<String>> {
+    let listing =
+        git(dir, &["ls-tree", "-r", "--name-only", commit, "--", &format!("./{folder}/")])?;
+    Some(listing.lines().filter(|p| !p.is_empty()).map(str::to_string).collect())
+}
+
 /// The top level of the git work tree `dir` is in, if any.
 pub fn toplevel(dir: &Path) -> Option<PathBuf> {
     git(dir, &["rev-parse", "--show-toplevel"]).filter(|s| !s.is_empty()).map(PathBuf::from)

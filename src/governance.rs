@@ -108,9 +108,12 @@ pub fn review(
         crate::registry::gate::findings_in(report, registry, kind, id, version, true)
     };
     let dir = project.root.clone();
-    let base_file = |rel: &str| crate::git::file_at(&dir, &base.commit, rel);
+    let base_tree = crate::eval::gate::BaseTree {
+        file: &|rel: &str| crate::git::file_at(&dir, &base.commit, rel),
+        files_under: &|folder: &str| crate::git::files_under(&dir, &base.commit, folder),
+    };
     let recompute = |event: &crate::registry::Event| {
-        crate::eval::gate::recompute(project, &base.config, &base_file, event)
+        crate::eval::gate::recompute(project, &base.config, &base_tree, event)
     };
     let checks = Checks { now, gate_findings: &gate, recompute: &recompute };
     let (events, rewritten) = match base::review(&base, registry, &checks) {

@@ -481,6 +481,54 @@ fn with_signers_only_events_an_allowed_signer_signed_are_verified() {
     assert!(found[0]["message"].as_str().unwrap().contains("does not verify"), "{found:#?}");
 }
 
+#[test]
+fn with_signers_deprecate_and_remove_are_signed_events_too() {
+    // A variant of the label case: the events that retire a version change what a pin
+    // runs as much as a promotion does.
+    let keys = tempfile::tempdir().unwrap();
+    let (alice, alice_line) = ssh_key(keys.path(), "alice", "alice@example.com");
+    let repo = Repo::new();
+    git(repo.root(), &["checkout", "-q", "main"]);
+    std::fs::write(repo.path("allowed_signers"), format!("{alice_line}\n")).unwrap();
+    repo.edit_text("pactum.toml", |t| {
+        t.replace("eval = true", "eval = false\nsigners = \"allowed_signers\"")
+    });
+    repo.commit("signers");
+    git(repo.root(), &["checkout", "-q", "-B", "pr"]);
+    let key = alice.to_str().unwrap();
+    repo.pactum(&["registry", "promote", "PRC-CLASSIFY-001@1.1.0", "--sign-key", key]).status(0);
+    // Without a key, deprecate refuses to write an unsigned event.
+    let deprecate = ["registry", "deprecate", "PRC-CLASSIFY-001@1.0.0", "--successor", "1.1.0"];
+    let out = repo.pactum(&deprecate);
+    out.status(2);
+    assert!(out.stderr.contains("--sign-key"), "{out}");
+    let signed: Vec<&str> = deprecate.iter().copied().chain(["--sign-key", key]).collect();
+    repo.pactum(&signed).status(0);
+    let out = repo.pactum(&["validate", "--base", "main"]);
+    out.status(0);
+    let verified = out.stdout.lines().filter(|l| l.contains("verified (signed by alice")).count();
+    assert_eq!(verified, 2, "the promote and the deprecation: {out}");
+    // A removal typed by hand, unsigned: refused.
+    repo.forge(|r| {
+        let entry = r.entries.iter_mut().find(|e| e.version.to_string() == "1.0.0").unwrap();
+        entry.state = pactum::registry::State::Removed;
+        let event = Event {
+            at: "2026-11-30T10:00:00Z".into(),
+            action: Action::Remove,
+            actor: Some("dev@example.com".into()),
+            id: entry.id.clone(),
+            version: "1.0.0".into(),
+            sha256: entry.sha256.clone(),
+            ..Event::default()
+        };
+        r.history.as_mut().unwrap().push(event);
+    });
+    let (code, found) = repo.findings("registry_event_unsigned");
+    assert_eq!(code, 1);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0]["message"].as_str().unwrap().contains("remove"), "{found:#?}");
+}
+
 // --- ledger anchors -------------------------------------------------------------------
 
 /// A copy of the shipped demo project (offline work orders) at `dir`.
@@ -666,6 +714,48 @@ fn evidence_that_picks_its_own_baseline_or_suite_is_refused() {
         ),
         "{message}"
     );
+}
+
+/// A suite the base holds, deleted in the pull request that promotes: the promotion's
+/// evidence is real (`promote --eval` ran the suites left), but it leaves out one the base
+/// asks the candidate to pass.
+#[test]
+fn a_promotion_that_deletes_one_of_the_bases_suites_is_refused() {
+    let repo = Repo::new();
+    // The base: a second suite, on the cases the candidate passes.
+    git(repo.root(), &["checkout", "-q", "main"]);
+    let cases = std::fs::read_to_string(repo.path("evals/classify/cases.jsonl")).unwrap();
+    let easy: Vec<&str> = cases
+        .lines()
+        .filter(|l| ["double-charge", "\"other\""].iter().any(|w| l.contains(w)))
+        .collect();
+    assert!(!easy.is_empty());
+    std::fs::write(repo.path("evals/classify/easy.jsonl"), easy.join("\n") + "\n").unwrap();
+    let suite =
+        std::fs::read_to_string(repo.path("evals/classify/EVAL-CLASSIFY-001.json")).unwrap();
+    let easy_suite = suite
+        .replace("EVAL-CLASSIFY-001", "EVAL-CLASSIFY-002")
+        .replace("evals/classify/cases.jsonl", "evals/classify/easy.jsonl");
+    std::fs::write(repo.path("evals/classify/EVAL-CLASSIFY-002.json"), easy_suite).unwrap();
+    repo.commit("a second suite");
+    git(repo.root(), &["checkout", "-q", "-B", "pr"]);
+    // The pull request deletes the suite the candidate fails, and promotes with the gate.
+    std::fs::remove_file(repo.path("evals/classify/EVAL-CLASSIFY-001.json")).unwrap();
+    let out = repo.pactum(&["registry", "promote", "PRC-CLASSIFY-001@1.1.0", "--eval"]);
+    out.status(0);
+    let (status, found) = repo.findings("registry_event_unverified");
+    assert_eq!(status, 1, "{found:#?}");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the base's suite evals/classify/EVAL-CLASSIFY-001.json evaluates PRC-CLASSIFY-001 and is not in this change's tree"),
+        "{message}"
+    );
+    // With the suite restored the same promotion is what it was: refused by the gate.
+    git(repo.root(), &["checkout", "-q", "main", "--", "evals/classify/EVAL-CLASSIFY-001.json"]);
+    let (status, found) = repo.findings("registry_event_unverified");
+    assert_eq!(status, 1, "{found:#?}");
+    assert!(!found[0]["message"].as_str().unwrap().contains("is not in this change's tree"));
 }
 
 /// A `deprecate` or `remove` event appended by hand, the entry set to match.

@@ -139,12 +139,48 @@ pub fn gate_cassette(config: &crate::config::Config) -> Option<(String, String)>
 /// id, replayed from that cassette (never a live call) on the candidate and the baseline
 /// the evidence names, must give the same cases, passes, pass rates, regressions and
 /// p-value, and pass the gate. `Ok` says what matched.
+/// The base's tree, as [`recompute`] reads it: a file's bytes, and the files below a
+/// folder (paths relative to the project; `None` when they cannot be read).
+pub struct BaseTree<'a> {
+    pub file: &'a dyn Fn(&str) -> Option<Vec<u8>>,
+    pub files_under: &'a dyn Fn(&str) -> Option<Vec<String>>,
+}
+
+impl BaseTree<'_> {
+    /// The base's suites that evaluate `id`: their paths, relative to the project.
+    fn suites_of(&self, id: &str) -> std::result::Result<Vec<String>, String> {
+        let listing = (self.files_under)(super::suite::FOLDER)
+            .ok_or("the base's evals/ folder cannot be listed")?;
+        let mut out = Vec::new();
+        for rel in listing {
+            let hidden = rel.split('/').skip(1).any(|part| part.starts_with('.'));
+            let name = rel.rsplit('/').next().unwrap_or_default();
+            if hidden || !super::suite::is_suite_name(name) {
+                continue;
+            }
+            let path = Path::new(&rel);
+            let value = (self.file)(&rel).and_then(|bytes| String::from_utf8(bytes).ok()).and_then(
+                |text| {
+                    let syntax = crate::document::syntax_for(path);
+                    crate::document::parse(&text, syntax, path, None).ok()
+                },
+            );
+            let names = value.as_ref().and_then(|v| v.get("contract")).and_then(Value::as_str);
+            if names.and_then(|pin| Pin::parse(pin).ok()).is_some_and(|p| p.id == id) {
+                out.push(rel);
+            }
+        }
+        Ok(out)
+    }
+}
+
 pub fn recompute(
     project: &crate::project::Project,
     base: &crate::config::Config,
-    base_file: &dyn Fn(&str) -> Option<Vec<u8>>,
+    base_tree: &BaseTree<'_>,
     event: &crate::registry::Event,
 ) -> std::result::Result<String, String> {
+    let base_file = base_tree.file;
     let Some(recorded) = &event.eval else {
         return Err(
             "the event carries no eval evidence, and the base's [gate] eval = true requires it"
@@ -217,6 +253,15 @@ pub fn recompute(
     let suites = suites_of(root, id).map_err(|e| e.to_string())?;
     if suites.is_empty() {
         return Err(format!("no eval suite under evals/ evaluates {id} in this tree"));
+    }
+    // Every suite the base holds for the contract is run: one deleted or moved in this
+    // change would leave out what the base asks the candidate to pass.
+    for rel in base_tree.suites_of(id)? {
+        if !suites.iter().any(|s| s.rel == rel) {
+            return Err(format!(
+                "the base's suite {rel} evaluates {id} and is not in this change's tree: a promotion is verified against every suite the base holds; restore it, or land its removal first, then promote"
+            ));
+        }
     }
     // What the gate compares with is not the evidence's to say: the suites (thresholds,
     // assertions, dataset) are the base's, and the baseline is the version the gate picks

@@ -202,7 +202,7 @@ impl EventReview {
         };
         let help = match code {
             Code::RegistryEventUnsigned => {
-                "sign promote and label events with a key of an allowed signer (`pactum registry promote ID@VERSION --sign-key FILE`, or git's user.signingkey); the allowed signers are the base's"
+                "sign promote, label, deprecate and remove events with a key of an allowed signer (`pactum registry promote ID@VERSION --sign-key FILE`, or git's user.signingkey); the allowed signers are the base's"
             }
             _ => {
                 "registry events are made by `pactum registry ...`, which checks what this check re-derives; drop the event (restore registry.json from the base) and make the change with the command"
@@ -276,7 +276,7 @@ fn check_event(
     if at > checks.now + jiff::SignedDuration::from_mins(10) {
         return unverified(format!("its time {} is in the future", e.at));
     }
-    let signed = matches!(e.action, Action::Promote | Action::Labeled | Action::Unlabeled);
+    let signed = e.action.is_signed();
     let mut checked = Vec::new();
     if let Some(allowed) = &base.signers
         && signed

@@ -83,7 +83,7 @@ pub fn sign_since(
         let prev = if i == 0 { ZERO_HASH.to_string() } else { history[i - 1].hash.clone() };
         let event = &mut history[i];
         event.prev = prev;
-        if matches!(event.action, Action::Promote | Action::Labeled | Action::Unlabeled) {
+        if event.action.is_signed() {
             event.signature = Some(sign(&event.signed_message())?);
         }
         event.hash = event.compute_hash();

@@ -138,6 +138,20 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether `[gate] signers` asks for this event's signature: the events that change
+    /// which version a pin runs (a promotion, a label's move or deletion, a deprecation, a
+    /// removal). Adding, updating or discarding a draft, adopting and merging change none.
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            Action::Promote
+                | Action::Labeled
+                | Action::Unlabeled
+                | Action::Deprecate
+                | Action::Remove
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Add => "add",

@@ -82,6 +82,10 @@ enum Action {
         /// The higher, active version that replaces it.
         #[arg(long, value_name = "VERSION")]
         successor: String,
+        /// Sign the event with this SSH key (default: git's user.signingkey), as
+        /// pactum.toml's [gate] signers asks.
+        #[arg(long, value_name = "FILE")]
+        sign_key: Option<PathBuf>,
     },
     /// deprecated → removed. Work orders that still pin it are listed; one whose only
     /// match it is refuses the removal unless --force.
@@ -91,6 +95,10 @@ enum Action {
         /// Remove it even when a work order's pin would then resolve to nothing.
         #[arg(long)]
         force: bool,
+        /// Sign the event with this SSH key (default: git's user.signingkey), as
+        /// pactum.toml's [gate] signers asks.
+        #[arg(long, value_name = "FILE")]
+        sign_key: Option<PathBuf>,
     },
     /// Drop a draft's entry (a draft registered by mistake); only drafts.
     Discard {
@@ -135,7 +143,7 @@ enum Action {
     },
 }
 
-/// The key promote and label events are signed with: `--sign-key`, else git's
+/// The key promote, label, deprecate and remove events are signed with: `--sign-key`, else git's
 /// `user.signingkey` when pactum.toml's `[gate] signers` asks for signed events; `None` when
 /// neither asks. Asked for without a key, a usage error naming both ways.
 fn signer(
@@ -156,8 +164,20 @@ fn signer(
     match pactum::git::config_get(root, "user.signingkey") {
         Some(key) => Ok(Some(registry::sign::SigningKey::parse(&key))),
         None => Err(pactum::Error::Usage {
-            message: "pactum.toml's [gate] signers asks for signed promote and label events, and no key is given: pass --sign-key FILE, or set git's user.signingkey (`git config user.signingkey ~/.ssh/id_ed25519.pub`)".into(),
+            message: "pactum.toml's [gate] signers asks for signed promote, label, deprecate and remove events, and no key is given: pass --sign-key FILE, or set git's user.signingkey (`git config user.signingkey ~/.ssh/id_ed25519.pub`)".into(),
         }),
+    }
+}
+
+/// Signs the events from `start` on with `signer`, when there is one.
+fn sign_new(
+    reg: &mut Registry,
+    start: usize,
+    signer: Option<&registry::sign::SigningKey>,
+) -> Result<()> {
+    match signer {
+        Some(key) => lifecycle::sign_since(reg, start, &|m| registry::sign::sign(key, m)),
+        None => Ok(()),
     }
 }
 
@@ -396,9 +416,7 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 if let Some(label) = label {
                     moved = Some(lifecycle::label(reg, &id, label, Some(&version), None, &stamp)?);
                 }
-                if let Some(key) = &signer {
-                    lifecycle::sign_since(reg, start, &|m| registry::sign::sign(key, m))?;
-                }
+                sign_new(reg, start, signer.as_ref())?;
                 Ok(p)
             })?;
             let against = p.compared_with.as_ref().map(ToString::to_string);
@@ -454,25 +472,27 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                 let target = version.as_ref().map(|v| (v, *weight));
                 let m =
                     lifecycle::label_weighted(reg, id, label, target, since.as_deref(), &stamp)?;
-                if let Some(key) = &signer {
-                    lifecycle::sign_since(reg, start, &|m| registry::sign::sign(key, m))?;
-                }
+                sign_new(reg, start, signer.as_ref())?;
                 Ok(m)
             })?;
             let mut value = json!({"ok": true, "action": "label"});
             value["label"] = json!(m);
             Ok((value, label_text(&m), OK))
         }
-        Action::Deprecate { pin, successor } => {
+        Action::Deprecate { pin, successor, sign_key } => {
             let (kind, id, version) = exact(pin)?;
             let successor = parse_version(successor).ok_or_else(|| Error::PinInvalid {
                 pin: successor.clone(),
                 reason: "--successor needs a version like 1.3.0".into(),
             })?;
             let path = registry_path(&args.common, false)?;
+            let signer = signer(&path, sign_key.as_deref())?;
             let stamp = stamp()?;
             let e = store::update(&path, |reg| {
-                lifecycle::deprecate(reg, kind, &id, &version, &successor, &stamp)
+                let start = reg.history.as_ref().map_or(0, Vec::len);
+                let e = lifecycle::deprecate(reg, kind, &id, &version, &successor, &stamp)?;
+                sign_new(reg, start, signer.as_ref())?;
+                Ok(e)
             })?;
             let mut value = entry_json(&e);
             value["ok"] = json!(true);
@@ -480,12 +500,14 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
             value["successor_version"] = json!(successor.to_string());
             Ok((value, format!("deprecated {} (successor {successor})\n", e.key()), OK))
         }
-        Action::Remove { pin, force } => {
+        Action::Remove { pin, force, sign_key } => {
             let (kind, id, version) = exact(pin)?;
             let path = registry_path(&args.common, false)?;
+            let signer = signer(&path, sign_key.as_deref())?;
             let stamp = stamp()?;
             let mut pins = Vec::new();
             let e = store::update(&path, |reg| {
+                let start = reg.history.as_ref().map_or(0, Vec::len);
                 let orders = pactum::work_order::in_project(&reg.root);
                 pins = lifecycle::pins_after_removal(reg, kind, &id, &version, &orders);
                 // The registry's own rules first; a refusal below writes nothing either.
@@ -507,6 +529,7 @@ fn run(args: &Args) -> Result<(Value, String, u8)> {
                         ),
                     });
                 }
+                sign_new(reg, start, signer.as_ref())?;
                 Ok(removed)
             })?;
             let mut value = entry_json(&e);
