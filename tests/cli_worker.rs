@@ -922,6 +922,59 @@ fn submit_refuses_what_run_would_refuse_before_it_connects_to_the_queue() {
 }
 
 #[test]
+fn submit_refuses_an_unknown_provider_and_fixtures_that_do_not_load_as_run_does() {
+    let (dir, wos) = project(1, 0);
+    let root = dir.path();
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&wos[0]).unwrap()).unwrap();
+    let mut unknown = good.clone();
+    unknown["work_order_id"] = json!("WO-P-001");
+    unknown["provider"] = json!({"name": "opnai"});
+    let unknown_path = root.join("work_orders/unknown.json");
+    std::fs::write(&unknown_path, unknown.to_string()).unwrap();
+    let mut broken = good.clone();
+    broken["work_order_id"] = json!("WO-P-002");
+    broken["provider"] = json!({"fixtures": "../fixtures/broken.json"});
+    std::fs::write(root.join("fixtures/broken.json"), "{\"responses\": [").unwrap();
+    let broken_path = root.join("work_orders/broken.json");
+    std::fs::write(&broken_path, broken.to_string()).unwrap();
+    let mut missing = good;
+    missing["work_order_id"] = json!("WO-P-003");
+    missing["provider"] = json!({"fixtures": "../fixtures/absent.json"});
+    let missing_path = root.join("work_orders/missing.json");
+    std::fs::write(&missing_path, missing.to_string()).unwrap();
+    let batch = [unknown_path, broken_path, missing_path];
+    let out = submit(root, "redis://127.0.0.1:1/0", &batch);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(!out.stderr.contains("queue_unavailable"), "refused before connecting: {out}");
+    assert!(
+        out.stderr.contains("work_orders/unknown.json: refused")
+            && out.stderr.contains("error[provider_not_configured]")
+            && out.stderr.contains("unknown provider `opnai`"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("work_orders/broken.json: refused"), "{out}");
+    assert!(out.stderr.contains("work_orders/missing.json: refused"), "{out}");
+    // run refuses each of them with the same codes.
+    let mut run = common::pactum_in(root);
+    run.args(["run", "--json", "--ledger", "run.jsonl"]).args(&batch);
+    let ran = Out::of(&mut run).json();
+    let run_codes: Vec<String> = ran["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(run_codes[0], "provider_not_configured", "{ran:#}");
+    for code in &run_codes {
+        assert!(
+            out.stderr.contains(&format!("error[{code}]")),
+            "submit and run agree: {code} {out}"
+        );
+    }
+}
+
+#[test]
 #[ignore = "needs redis-server (Debian package redis-server; .ci/run installs it)"]
 fn submit_enqueues_nothing_of_a_refused_batch_and_says_already_done_for_an_id_with_a_result() {
     let redis = RedisServer::start();

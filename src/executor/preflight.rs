@@ -10,11 +10,13 @@
 //!   assembling it would refuse before reading the ledger);
 //! - the pack compiles ([`CompiledPack::compile`], as it is before rendering);
 //! - a kernel work order's `contracts` name kernel roles ([`RolePins::from_map`]) and every
-//!   role's contract resolves, pinned or the latest shipped one ([`RolePins::pin`]).
+//!   role's contract resolves, pinned or the latest shipped one ([`RolePins::pin`]);
+//! - the provider the work order names is configured in pactum.toml or built in, and the
+//!   scripted fixtures it names load ([`select::check_choice`], what selecting it checks).
 //!
-//! Not checked, because the machine that runs the work order decides it: the provider and
-//! its keys, the tool servers, the ledger, the token budget against the rendered prompt
-//! (which needs the assembled context, ledger queries included).
+//! Not checked, because the machine that runs the work order decides it: the provider's
+//! keys and host, the tool servers, the ledger, the token budget against the rendered
+//! prompt (which needs the assembled context, ledger queries included).
 
 use serde_json::Value;
 
@@ -22,6 +24,7 @@ use crate::context;
 use crate::error::Error;
 use crate::exchange;
 use crate::executor::roles::{Role, RolePins};
+use crate::gateway::select;
 use crate::id::Pin;
 use crate::project::Project;
 use crate::render::CompiledPack;
@@ -30,6 +33,14 @@ use crate::work_order::{Task, WorkOrder};
 
 /// Every reason `run` would refuse `wo` before calling a model (empty: none of these).
 pub fn check(project: &Project, wo: &WorkOrder, options: ResolveOptions) -> Vec<Error> {
+    let mut errors = task(project, wo, options);
+    if let Err(e) = select::check_choice(&project.config, &project.root, &wo.provider, wo.dir()) {
+        errors.push(e);
+    }
+    errors
+}
+
+fn task(project: &Project, wo: &WorkOrder, options: ResolveOptions) -> Vec<Error> {
     match &wo.task {
         Task::Exchange { contract, input } => {
             exchange_call(project, wo, contract, input, options).err().into_iter().collect()

@@ -95,11 +95,8 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
         }
         None => match &choice.work_order.fixtures {
             Some(fixtures) => {
-                let path = confined_read(
-                    &Root::for_document(root, choice.work_order_dir),
-                    Root::beside(choice.work_order_dir, fixtures),
-                )?;
-                let provider = Arc::new(ScriptedProvider::load(&path, root)?);
+                let (path, provider) = load_fixtures(root, choice.work_order_dir, fixtures)?;
+                let provider = Arc::new(provider);
                 Ok(Selected {
                     provider,
                     offline: Some(format!(
@@ -360,6 +357,53 @@ fn route_key(
     Ok(KeyRoute { url, key: Some(key), withheld: None })
 }
 
+/// What `run` would refuse about `choice` before building its provider, found without
+/// building it (for `submit`'s preflight): a provider name that is neither configured nor
+/// built in, offline fixtures that do not load. The provider's keys and host are the running
+/// machine's business and are not looked at.
+pub fn check_choice(
+    config: &Config,
+    root: &Path,
+    choice: &ProviderChoice,
+    dir: &Path,
+) -> Result<()> {
+    if let Some(name) = &choice.name {
+        settings_of(config, name)?;
+    }
+    if let Some(fixtures) = &choice.fixtures {
+        load_fixtures(root, dir, fixtures)?;
+    }
+    Ok(())
+}
+
+/// A provider name's settings: its `[providers.NAME]` entry, or a built-in kind's defaults.
+fn settings_of(config: &Config, name: &str) -> Result<ProviderSettings> {
+    match config.providers.get(name) {
+        Some(s) => Ok(s.clone()),
+        None if KINDS.contains(&name) => {
+            Ok(ProviderSettings { kind: name.to_string(), ..Default::default() })
+        }
+        None => Err(not_configured(
+            name,
+            format!(
+                "unknown provider `{name}`; configure [providers.{name}] in pactum.toml or use one of {}",
+                KINDS.join(", ")
+            ),
+        )),
+    }
+}
+
+/// A work order's scripted fixtures (relative to its folder `dir`), read inside the project.
+fn load_fixtures(
+    root: &Path,
+    dir: &Path,
+    fixtures: &str,
+) -> Result<(std::path::PathBuf, ScriptedProvider)> {
+    let path = confined_read(&Root::for_document(root, dir), Root::beside(dir, fixtures))?;
+    let provider = ScriptedProvider::load(&path, root)?;
+    Ok((path, provider))
+}
+
 fn build(
     config: &Config,
     root: &Path,
@@ -371,21 +415,8 @@ fn build(
     if depth > 2 {
         return Err(not_configured(name, "record_with points back at a replay provider".into()));
     }
-    let (kind, settings) = match config.providers.get(name) {
-        Some(s) => (s.kind.as_str(), s.clone()),
-        None if KINDS.contains(&name) => {
-            (name, ProviderSettings { kind: name.to_string(), ..Default::default() })
-        }
-        None => {
-            return Err(not_configured(
-                name,
-                format!(
-                    "unknown provider `{name}`; configure [providers.{name}] in pactum.toml or use one of {}",
-                    KINDS.join(", ")
-                ),
-            ));
-        }
-    };
+    let settings = settings_of(config, name)?;
+    let kind = settings.kind.as_str();
     let model = model_of(config, &settings, choice);
     let key_from = |fallback: &Option<crate::gateway::Secret>| match &settings.api_key_env {
         Some(var) => config.env.named_keys.get(var).cloned(),
