@@ -197,17 +197,20 @@ pub fn levenshtein(a: &str, b: &str) -> usize {
 
 /// Up to three known ids closest to `id` (distance at most a third of its length).
 pub fn suggest<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let limit = (id.len() / 3).max(2);
-    let mut scored: Vec<(usize, &str)> = known
-        .into_iter()
-        .map(|k| (levenshtein(&id.to_ascii_uppercase(), k), k))
-        .filter(|(d, _)| *d <= limit)
-        .collect();
+    nearest(&id.to_ascii_uppercase(), known).into_iter().map(str::to_string).collect()
+}
+
+/// Up to three of `known` closest to `name`, closest first: "did you mean" candidates
+/// (distance at most a third of its length, at least 2; within twice the best distance).
+pub fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let limit = (name.len() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> =
+        known.into_iter().map(|k| (levenshtein(name, k), k)).filter(|(d, _)| *d <= limit).collect();
     scored.sort();
     scored.dedup();
     // Only the close calls: within twice the best distance.
     let cutoff = scored.first().map(|(d, _)| (*d).max(1) * 2).unwrap_or(0);
-    scored.into_iter().filter(|(d, _)| *d <= cutoff).take(3).map(|(_, k)| k.to_string()).collect()
+    scored.into_iter().filter(|(d, _)| *d <= cutoff).take(3).map(|(_, k)| k).collect()
 }
 
 #[cfg(test)]

@@ -104,6 +104,53 @@ fn messages_and_hints_name_files_from_the_repository_root_and_their_commands_wor
     }
 }
 
+/// Every path a message or a hint names is relative to the report's base, as its `file` is
+/// (SPEC §21): the other file of a pair (the contract a pack's variable is checked against),
+/// the schema a help points at.
+#[test]
+fn every_path_in_messages_and_hints_is_relative_to_the_reports_base() {
+    let repo_dir = monorepo(false);
+    let root = repo_dir.path();
+    let pack = root.join("prompts/prompt_packs/x/1.0.0.json");
+    let text = std::fs::read_to_string(&pack).unwrap().replace("{{ input }}", "{{ inptu }}");
+    std::fs::write(&pack, text).unwrap();
+    let contract = root.join("prompts/contracts/x/1.0.0.json");
+    let text = std::fs::read_to_string(&contract)
+        .unwrap()
+        .replace("\"max_tokens\": 512", "\"max_tokens\": \"many\"");
+    std::fs::write(&contract, text).unwrap();
+    let doc = Out::of(pactum_in(root).args(["validate", "--json"])).status(1).json();
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    let undeclared = diagnostics
+        .iter()
+        .find(|d| d["code"] == "template_variable_undeclared")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(undeclared["file"], "prompts/prompt_packs/x/1.0.0.json", "{undeclared:#}");
+    assert!(
+        undeclared["message"]
+            .as_str()
+            .unwrap()
+            .contains("the input_schema of prompts/contracts/x/1.0.0.json"),
+        "{undeclared:#}"
+    );
+    let schema_help = diagnostics
+        .iter()
+        .filter_map(|d| d["help"].as_str())
+        .find(|h| h.contains("prompt_contract.schema.json"))
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(schema_help.contains("prompts/schemas/prompt_contract.schema.json"), "{schema_help}");
+    // No message or hint names a project file from the project's own folder.
+    for d in diagnostics {
+        for text in [&d["message"], &d["help"]].into_iter().filter_map(Value::as_str) {
+            for folder in ["contracts/", "prompt_packs/", "schemas/"] {
+                for (at, _) in text.match_indices(folder) {
+                    assert!(text[..at].ends_with("prompts/"), "{folder} at {at} in {text:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn reports_and_baselines_are_never_written_over_what_the_project_governs() {
     let repo_dir = monorepo(false);

@@ -1035,15 +1035,34 @@ fn validate_reports_template_and_sections_once() {
 #[test]
 fn validate_reports_undeclared_template_variable() {
     let tree = Tree::new("good");
-    tree.edit("prompt_packs/greet/1.1.0.json", "for {{ name }}", "for {{ name }} ({{ nickname }})");
+    let pack = "prompt_packs/greet/1.1.0.json";
+    tree.edit(pack, "for {{ name }}", "for {{ name }} ({{ nickname }})");
     tree.resync();
     let (doc, status) = tree.validate_json(&[]);
     assert_eq!(status, 1);
-    let rel = "contracts/greet/1.1.0.json";
-    let at = pos_after(&tree.read(rel), "\"properties\": ");
-    let d = one(&doc, "template_variable_undeclared", rel);
-    check(d, "error", Some("/input_schema/properties"), Some(at), "`nickname`");
-    assert!(d["help"].as_str().unwrap().contains("nickname"), "{d:#}");
+    // Reported where it is used: the template, in the pack file, at its line:column.
+    let at = pos_after(&tree.read(pack), "\"template\": ");
+    let d = one(&doc, "template_variable_undeclared", pack);
+    check(d, "error", Some("/template"), Some(at), "`nickname`");
+    let message = d["message"].as_str().unwrap();
+    assert!(message.contains("the input_schema of contracts/greet/1.1.0.json"), "{d:#}");
+    assert!(!message.contains("did you mean"), "nothing is close to `nickname`: {d:#}");
+    assert!(d["help"].as_str().unwrap().contains("add `nickname` (with its type)"), "{d:#}");
+    assert!(all(&doc, "template_variable_undeclared", "contracts/greet/1.1.0.json").is_empty());
+
+    // A typo of a declared input: did you mean it?
+    tree.edit(pack, "({{ nickname }})", "({{ nmae }})");
+    tree.resync();
+    let (doc, _) = tree.validate_json(&[]);
+    let d = one(&doc, "template_variable_undeclared", pack);
+    assert!(d["message"].as_str().unwrap().ends_with("did you mean `name`?"), "{d:#}");
+    assert!(d["help"].as_str().unwrap().starts_with("write `name` in the template"), "{d:#}");
+    // Checked with its context from either file of the pair (the pre-commit hook's case).
+    for named in [pack, "contracts/greet/1.1.0.json"] {
+        let (doc, status) = tree.validate_json(&[named]);
+        assert_eq!(status, 1, "{named}: {doc:#}");
+        one(&doc, "template_variable_undeclared", pack);
+    }
 }
 
 #[test]
@@ -1969,8 +1988,9 @@ fn validate_reports_tree_findings_at_line_and_column() {
     tree.write(rel, &TREE_PACK.replace("{{EXTRA}}", extra));
     tree.resync();
     let (doc, _) = tree.validate_json(&[]);
-    let d = one(&doc, "template_variable_undeclared", "contracts/greet/1.1.0.json");
+    let d = one(&doc, "template_variable_undeclared", rel);
     assert!(d["message"].as_str().unwrap().contains("/sections/3/enabled uses `mood`"), "{d:#}");
+    assert_eq!(d["pointer"], "/sections/3/enabled", "{d:#}");
 
     // A tool nobody provides, at the tool's name (SPEC §23: `tool_unknown`).
     let extra = r#",
@@ -2037,9 +2057,9 @@ fn every_finding_of_a_pack_comes_in_one_run() {
         ("prompt_pack_invalid", "/sections/1/key"),
         ("prompt_pack_invalid", "/sections/2/children/0/summary"),
         ("prompt_pack_invalid", "/sections/3/key"),
-        ("template_variable_undeclared", "/input_schema/properties topic"),
-        ("template_variable_undeclared", "/input_schema/properties mode"),
-        ("template_variable_undeclared", "/input_schema/properties level"),
+        ("template_variable_undeclared", "/sections/2/template topic"),
+        ("template_variable_undeclared", "/sections/2/enabled mode"),
+        ("template_variable_undeclared", "/sections/2/children/0/enabled level"),
     ] {
         assert!(
             found.contains(&(expected.0.to_string(), expected.1.to_string())),
@@ -2049,6 +2069,7 @@ fn every_finding_of_a_pack_comes_in_one_run() {
     // Each mistake once: the summary the schema requires is not reported again.
     let summary = diagnostics(&doc)
         .iter()
+        .filter(|d| d["code"] == "prompt_pack_invalid")
         .filter(|d| d["pointer"].as_str().unwrap_or_default().starts_with("/sections/2/children/0"))
         .count();
     assert_eq!(summary, 1, "{doc:#}");

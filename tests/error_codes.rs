@@ -1094,7 +1094,9 @@ fn reproduces_template_variable_undeclared() {
 
     let d = finding(&validate_tree(dir.path()), Code::TemplateVariableUndeclared);
 
-    assert_eq!(d.file.as_deref(), Some("contracts/t/1.0.0.json"));
+    // Where it is used: the pack's template.
+    assert_eq!(d.file.as_deref(), Some("prompt_packs/t/1.0.0.json"));
+    assert_eq!(d.pointer.as_deref(), Some("/template"));
     assert!(d.message.contains("uses `lang`"), "{}", d.message);
     doc_example(dir.path(), Code::TemplateVariableUndeclared, 1);
 }

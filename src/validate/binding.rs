@@ -76,7 +76,8 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> ForExamples {
         };
         match bound {
             Bound::Valid { key, variables, pack, file } => {
-                check_variables(f, contract, (&key, &file), &variables, out);
+                let analyzed = matches!(pack, Source::File(_));
+                check_variables(f, contract, (&key, &file, analyzed), &variables, out);
                 if !contract.has_examples {
                     continue;
                 }
@@ -99,8 +100,9 @@ pub fn check(ctx: &Context, out: &mut Vec<Diagnostic>) -> ForExamples {
                     .pointer("/prompt_pack_id")
                     .help("fix the pack (see its own findings) or bind another version"),
                 );
+                // Readable variables come from an analyzed pack file.
                 if let Some(variables) = variables {
-                    check_variables(f, contract, (&key, &file), variables, out);
+                    check_variables(f, contract, (&key, &file, true), variables, out);
                 }
             }
             Bound::Missing => {}
@@ -241,32 +243,51 @@ fn bound_in_tree<'a>(
     }
 }
 
+/// The variables a contract's pack reads against the inputs it declares. An undeclared one
+/// is reported where it is used — the template in the pack file, when the pack is one of the
+/// analyzed files (else on the contract's inputs) — with the declared names it is close to.
 fn check_variables(
     f: &Analyzed,
     contract: &ContractFacts,
-    (key, pack_file): (&str, &str),
+    (key, pack_file, pack_analyzed): (&str, &str, bool),
     vars: &[(String, BTreeSet<String>)],
     out: &mut Vec<Diagnostic>,
 ) {
     let Some(declared) = &contract.declared_inputs else { return };
-    let anchor = contract.inputs_at;
     let mut used = BTreeSet::new();
     for (template, names) in vars {
         for name in names {
             used.insert(name.clone());
             // Templates see the assembled context without declaring it (SPEC §16).
-            if !declared.contains(name) && name != "assembled_context" {
-                out.push(
-                    Diagnostic::new(
-                        Code::TemplateVariableUndeclared,
-                        format!("template {key}{template} uses `{name}`, which input_schema does not declare"),
-                    )
-                    .file(f.rel.clone())
-                    .about(pack_file)
-                    .pointer(anchor)
-                    .help(format!("add `{name}` to input_schema.properties (with its type), or remove it from the template")),
-                );
+            if declared.contains(name) || name == "assembled_context" {
+                continue;
             }
+            let close = crate::id::nearest(name, declared.iter().map(String::as_str));
+            let mean = match close.as_slice() {
+                [] => String::new(),
+                [one] => format!("; did you mean `{one}`?"),
+                many => format!("; did you mean one of `{}`?", many.join("`, `")),
+            };
+            let fix = match close.first() {
+                Some(one) => format!("write `{one}` in the template, or add `{name}` to"),
+                None => format!("add `{name}` (with its type) to"),
+            };
+            let d = Diagnostic::new(
+                Code::TemplateVariableUndeclared,
+                format!(
+                    "template {key}{template} uses `{name}`, which the input_schema of {} does not declare{mean}",
+                    f.rel
+                ),
+            )
+            .help(format!(
+                "{fix} the input_schema.properties of {}, or remove it from the template",
+                f.rel
+            ));
+            out.push(if pack_analyzed {
+                d.file(pack_file).about(f.rel.clone()).pointer(template.clone())
+            } else {
+                d.file(f.rel.clone()).about(pack_file).pointer(contract.inputs_at)
+            });
         }
     }
     for name in declared.difference(&used) {

@@ -487,7 +487,8 @@ pub fn names_root(path: &Path, names_from: Option<&Path>, base: &Path) -> PathBu
 }
 
 /// Renames every file in `report` from relative-to-`base` to relative-to-`root` (absolute
-/// when outside `root`). Messages keep their own wording.
+/// when outside `root`), and every path its messages and hints name (SPEC §21: one path
+/// base for the report, its messages and its hints).
 fn rename(report: &mut Report, base: &Path, root: &Path) {
     if base == root {
         return;
@@ -505,39 +506,74 @@ fn rename(report: &mut Report, base: &Path, root: &Path) {
     for file in &mut report.files {
         *file = renamed(file);
     }
+    let mut paths = ProjectPaths { base, known: HashMap::new() };
     for d in &mut report.diagnostics {
-        let Some(file) = &mut d.file else { continue };
-        let new = renamed(file);
-        if new != *file && !file.is_empty() {
-            // Messages and hints name the file as the report does (one path base), so a
-            // suggested `git checkout -- FILE` runs from where the report's paths start.
-            d.message = replace_path(&d.message, file, &new);
-            d.help = d.help.as_deref().map(|help| replace_path(help, file, &new));
+        // Messages and hints name files as the report does, so a suggested `git checkout --
+        // FILE` runs from where the report's paths start.
+        d.message = paths.rename_in(&d.message, &renamed);
+        d.help = d.help.as_deref().map(|help| paths.rename_in(help, &renamed));
+        for file in d.file.iter_mut().chain(d.about.iter_mut()) {
+            *file = renamed(file);
         }
-        *file = new;
     }
 }
 
-/// `text` with every whole-path occurrence of `old` (not part of a longer path) replaced by
-/// `new`; one pass.
-fn replace_path(text: &str, old: &str, new: &str) -> String {
+/// Which words of a message are paths into the project: a run of path characters, not
+/// absolute, without `..`, whose first component exists in `base` (a file or folder of the
+/// project: `contracts/a.json`, `schemas/prompt_contract.schema.json`, `registry.json`;
+/// not `1.0.0/sections/task` or `e.g.`). Each first component is looked up once.
+struct ProjectPaths<'a> {
+    base: &'a Path,
+    known: HashMap<String, bool>,
+}
+
+impl ProjectPaths<'_> {
+    fn names_project_file(&mut self, word: &str) -> bool {
+        if word.starts_with('/') || word.split('/').any(|c| c == "..") {
+            return false;
+        }
+        let first = word.split('/').next().unwrap_or(word);
+        // A bare word is a path only when it names a file (`registry.json`), not a word.
+        if first.is_empty() || (!word.contains('/') && !first.contains('.')) {
+            return false;
+        }
+        let base = self.base;
+        *self
+            .known
+            .entry(first.to_string())
+            .or_insert_with(|| crate::confine::target_of(&base.join(first)).is_some())
+    }
+
+    /// `text` with every project path renamed by `renamed`; one pass.
+    fn rename_in(&mut self, text: &str, renamed: &impl Fn(&str) -> String) -> String {
+        rename_words(text, |word| self.names_project_file(word).then(|| renamed(word)))
+    }
+}
+
+/// `text` with every path-like word (a run of letters, digits and `/_-.`, less a full stop
+/// that ends a sentence) that `rename` renames replaced; one pass.
+fn rename_words(text: &str, mut rename: impl FnMut(&str) -> Option<String>) -> String {
     let part = |c: char| c.is_alphanumeric() || matches!(c, '/' | '_' | '-' | '.');
     let mut out = String::with_capacity(text.len());
     let mut rest = 0;
-    for (at, _) in text.match_indices(old) {
-        let end = at + old.len();
-        let before_ok = text[..at].chars().next_back().is_none_or(|c| !part(c));
-        let mut after = text[end..].chars();
-        let after_ok = match after.next() {
-            None => true,
-            // A full stop ends a sentence unless a name goes on after it (`a.json.bak`).
-            Some('.') => after.next().is_none_or(|c| !part(c)),
-            Some(c) => !part(c),
-        };
-        if at >= rest && before_ok && after_ok {
-            out.push_str(&text[rest..at]);
-            out.push_str(new);
-            rest = end;
+    let mut chars = text.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        if !part(c) {
+            continue;
+        }
+        let mut end = start + c.len_utf8();
+        while let Some(&(at, c)) = chars.peek() {
+            if !part(c) {
+                break;
+            }
+            end = at + c.len_utf8();
+            chars.next();
+        }
+        let word = text[start..end].trim_end_matches('.');
+        if let Some(new) = rename(word) {
+            out.push_str(&text[rest..start]);
+            out.push_str(&new);
+            rest = start + word.len();
         }
     }
     out.push_str(&text[rest..]);
@@ -997,17 +1033,33 @@ mod tests {
 
     #[test]
     fn messages_name_files_from_the_report_base() {
-        let r = |t: &str| replace_path(t, "contracts/a.json", "prompts/contracts/a.json");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("contracts")).unwrap();
+        std::fs::create_dir_all(dir.path().join("schemas")).unwrap();
+        std::fs::write(dir.path().join("registry.json"), "{}").unwrap();
+        let mut paths = ProjectPaths { base: dir.path(), known: HashMap::new() };
+        let mut r = |t: &str| paths.rename_in(t, &|w: &str| format!("prompts/{w}"));
         assert_eq!(
             r("restore it (`git checkout -- contracts/a.json`) and see contracts/a.json."),
             "restore it (`git checkout -- prompts/contracts/a.json`) and see prompts/contracts/a.json."
         );
         assert_eq!(
             r("x/contracts/a.json contracts/a.json.bak"),
-            "x/contracts/a.json contracts/a.json.bak"
+            "x/contracts/a.json prompts/contracts/a.json.bak"
         );
         assert_eq!(r("contracts/a.json:3"), "prompts/contracts/a.json:3");
-        assert_eq!(r("none here"), "none here");
+        assert_eq!(
+            r("fit schemas/prompt_pack.schema.json; registry.json must be JSON"),
+            "fit prompts/schemas/prompt_pack.schema.json; prompts/registry.json must be JSON"
+        );
+        // Pointers, versions, absolute and escaping paths, plain words: untouched.
+        for kept in [
+            "template PRM-A-001@1.0.0/sections/task uses /input_schema/properties",
+            "/etc/passwd ../contracts/a.json e.g. contracts",
+            "none here",
+        ] {
+            assert_eq!(r(kept), kept);
+        }
     }
 
     #[test]
