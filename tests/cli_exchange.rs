@@ -56,6 +56,21 @@ fn scripted_run_prints_a_summary_for_people() {
     assert!(out.stdout.contains("via scripted"), "{out}");
     assert!(out.stderr.contains("offline"), "{out}");
     assert!(serde_json::from_str::<Value>(&out.stdout).is_err(), "text output is not JSON");
+    assert!(out.stdout.contains("Extracted: fenced"), "{out}");
+
+    // A reply that is the JSON and nothing else was not found inside anything.
+    let bare = r#"{"label": "billing", "confidence": 0.9, "reasons": ["double charge"]}"#;
+    p.fixtures("bare.json", json!([{"contract_id": "PRC-CLASSIFY-001", "text": bare}]));
+    let wo = p.classify_wo("WO-SCRIPTED-BARE", json!({"provider": {"fixtures": "bare.json"}}));
+    let out = p.run(&[&wo], &[], &[]);
+    out.status(0);
+    assert!(out.stdout.contains(&format!("Extracted: direct (bytes 0..{})", bare.len())), "{out}");
+    // Prose around it: found embedded.
+    let prose = format!("Sure. {bare} Anything else?");
+    p.fixtures("prose.json", json!([{"contract_id": "PRC-CLASSIFY-001", "text": prose}]));
+    let wo = p.classify_wo("WO-SCRIPTED-PROSE", json!({"provider": {"fixtures": "prose.json"}}));
+    let out = p.run(&[&wo], &[], &[]);
+    assert!(out.stdout.contains("Extracted: embedded (bytes 6.."), "{out}");
 }
 
 /// A classify work order that fails before or at its scripted call: the scripted replies of

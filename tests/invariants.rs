@@ -887,15 +887,23 @@ fn only_authority_may_start_programs_or_connect() {
 }
 
 /// What users read never cites the product specification, which they do not have: not the
-/// error-code docs (`explain` prints them), not the schemas (editors show their
-/// descriptions), not a message in the sources.
+/// README, SECURITY.md or the examples, not the error-code docs (`explain` prints them), not
+/// the schemas (editors show their descriptions), not a message in the sources.
 #[test]
 fn no_user_facing_text_cites_the_spec() {
     let mut offenders = Vec::new();
-    let mut texts: Vec<(String, String)> = vec![(
-        "docs/error-codes.md".into(),
-        std::fs::read_to_string(repo().join("docs/error-codes.md")).unwrap(),
-    )];
+    let mut texts: Vec<(String, String)> = ["docs/error-codes.md", "README.md", "SECURITY.md"]
+        .into_iter()
+        .map(|name| (name.into(), std::fs::read_to_string(repo().join(name)).unwrap()))
+        .collect();
+    for entry in walkdir::WalkDir::new(repo().join("examples")) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file()
+            && let Ok(text) = std::fs::read_to_string(entry.path())
+        {
+            texts.push((entry.path().display().to_string(), text));
+        }
+    }
     for file in files_under("schemas", "json") {
         texts.push((file.display().to_string(), std::fs::read_to_string(&file).unwrap()));
     }

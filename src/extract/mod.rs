@@ -773,6 +773,8 @@ impl<'a, 'g> Run<'a, 'g> {
         let regions = self.regions;
         let want_array = self.options.want_array;
         let (mut wanted, mut failed, mut parsed) = (0usize, 0usize, 0usize);
+        // A region that is the whole trimmed text is the reply itself: found directly.
+        let whole = trimmed(self.text, self.floor, self.text.len());
         for (i, &region) in regions.iter().enumerate() {
             if region.array != want_array {
                 continue;
@@ -786,7 +788,9 @@ impl<'a, 'g> Run<'a, 'g> {
                 continue;
             };
             parsed += 1;
-            let mut found = Self::found(value, Method::Embedded, (region.start, region.end));
+            let span = (region.start, region.end);
+            let method = if span == whole { Method::Direct } else { Method::Embedded };
+            let mut found = Self::found(value, method, span);
             if let Some(reading) = self.second_reading(regions, i, &found.value) {
                 // Two readings: strict mode refuses; lenient mode lets repair read the
                 // text whole first and keeps this one for last.
@@ -1128,7 +1132,7 @@ mod tests {
         // A JSON string holding a fence is not a fence.
         check(
             r#"{"a": "see ```json\n{\"b\": 1}\n```"}"#,
-            r#"embedded {"a":"see ```json\n{\"b\": 1}\n```"}"#,
+            r#"direct {"a":"see ```json\n{\"b\": 1}\n```"}"#,
         );
     }
 
@@ -1221,7 +1225,7 @@ mod tests {
     #[test]
     fn want_array_selects_brackets() {
         check_with(ARRAY, "Items: [1, 2, 3] done", "embedded [1,2,3]");
-        check_with(ARRAY, "[{\"a\": 1}, {\"b\": 2}]", r#"embedded [{"a":1},{"b":2}]"#);
+        check_with(ARRAY, "[{\"a\": 1}, {\"b\": 2}]", r#"direct [{"a":1},{"b":2}]"#);
         check_with(ARRAY, "see [citation] then [\"x\"]", r#"embedded ["x"]"#);
         check_with(ARRAY, "see [1] and [2, 3]", "fail fenced,embedded");
         check_with(ARRAY, "see [1] and [1]", "embedded [1]");
@@ -1238,7 +1242,11 @@ mod tests {
         check("true", "direct true");
         check("[1, 2]", "direct [1,2]");
         check("-1.5e3", "direct -1500.0");
-        check("{\"a\": 1}", r#"embedded {"a":1}"#);
+        // An object that is the whole reply is found at the embedded step, and named for
+        // what it is: the reply itself.
+        check("{\"a\": 1}", r#"direct {"a":1}"#);
+        check(" \n{\"a\": 1}\n", r#"direct {"a":1}"#);
+        check("ok {\"a\": 1}", r#"embedded {"a":1}"#);
         check("nope", "fail fenced,embedded,direct");
     }
 
@@ -1248,7 +1256,7 @@ mod tests {
         check("  \n\t ", "fail fenced,embedded,direct");
         check("\u{feff}", "fail fenced,embedded,direct");
         check_with(REPAIR, " ", "fail fenced,embedded,direct,repaired");
-        check("\u{feff}{\"a\": 1}", r#"embedded {"a":1}"#);
+        check("\u{feff}{\"a\": 1}", r#"direct {"a":1}"#);
         assert_eq!(span("\u{feff}{\"a\": 1}", STRICT), (3, 11));
         assert_eq!(span("\u{feff} 42 ", STRICT), (4, 6));
     }
@@ -1265,7 +1273,7 @@ mod tests {
     #[test]
     fn deep_nesting_fails_fast() {
         let depth = |n: usize| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n));
-        check(&depth(MAX_DEPTH), &format!("embedded {}", depth(MAX_DEPTH)));
+        check(&depth(MAX_DEPTH), &format!("direct {}", depth(MAX_DEPTH)));
         // Too deep for the parser: refused, never answered by the inner object.
         check(&depth(MAX_DEPTH + 1), "fail fenced,embedded,direct");
         check(&depth(20_000), "fail fenced,embedded,direct");
@@ -1345,7 +1353,7 @@ mod tests {
     #[test]
     fn repair_candidates_in_order() {
         // Strict results are untouched by the repair option.
-        check_with(REPAIR, "{\"a\": 1}", r#"embedded {"a":1}"#);
+        check_with(REPAIR, "{\"a\": 1}", r#"direct {"a":1}"#);
         // Fence content first, with offsets in the whole text.
         check_with(REPAIR, "```json\n{\"a\": 1,}\n```", r#"repaired {"a":1} trailing_comma@15"#);
         check_with(
@@ -1683,7 +1691,9 @@ mod tests {
             let json = json.unwrap_or_default();
             let text = format!("{before}{json}{after}");
             let found = extract(&text, &STRICT);
-            prop_assert_eq!(found.map(|f| (f.method, f.value, f.span)), Ok((Method::Embedded, value.clone(), (before.len(), before.len() + json.len()))));
+            let whole = before.trim().is_empty() && after.trim().is_empty();
+            let method = if whole { Method::Direct } else { Method::Embedded };
+            prop_assert_eq!(found.map(|f| (f.method, f.value, f.span)), Ok((method, value.clone(), (before.len(), before.len() + json.len()))));
             let array = Value::Array(vec![value]);
             let json = serde_json::to_string(&array).unwrap_or_default();
             let text = format!("{before}{json}{after}");
