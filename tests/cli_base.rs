@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pactum::registry::{Action, Event, Registry, lifecycle};
+use pactum::registry::{Action, Event, Registry, State, lifecycle};
 use serde_json::{Value, json};
 
 use crate::common::{self, Out};
@@ -805,6 +805,51 @@ fn hand_typed_deprecations_and_removals_are_re_derived() {
             .contains("`registry remove` refuses it: PRC-CLASSIFY-001@1.0.0 still binds to it")),
         "{messages:#?}"
     );
+}
+
+/// An `adopt` typed into a history the base already had is refused whatever state it
+/// records: `removed` or `draft` takes the only active version away, `active` brings one in,
+/// none of them through the commands that check.
+#[test]
+fn a_hand_typed_adoption_into_an_existing_history_is_refused_in_any_state() {
+    let repo = Repo::new();
+    for state in [State::Removed, State::Draft, State::Active] {
+        git(repo.root(), &["reset", "-q", "--hard", "main"]);
+        repo.forge(|r| {
+            let entry = r
+                .entries
+                .iter_mut()
+                .find(|e| e.id == "PRC-CLASSIFY-001" && e.version.to_string() == "1.0.0")
+                .unwrap();
+            entry.state = state;
+            let (path, sha256) = (entry.path.clone(), entry.sha256.clone());
+            r.history.as_mut().unwrap().push(Event {
+                at: "2026-11-30T10:00:00Z".into(),
+                action: Action::Adopt,
+                actor: Some("dev@example.com".into()),
+                id: "PRC-CLASSIFY-001".into(),
+                version: "1.0.0".into(),
+                sha256,
+                path: Some(path),
+                state: Some(state),
+                ..Event::default()
+            });
+        });
+        // Every plain check passes: the forged history replays.
+        assert_eq!(repo.pactum(&["registry", "verify"]).code, 0, "{state:?}");
+        let (status, found) = repo.findings("registry_event_unverified");
+        assert_eq!(status, 1, "{state:?}: {found:#?}");
+        let message = found[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "it adopts PRC-CLASSIFY-001@1.0.0 as {} into a history main already had",
+                state.as_str()
+            )),
+            "{message}"
+        );
+        let verify = repo.pactum(&["registry", "verify", "--base", "main"]);
+        assert_eq!(verify.code, 1, "{state:?}: {verify}");
+    }
 }
 
 /// A project the pull request moved has no registry at its new path in the base: its

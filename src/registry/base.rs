@@ -306,20 +306,51 @@ fn check_event(
             };
             checked.extend(promotion(base, today, checks, e, kind, &version)?);
         }
-        Action::Adopt if matches!(e.state, Some(State::Active | State::Deprecated)) => {
-            // An adoption after the base makes a version active without `promote`: only a
-            // history that starts may adopt (`registry adopt`), never a change to one.
-            if base.registry.as_ref().is_some_and(|r| r.history.is_some()) {
+        Action::Adopt => {
+            // Adopting records entries that predate the history: only a history that starts
+            // may adopt (`registry adopt`), never a change to one — whatever state it
+            // records (an adopted `removed` or `draft` takes a version away as surely as an
+            // adopted `active` brings one in).
+            if base
+                .registry
+                .as_ref()
+                .is_some_and(|r| r.history.as_ref().is_some_and(|h| !h.is_empty()))
+            {
                 return unverified(format!(
-                    "it adopts a {} version into a history {} already had; versions become active only through `pactum registry promote`",
-                    e.state.map_or("", |s| s.as_str()),
+                    "it adopts {}@{} as {} into a history {} already had; versions change state only through `pactum registry promote`, `deprecate` and `remove`",
+                    e.id,
+                    e.version,
+                    e.state.map_or("?", |s| s.as_str()),
                     base.rev
                 ));
             }
             let (Some(kind), Some(version)) = (kind, version) else {
                 return unverified("it names no registered id and version".into());
             };
-            checked.extend(promotion(base, today, checks, e, kind, &version)?);
+            let before = base.registry.as_ref().and_then(|r| r.get(kind, &e.id, &version));
+            match before {
+                // An entry the base had: recorded as it stood there.
+                Some(entry) if Some(entry.state) == e.state && entry.sha256 == e.sha256 => {
+                    checked.push(format!("as {} has it", base.rev));
+                }
+                Some(entry) => {
+                    return unverified(format!(
+                        "it records {}@{} as {} with SHA-256 {}, but {} has it {} with {}: an adoption records an entry as it stands",
+                        e.id,
+                        e.version,
+                        e.state.map_or("?", |s| s.as_str()),
+                        short(&e.sha256),
+                        base.rev,
+                        entry.state.as_str(),
+                        short(&entry.sha256)
+                    ));
+                }
+                // New since the base: a usable version passes the gate as a promotion does.
+                None if matches!(e.state, Some(State::Active | State::Deprecated)) => {
+                    checked.extend(promotion(base, today, checks, e, kind, &version)?);
+                }
+                None => {}
+            }
         }
         Action::Labeled => {
             let Some(version) = version else { return unverified("it names no version".into()) };
