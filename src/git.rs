@@ -65,22 +65,30 @@ pub fn file_at(dir: &Path, commit: &str, rel: &str) -> Option<Vec<u8>> {
 /// The paths, relative to the top level of the repository `dir` is in, of every file
 /// named `name` in commit `commit` (`None` when git cannot answer).
 pub fn files_named(dir: &Path, commit: &str, name: &str) -> Option<Vec<String>> {
-    let listing = git(dir, &["ls-tree", "-r", "--name-only", "--full-tree", commit])?;
-    Some(
-        listing
-            .lines()
-            .filter(|p| p.rsplit('/').next() == Some(name))
-            .map(str::to_string)
-            .collect(),
-    )
+    let mut listing = ls_tree(dir, &["--full-tree", commit])?;
+    listing.retain(|p| p.rsplit('/').next() == Some(name));
+    Some(listing)
 }
 
 /// The paths, relative to `dir`, of every file below `dir`'s folder `folder` in commit
 /// `commit` (`None` when git cannot answer).
 pub fn files_under(dir: &Path, commit: &str, folder: &str) -> Option<Vec<String>> {
-    let listing =
-        git(dir, &["ls-tree", "-r", "--name-only", commit, "--", &format!("./{folder}/")])?;
-    Some(listing.lines().filter(|p| !p.is_empty()).map(str::to_string).collect())
+    ls_tree(dir, &[commit, "--", &format!(":(literal)./{folder}/")])
+}
+
+/// `git ls-tree -r --name-only -z ARGS`: each path as it is, whatever bytes its name has
+/// (without `-z` git quotes and escapes a name with a non-ASCII byte or a line feed).
+fn ls_tree(dir: &Path, args: &[&str]) -> Option<Vec<String>> {
+    let mut all = vec!["ls-tree", "-r", "--name-only", "-z"];
+    all.extend_from_slice(args);
+    let listing = git_bytes(dir, &all)?;
+    Some(
+        listing
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .filter_map(|p| std::str::from_utf8(p).ok().map(str::to_string))
+            .collect(),
+    )
 }
 
 /// The top level of the git work tree `dir` is in, if any.

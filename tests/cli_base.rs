@@ -721,41 +721,49 @@ fn evidence_that_picks_its_own_baseline_or_suite_is_refused() {
 /// asks the candidate to pass.
 #[test]
 fn a_promotion_that_deletes_one_of_the_bases_suites_is_refused() {
-    let repo = Repo::new();
-    // The base: a second suite, on the cases the candidate passes.
-    git(repo.root(), &["checkout", "-q", "main"]);
-    let cases = std::fs::read_to_string(repo.path("evals/classify/cases.jsonl")).unwrap();
-    let easy: Vec<&str> = cases
-        .lines()
-        .filter(|l| ["double-charge", "\"other\""].iter().any(|w| l.contains(w)))
-        .collect();
-    assert!(!easy.is_empty());
-    std::fs::write(repo.path("evals/classify/easy.jsonl"), easy.join("\n") + "\n").unwrap();
-    let suite =
-        std::fs::read_to_string(repo.path("evals/classify/EVAL-CLASSIFY-001.json")).unwrap();
-    let easy_suite = suite
-        .replace("EVAL-CLASSIFY-001", "EVAL-CLASSIFY-002")
-        .replace("evals/classify/cases.jsonl", "evals/classify/easy.jsonl");
-    std::fs::write(repo.path("evals/classify/EVAL-CLASSIFY-002.json"), easy_suite).unwrap();
-    repo.commit("a second suite");
-    git(repo.root(), &["checkout", "-q", "-B", "pr"]);
-    // The pull request deletes the suite the candidate fails, and promotes with the gate.
-    std::fs::remove_file(repo.path("evals/classify/EVAL-CLASSIFY-001.json")).unwrap();
-    let out = repo.pactum(&["registry", "promote", "PRC-CLASSIFY-001@1.1.0", "--eval"]);
-    out.status(0);
-    let (status, found) = repo.findings("registry_event_unverified");
-    assert_eq!(status, 1, "{found:#?}");
-    assert_eq!(found.len(), 1, "{found:#?}");
-    let message = found[0]["message"].as_str().unwrap();
-    assert!(
-        message.contains("the base's suite evals/classify/EVAL-CLASSIFY-001.json evaluates PRC-CLASSIFY-001 and is not in this change's tree"),
-        "{message}"
-    );
-    // With the suite restored the same promotion is what it was: refused by the gate.
-    git(repo.root(), &["checkout", "-q", "main", "--", "evals/classify/EVAL-CLASSIFY-001.json"]);
-    let (status, found) = repo.findings("registry_event_unverified");
-    assert_eq!(status, 1, "{found:#?}");
-    assert!(!found[0]["message"].as_str().unwrap().contains("is not in this change's tree"));
+    // The suite's own name, and one git lists quoted unless asked not to (a non-ASCII byte).
+    for name in ["EVAL-CLASSIFY-001.json", "EVAL-CLASSIFY-001-\u{fc}.json"] {
+        let rel = format!("evals/classify/{name}");
+        let repo = Repo::new();
+        // The base: a second suite, on the cases the candidate passes.
+        git(repo.root(), &["checkout", "-q", "main"]);
+        let cases = std::fs::read_to_string(repo.path("evals/classify/cases.jsonl")).unwrap();
+        let easy: Vec<&str> = cases
+            .lines()
+            .filter(|l| ["double-charge", "\"other\""].iter().any(|w| l.contains(w)))
+            .collect();
+        assert!(!easy.is_empty());
+        std::fs::write(repo.path("evals/classify/easy.jsonl"), easy.join("\n") + "\n").unwrap();
+        let suite =
+            std::fs::read_to_string(repo.path("evals/classify/EVAL-CLASSIFY-001.json")).unwrap();
+        let easy_suite = suite
+            .replace("EVAL-CLASSIFY-001", "EVAL-CLASSIFY-002")
+            .replace("evals/classify/cases.jsonl", "evals/classify/easy.jsonl");
+        std::fs::write(repo.path("evals/classify/EVAL-CLASSIFY-002.json"), easy_suite).unwrap();
+        std::fs::rename(repo.path("evals/classify/EVAL-CLASSIFY-001.json"), repo.path(&rel))
+            .unwrap();
+        repo.commit("a second suite");
+        git(repo.root(), &["checkout", "-q", "-B", "pr"]);
+        // The pull request deletes the suite the candidate fails, and promotes with the gate.
+        std::fs::remove_file(repo.path(&rel)).unwrap();
+        let out = repo.pactum(&["registry", "promote", "PRC-CLASSIFY-001@1.1.0", "--eval"]);
+        out.status(0);
+        let (status, found) = repo.findings("registry_event_unverified");
+        assert_eq!(status, 1, "{name}: {found:#?}");
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let message = found[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "the base's suite {rel} evaluates PRC-CLASSIFY-001 and is not in this change's tree"
+            )),
+            "{message}"
+        );
+        // With the suite restored the same promotion is what it was: refused by the gate.
+        git(repo.root(), &["checkout", "-q", "main", "--", &rel]);
+        let (status, found) = repo.findings("registry_event_unverified");
+        assert_eq!(status, 1, "{found:#?}");
+        assert!(!found[0]["message"].as_str().unwrap().contains("is not in this change's tree"));
+    }
 }
 
 /// A `deprecate` or `remove` event appended by hand, the entry set to match.
