@@ -710,10 +710,42 @@ fn evidence_that_picks_its_own_baseline_or_suite_is_refused() {
     let message = unverified(&repo);
     assert!(
         message.contains(
-            "evals/classify/EVAL-CLASSIFY-001.json of suite EVAL-CLASSIFY-001 is not the base's"
+            "evals/classify/EVAL-CLASSIFY-001.json, which suite EVAL-CLASSIFY-001 reads, is not the base's"
         ),
         "{message}"
     );
+    // A file the suite's schema assertion refers to, or a case's own `expect` does, loosened
+    // in the same change: the suite and the dataset are the base's bytes, what they mean is not.
+    git(repo.root(), &["checkout", "-q", "main"]);
+    std::fs::write(repo.path("evals/classify/confidence.schema.json"), r#"{"minimum": 0.5}"#)
+        .unwrap();
+    std::fs::write(repo.path("evals/classify/label.schema.json"), r#"{"type": "string"}"#).unwrap();
+    repo.edit_text("evals/classify/EVAL-CLASSIFY-001.json", |t| {
+        t.replace(
+            "\"assertions\": [",
+            "\"assertions\": [\n    {\"kind\": \"schema\", \"pointer\": \"/confidence\", \"schema\": {\"$ref\": \"confidence.schema.json\"}},",
+        )
+    });
+    repo.edit_text("evals/classify/cases.jsonl", |t| {
+        let (first, rest) = t.split_once('\n').unwrap();
+        let mut case: Value = serde_json::from_str(first).unwrap();
+        case["expect"] = json!([{"kind": "schema", "pointer": "/label", "schema": {"$ref": "label.schema.json"}}]);
+        format!("{case}\n{rest}")
+    });
+    repo.commit("a suite whose assertions refer to files");
+    for file in ["confidence.schema.json", "label.schema.json"] {
+        git(repo.root(), &["checkout", "-q", "-B", "pr", "main"]);
+        git(repo.root(), &["reset", "-q", "--hard", "main"]);
+        std::fs::write(repo.path(&format!("evals/classify/{file}")), "true").unwrap();
+        repo.forge(|r| hand_promote(r, "1.1.0", Some(made_up_evidence(&cassette))));
+        let message = unverified(&repo);
+        assert!(
+            message.contains(&format!(
+                "evals/classify/{file}, which suite EVAL-CLASSIFY-001 reads, is not the base's"
+            )),
+            "{file}: {message}"
+        );
+    }
 }
 
 /// A suite the base holds, deleted in the pull request that promotes: the promotion's

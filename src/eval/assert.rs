@@ -95,6 +95,9 @@ pub struct Assertion {
     pub pointer: String,
     /// Where the assertion is written (`/assertions/2`, `/expect/0`).
     pub at: String,
+    /// The files a `schema` assertion's schema read (its `$ref`s, transitively), relative
+    /// to the project root: part of what the assertion means, as the suite's own file is.
+    pub reads: Vec<String>,
     check: Check,
 }
 
@@ -139,6 +142,7 @@ impl Assertion {
         let kind = Kind::from_name(text("kind"))
             .ok_or_else(|| vec![Finding::new(at_field("kind"), "unknown assertion kind")])?;
         let value_of = || field("value").cloned().unwrap_or(Value::Null);
+        let mut reads = Vec::new();
         let check = match kind {
             Kind::Equals => Check::Equals(value_of()),
             Kind::NotEquals => Check::NotEquals(value_of()),
@@ -168,7 +172,14 @@ impl Assertion {
             }
             Kind::Schema => {
                 let schema = field("schema").cloned().unwrap_or(Value::Bool(true));
-                let validator = crate::schema::compile(&schema, dir, root).map_err(|found| {
+                let files = crate::schema::graph::ProjectFiles::new(root);
+                let base = crate::schema::graph::folder_uri(dir);
+                let graph = crate::schema::graph::Graph::build(
+                    &schema,
+                    &crate::schema::graph::Origin::new(&base, &files),
+                );
+                reads = graph.files().into_keys().collect();
+                let validator = crate::schema::compile_graph(&graph, &schema).map_err(|found| {
                     found
                         .into_iter()
                         .map(|f| {
@@ -188,7 +199,13 @@ impl Assertion {
                 })
             }
         };
-        Ok(Assertion { kind, pointer: text("pointer").to_string(), at: at.to_string(), check })
+        Ok(Assertion {
+            kind,
+            pointer: text("pointer").to_string(),
+            at: at.to_string(),
+            reads,
+            check,
+        })
     }
 
     /// The judge this assertion asks, for a `judge` assertion.

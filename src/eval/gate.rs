@@ -174,6 +174,22 @@ impl BaseTree<'_> {
     }
 }
 
+/// Every file a suite's verdicts rest on, relative to the project root: the suite, its
+/// dataset, and the files the schemas of its assertions and of its cases' `expect`
+/// assertions read.
+fn reads_of(root: &Path, suite: &super::suite::Suite) -> std::result::Result<Vec<String>, String> {
+    let mut reads = vec![suite.rel.clone(), suite.dataset.clone()];
+    reads.extend(suite.assertions.iter().flat_map(|a| a.reads.iter().cloned()));
+    let dataset = super::dataset::Dataset::open(root, &suite.dataset).map_err(|e| e.to_string())?;
+    for case in dataset {
+        let case = case.map_err(|e| e.to_string())?;
+        reads.extend(case.expect.iter().flat_map(|a| a.reads.iter().cloned()));
+    }
+    reads.sort();
+    reads.dedup();
+    Ok(reads)
+}
+
 pub fn recompute(
     project: &crate::project::Project,
     base: &crate::config::Config,
@@ -268,7 +284,7 @@ pub fn recompute(
     // (the highest active one below the candidate), never one the evidence names or
     // leaves out.
     for suite in &suites {
-        for rel in [&suite.rel, &suite.dataset] {
+        for rel in &reads_of(root, suite)? {
             let today =
                 crate::confine::Root::new(root).content(Path::new(rel)).ok().and_then(|p| {
                     let mut bytes = Vec::new();
@@ -277,7 +293,7 @@ pub fn recompute(
                 });
             if today.is_none() || base_file(rel) != today {
                 return Err(format!(
-                    "{rel} of suite {} is not the base's (added or changed in this change): a promotion is verified against the suites the base holds; land the suite's change first, then promote",
+                    "{rel}, which suite {} reads, is not the base's (added or changed in this change): a promotion is verified against the suites the base holds; land the suite's change first, then promote",
                     suite.eval_id
                 ));
             }
