@@ -938,12 +938,44 @@ fn submit_refuses_an_unknown_provider_and_fixtures_that_do_not_load_as_run_does(
     std::fs::write(root.join("fixtures/broken.json"), "{\"responses\": [").unwrap();
     let broken_path = root.join("work_orders/broken.json");
     std::fs::write(&broken_path, broken.to_string()).unwrap();
-    let mut missing = good;
+    let mut missing = good.clone();
     missing["work_order_id"] = json!("WO-P-003");
     missing["provider"] = json!({"fixtures": "../fixtures/absent.json"});
     let missing_path = root.join("work_orders/missing.json");
     std::fs::write(&missing_path, missing.to_string()).unwrap();
-    let batch = [unknown_path, broken_path, missing_path];
+    let write = |name: &str, wo: serde_json::Value| {
+        let path = root.join(format!("work_orders/{name}.json"));
+        std::fs::write(&path, wo.to_string()).unwrap();
+        path
+    };
+    let with_provider = |id: &str, provider: serde_json::Value| {
+        let mut wo = missing.clone();
+        wo["work_order_id"] = json!(id);
+        wo["provider"] = provider;
+        wo
+    };
+    let replay_bare = write("replay-bare", with_provider("WO-P-004", json!({"name": "replay"})));
+    let replay_missing = write(
+        "replay-missing",
+        with_provider("WO-P-005", json!({"name": "replay", "cassette": "../nope/cassette.json"})),
+    );
+    let scripted_bare =
+        write("scripted-bare", with_provider("WO-P-006", json!({"name": "scripted"})));
+    let tools = write(
+        "tools",
+        json!({"work_order_id": "WO-P-007", "kind": "kernel", "request": "Add 2 and 3.",
+               "tools": ["calculator", "no_such_tool"],
+               "provider": {"fixtures": "../fixtures/q.json"}}),
+    );
+    let batch = [
+        unknown_path,
+        broken_path,
+        missing_path,
+        replay_bare,
+        replay_missing,
+        scripted_bare,
+        tools,
+    ];
     let out = submit(root, "redis://127.0.0.1:1/0", &batch);
     assert_eq!(out.code, 1, "{out}");
     assert!(!out.stderr.contains("queue_unavailable"), "refused before connecting: {out}");
@@ -954,7 +986,10 @@ fn submit_refuses_an_unknown_provider_and_fixtures_that_do_not_load_as_run_does(
         "{out}"
     );
     assert!(out.stderr.contains("work_orders/broken.json: refused"), "{out}");
-    assert!(out.stderr.contains("work_orders/missing.json: refused"), "{out}");
+    for name in ["missing", "replay-bare", "replay-missing", "scripted-bare", "tools"] {
+        assert!(out.stderr.contains(&format!("work_orders/{name}.json: refused")), "{out}");
+    }
+    assert!(out.stderr.contains("error[tool_not_found]"), "{out}");
     // run refuses each of them with the same codes.
     let mut run = common::pactum_in(root);
     run.args(["run", "--json", "--ledger", "run.jsonl"]).args(&batch);
@@ -965,6 +1000,7 @@ fn submit_refuses_an_unknown_provider_and_fixtures_that_do_not_load_as_run_does(
         .iter()
         .map(|r| r["code"].as_str().unwrap().to_string())
         .collect();
+    assert_eq!(run_codes.len(), batch.len(), "{ran:#}");
     assert_eq!(run_codes[0], "provider_not_configured", "{ran:#}");
     for code in &run_codes {
         assert!(

@@ -11,21 +11,29 @@
 //! - the pack compiles ([`CompiledPack::compile`], as it is before rendering);
 //! - a kernel work order's `contracts` name kernel roles ([`RolePins::from_map`]) and every
 //!   role's contract resolves, pinned or the latest shipped one ([`RolePins::pin`]);
-//! - the provider the work order names is configured in pactum.toml or built in, and the
-//!   scripted fixtures it names load ([`select::check_choice`], what selecting it checks).
+//! - a kernel work order's `tools` allow-list names tools the run has, when pactum.toml
+//!   configures no tool server (the run's [`Toolbox`], which a kernel run asks first);
+//! - the provider the work order names is configured in pactum.toml or built in, and an
+//!   offline one builds — its fixtures or cassette exist inside the project and load
+//!   ([`select::check_choice`], selecting it as the run does).
 //!
 //! Not checked, because the machine that runs the work order decides it: the provider's
 //! keys and host, the tool servers, the ledger, the token budget against the rendered
 //! prompt (which needs the assembled context, ledger queries included).
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::context;
 use crate::error::Error;
 use crate::exchange;
+use crate::executor::memory::Memory;
 use crate::executor::roles::{Role, RolePins};
+use crate::executor::toolbox::Toolbox;
 use crate::gateway::select;
 use crate::id::Pin;
+use crate::mcp::Servers;
 use crate::project::Project;
 use crate::render::CompiledPack;
 use crate::resolve::ResolveOptions;
@@ -53,6 +61,19 @@ fn task(project: &Project, wo: &WorkOrder, options: ResolveOptions) -> Vec<Error
             // Each contract once, in role order (roles may share one).
             let mut seen: Vec<Pin> = Vec::new();
             let mut errors = Vec::new();
+            // With no server configured, the run's tools are known here: the toolbox a
+            // kernel run builds first refuses an allow-list naming others.
+            if project.config.tools.is_empty() && wo.tools.is_some() {
+                let toolbox = Toolbox::new(
+                    Arc::new(Memory::new()),
+                    &[],
+                    Servers::default(),
+                    wo.tools.clone(),
+                );
+                if let Err(e) = toolbox.registry() {
+                    errors.push(e);
+                }
+            }
             for role in Role::ALL {
                 let pin = pins.pin(role);
                 if seen.contains(&pin) {

@@ -357,21 +357,36 @@ fn route_key(
     Ok(KeyRoute { url, key: Some(key), withheld: None })
 }
 
-/// What `run` would refuse about `choice` before building its provider, found without
-/// building it (for `submit`'s preflight): a provider name that is neither configured nor
-/// built in, offline fixtures that do not load. The provider's keys and host are the running
-/// machine's business and are not looked at.
+/// What `run` would refuse about `choice` before building its provider, found on the
+/// repository alone (for `submit`'s preflight): a provider name that is neither configured
+/// nor built in; an offline provider (scripted, dry-run, a replay that does not record)
+/// that does not build — no fixtures or cassette, one that does not load or is outside the
+/// project — built here as the run builds it; offline fixtures of an unnamed provider that
+/// do not load. A provider that calls a model is not built: its keys and host are the
+/// running machine's business.
 pub fn check_choice(
     config: &Config,
     root: &Path,
     choice: &ProviderChoice,
     dir: &Path,
 ) -> Result<()> {
-    if let Some(name) = &choice.name {
-        settings_of(config, name)?;
-    }
-    if let Some(fixtures) = &choice.fixtures {
-        load_fixtures(root, dir, fixtures)?;
+    match (&choice.name, &choice.fixtures) {
+        (Some(name), _) => {
+            let settings = settings_of(config, name)?;
+            let offline = match settings.kind.as_str() {
+                "scripted" | "dry-run" => true,
+                "replay" => settings.mode.as_deref() != Some("record"),
+                _ => false,
+            };
+            if offline {
+                let choice = Choice { cli: None, work_order: choice, work_order_dir: dir };
+                build(config, root, name, choice, 0, &mut Vec::new())?;
+            }
+        }
+        (None, Some(fixtures)) => {
+            load_fixtures(root, dir, fixtures)?;
+        }
+        (None, None) => {}
     }
     Ok(())
 }
