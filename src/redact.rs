@@ -61,33 +61,74 @@ pub const MAX_MARKED: usize = 10_000;
 /// up to some 50 times for one full of punctuation.
 pub const MAX_MARKED_BYTES: usize = 4 << 20;
 
-/// A URL as messages show it: credentials masked, its query and fragment left out (a token
-/// is often passed there: `?api_key=...`). MCP servers and OTLP collectors are named so.
+/// A URL as messages show it: its query and fragment left out (a token is often passed
+/// there: `?api_key=...`), and every secret [`url_secrets`] finds in what is left masked (the
+/// user-info, a token in the path). Every message that names a URL shows it so.
+///
+/// ```
+/// use pactum::redact::shown_url;
+/// assert_eq!(shown_url("https://u:pw-123456@h.example/v1?k=1"), "https://[redacted]@h.example/v1?…");
+/// assert_eq!(shown_url("http://h.example/t/a1b2c3d4e5f6a7b8c9d0e1f2/v1"), "http://h.example/t/[redacted]/v1");
+/// assert_eq!(shown_url("user:pw-123456@h.example/v1"), "[redacted]@h.example/v1");
+/// ```
 pub fn shown_url(url: &str) -> String {
     let url = url.trim();
     let (bare, cut) = match url.find(['?', '#']) {
         Some(i) => (&url[..i], "?…"),
         None => (url, ""),
     };
-    format!("{}{cut}", mask_url_credentials(bare))
+    let mut shown = bare.to_string();
+    if let Some((start, end)) = user_info(bare) {
+        shown.replace_range(start..end, MASK);
+    }
+    let mut secrets = url_secrets(&shown);
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for secret in secrets.iter().filter(|s| s.as_str() != MASK) {
+        shown = shown.replace(secret.as_str(), MASK);
+    }
+    format!("{shown}{cut}")
+}
+
+/// The byte range of a URL's user-info (before the `@` of its authority), with or without
+/// a scheme (`http://u:p@h`, `//u:p@h`, `u:p@h`, `http:/u:p@h`). The authority is taken to
+/// run to the last `@` before the path that follows it, so a `/` inside a password does not
+/// hide it.
+fn user_info(url: &str) -> Option<(usize, usize)> {
+    // After `scheme:` (letters first, then letters, digits, `+-.`) and any slashes.
+    let scheme = url
+        .find(':')
+        .filter(|&i| {
+            let s = &url[..i];
+            s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        })
+        .filter(|&i| url[i + 1..].starts_with('/'))
+        .map_or(0, |i| i + 1);
+    let start = scheme + url[scheme..].len() - url[scheme..].trim_start_matches('/').len();
+    let at = start + url[start..].rfind('@')?;
+    (at > start).then_some((start, at))
 }
 
 /// The secrets a URL the environment names may carry (a provider's `*_BASE_URL`, a
 /// collector's endpoint), each as written and percent-decoded:
-/// - the password of its user-info;
-/// - a path segment that looks like a token: 20 characters or more of letters, digits,
-///   `-`, `_`, `.` or `~` with both letters and digits, and either all three of upper
-///   case, lower case and digits or 32 characters or more (`/key/AbC…`, a hex token);
-///   `gpt-4o-mini-2024-07-18` is not one;
+/// - its user-info: the password (after the first `:`), or all of it when it has none (a
+///   token as the user name), with or without a scheme before it;
+/// - a path segment (or a `;`-separated part of one) that looks like a token: 20
+///   characters or more of letters, digits, `-`, `_`, `.`, `~`, `+`, `=` with both letters
+///   and digits, and either upper and lower case, 32 characters or more, or a run of 16
+///   letters and digits without a separator (`/key/AbC…`, a hex or base64 token);
+///   `gpt-4o-mini-2024-07-18` is not one; a `name=value` part is judged as a query
+///   parameter is;
 /// - the values of its query parameters that look like credentials — named like one
-///   (`key`, `token`, `secret`, `sig`, `pass`, `auth`, `credential`, `session`, `code`, any
-///   case and separator: `api-key`, `access_token`, `X-Amz-Signature`, Azure Functions'
-///   `code`), or long enough to be one (20 characters or more);
+///   (`key`, `token`, `secret`, `sig`, `pass`, `pwd`, `jwt`, `auth`, `credential`,
+///   `session`, `code`, any case and separator: `api-key`, `access_token`,
+///   `X-Amz-Signature`, Azure Functions' `code`), or long enough to be one (20 characters
+///   or more);
 /// - every value of its fragment of 6 characters or more (a fragment is never sent, so
 ///   nothing there is needed in a message).
 ///
 /// The binary adds them to the redactor, which masks them in every encoding as it does a
-/// key (SPEC §18, §24).
+/// key.
 ///
 /// ```
 /// let found = pactum::redact::url_secrets("https://u:pw-123456@h.example/v1?api-version=2024-02-01&api-key=k%2Bey-123");
@@ -99,7 +140,7 @@ pub fn url_secrets(url: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |value: &str| {
         for v in [value.to_string(), percent_decode(value)] {
-            if !v.is_empty() && !out.contains(&v) {
+            if !v.is_empty() && v != MASK && !out.contains(&v) {
                 out.push(v);
             }
         }
@@ -107,32 +148,38 @@ pub fn url_secrets(url: &str) -> Vec<String> {
     let url = url.trim();
     let (url, fragment) = url.split_once('#').unwrap_or((url, ""));
     let (url, query) = url.split_once('?').unwrap_or((url, ""));
-    let path = match url.find("://") {
-        Some(scheme_end) => {
-            let tail = &url[scheme_end + 3..];
-            let end = tail.find('/').unwrap_or(tail.len());
-            if let Some((user_info, _)) = tail[..end].rsplit_once('@')
-                && let Some((_, password)) = user_info.split_once(':')
-            {
-                push(password);
+    let path = match user_info(url) {
+        Some((start, end)) => {
+            let info = &url[start..end];
+            match info.split_once(':') {
+                Some((_, password)) => push(password),
+                None if info.chars().count() >= MIN_SECRET_LEN => push(info),
+                None => {}
             }
-            &tail[end..]
+            let host_and_path = &url[end + 1..];
+            &host_and_path[host_and_path.find('/').unwrap_or(host_and_path.len())..]
         }
-        None => url,
+        None => match url.find("://") {
+            Some(i) => {
+                let tail = &url[i + 3..];
+                &tail[tail.find('/').unwrap_or(tail.len())..]
+            }
+            None => url,
+        },
     };
-    for segment in path.split('/').filter(|segment| looks_like_token(&percent_decode(segment))) {
-        push(segment);
+    for part in path.split(['/', ';']) {
+        match part.split_once('=') {
+            Some((name, value)) if credential_name(name) || value.chars().count() >= 20 => {
+                push(value)
+            }
+            Some(_) => {}
+            None if looks_like_token(part) || looks_like_token(&percent_decode(part)) => push(part),
+            None => {}
+        }
     }
     for pair in query.split(['&', ';']) {
         let (name, value) = pair.split_once('=').unwrap_or(("", pair));
-        let name: String =
-            percent_decode(name).chars().filter(char::is_ascii_alphanumeric).collect();
-        let name = name.to_ascii_lowercase();
-        let credential =
-            ["key", "token", "secret", "sig", "pass", "auth", "credential", "session", "code"]
-                .iter()
-                .any(|word| name.contains(word));
-        if credential || value.chars().count() >= 20 {
+        if credential_name(name) || value.chars().count() >= 20 {
             push(value);
         }
     }
@@ -145,17 +192,29 @@ pub fn url_secrets(url: &str) -> Vec<String> {
     out
 }
 
+/// Whether a parameter's name says it holds a credential (see [`url_secrets`]).
+fn credential_name(name: &str) -> bool {
+    let name: String = percent_decode(name).chars().filter(char::is_ascii_alphanumeric).collect();
+    let name = name.to_ascii_lowercase();
+    ["key", "token", "secret", "sig", "pass", "pwd", "jwt", "auth", "credential", "session", "code"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
 /// Whether a URL's path segment looks like a token rather than a name (see [`url_secrets`]).
 fn looks_like_token(segment: &str) -> bool {
-    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~');
+    let word =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '+' | '=');
     let (upper, lower, digit) = segment.chars().fold((false, false, false), |(u, l, d), c| {
         (u || c.is_ascii_uppercase(), l || c.is_ascii_lowercase(), d || c.is_ascii_digit())
     });
+    let longest_run =
+        segment.split(|c: char| !c.is_ascii_alphanumeric()).map(str::len).max().unwrap_or(0);
     segment.len() >= 20
         && segment.chars().all(word)
         && (upper || lower)
         && digit
-        && ((upper && lower) || segment.len() >= 32)
+        && ((upper && lower) || segment.len() >= 32 || longest_run >= 16)
 }
 
 /// `%XX` sequences (and `+`, as forms write a space) decoded; an invalid sequence or

@@ -166,6 +166,61 @@ fn secrets_in_the_base_urls_path_code_parameter_and_fragment_are_masked_too() {
     }
 }
 
+/// Shapes the first rules missed: user-info without a scheme or with a `/` in the password,
+/// a lower-case hex or base64 token in the path, a `;key=` path parameter, `?pwd=` and
+/// `?jwt=`; and a pactum.toml base URL refused as insecure, or named by `validate`, which
+/// no environment variable taught the masker.
+#[test]
+fn every_shape_of_a_url_secret_is_masked_in_every_message() {
+    let dir = demo();
+    let root = dir.path();
+    for (url, secret) in [
+        ("user:pwSECRET77@127.0.0.1:9/v1", "pwSECRET77"),
+        ("//user:pwSECRET77@127.0.0.1:9/v1", "pwSECRET77"),
+        ("http:/user:pwSECRET77@127.0.0.1:9/v1", "pwSECRET77"),
+        ("http://u:Ab/Secret96@127.0.0.1:9/v1", "Secret96"),
+        ("http://127.0.0.1:9/v1/a1b2c3d4e5f6a7b8c9d0e1f2/x", "a1b2c3d4e5f6a7b8c9d0e1f2"),
+        ("http://127.0.0.1:9/v1/AbCdEf1234567890XyZq+/x", "AbCdEf1234567890XyZq"),
+        ("http://127.0.0.1:9/v1;key=AbCdEf12345/x", "AbCdEf12345"),
+        ("http://127.0.0.1:9/v1?pwd=hunter2pw", "hunter2pw"),
+        ("http://127.0.0.1:9/v1?jwt=eyJabc.def", "eyJabc.def"),
+    ] {
+        let _ = std::fs::remove_file(root.join(".pactum/ledger.jsonl"));
+        let (out, ledger) = run_against(root, url);
+        assert_ne!(out.code, 0, "{url}: {out}");
+        for (what, text) in [("stdout", &out.stdout), ("stderr", &out.stderr), ("ledger", &ledger)]
+        {
+            assert!(!text.contains(secret), "{url}: {what} holds {secret}: {text}");
+        }
+    }
+    // A committed base URL: refused as insecure (run), named as unconfirmed (validate).
+    let (token, key, fragment) = ("Xy7Qw9Zr2Lm4Np6Tv8Ks", "TOMLSECRET-1", "frag-T0KEN-9");
+    for (host, args) in [
+        (
+            "http://evil.example",
+            &["run", "work_orders/WO-DEMO-CLASSIFY-001.json", "--provider", "p"][..],
+        ),
+        (
+            "http://evil.example",
+            &["run", "work_orders/WO-DEMO-CLASSIFY-001.json", "--provider", "p", "--json"][..],
+        ),
+        ("https://h.example", &["validate", "--json"][..]),
+        ("https://h.example", &["validate"][..]),
+    ] {
+        std::fs::write(
+            root.join("pactum.toml"),
+            format!("[providers.p]\nkind = \"openai\"\nbase_url = \"{host}/t/{token}/v1?api-key={key}#{fragment}\"\napi_key_env = \"P_API_KEY\"\nmodel = \"m\"\n"),
+        )
+        .unwrap();
+        let out = Out::of(pactum_in(root).args(args).env("P_API_KEY", "sk-abcdef123456"));
+        let text = format!("{}{}", out.stdout, out.stderr);
+        assert!(text.contains("/t/[redacted]/v1"), "{args:?}: the URL is still named: {out}");
+        for secret in [token, key, fragment] {
+            assert!(!text.contains(secret), "{args:?} shows {secret}: {out}");
+        }
+    }
+}
+
 #[test]
 fn a_base_url_with_a_query_keeps_it_after_the_endpoints_path() {
     let server =

@@ -205,7 +205,7 @@ impl Checker<'_> {
                             &format!("{at}.url"),
                             format!(
                                 "`{at}.url` = `{}` is not an http:// or https:// URL",
-                                crate::redact::mask_url_credentials(text)
+                                crate::redact::shown_url(text)
                             ),
                         );
                     }
@@ -431,7 +431,7 @@ pub(super) fn insecure(text: &str) -> Vec<Located> {
                 &format!("{at}.base_url"),
                 format!(
                     "`{at}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
-                    crate::redact::mask_url_credentials(text)
+                    crate::redact::shown_url(text)
                 ),
             );
         }

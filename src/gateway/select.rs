@@ -325,7 +325,7 @@ fn route_key(
     let confirmed =
         from_env.is_some() || trust.is_confirmed() || (from_file.is_none() && var == vars.api_key);
     if !confirmed {
-        let shown = crate::redact::mask_url_credentials(url.get()).into_owned();
+        let shown = crate::redact::shown_url(url.get());
         return Ok(KeyRoute {
             url,
             key: None,
@@ -349,7 +349,7 @@ fn route_key(
                 key: setting,
                 message: format!(
                     "provider `{provider}` would send its API key to `{}` without https; use an https:// URL, or http:// only to this machine (localhost, 127.0.0.1, [::1])",
-                    crate::redact::mask_url_credentials(url.get())
+                    crate::redact::shown_url(url.get())
                 ),
             }],
         });

@@ -38,10 +38,10 @@ impl RedisUrl {
     pub fn parse(permit: &Permit<String>) -> std::result::Result<RedisUrl, String> {
         let url = permit.get().as_str();
         let named_by = permit.normalised(());
-        let shown = crate::redact::mask_url_credentials(url);
+        let shown = crate::redact::shown_url(url);
         let bad = |why: &str| {
             format!(
-                "`{shown}` is not a Redis URL: {why}; write redis://[:PASSWORD@]HOST[:PORT][/DB]"
+                "`{shown}` is not a Redis URL: {why}; write redis://HOST[:PORT][/DB] (a password goes in PACTUM_QUEUE_PASSWORD, or before the host followed by `@`)"
             )
         };
         let rest =
