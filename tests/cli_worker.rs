@@ -961,6 +961,11 @@ fn submit_refuses_an_unknown_provider_and_fixtures_that_do_not_load_as_run_does(
     );
     let scripted_bare =
         write("scripted-bare", with_provider("WO-P-006", json!({"name": "scripted"})));
+    // A cassette without a provider name is replayed (never the dry-run stand-in).
+    let replay_unnamed = write(
+        "replay-unnamed",
+        with_provider("WO-P-008", json!({"cassette": "../nope/cassette.json"})),
+    );
     let tools = write(
         "tools",
         json!({"work_order_id": "WO-P-007", "kind": "kernel", "request": "Add 2 and 3.",
@@ -975,6 +980,7 @@ fn submit_refuses_an_unknown_provider_and_fixtures_that_do_not_load_as_run_does(
         replay_missing,
         scripted_bare,
         tools,
+        replay_unnamed,
     ];
     let out = submit(root, "redis://127.0.0.1:1/0", &batch);
     assert_eq!(out.code, 1, "{out}");
@@ -986,7 +992,9 @@ fn submit_refuses_an_unknown_provider_and_fixtures_that_do_not_load_as_run_does(
         "{out}"
     );
     assert!(out.stderr.contains("work_orders/broken.json: refused"), "{out}");
-    for name in ["missing", "replay-bare", "replay-missing", "scripted-bare", "tools"] {
+    for name in
+        ["missing", "replay-bare", "replay-missing", "scripted-bare", "tools", "replay-unnamed"]
+    {
         assert!(out.stderr.contains(&format!("work_orders/{name}.json: refused")), "{out}");
     }
     assert!(out.stderr.contains("error[tool_not_found]"), "{out}");

@@ -1,7 +1,8 @@
 //! Choosing the provider for a run (SPEC §13).
 //!
-//! Precedence, first match wins: `--provider NAME`, the work order's `provider` (a name,
-//! or its scripted `fixtures`: a work order that names offline fixtures stays offline),
+//! Precedence, first match wins: `--provider NAME`, the work order's `provider` (a name;
+//! a `cassette` without a name, replayed; its scripted `fixtures`: a work order that names
+//! offline fixtures stays offline),
 //! the `PACTUM_PROVIDER` environment variable, `defaults.provider` in pactum.toml. A name is a
 //! `[providers.NAME]` entry of pactum.toml or a built-in kind (`openai`, `anthropic`,
 //! `scripted`, `replay`, `dry-run`). When nothing names a provider the run is **offline**:
@@ -78,6 +79,7 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
     let explicit = choice.cli.is_some()
         || choice.work_order.name.is_some()
         || choice.work_order.fixtures.is_some()
+        || choice.work_order.cassette.is_some()
         || config.env.provider.is_some();
     // Offline fixtures the work order names keep it offline: only the command line or the
     // work order itself can send it to a model (SPEC §18).
@@ -85,8 +87,14 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
         Some(_) => None,
         None => config.env.provider.clone().or_else(|| config.defaults.provider.clone()),
     };
-    let named =
-        choice.cli.map(str::to_string).or_else(|| choice.work_order.name.clone()).or_else(fallback);
+    // A cassette the work order names without a provider is replayed, never ignored.
+    let replayed = || choice.work_order.cassette.as_ref().map(|_| "replay".to_string());
+    let named = choice
+        .cli
+        .map(str::to_string)
+        .or_else(|| choice.work_order.name.clone())
+        .or_else(replayed)
+        .or_else(fallback);
     match named {
         Some(name) => {
             let mut notices = Vec::new();
@@ -370,7 +378,8 @@ pub fn check_choice(
     choice: &ProviderChoice,
     dir: &Path,
 ) -> Result<()> {
-    match (&choice.name, &choice.fixtures) {
+    let replayed = choice.cassette.as_ref().map(|_| "replay".to_string());
+    match (choice.name.as_ref().or(replayed.as_ref()), &choice.fixtures) {
         (Some(name), _) => {
             let settings = settings_of(config, name)?;
             let offline = match settings.kind.as_str() {

@@ -66,7 +66,7 @@ impl Common {
             }
             None => {
                 let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-                Project::discover(&cwd)?
+                return discover_project(&cwd);
             }
         };
         with_env(project)
@@ -76,6 +76,12 @@ impl Common {
 /// The project of `registry` (a registry.json), with the environment applied.
 pub fn open_project(registry: &Path) -> Result<Project, Error> {
     with_env(Project::open(registry)?)
+}
+
+/// The project above `start`, with the environment applied (every command finds its
+/// project through this or [`open_project`], so none misses the config's secrets).
+pub fn discover_project(start: &Path) -> Result<Project, Error> {
+    with_env(Project::discover(start)?)
 }
 
 /// `project` with the environment's overrides, its secrets taught to the redactor.

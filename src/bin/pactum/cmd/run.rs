@@ -92,10 +92,7 @@ fn open_project(args: &Args) -> Result<Project, Error> {
         Some(dir) => dir,
         None => PathBuf::from("."),
     };
-    let mut project = Project::discover(&start)?;
-    project.config.apply_env(&output::env_lookup);
-    output::learn_config_secrets(&project.config);
-    Ok(project)
+    output::discover_project(&start)
 }
 
 pub fn exec(args: Args) -> u8 {

@@ -77,7 +77,7 @@ pub fn exec(args: Args) -> u8 {
         Some(_) => args.common.project(),
         None => {
             let first = args.work_orders[0].parent().filter(|p| !p.as_os_str().is_empty());
-            Project::discover(first.unwrap_or(Path::new(".")))
+            output::discover_project(first.unwrap_or(Path::new(".")))
         }
     };
     let project = match project {
