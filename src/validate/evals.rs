@@ -51,14 +51,17 @@ pub fn check(ctx: &Context, files: &mut Vec<String>, out: &mut Vec<Diagnostic>) 
     let mut judges = Judges::default();
     let judge_named = !ctx.subjects.is_all() && dataset_judges_named(ctx);
     let mut seen = std::collections::HashSet::new();
+    // The files listed so far, for linear de-duplication (built at the first suite).
+    let mut listed: Option<std::collections::HashSet<String>> = None;
     for path in suites {
         let rel = relative_name(&ctx.base, &crate::confine::real_or_given(&path));
         if !seen.insert(rel.clone()) {
             continue;
         }
         let checked = check_suite(ctx, (&path, &rel), judge_named, &mut judges, out);
+        let listed = listed.get_or_insert_with(|| files.iter().cloned().collect());
         for name in checked.into_iter().filter(|name| ctx.is_subject(name)) {
-            if !files.contains(&name) {
+            if listed.insert(name.clone()) {
                 files.push(name);
             }
         }
