@@ -116,7 +116,7 @@ fn event_for(stamp: &Stamp, action: Action, entry: &Entry) -> Event {
             event.state = Some(entry.state);
             event.successor = entry.successor_version.as_ref().map(ToString::to_string);
             event.refs = entry.refs.clone();
-            event.times = Some(crate::registry::EventTimes::of(entry));
+            event.times = Some(Box::new(crate::registry::EventTimes::of(entry)));
         }
         Action::Promote => event.refs = entry.refs.clone(),
         Action::Remove | Action::Discard | Action::Merge | Action::Labeled | Action::Unlabeled => {}

@@ -212,7 +212,7 @@ pub struct Event {
     /// An adopted entry's timestamps as they stood (`adopt`): they predate the history,
     /// so the event records them for the replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub times: Option<EventTimes>,
+    pub times: Option<Box<EventTimes>>,
     /// The evidence of the eval gate a `promote` event passed (`registry promote --eval`):
     /// the provider and, per suite, its id, the dataset's SHA-256, the pass rates of the
     /// candidate and the baseline and the McNemar p-value ([`crate::eval::gate::evidence`]).
@@ -1076,7 +1076,9 @@ fn read_text(path: &Path, text: &str) -> Result<Parts> {
     let shallow = Value::Object(shallow);
     let mut findings = schema::check_document(DocKind::Registry, &shallow);
     let [contracts, packs, events] = lists;
-    let mut entries = Vec::new();
+    let mut entries = Vec::with_capacity(
+        contracts.as_ref().map_or(0, Vec::len) + packs.as_ref().map_or(0, Vec::len),
+    );
     for (kind, list) in [(EntryKind::Contract, contracts), (EntryKind::PromptPack, packs)] {
         let name = raw_list_name(kind);
         for (i, raw) in list.unwrap_or_default().into_iter().enumerate() {

@@ -795,7 +795,7 @@ mod tests {
         adopt.state = Some(State::Active);
         adopt.path = Some("contracts/a.json".into());
         assert!(fields(std::slice::from_ref(&adopt), &entry(t0, Some(t1), None)).is_empty());
-        adopt.times = Some(crate::registry::EventTimes::of(&entry(t0, Some(t1), None)));
+        adopt.times = Some(Box::new(crate::registry::EventTimes::of(&entry(t0, Some(t1), None))));
         assert!(fields(std::slice::from_ref(&adopt), &entry(t0, Some(t1), None)).is_empty());
         assert_eq!(
             fields(std::slice::from_ref(&adopt), &entry(t0, Some(t2), None)),

@@ -139,7 +139,7 @@ pub(crate) fn event(raw: &str) -> Option<Event> {
         refs: e.refs,
         label: e.label,
         previous: e.previous,
-        times: e.times,
+        times: e.times.map(Box::new),
         eval: e.eval,
         weights: e.weights,
         signature: e.signature,

@@ -140,7 +140,7 @@ pub struct Analyzed {
     /// The id and version the file declares (even when it fails its schema).
     pub declared: Option<(String, String)>,
     /// A contract that passed its own checks.
-    pub contract: Option<ContractFacts>,
+    pub contract: Option<Box<ContractFacts>>,
     /// The variables each template of a valid pack reads, by template pointer (`Some`
     /// exactly for a valid pack). Neither the pack nor its compiled templates are kept;
     /// [`Analyzed::full_pack`] rebuilds the pack when a contract example needs it.
@@ -150,8 +150,8 @@ pub struct Analyzed {
     pub invalid_pack_variables: Option<Vec<(String, BTreeSet<String>)>>,
     /// What the binding checks need of a contract with schema findings (see
     /// [`ContractFacts::read`]); `contract` stays `None` for every other rule.
-    pub invalid_contract: Option<ContractFacts>,
-    pub work_order: Option<WorkOrder>,
+    pub invalid_contract: Option<Box<ContractFacts>>,
+    pub work_order: Option<Box<WorkOrder>>,
     /// Every tool a pack's sections name: (pointer, section key, tool), checked across
     /// files against the built-ins and the configured servers ([`super::tools`]).
     pub section_tools: Vec<(String, String, String)>,
@@ -212,6 +212,10 @@ impl Analyzed {
         self.diagnostics.push(d);
     }
 }
+
+// One analyzed file per file of the tree stays in memory until the end of the run: what
+// only some files have is boxed, so 20,000 files take a few MB, not 30 (BENCHMARKS.md).
+const _: () = assert!(std::mem::size_of::<Analyzed>() <= 320);
 
 /// Reads and checks one file on its own.
 pub fn analyze(candidate: &Candidate, base: &Path) -> Analyzed {
@@ -363,7 +367,7 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
     let lenient = ContractFacts::read(&value);
     match Contract::from_value(value, a.sha256.as_deref().unwrap_or_default(), &path) {
         // An invalid embedded schema makes the contract unusable for later rules.
-        Ok(c) if embedded_ok => a.contract = Some(ContractFacts::of(&c)),
+        Ok(c) if embedded_ok => a.contract = Some(Box::new(ContractFacts::of(&c))),
         Ok(_) => {}
         Err(e) => {
             schema_diagnostics(
@@ -372,7 +376,7 @@ fn check_contract(a: &mut Analyzed, value: Value, base: &Path) {
                 "make the contract fit schemas/prompt_contract.schema.json (add \"$schema\" to let your editor check it)",
             );
             // Every finding in one run: its pack's variables are still checked.
-            a.invalid_contract = lenient.filter(|_| embedded_ok);
+            a.invalid_contract = lenient.filter(|_| embedded_ok).map(Box::new);
         }
     }
 }
@@ -418,7 +422,7 @@ fn check_section_tools(a: &mut Analyzed, tree: &[crate::pack::Section], at: &str
 
 fn check_work_order(a: &mut Analyzed, value: &Value) {
     match WorkOrder::from_value(value, &a.abs) {
-        Ok(w) => a.work_order = Some(w),
+        Ok(w) => a.work_order = Some(Box::new(w)),
         Err(e) => {
             schema_diagnostics(a, &e, "make the work order fit schemas/work_order.schema.json")
         }
