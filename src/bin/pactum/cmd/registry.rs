@@ -753,7 +753,9 @@ fn known_id(reg: &Registry, id: &str) -> Result<()> {
 
 fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
     let path = registry_path(&args.common, false)?;
-    let reg = Registry::open(&path)?;
+    let mut reg = Registry::open(&path)?;
+    // A listing places no finding on registry.json's lines: its text is not kept.
+    reg.text = String::new();
     if let Some(id) = only {
         known_id(&reg, id)?;
     }
@@ -775,6 +777,10 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
         }
     }
     let rows = registry::list::list(&reg, &work_orders, &bindings, only);
+    // The rows own what they show: the registry (its text, entries and history) is given
+    // back before the report is built, so the two are never held at once.
+    drop((reg, bindings));
+    let work_orders = work_orders.len();
     let mut text = String::new();
     for row in &rows {
         let latest = row
@@ -817,7 +823,7 @@ fn list(args: &Args, only: Option<&str>) -> Result<(Value, String, u8)> {
             "no contracts or packs registered; start with `pactum new contract PRC-NAME-001`\n",
         );
     }
-    Ok((json!({"ok": true, "ids": rows, "work_orders": work_orders.len()}), text, OK))
+    Ok((json!({"ok": true, "ids": rows, "work_orders": work_orders}), text, OK))
 }
 
 /// The merge driver: reads the three versions, writes the merge to OURS (atomically) or
