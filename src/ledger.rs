@@ -95,8 +95,9 @@ pub enum Durability {
     /// together at [`Ledger::commit`], or when the ledger is dropped. A process that dies
     /// loses nothing (the lines are in the operating system's cache); a machine that loses
     /// power may lose the records since the last commit, never more, and never a link of the
-    /// chain before them. `pactum run` and `worker` commit when each work order ends, before
-    /// its result is printed or acknowledged (one sync per work order, not three);
+    /// chain before them. `pactum worker` commits when each work order ends, before its
+    /// entry is acknowledged (one sync per work order, not three); `pactum run` once per
+    /// batch, before it prints;
     /// `pactum eval` once per run, with its `eval_completed` record (not one per case).
     Grouped,
 }

@@ -104,11 +104,12 @@ enum Command {
     Man,
 }
 
-/// mimalloc's defaults trade memory for speed: freed pages are given back 10 ms later and
-/// arenas are committed eagerly, which costs 30–40 MB of peak RSS when `validate` checks
-/// 20,000 files (BENCHMARKS.md: 119–124 MB tuned, 152–158 MB with the defaults). Giving
-/// pages back at once and committing on demand keeps the peak near what is live, at a
-/// cost within the measurements' noise.
+/// mimalloc commits its arenas eagerly by default, which costs peak RSS when `validate`
+/// checks 20,000 files; committing on demand keeps the peak near what is live. Freed pages
+/// go back to the system 10 ms after they are freed (mimalloc's own delay, set here so the
+/// choice is written down): giving them back at once made every file's memory fault in
+/// again (a third of validate's time in the kernel zeroing pages), and a longer delay
+/// holds 15–30 MB more at the peak (BENCHMARKS.md, issue 40).
 fn tune_allocator() {
     // Option indices of mimalloc's `mi_option_t` (the same in its v2 and v3 headers).
     const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
@@ -117,7 +118,7 @@ fn tune_allocator() {
     // done before any other thread exists.
     unsafe {
         libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0);
-        libmimalloc_sys::mi_option_set(PURGE_DELAY, 0);
+        libmimalloc_sys::mi_option_set(PURGE_DELAY, 10);
     }
 }
 

@@ -122,7 +122,7 @@ pub fn exec(args: Args) -> u8 {
                         let Some(path) = args.work_orders.get(i) else { break };
                         output::inject_panic("run-worker");
                         let shown = output::shown(&project.root, path);
-                        local.push((i, session.run(&shown, WorkOrder::load(path))));
+                        local.push((i, session.run_unsynced(&shown, WorkOrder::load(path))));
                     }
                     local
                 })
@@ -131,6 +131,10 @@ pub fn exec(args: Args) -> u8 {
         handles.into_iter().flat_map(output::join_or_propagate).collect()
     });
     results.sort_by_key(|(i, _)| *i);
+    // Nothing is printed before the batch's records are on disk.
+    if let Err(e) = session.commit() {
+        return output::fail(&e, json);
+    }
     exporter.finish();
     let mut status = OK;
     let mut docs = Vec::new();
@@ -224,14 +228,23 @@ impl Session<'_> {
     /// record), so a result printed or acknowledged always has its records behind it.
     pub fn run(&self, shown: &str, loaded: Result<WorkOrder, Error>) -> Result<RunResult, Error> {
         let result = self.run_unsynced(shown, loaded);
+        self.commit()?;
+        result
+    }
+
+    /// Syncs what the work orders run so far wrote (both ledgers).
+    pub fn commit(&self) -> Result<(), Error> {
         self.ledger.commit()?;
         if let Some(log) = self.log {
             log.commit()?;
         }
-        result
+        Ok(())
     }
 
-    fn run_unsynced(
+    /// Runs one work order without syncing its records: for a batch that prints nothing
+    /// before it calls [`Session::commit`] once (`pactum run`: one sync for the batch, so a
+    /// printed result still has its records behind it).
+    pub fn run_unsynced(
         &self,
         shown: &str,
         loaded: Result<WorkOrder, Error>,
