@@ -1077,3 +1077,24 @@ fn a_contract_that_opts_in_to_repair_accepts_a_sloppy_reply_and_reports_the_repa
     out.status(1);
     assert_eq!(first_code(&r), "output_json_extraction_failed", "{r:#}");
 }
+
+/// A failed run's headline names its contract whatever failed: the resolved version when
+/// the input is refused before the call, the pin when nothing resolves.
+#[test]
+fn failed_headlines_name_the_contract() {
+    let p = Project::new();
+    p.fixtures("any.json", json!([{"text": "{}"}]));
+    let misfit = p.classify_wo(
+        "WO-HEAD-1",
+        json!({"input": {"user_input": ""}, "provider": {"fixtures": "any.json"}}),
+    );
+    let out = p.run(&[&misfit], &[], &[]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stdout.contains("WO-HEAD-1 (exchange) failed: [PRC-CLASSIFY-001@1.0.0]"), "{out}");
+    let mistyped = p.classify_wo(
+        "WO-HEAD-2",
+        json!({"contract": "PRC-CLASIFY-001@^1", "provider": {"fixtures": "any.json"}}),
+    );
+    let out = p.run(&[&mistyped], &[], &[]);
+    assert!(out.stdout.contains("WO-HEAD-2 (exchange) failed: [PRC-CLASIFY-001@^1]"), "{out}");
+}

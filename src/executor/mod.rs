@@ -62,6 +62,8 @@ pub struct RunResult {
     pub code: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The exchange's contract, `ID@VERSION`; the pin as written (`ID@^1`) when it
+    /// resolved to no version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contract: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -265,6 +267,14 @@ impl Runner<'_> {
         let first = match caller.call(pin, input, None, 0, None) {
             Ok(x) => x,
             Err(e) => {
+                // The headline names the contract whatever failed: the version the pin
+                // resolves to (an input refused before the call), else the pin itself.
+                result.contract = Some(
+                    caller
+                        .resolve(pin)
+                        .map(|r| r.contract.key())
+                        .unwrap_or_else(|_| pin.to_string()),
+                );
                 result.errors.extend(error_entries(&e));
                 return;
             }
