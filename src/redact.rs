@@ -497,6 +497,12 @@ impl Redactor {
         state.matcher.clone()
     }
 
+    /// How many automata this redactor built (tests of what is built once).
+    #[cfg(test)]
+    pub(crate) fn automaton_builds(&self) -> usize {
+        self.state.read().unwrap_or_else(|p| p.into_inner()).builds
+    }
+
     /// `text` with every known secret and URL credential masked.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let text = mask_url_credentials(text);

@@ -310,25 +310,49 @@ impl PromptRequest {
     }
 }
 
-/// A secret (API key). Its `Debug` and `Display` never show the value.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+/// A secret (API key). Its `Debug` and `Display` never show the value. Clones share the
+/// value and its masker, which is built once, at the first [`Secret::scrub`], and reused
+/// for every text after it (a reply's strings are scrubbed one by one: building the masker
+/// per string cost more than the rest of an exchange over HTTP).
+#[derive(Clone)]
+pub struct Secret(std::sync::Arc<SecretValue>);
+
+struct SecretValue {
+    value: String,
+    masker: std::sync::OnceLock<crate::redact::Redactor>,
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.value == other.0.value
+    }
+}
+
+impl Eq for Secret {}
 
 impl Secret {
     pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
+        Secret(std::sync::Arc::new(SecretValue {
+            value: value.into(),
+            masker: std::sync::OnceLock::new(),
+        }))
     }
 
     /// The secret itself, for the one place that needs it (a request header).
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.0.value
     }
 
     /// Replaces every occurrence of the secret in `text` (e.g. an error body the server
     /// echoed), plain, URL-encoded or base64-encoded, so it can never reach a message, log
     /// or ledger ([`crate::redact`]).
     pub fn scrub(&self, text: &str) -> String {
-        crate::redact::mask_secret(text, &self.0)
+        let masker = self.0.masker.get_or_init(|| {
+            let r = crate::redact::Redactor::new();
+            r.add(&self.0.value);
+            r
+        });
+        masker.redact(text).into_owned()
     }
 }
 
@@ -341,5 +365,25 @@ impl std::fmt::Debug for Secret {
 impl std::fmt::Display for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("[redacted]")
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use super::*;
+
+    /// Issue 40: a key's masker is built once and reused for every text it scrubs (a
+    /// reply's strings one by one), in every clone of the key.
+    #[test]
+    fn a_secret_builds_its_masker_once_for_every_text() {
+        let key = Secret::new("sk-test-0123456789abcdef");
+        let clone = key.clone();
+        for i in 0..50 {
+            let text = format!("echo {i}: sk-test-0123456789abcdef");
+            assert_eq!(key.scrub(&text), format!("echo {i}: [redacted]"));
+            assert_eq!(clone.scrub("none"), "none");
+        }
+        let masker = key.0.masker.get().expect("built at the first scrub");
+        assert_eq!(masker.automaton_builds(), 1);
     }
 }
