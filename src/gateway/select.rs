@@ -87,14 +87,8 @@ pub fn select(config: &Config, root: &Path, choice: Choice<'_>) -> Result<Select
         Some(_) => None,
         None => config.env.provider.clone().or_else(|| config.defaults.provider.clone()),
     };
-    // A cassette the work order names without a provider is replayed, never ignored.
-    let replayed = || choice.work_order.cassette.as_ref().map(|_| "replay".to_string());
-    let named = choice
-        .cli
-        .map(str::to_string)
-        .or_else(|| choice.work_order.name.clone())
-        .or_else(replayed)
-        .or_else(fallback);
+    let named =
+        choice.cli.map(str::to_string).or_else(|| named_by(choice.work_order)).or_else(fallback);
     match named {
         Some(name) => {
             let mut notices = Vec::new();
@@ -378,10 +372,9 @@ pub fn check_choice(
     choice: &ProviderChoice,
     dir: &Path,
 ) -> Result<()> {
-    let replayed = choice.cassette.as_ref().map(|_| "replay".to_string());
-    match (choice.name.as_ref().or(replayed.as_ref()), &choice.fixtures) {
+    match (named_by(choice), &choice.fixtures) {
         (Some(name), _) => {
-            let settings = settings_of(config, name)?;
+            let settings = settings_of(config, &name)?;
             let offline = match settings.kind.as_str() {
                 "scripted" | "dry-run" => true,
                 "replay" => settings.mode.as_deref() != Some("record"),
@@ -389,7 +382,7 @@ pub fn check_choice(
             };
             if offline {
                 let choice = Choice { cli: None, work_order: choice, work_order_dir: dir };
-                build(config, root, name, choice, 0, &mut Vec::new())?;
+                build(config, root, &name, choice, 0, &mut Vec::new())?;
             }
         }
         (None, Some(fixtures)) => {
@@ -398,6 +391,12 @@ pub fn check_choice(
         (None, None) => {}
     }
     Ok(())
+}
+
+/// The provider a work order names: its `name`, else `replay` when it names a cassette (a
+/// cassette is replayed, never ignored).
+fn named_by(choice: &ProviderChoice) -> Option<String> {
+    choice.name.clone().or_else(|| choice.cassette.as_ref().map(|_| "replay".to_string()))
 }
 
 /// A provider name's settings: its `[providers.NAME]` entry, or a built-in kind's defaults.
