@@ -108,6 +108,7 @@ fn run(bencher: divan::Bencher, ledger: Option<Durability>) {
                 providers,
                 ledger: ledger.as_ref(),
                 options: Options { jobs: 1, repeat: None, filter: None },
+                run: ledger.as_ref().map(|_| pactum::eval::Run::start()),
             };
             let outcome = evaluator.suite(&suite, &plan, &NoProgress).unwrap();
             assert_eq!(outcome.versions[0].passed, CASES as u64);

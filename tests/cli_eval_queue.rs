@@ -132,6 +132,26 @@ fn eval_on_two_workers_reports_what_the_local_run_reports() {
     let evidence = |r: &Value| r["suites"].clone();
     assert_eq!(evidence(&records[0]), evidence(&records[1]));
     assert!(records[2..].iter().all(|r| evidence(r) == evidence(&records[2])), "{records:?}");
+    // Each worker's exchange names the spread run it belongs to (its spans join that run's
+    // trace): the runs the coordinator recorded, each its own.
+    let runs: Vec<&str> = records.iter().map(|r| r["eval_run"].as_str().unwrap()).collect();
+    let mut distinct = runs.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 6, "{runs:?}");
+    let mut named = std::collections::BTreeSet::new();
+    for name in ["a", "b"] {
+        let text = std::fs::read_to_string(root.join(format!("{name}.jsonl"))).unwrap();
+        for line in text.lines() {
+            let r: Value = serde_json::from_str(line).unwrap();
+            if r["kind"] == "exchange" {
+                let run = r["eval_run"].as_str().unwrap_or_default().to_string();
+                assert!(runs.contains(&run.as_str()), "{r}");
+                named.insert(run);
+            }
+        }
+    }
+    assert_eq!(named.len(), 3, "the three spread runs: {named:?}");
 }
 
 #[test]

@@ -285,6 +285,32 @@ fn a_collector_that_is_down_warns_a_run_and_fails_an_export() {
     let doc = out.json();
     assert_eq!(doc["code"], "otlp_export_failed");
     assert!(doc["message"].as_str().unwrap().contains("403"), "{doc}");
+    // What the collector said comes along: MLflow's 422 names the header it wants (JSON),
+    // an OTLP collector's Status its message (protobuf); one line, the token masked.
+    use crate::mock_http::{MockReply, MockServer};
+    let token = "Bearer otlp-token-0123456789abcdef";
+    let json = MockReply::json(
+        422,
+        &json!({"detail": format!("Missing header x-mlflow-experiment-id (got {token})\n\u{1b}[2J")}),
+    );
+    let mut status = vec![0x08, 3, 0x12];
+    let said = "traces rejected: span too large";
+    status.push(said.len() as u8);
+    status.extend_from_slice(said.as_bytes());
+    let proto = MockReply::text(400, &String::from_utf8(status).unwrap())
+        .header("content-type", "application/x-protobuf");
+    for (reply, expected) in [(json, "Missing header x-mlflow-experiment-id (got"), (proto, said)] {
+        let server = MockServer::start(vec![reply.clone(), reply.clone(), reply]);
+        let env =
+            [("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20otlp-token-0123456789abcdef")];
+        let args = ["ledger", "export", "--otlp", &server.url(), "--json"];
+        let out = pactum(dir.path(), &args, &env);
+        out.status(1);
+        let message = out.json()["message"].as_str().unwrap().to_string();
+        assert!(message.contains(expected), "{message}");
+        assert!(!message.contains("otlp-token-0123456789abcdef"), "{message}");
+        assert!(!message.contains('\u{1b}') && !message.contains('\n'), "{message}");
+    }
 }
 
 #[test]
@@ -354,12 +380,25 @@ fn eval_cases_are_spans_too() {
     assert_eq!(evals.len(), 1);
     assert_eq!(evals[0].attr("pactum.eval.ok"), true);
     assert_eq!(evals[0].attr("pactum.eval.suites"), &json!(["EVAL-CLASSIFY-001"]));
+    // One trace: every case's chat under the run's eval span, within its time.
+    let eval = evals[0];
+    assert!(eval.parent_span_id.is_empty());
+    for chat in spans.iter().filter(|s| s.attr("gen_ai.operation.name") == "chat") {
+        assert_eq!(chat.trace_id, eval.trace_id, "{chat:#?}");
+        assert_eq!(chat.parent_span_id, eval.span_id, "{chat:#?}");
+        assert!(chat.start_ns >= eval.start_ns && chat.end_ns <= eval.end_ns, "{chat:#?}");
+    }
+    let records = records(&project);
+    let run = records.iter().find(|r| r["event"] == "eval_completed").unwrap()["eval_run"].clone();
+    assert_eq!(run.as_str().map(str::len), Some(64), "{run}");
+    let cases = records.iter().filter(|r| r["kind"] == "exchange");
+    assert!(cases.clone().all(|r| r["eval_run"] == run));
 }
 
 #[test]
 fn the_readme_traces_section_runs_as_written_against_a_collector() {
     let blocks = crate::readme_tour::sh_blocks("Traces in your stack");
-    assert_eq!(blocks.len(), 1, "one ```sh block");
+    assert_eq!(blocks.len(), 2, "Jaeger's block, then Phoenix's (tests/cli_otel_phoenix.rs)");
     // The block as written, but for the container (the test's collector stands in for
     // Jaeger, on a free port instead of 4318) and with the binary the tests built.
     let collector = Collector::start();

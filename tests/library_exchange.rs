@@ -143,6 +143,7 @@ impl Provider for KernelRecorder {
             finish_reason: Some(FinishReason::Stop),
             usage: Some(pactum::gateway::Usage { prompt_tokens: 100, completion_tokens: 10 }),
             latency: Duration::ZERO,
+            latency_recorded: false,
             model: None,
             attempts: 1,
             tool_calls: Vec::new(),

@@ -39,6 +39,7 @@ mod cli_mcp;
 mod cli_one_line;
 mod cli_otel;
 mod cli_otel_attacks;
+mod cli_otel_phoenix;
 mod cli_production;
 mod cli_project;
 mod cli_registry;

@@ -315,6 +315,7 @@ pub fn recompute(
         providers: &providers,
         ledger: None,
         options: super::Options { jobs: 1, repeat: None, filter: None },
+        run: None,
     };
     let outcomes =
         run(&evaluator, &suites, id, &candidate, expected.as_ref(), &crate::validate::NoProgress)

@@ -301,6 +301,30 @@ pub struct Evaluator<'a> {
     /// Every exchange (cases and judges) is recorded here.
     pub ledger: Option<&'a Ledger>,
     pub options: Options,
+    /// The run the cases' exchanges name (`eval_run`), when it goes to a ledger.
+    pub run: Option<Run>,
+}
+
+/// One evaluation run as the ledger tells it (SPEC §22): the id its cases' exchange records
+/// and its `eval_completed` record name (`eval_run`, a SHA-256 in hex, which span ids are
+/// taken from), so that its spans are one trace, the cases' chats under the `eval` span;
+/// and when it started, which that span starts at.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub id: String,
+    pub started_at: String,
+}
+
+impl Run {
+    /// A run starting now, its id unique to this process and instant.
+    pub fn start() -> Run {
+        let started_at = crate::ledger::now();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let seed = format!("eval:{}:{nanos}:{started_at}", std::process::id());
+        Run { id: crate::digest::sha256_hex(seed.as_bytes()), started_at }
+    }
 }
 
 /// What one version needs while a suite runs.
@@ -378,7 +402,8 @@ impl Evaluator<'_> {
                     &work_order,
                     budget,
                     *allow_draft,
-                ),
+                )
+                .with_eval_run(self.run.as_ref().map(|r| r.id.clone())),
             })
             .collect();
         let repeat = self.options.repeat.unwrap_or(suite.repeat).max(1);
@@ -728,18 +753,24 @@ fn compare(baseline: &VersionOutcome, candidate: &VersionOutcome) -> Comparison 
     }
 }
 
-/// Appends the one `eval_completed` record of a run: each suite with its dataset's
-/// SHA-256, the versions' summaries and the comparison, the provider and the cassette; then
-/// commits the ledger (a [`Durability::Grouped`](crate::ledger::Durability) ledger syncs
-/// every record of the run here, at once).
+/// Appends the one `eval_completed` record of a run: the run (`eval_run`, `started_at`),
+/// each suite with its dataset's SHA-256, the versions' summaries and the comparison, the
+/// provider and the cassette; then commits the ledger (a
+/// [`Durability::Grouped`](crate::ledger::Durability) ledger syncs every record of the run
+/// here, at once).
 pub fn record(
     ledger: &Ledger,
+    run: Option<&Run>,
     outcomes: &[SuiteOutcome],
     provider: &str,
     cassette: Option<&str>,
 ) -> Result<()> {
     let mut fields = Map::new();
     fields.insert("event".into(), json!("eval_completed"));
+    if let Some(run) = run {
+        fields.insert("eval_run".into(), json!(run.id));
+        fields.insert("started_at".into(), json!(run.started_at));
+    }
     fields.insert("suites".into(), Value::Array(outcomes.iter().map(summary).collect()));
     fields.insert("provider".into(), json!(provider));
     if let Some(c) = cassette {

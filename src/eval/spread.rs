@@ -51,6 +51,10 @@ pub struct CaseOrder {
     /// Its line in the dataset, and the line itself.
     pub line: usize,
     pub case: String,
+    /// The evaluation run the case belongs to (`eval_run`): the worker's exchange records
+    /// name it, so their spans join the run's trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_run: Option<String>,
 }
 
 /// One version of an order.
@@ -247,6 +251,7 @@ impl Evaluator<'_> {
                 index,
                 line: case.line,
                 case: case.text,
+                eval_run: self.run.as_ref().map(|r| r.id.clone()),
             };
             spread.submit(&order)?;
             waiting.insert(order.id, index);
@@ -324,7 +329,8 @@ impl Evaluator<'_> {
                     &work_order,
                     budget,
                     *allow_draft,
-                ),
+                )
+                .with_eval_run(order.eval_run.clone()),
             })
             .collect();
         let versions = runners

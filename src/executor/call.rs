@@ -125,9 +125,10 @@ pub struct Caller<'a> {
     /// The run's tools, which sections' tools are answered through (`None`: the built-ins
     /// over a memory of each exchange's own).
     tools: Option<Arc<super::toolbox::Toolbox>>,
-    /// The hash of the work order's `work_order_started` record, which the run's later
-    /// records name.
-    start_record: Option<String>,
+    /// What the run's records name as theirs: the hash of the work order's
+    /// `work_order_started` record, or the evaluation run an eval case belongs to
+    /// (`eval_run`), with the field that names it.
+    start_record: Option<(&'static str, String)>,
     /// The last exchange record written (its `seq` and `hash`), for the caller to publish.
     last_record: Mutex<Option<(u64, String)>>,
 }
@@ -167,14 +168,24 @@ impl<'a> Caller<'a> {
     /// that work order's trace (SPEC §22).
     #[must_use]
     pub fn with_start_record(mut self, hash: Option<String>) -> Self {
-        self.start_record = hash;
+        self.start_record = hash.map(|h| ("work_order_started", h));
         self
     }
 
-    /// Adds `work_order_started` to a record's `fields`, when the run has a start record.
+    /// Names `id`, the evaluation run a case belongs to, in every record written from now
+    /// on (`eval_run`): the run's `eval_completed` record names it too, and the cases'
+    /// spans hang under the run's `eval` span, in its trace (SPEC §22).
+    #[must_use]
+    pub fn with_eval_run(mut self, id: Option<String>) -> Self {
+        self.start_record = id.map(|id| ("eval_run", id));
+        self
+    }
+
+    /// Adds `work_order_started` (or `eval_run`) to a record's `fields`, when the run has
+    /// one.
     pub fn name_start_record(&self, fields: &mut Map<String, Value>) {
-        if let Some(hash) = &self.start_record {
-            fields.insert("work_order_started".into(), json!(hash));
+        if let Some((field, hash)) = &self.start_record {
+            fields.insert((*field).into(), json!(hash));
         }
     }
 
@@ -424,6 +435,10 @@ impl<'a> Caller<'a> {
         fields.insert("usage".into(), json!(response.and_then(|r| r.usage)));
         let (latency, attempts) = response.map_or((Duration::ZERO, 0), |r| (r.latency, r.attempts));
         fields.insert("latency_ms".into(), json!(latency.as_millis() as u64));
+        // A replayed or scripted latency: the recording's, not this call's.
+        if response.is_some_and(|r| r.latency_recorded) {
+            fields.insert("latency_recorded".into(), json!(true));
+        }
         fields.insert("attempts".into(), json!(attempts));
         fields.insert("repair_attempt".into(), json!(repair_attempt));
         if let Some(role) = role {
@@ -827,27 +842,30 @@ fn with_appended(messages: &[Message], appended: &[Message]) -> Vec<Message> {
 }
 
 /// The prompt an exchange sent: its hash (in the ledger record) and, where the record is
-/// written while they are at hand, its rendered messages (for observers only, SPEC §22's
-/// `--otlp-content`; the ledger keeps the hash).
+/// written while they are at hand, its rendered messages and the earlier rounds of tool use
+/// after them (for observers only, SPEC §22's `--otlp-content`; the ledger keeps the hash).
 #[derive(Clone, Copy)]
 struct Sent<'a> {
     hash: &'a str,
-    messages: Option<&'a [Message]>,
+    request: Option<&'a PromptRequest>,
 }
 
 impl<'a> Sent<'a> {
     fn of(hash: &'a str, request: &'a PromptRequest) -> Sent<'a> {
-        Sent { hash, messages: Some(&request.messages) }
+        Sent { hash, request: Some(request) }
     }
 
     fn hash_only(hash: &'a str) -> Sent<'a> {
-        Sent { hash, messages: None }
+        Sent { hash, request: None }
     }
 
     fn attachments(self) -> Map<String, Value> {
         let mut map = Map::new();
-        if let Some(messages) = self.messages {
-            map.insert("prompt".into(), json!(messages));
+        if let Some(request) = self.request {
+            map.insert("prompt".into(), json!(request.messages));
+            if !request.turns.is_empty() {
+                map.insert("turns".into(), json!(request.turns));
+            }
         }
         map
     }

@@ -54,6 +54,7 @@ impl Provider for DryRunProvider {
             body: ResponseBody::Text(text),
             finish_reason: Some(FinishReason::Stop),
             latency: started.elapsed(),
+            latency_recorded: false,
             model: Some("dry-run".into()),
             attempts: 1,
             tool_calls: Vec::new(),

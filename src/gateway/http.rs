@@ -517,6 +517,7 @@ impl Endpoint {
             finish_reason,
             usage,
             latency: reply.latency,
+            latency_recorded: false,
             model: reply.body.get("model").and_then(Value::as_str).map(|m| scrub(secret, m)),
             attempts: reply.attempts,
             tool_calls: Vec::new(),
@@ -673,11 +674,11 @@ fn jitter() -> u64 {
 }
 
 /// A short, single-line excerpt of a server's body, scrubbed of `secret` before it is cut.
-/// For a JSON error body (`{"error": {"message": ...}}` or `{"error": "..."}`), just the
-/// error message.
+/// For a JSON error body (`{"error": {"message": ...}}`, `{"error": "..."}`, a
+/// `detail` or a `message`), just the error message.
 pub(crate) fn excerpt(body: &str, secret: Option<&Secret>) -> String {
     let message = serde_json::from_str::<Value>(body).ok().and_then(|v| {
-        let error = v.get("error")?;
+        let error = v.get("error").or(v.get("detail")).or(v.get("message"))?;
         let text = error.get("message").unwrap_or(error);
         text.as_str().map(str::to_string)
     });

@@ -202,6 +202,11 @@ pub struct ProviderResponse {
     pub usage: Option<Usage>,
     #[serde(serialize_with = "serialize_millis")]
     pub latency: Duration,
+    /// The latency is a recording's (a replayed cassette's) or a script's, not how long
+    /// this call took: the ledger says so (`latency_recorded`), and a span does not
+    /// present it as measured (SPEC §22).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency_recorded: bool,
     /// The model that answered, when the provider says.
     pub model: Option<String>,
     /// HTTP attempts made (1 for offline providers).
@@ -221,6 +226,7 @@ impl ProviderResponse {
             finish_reason: Some(FinishReason::Stop),
             usage: None,
             latency: Duration::ZERO,
+            latency_recorded: false,
             model: None,
             attempts: 1,
             tool_calls: Vec::new(),

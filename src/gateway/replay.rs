@@ -346,6 +346,7 @@ impl Provider for ReplayProvider {
                 latency: r
                     .latency_ms
                     .map_or_else(|| started.elapsed(), std::time::Duration::from_millis),
+                latency_recorded: r.latency_ms.is_some(),
                 model: Some(r.model.unwrap_or_else(|| "replay".into())),
                 attempts: 1,
                 tool_calls: r.tool_calls,

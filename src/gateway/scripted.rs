@@ -285,6 +285,7 @@ impl Provider for ScriptedProvider {
                 .latency_ms
                 .map(Duration::from_millis)
                 .unwrap_or_else(|| started.elapsed().max(Duration::from_micros(1))),
+            latency_recorded: fixture.latency_ms.is_some(),
             model: Some("scripted".into()),
             attempts: 1,
             tool_calls,

@@ -132,13 +132,70 @@ impl Client {
             } else {
                 ""
             };
+            let content_type = parts.headers.get("content-type").and_then(|v| v.to_str().ok());
+            let said =
+                self.said(content_type, &bytes).map_or_else(String::new, |s| format!(": {s}"));
             self.seen.failed(format!(
-                "the collector at {} refused the spans: HTTP {}{redirect}",
+                "the collector at {} refused the spans: HTTP {}{redirect}{said}",
                 self.shown, parts.status
             ));
         }
         Ok(Response::from_parts(parts, Bytes::from(bytes)))
     }
+}
+
+impl Client {
+    /// What a collector said when it refused: the `message` of an OTLP error body (a
+    /// protobuf `google.rpc.Status`), of a JSON body (`message`, `detail`, `error`), else its
+    /// text; one short line, the request's header values masked. `None` for an empty body.
+    fn said(&self, content_type: Option<&str>, body: &[u8]) -> Option<String> {
+        let text = if content_type.is_some_and(|t| t.contains("protobuf")) {
+            status_message(body)?
+        } else {
+            String::from_utf8_lossy(body).into_owned()
+        };
+        let mut line = crate::gateway::http::excerpt(&text, None);
+        for (_, value) in self.headers.pairs() {
+            line = crate::redact::mask_secret(&line, value);
+        }
+        let line = crate::terminal::escape_line(&line).into_owned();
+        (!line.is_empty()).then_some(line)
+    }
+}
+
+/// The `message` (field 2) of a protobuf `google.rpc.Status`.
+fn status_message(mut body: &[u8]) -> Option<String> {
+    fn varint(bytes: &mut &[u8]) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = bytes.split_first()?;
+            *bytes = rest;
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    while !body.is_empty() {
+        let key = varint(&mut body)?;
+        match key & 7 {
+            0 => {
+                varint(&mut body)?;
+            }
+            2 => {
+                let len = usize::try_from(varint(&mut body)?).ok()?;
+                let (field, rest) = body.split_at_checked(len)?;
+                body = rest;
+                if key >> 3 == 2 {
+                    return Some(String::from_utf8_lossy(field).into_owned());
+                }
+            }
+            // Fixed-width fields do not occur in a Status; anything else is no Status.
+            _ => return None,
+        }
+    }
+    None
 }
 
 #[async_trait::async_trait]

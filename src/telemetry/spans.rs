@@ -12,7 +12,13 @@
 //! - A tool call is an `execute_tool {tool}` span: under its exchange's span (the calls a
 //!   reply made, `disclosures`) or under the work order's root (a kernel step's call, in
 //!   its cycle record's `tool_calls`).
-//! - An `eval_completed` record is one `eval` span.
+//! - An evaluation run is a trace too: its `eval_completed` record is the root `eval`
+//!   span (starting at the run's `started_at`), and its cases' exchanges, which name the run
+//!   (`eval_run`, also on a worker's ledger), are `chat` spans under it.
+//! - A replayed or scripted exchange (`latency_recorded`) is a span of no length: the
+//!   recording's latency is an attribute (`pactum.latency.recorded_ms`), not a measurement.
+//! - With content, a reply that called tools has `tool_call` parts, and a later round's
+//!   input carries the earlier rounds (the model's calls, a `tool` message of responses).
 //!
 //! A work order's records after its start name the start record (`work_order_started`), so
 //! each finds its trace on its own: a kernel's cycles in a `--log` file of their own, and two
@@ -148,7 +154,7 @@ impl Traces {
     /// The root a record hangs under: the start record it names (from the record alone),
     /// else the last start of its work order's id still open.
     fn parent(&self, record: &Value, wo: Option<&str>) -> Option<(TraceId, SpanId)> {
-        if let Some(start) = named_start(record) {
+        if let Some(start) = named_start(record).or_else(|| named_eval(record)) {
             let ids = Ids::of(start);
             return Some((ids.trace, ids.root));
         }
@@ -207,6 +213,12 @@ impl Traces {
 /// The `work_order_started` record a record names, when it names one.
 fn named_start(record: &Value) -> Option<&str> {
     text(record, "work_order_started").filter(|h| crate::digest::is_sha256_hex(h))
+}
+
+/// The evaluation run a record names (`eval_run`): an eval case's exchange, the run's
+/// `eval_completed`. The run's trace and its `eval` span's id come from it.
+fn named_eval(record: &Value) -> Option<&str> {
+    text(record, "eval_run").filter(|h| crate::digest::is_sha256_hex(h))
 }
 
 /// What a work order's id is known by.
@@ -507,12 +519,21 @@ fn exchange_spans(
     a.field(gate, "pactum.role", record, "role");
     a.int("pactum.repair_attempt", record.get("repair_attempt"));
     a.int("pactum.attempts", record.get("attempts"));
+    // A replayed or scripted latency is the recording's: an attribute, never the span's
+    // length, which only a measured call has.
+    let recorded = record.get("latency_recorded").and_then(Value::as_bool) == Some(true);
+    if recorded {
+        a.int("pactum.latency.recorded_ms", record.get("latency_ms"));
+    }
     if gate.content {
         if let Some(prompt) = attached.get("prompt").and_then(Value::as_array) {
-            a.text("gen_ai.input.messages", input_messages(gate, prompt));
+            let turns = attached.get("turns");
+            a.text("gen_ai.input.messages", input_messages(gate, prompt, turns));
         }
         if let Some(reply) = record.get("raw_response").filter(|r| !r.is_null()) {
-            a.text("gen_ai.output.messages", output_messages(gate, reply, finish_reason));
+            let calls = record.get("disclosures");
+            let output = output_messages(gate, reply, calls, finish_reason);
+            a.text("gen_ai.output.messages", output);
         }
     }
     let verdict = text(record, "verdict").unwrap_or("ok");
@@ -524,7 +545,7 @@ fn exchange_spans(
         id: id.span,
         parent,
         kind: SpanKind::Client,
-        start: before(end, record),
+        start: if recorded { end } else { before(end, record) },
         end,
         attributes: a,
         status,
@@ -534,52 +555,201 @@ fn exchange_spans(
     spans
 }
 
-/// The prompt's messages in the GenAI conventions' shape (role and text parts), as JSON that
-/// stays JSON when the prompt is cut: the messages' texts share [`MAX_CONTENT_BYTES`], the
-/// message where it runs out is cut (saying how long the prompt was) and the rest left out.
-fn input_messages(gate: &Gate, prompt: &[Value]) -> Text {
-    let texts: Vec<Cow<str>> = prompt
+/// The prompt's messages in the GenAI conventions' shape (a role and its parts), then the
+/// exchange's earlier rounds of tool use (`turns`): the model's text and `tool_call` parts,
+/// then a `tool` message of `tool_call_response` parts.
+fn input_messages(gate: &Gate, prompt: &[Value], turns: Option<&Value>) -> Text {
+    let mut messages: Vec<Message> = prompt
         .iter()
-        .map(|m| match m.get("content") {
-            Some(Value::String(s)) => gate.redactor.redact(s),
-            Some(other) => Cow::Owned(gate.redactor.redact(&other.to_string()).into_owned()),
-            None => Cow::Borrowed(""),
+        .map(|m| Message {
+            role: m.get("role").and_then(Value::as_str).map(|r| gate.text(r).0),
+            parts: vec![Part::Text(masked(gate, m.get("content")))],
+            finish_reason: None,
         })
         .collect();
-    let whole: usize = texts.iter().map(|t| t.len()).sum();
-    let mut left = MAX_CONTENT_BYTES;
-    let mut messages = Vec::new();
-    for (m, text) in prompt.iter().zip(&texts) {
-        let role = m.get("role").and_then(Value::as_str).map(|r| gate.text(r).0);
-        let fits = text.len() <= left;
-        let content = if fits {
-            left -= text.len();
-            text.to_string()
-        } else {
-            let note = format!("… [cut: the prompt's {whole} bytes in all]");
-            let mut at = left.saturating_sub(note.len());
-            while !text.is_char_boundary(at) {
-                at -= 1;
-            }
-            format!("{}{note}", &text[..at])
-        };
-        messages.push(json!({"role": role, "parts": [{"type": "text", "content": content}]}));
-        if !fits {
-            break;
+    for turn in turns.and_then(Value::as_array).into_iter().flatten() {
+        let mut parts = Vec::new();
+        let said = masked(gate, turn.get("text"));
+        if !said.is_empty() {
+            parts.push(Part::Text(said));
         }
+        let calls = turn.get("calls").and_then(Value::as_array).into_iter().flatten();
+        parts.extend(calls.map(|c| Part::call(gate, c, "name")));
+        messages.push(Message { role: Some("assistant".into()), parts, finish_reason: None });
+        let results = turn.get("results").and_then(Value::as_array).into_iter().flatten();
+        let parts = results
+            .map(|r| Part::Response {
+                id: text(r, "id").map(|id| gate.text(id).0),
+                response: masked(gate, r.get("content")),
+            })
+            .collect();
+        messages.push(Message { role: Some("tool".into()), parts, finish_reason: None });
     }
-    Text(Value::Array(messages).to_string())
+    fitted(messages, "the prompt's")
 }
 
-fn output_messages(gate: &Gate, reply: &Value, finish_reason: Option<&str>) -> Text {
-    Text(
-        json!([{
-            "role": "assistant",
-            "parts": [{"type": "text", "content": gate.content_of(reply).0}],
-            "finish_reason": finish_reason.map(|r| gate.text(r).0),
-        }])
-        .to_string(),
-    )
+/// The reply as one assistant message: its text, and a `tool_call` part per call it made
+/// (`calls`: the record's `disclosures`).
+fn output_messages(
+    gate: &Gate,
+    reply: &Value,
+    calls: Option<&Value>,
+    finish_reason: Option<&str>,
+) -> Text {
+    let calls: Vec<&Value> = calls.and_then(Value::as_array).into_iter().flatten().collect();
+    let said = masked(gate, Some(reply));
+    let mut parts = Vec::new();
+    if !said.is_empty() || calls.is_empty() {
+        parts.push(Part::Text(said));
+    }
+    parts.extend(calls.into_iter().map(|c| Part::call(gate, c, "tool")));
+    let reply = Message {
+        role: Some("assistant".into()),
+        parts,
+        finish_reason: finish_reason.map(|r| gate.text(r).0),
+    };
+    fitted(vec![reply], "the reply's")
+}
+
+/// A value's text, masked (a string's own text, anything else its JSON).
+fn masked(gate: &Gate, value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => gate.redactor.redact(s).into_owned(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => gate.redactor.redact(&other.to_string()).into_owned(),
+    }
+}
+
+/// A message in the GenAI conventions' shape, before it is fitted into its attribute.
+struct Message {
+    role: Option<String>,
+    parts: Vec<Part>,
+    finish_reason: Option<String>,
+}
+
+enum Part {
+    Text(String),
+    /// A call: its arguments as masked JSON text (JSON again when they fit).
+    Call {
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
+    Response {
+        id: Option<String>,
+        response: String,
+    },
+}
+
+impl Part {
+    /// The bytes of the part's content.
+    fn len(&self) -> usize {
+        match self {
+            Part::Text(t) => t.len(),
+            Part::Call { arguments, .. } => arguments.len(),
+            Part::Response { response, .. } => response.len(),
+        }
+    }
+
+    /// A `tool_call` part from a call whose tool is named by `name_key`.
+    fn call(gate: &Gate, call: &Value, name_key: &str) -> Part {
+        Part::Call {
+            id: text(call, "id").map(|id| gate.text(id).0),
+            name: text(call, name_key).map(|n| gate.text(n).0),
+            arguments: masked(gate, call.get("arguments")),
+        }
+    }
+
+    /// The part's JSON, its content cut to `room` bytes of JSON with `note` when it is given.
+    fn json(&self, cut: Option<(usize, &str)>) -> Value {
+        let fit = |content: &str| match cut {
+            Some((room, note)) => format!("{}{note}", json_prefix(content, room)),
+            None => content.to_string(),
+        };
+        match self {
+            Part::Text(t) => json!({"type": "text", "content": fit(t)}),
+            Part::Call { id, name, arguments } => {
+                let arguments = match cut {
+                    None => serde_json::from_str(arguments)
+                        .unwrap_or_else(|_| Value::String(arguments.clone())),
+                    Some(_) => Value::String(fit(arguments)),
+                };
+                json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments})
+            }
+            Part::Response { id, response } => {
+                json!({"type": "tool_call_response", "id": id, "response": fit(response)})
+            }
+        }
+    }
+}
+
+/// What a message costs beyond its parts (its role, its brackets).
+const MESSAGE_OVERHEAD: usize = 48;
+
+/// The bytes kept back for the part cut last: at least a text part of the note alone.
+const CUT_RESERVE: usize = 160;
+
+/// `messages` as one JSON text of at most about [`MAX_CONTENT_BYTES`] that stays JSON when
+/// they are cut: the parts share the bytes, the part where they run out is cut (saying how
+/// long `whose` text was in all) and the rest left out.
+fn fitted(messages: Vec<Message>, whose: &str) -> Text {
+    let whole: usize = messages.iter().flat_map(|m| &m.parts).map(Part::len).sum();
+    let note = format!("… [cut: {whose} {whole} bytes in all]");
+    // Kept back for the part that says where the text was cut.
+    let mut left = MAX_CONTENT_BYTES - CUT_RESERVE;
+    let mut out = Vec::new();
+    'messages: for m in messages {
+        left = left.saturating_sub(MESSAGE_OVERHEAD);
+        let mut parts = Vec::new();
+        let mut full = false;
+        for p in &m.parts {
+            let part = p.json(None);
+            // Its JSON and the comma before the next.
+            let size = part.to_string().len() + 1;
+            if size <= left {
+                left -= size;
+                parts.push(part);
+                continue;
+            }
+            // Cut within the part when its frame (type, ids, the note) leaves room, else
+            // a text part of the note alone.
+            let room = left + CUT_RESERVE;
+            let frame = p.json(Some((0, &note))).to_string().len() + 1;
+            parts.push(if frame <= room {
+                p.json(Some((room - frame, &note)))
+            } else {
+                json!({"type": "text", "content": note})
+            });
+            full = true;
+            break;
+        }
+        let mut message = json!({"role": m.role, "parts": parts});
+        if let Some(reason) = m.finish_reason {
+            message["finish_reason"] = json!(reason);
+        }
+        out.push(message);
+        if full || left == 0 {
+            break 'messages;
+        }
+    }
+    Text(Value::Array(out).to_string())
+}
+
+/// The longest prefix of `text` whose JSON escaping takes at most `room` bytes.
+fn json_prefix(text: &str, room: usize) -> &str {
+    let mut used = 0;
+    for (at, c) in text.char_indices() {
+        let cost = match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        };
+        if used + cost > room {
+            return &text[..at];
+        }
+        used += cost;
+    }
+    text
 }
 
 /// The spans of tool calls (`calls`: an array of calls, as `disclosures` and a cycle's
@@ -665,13 +835,24 @@ fn eval_span(gate: &Gate, record: &Value, id: &Ids, end: SystemTime) -> SpanData
     a.texts(gate, "pactum.eval.suites", suites.filter_map(|s| text(s, "eval_id")));
     let ok = record.get("ok").and_then(Value::as_bool).unwrap_or(false);
     a.flag("pactum.eval.ok", ok);
+    // The run its cases named: their chats hang under this span, in its trace.
+    let (trace, root) = match named_eval(record) {
+        Some(run) => {
+            let ids = Ids::of(run);
+            (ids.trace, ids.root)
+        }
+        None => (id.trace, id.root),
+    };
+    let start = text(record, "started_at")
+        .and_then(|at| at.parse::<jiff::Timestamp>().ok())
+        .map_or(end, SystemTime::from);
     Span {
         name: gate.text("eval"),
-        trace: id.trace,
-        id: id.root,
+        trace,
+        id: root,
         parent: SpanId::INVALID,
         kind: SpanKind::Internal,
-        start: end,
+        start: start.min(end),
         end,
         attributes: a,
         status: if ok { Status::Ok } else { Status::error("the evaluation found problems") },
@@ -758,6 +939,85 @@ mod tests {
         let tools = t.spans(&cycle, &Map::new(), false);
         assert_eq!(tools[0].span_context.trace_id(), Ids::of(H1).trace);
         assert_eq!(tools[0].parent_span_id, Ids::of(H1).root);
+    }
+
+    #[test]
+    fn tool_use_goes_as_tool_call_parts_and_later_rounds_carry_the_tool_turns() {
+        let mut t = traces();
+        let calls = json!([{"id": "c1", "tool": "read_file", "arguments": {"path": "a.md"},
+            "result": "body"}]);
+        let asked = json!({"kind": "exchange", "hash": H2, "verdict": "tool_calls",
+            "provider_kind": "openai", "finish_reason": "tool_use", "raw_response": "",
+            "disclosures": calls});
+        let spans = t.spans(&asked, &Map::new(), true);
+        let output: Value =
+            serde_json::from_str(&attr(&spans[0], "gen_ai.output.messages").unwrap().as_str())
+                .unwrap();
+        assert_eq!(
+            output,
+            json!([{"role": "assistant", "finish_reason": "tool_calls", "parts": [
+                {"type": "tool_call", "id": "c1", "name": "read_file",
+                 "arguments": {"path": "a.md"}}]}])
+        );
+        let answered = json!({"kind": "exchange", "hash": H3, "verdict": "ok",
+            "raw_response": "{}"});
+        let attached = json!({"prompt": [{"role": "user", "content": "hi"}],
+            "turns": [{"text": "looking", "calls": [{"id": "c1", "name": "read_file",
+                "arguments": {"path": "a.md"}}],
+                "results": [{"id": "c1", "content": "body", "is_error": false}]}]});
+        let spans = t.spans(&answered, attached.as_object().unwrap(), true);
+        let input: Value =
+            serde_json::from_str(&attr(&spans[0], "gen_ai.input.messages").unwrap().as_str())
+                .unwrap();
+        assert_eq!(
+            input,
+            json!([
+                {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+                {"role": "assistant", "parts": [{"type": "text", "content": "looking"},
+                    {"type": "tool_call", "id": "c1", "name": "read_file",
+                     "arguments": {"path": "a.md"}}]},
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1",
+                    "response": "body"}]}])
+        );
+        // Thousands of calls: still JSON, still bounded, and it says it was cut.
+        let many: Vec<Value> = (0..5000)
+            .map(|i| json!({"id": format!("c{i}"), "name": "t", "arguments": {"q": "\"x\n"}}))
+            .collect();
+        let attached = json!({"prompt": [], "turns": [{"text": "", "calls": many,
+            "results": []}]});
+        let spans = t.spans(&answered, attached.as_object().unwrap(), true);
+        let text = attr(&spans[0], "gen_ai.input.messages").unwrap().as_str();
+        assert!(text.len() <= MAX_CONTENT_BYTES, "{}", text.len());
+        let input: Value = serde_json::from_str(&text).unwrap();
+        assert!(input.to_string().contains("[cut: the prompt's"), "{input}");
+    }
+
+    #[test]
+    fn an_evaluations_cases_hang_under_its_eval_span_and_replayed_latency_is_no_length() {
+        let mut t = traces();
+        let case = json!({"kind": "exchange", "hash": H2, "eval_run": H1, "verdict": "ok",
+            "at": "2026-01-01T00:00:02Z", "latency_ms": 900, "latency_recorded": true});
+        let chat = &t.spans(&case, &Map::new(), false)[0];
+        assert_eq!(chat.span_context.trace_id(), Ids::of(H1).trace);
+        assert_eq!(chat.parent_span_id, Ids::of(H1).root);
+        assert_eq!(chat.start_time, chat.end_time, "a recorded latency is not measured");
+        assert_eq!(attr(chat, "pactum.latency.recorded_ms"), Some(&Attr::I64(900)));
+        let done = json!({"kind": "eval", "event": "eval_completed", "hash": H3,
+            "eval_run": H1, "started_at": "2026-01-01T00:00:01Z", "at": "2026-01-01T00:00:03Z",
+            "ok": true, "suites": []});
+        let eval = &t.spans(&done, &Map::new(), false)[0];
+        assert_eq!(eval.span_context.trace_id(), Ids::of(H1).trace);
+        assert_eq!(eval.span_context.span_id(), Ids::of(H1).root);
+        assert_eq!(eval.end_time.duration_since(eval.start_time).unwrap(), Duration::from_secs(2));
+        // A measured exchange spans its latency.
+        let live = json!({"kind": "exchange", "hash": H2, "verdict": "ok",
+            "at": "2026-01-01T00:00:02Z", "latency_ms": 900});
+        let chat = &t.spans(&live, &Map::new(), false)[0];
+        assert_eq!(
+            chat.end_time.duration_since(chat.start_time).unwrap(),
+            Duration::from_millis(900)
+        );
+        assert!(attr(chat, "pactum.latency.recorded_ms").is_none());
     }
 
     #[test]

@@ -222,6 +222,7 @@ pub fn promotion_gate(
         providers: &providers,
         ledger: Some(&ledger),
         options: Options { jobs: selected.provider.default_jobs(), repeat: None, filter: None },
+        run: Some(eval::Run::start()),
     };
     let bar = Bar::on_stderr();
     let outcomes =
@@ -236,7 +237,13 @@ pub fn promotion_gate(
         .and_then(|name| project.config.providers.get(name))
         .filter(|p| p.kind == "replay")
         .and_then(|p| p.cassette.clone());
-    eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
+    eval::record(
+        &ledger,
+        evaluator.run.as_ref(),
+        &outcomes,
+        selected.provider.name(),
+        cassette.as_deref(),
+    )?;
     eval::gate::verdict(&format!("{id}@{candidate}"), &outcomes)?;
     // The cassette the evidence was measured on, as it is after the run: `--base`
     // recomputes the evidence from it, and rewritten recordings no longer match.
@@ -397,6 +404,7 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value, bool)
         providers: &providers,
         ledger: Some(&ledger),
         options: Options { jobs, repeat: args.repeat, filter: args.filter.clone() },
+        run: Some(eval::Run::start()),
     };
     let bar = Bar::on_stderr();
     let progress = progress_of(&bar);
@@ -469,7 +477,13 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value, bool)
         .and_then(|name| project.config.providers.get(name))
         .filter(|p| p.kind == "replay")
         .and_then(|p| p.cassette.clone());
-    eval::record(&ledger, &outcomes, selected.provider.name(), cassette.as_deref())?;
+    eval::record(
+        &ledger,
+        evaluator.run.as_ref(),
+        &outcomes,
+        selected.provider.name(),
+        cassette.as_deref(),
+    )?;
     exporter.finish();
     let no_model = selected.provider.name() == "dry-run";
     Ok((outcomes, crate::cmd::run::head_json(&root, &ledger), no_model))

@@ -106,6 +106,8 @@ pub fn exec(args: Args) -> u8 {
             providers: &set,
             ledger: Some(&ledger),
             options: pactum::eval::Options { jobs: 1, repeat: None, filter: None },
+            // The case names the coordinator's run (`CaseOrder::eval_run`).
+            run: None,
         };
         let result = evaluator.case(&order)?;
         ledger.commit()?;
