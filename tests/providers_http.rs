@@ -297,6 +297,24 @@ fn anthropic_success_sends_system_apart_and_reads_the_answer() {
 }
 
 #[test]
+fn anthropic_refuses_a_temperature_above_one_before_any_request() {
+    let server = MockServer::start(vec![ok(Api::Anthropic, "greeting")]);
+    let provider = AnthropicProvider::new(anthropic_config(&server.url()));
+    let mut request = request();
+    request.boundary.temperature = 1.5;
+    let e = provider.complete(&request).unwrap_err();
+    assert_eq!(e.code().as_str(), "provider_not_configured");
+    let message = e.to_string();
+    assert!(message.contains("PRC-CLASSIFY-001@1.2.0") && message.contains("1.5"), "{message}");
+    assert!(message.contains("at most 1"), "{message}");
+    assert_eq!(server.hits(), 0, "nothing was sent");
+    // 1 itself is the API's own bound, and goes.
+    request.boundary.temperature = 1.0;
+    provider.complete(&request).unwrap();
+    assert_eq!(server.requests()[0].json()["temperature"], 1.0);
+}
+
+#[test]
 fn anthropic_usage_counts_cached_input_tokens() {
     let body = json!({
         "type": "message",

@@ -5,7 +5,9 @@
 //! messages API takes system text as a top-level `system` string, so every system message
 //! is joined into it (separated by a blank line); user and assistant messages go in
 //! `messages` in order. An API key is required: without one the call fails with
-//! `provider_not_configured` before any request is sent.
+//! `provider_not_configured` before any request is sent, as does a contract whose
+//! `boundary.temperature` is above the API's 1 ([`MAX_TEMPERATURE`]; contracts allow up to
+//! 2).
 //!
 //! **Structured output: a forced tool.** When the contract sets
 //! `boundary.structured_output`, the request declares one tool, [`STRUCTURED_OUTPUT_TOOL`],
@@ -52,6 +54,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_API_VERSION: &str = "2023-06-01";
 /// How long one attempt may take unless the work order sets `constraints.timeout_s`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The highest `temperature` the messages API takes.
+pub const MAX_TEMPERATURE: f64 = 1.0;
 /// The name of the tool that carries structured output.
 pub const STRUCTURED_OUTPUT_TOOL: &str = "structured_output";
 
@@ -293,7 +297,8 @@ impl Provider for AnthropicProvider {
     }
 
     fn complete(&self, request: &PromptRequest) -> Result<ProviderResponse> {
-        let not_configured = |message| self.endpoint.error(ProviderFailure::NotConfigured, message);
+        let not_configured =
+            |message: &str| self.endpoint.error(ProviderFailure::NotConfigured, message);
         let Some(key) = self.endpoint.key() else {
             if let Some(why) = self.endpoint.key_withheld() {
                 return Err(not_configured(why));
@@ -307,6 +312,17 @@ impl Provider for AnthropicProvider {
             return Err(not_configured(
                 "no model is configured; set the provider's `model` in pactum.toml",
             ));
+        }
+        // The messages API takes a temperature from 0 to 1 (a contract's may be up to 2, as
+        // OpenAI's): refused before a request that could only come back a 400.
+        let temperature = request.boundary.temperature;
+        if temperature > MAX_TEMPERATURE {
+            return Err(not_configured(&format!(
+                "{}@{}'s boundary.temperature is {temperature}, and Anthropic's messages API \
+                 takes 0 to {MAX_TEMPERATURE}; set the contract's boundary.temperature to at most \
+                 {MAX_TEMPERATURE} (a new version), or send it to a provider that takes it",
+                request.contract_id, request.contract_version
+            )));
         }
         let headers = [
             ("x-api-key", key.expose().to_string()),
