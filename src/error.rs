@@ -123,6 +123,7 @@ codes! {
     RegistryHistoryRewritten = "registry_history_rewritten", Error, "the registry history of the base revision (--base) is not a prefix of today's: an event of it was changed, dropped or reordered";
     RegistryEventUnverified = "registry_event_unverified", Error, "a registry event after the base revision is not one the command that writes it would have made (a promotion the gate refuses, evidence that does not recompute, a label without its target's hash)";
     RegistryEventUnsigned = "registry_event_unsigned", Error, "the base's [gate] signers require signed promote and label events, and an event after the base has no signature that verifies against an allowed signer";
+    ScaffoldPlaceholder = "scaffold_placeholder", Warning, "a contract or pack still holds a placeholder `pactum new contract` wrote for its author to replace (an error once the version is active: promotion refuses it)";
     GeneratedStale = "generated_stale", Warning, "a typed client `pactum generate` wrote (pactum.toml [generate]) no longer matches the contracts it was generated from";
     // Templates.
     TemplateVariableMissing = "template_variable_missing", Error, "a template uses a variable that has no value";

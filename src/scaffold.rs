@@ -127,6 +127,30 @@ pub fn new_contract(root: &Path, id: &str, stamp: &Stamp) -> Result<Scaffolded> 
     new_contract_in_form(root, id, stamp, PackForm::Canonical)
 }
 
+/// The texts `new contract` writes for the author to replace: one list, which `validate`
+/// looks for (`scaffold_placeholder`, an error once the version is active, so a promotion
+/// refuses a file that still holds one). Each is wrapped in parentheses and says what goes
+/// there; none is text a finished prompt would hold.
+pub mod placeholder {
+    pub const ROLE: &str = "(the role the model plays)";
+    pub const TASK: &str = "(what to do with the input)\n\n{{ input }}";
+    pub const OUTPUT_FORMAT: &str =
+        "(the exact output shape, e.g. a JSON object with a `result` string)";
+    pub const REFERENCE_SUMMARY: &str = "(one line saying what the reference holds)";
+    pub const REFERENCE: &str =
+        "(the long reference text; the model reads it through `read_file` when it needs it)";
+    pub const PURPOSE: &str = "(one sentence: what this exchange is for)";
+
+    /// Every placeholder, as it is looked for: the task's without the variable after it.
+    pub const ALL: [&str; 6] =
+        [ROLE, "(what to do with the input)", OUTPUT_FORMAT, REFERENCE_SUMMARY, REFERENCE, PURPOSE];
+
+    /// The first placeholder `text` holds.
+    pub fn in_text(text: &str) -> Option<&'static str> {
+        ALL.into_iter().find(|p| text.contains(p))
+    }
+}
+
 /// [`new_contract`] with the pack in the given form.
 pub fn new_contract_in_form(
     root: &Path,
@@ -154,9 +178,9 @@ pub fn new_contract_in_form(
         description: format!("Prompt text of {id}."),
         sections: match form {
             PackForm::Canonical => ScaffoldSections::Object(PackSections {
-                role: "(the role the model plays)",
-                task: "(what to do with the input)\n\n{{ input }}",
-                output_format: "(the exact output shape, e.g. a JSON object with a `result` string)",
+                role: placeholder::ROLE,
+                task: placeholder::TASK,
+                output_format: placeholder::OUTPUT_FORMAT,
             }),
             PackForm::Tree => ScaffoldSections::Tree(scaffold_tree()),
         },
@@ -178,7 +202,7 @@ pub fn new_contract_in_form(
         examples: json!([
             {"name": "a fenced reply", "input": {"input": "example"}, "response": "```json\n{\"result\": \"example\"}\n```", "expect": "ok"}
         ]),
-        metadata: json!({"description": "(one sentence: what this exchange is for)"}),
+        metadata: json!({"description": placeholder::PURPOSE}),
     };
     // Everything under the registry lock: a second `new contract` of the same id waits,
     // then finds the first one's entries and changes nothing.
@@ -241,21 +265,16 @@ fn scaffold_tree() -> Vec<TreeSection> {
         template,
     };
     vec![
-        section("role", "Role", Some("system"), "(the role the model plays)"),
-        section(
-            "output_format",
-            "Output Format",
-            Some("system"),
-            "(the exact output shape, e.g. a JSON object with a `result` string)",
-        ),
-        section("task", "Task", None, "(what to do with the input)\n\n{{ input }}"),
+        section("role", "Role", Some("system"), placeholder::ROLE),
+        section("output_format", "Output Format", Some("system"), placeholder::OUTPUT_FORMAT),
+        section("task", "Task", None, placeholder::TASK),
         TreeSection {
             key: "reference",
             title: "Reference",
             message: None,
             visibility: Some("summary"),
-            summary: Some("(one line saying what the reference holds)"),
-            template: "(the long reference text; the model reads it through `read_file` when it needs it)",
+            summary: Some(placeholder::REFERENCE_SUMMARY),
+            template: placeholder::REFERENCE,
         },
     ]
 }

@@ -305,6 +305,7 @@ fn the_hints_of_promote_new_version_and_render_work_where_they_are_printed() {
         |args: &[&str]| -> common::Out { pactum_in(root).args(args).output().unwrap().into() };
     assert_eq!(run(&["init"]).code, 0);
     assert_eq!(run(&["new", "contract", "PRC-HINT-001"]).code, 0);
+    common::write_placeholders(root);
     // promote with its pack still a draft: the hint names promote, not --allow-draft.
     let out = run(&["registry", "promote", "PRC-HINT-001@1.0.0"]);
     assert_eq!(out.code, 1, "{out}");

@@ -52,6 +52,7 @@ fn monorepo(finding: bool) -> tempfile::TempDir {
     Out::of(pactum_in(dir.path()).args(["init", "prompts"])).status(0);
     Out::of(pactum_in(&dir.path().join("prompts")).args(["new", "contract", "PRC-X-001"]))
         .status(0);
+    crate::common::write_placeholders(&dir.path().join("prompts"));
     if finding {
         let text = std::fs::read_to_string(dir.path().join("prompts/contracts/x/1.0.0.json"))
             .unwrap()
@@ -223,6 +224,7 @@ fn registry_add_refuses_files_of_two_projects_in_one_call() {
     for p in ["a", "b"] {
         Out::of(pactum_in(dir.path()).args(["init", p])).status(0);
         Out::of(pactum_in(&dir.path().join(p)).args(["new", "contract", "PRC-X-001"])).status(0);
+        crate::common::write_placeholders(&dir.path().join(p));
     }
     let out = Out::of(pactum_in(dir.path()).args([
         "registry",

@@ -23,6 +23,7 @@ fn an_actor_with_a_line_feed_stays_on_its_event_line_in_registry_log() {
     let actor = "mallory\n  99  2026-01-01T00:00:00Z  promote   PRC-EVIL-001@9.9.9";
     Out::of(pactum_in(root).args(["new", "contract", "PRC-LOG-001"]).env("PACTUM_ACTOR", actor))
         .status(0);
+    crate::common::write_placeholders(root);
     let out = Out::of(pactum_in(root).args(["registry", "log", "PRC-LOG-001"]));
     out.status(0);
     // One event, one line: the actor's line feed is shown as `\n`.

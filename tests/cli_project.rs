@@ -69,7 +69,12 @@ impl Repo {
     fn run_as(&self, actor: &str, args: &[&str]) -> Out {
         let mut cmd = pactum_in(&self.root);
         cmd.env("PACTUM_ACTOR", actor).env("PATH", path_with_bin()).args(args);
-        cmd.output().unwrap().into()
+        let out: Out = cmd.output().unwrap().into();
+        // What the author does next: the scaffold's placeholders written.
+        if args.starts_with(&["new", "contract"]) && out.code == 0 {
+            crate::common::write_placeholders(&self.root);
+        }
+        out
     }
 
     fn run(&self, args: &[&str]) -> Out {

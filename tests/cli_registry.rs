@@ -118,6 +118,8 @@ impl Tree {
         let args = ["new", "contract", ID];
         let out = tree.run(&args);
         assert_eq!(code_of(&out), 0, "{}", describe(&args, &out));
+        // What the author does next: the scaffold's placeholders written.
+        crate::common::write_placeholders(tree.root());
         tree
     }
 
@@ -1479,7 +1481,7 @@ fn validate_checks_every_pair_of_a_long_version_line_whatever_the_threads() {
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn new_contract_scaffolds_drafts_that_validate_cleanly() {
+fn new_contract_scaffolds_drafts_that_validate_but_for_their_placeholders() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let args = ["new", "contract", "PRC-NOTES-001"];
@@ -1514,13 +1516,21 @@ fn new_contract_scaffolds_drafts_that_validate_cleanly() {
     assert_eq!(p["sha256"], json!(sha256_hex(&std::fs::read(root.join(pack_rel)).unwrap())));
     assert_eq!(check_chain_independently(&registry).len(), 2);
 
+    // Valid drafts, but for the placeholders the author is to replace: one warning each.
     let (status, report) = validate_json(root, &[]);
     assert_eq!(status, 0, "{report:#}");
     assert_eq!(report["ok"], json!(true));
     assert_eq!(report["summary"]["errors"], json!(0), "{report:#}");
-    assert_eq!(report["summary"]["warnings"], json!(0), "{report:#}");
+    assert_eq!(report["summary"]["warnings"], json!(4), "{report:#}");
+    let codes: Vec<&Value> =
+        report["diagnostics"].as_array().unwrap().iter().map(|d| &d["code"]).collect();
+    assert!(codes.iter().all(|c| *c == "scaffold_placeholder"), "{report:#}");
+    let (status, report) = validate_json(root, &["--strict"]);
+    assert_eq!(status, 1, "--strict keeps placeholders out of a commit: {report:#}");
+    crate::common::write_placeholders(root);
     let (status, report) = validate_json(root, &["--strict"]);
     assert_eq!(status, 0, "{report:#}");
+    assert_eq!(report["summary"]["warnings"], json!(0), "{report:#}");
 
     // A second contract next to it, with JSON output; the tree stays clean.
     let args = ["new", "contract", "PRC-TODO-001", "--json"];
@@ -1532,7 +1542,7 @@ fn new_contract_scaffolds_drafts_that_validate_cleanly() {
     assert_eq!(v["prompt_pack_id"], json!("PRM-TODO-001"));
     let (status, report) = validate_json(root, &[]);
     assert_eq!(status, 0, "{report:#}");
-    assert_eq!(report["summary"]["warnings"], json!(0), "{report:#}");
+    assert_eq!(report["summary"]["warnings"], json!(4), "the new one's placeholders: {report:#}");
 }
 
 #[test]

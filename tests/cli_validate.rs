@@ -2022,6 +2022,7 @@ fn every_finding_of_a_pack_comes_in_one_run() {
     let dir = tempfile::tempdir().unwrap();
     pactum_in(dir.path()).args(["init", "."]).assert().success();
     pactum_in(dir.path()).args(["new", "contract", "PRC-L-001"]).assert().success();
+    crate::common::write_placeholders(dir.path());
     let pack = json!({
         "prompt_pack_id": "PRM-L-001",
         "version": "1.0.0",
@@ -2082,6 +2083,7 @@ fn a_contracts_schema_findings_and_its_packs_variables_come_in_one_run() {
     let dir = tempfile::tempdir().unwrap();
     pactum_in(dir.path()).args(["init", "."]).assert().success();
     pactum_in(dir.path()).args(["new", "contract", "PRC-L-001"]).assert().success();
+    crate::common::write_placeholders(dir.path());
     let contract_path = dir.path().join("contracts/l/1.0.0.json");
     let mut contract: Value =
         serde_json::from_str(&fs::read_to_string(&contract_path).unwrap()).unwrap();

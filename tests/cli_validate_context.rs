@@ -17,6 +17,7 @@ fn project() -> tempfile::TempDir {
     Out::of(pactum_in(dir.path()).args(["init"])).status(0);
     Out::of(pactum_in(dir.path()).args(["new", "contract", "PRC-TRIAGE-001"])).status(0);
     Out::of(pactum_in(dir.path()).args(["new", "contract", "PRC-OTHER-001"])).status(0);
+    crate::common::write_placeholders(dir.path());
     dir
 }
 

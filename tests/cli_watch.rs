@@ -161,6 +161,7 @@ fn scaffold() -> tempfile::TempDir {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    crate::common::write_placeholders(dir.path());
     dir
 }
 

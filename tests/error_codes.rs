@@ -1721,6 +1721,53 @@ fn reproduces_ledger_unavailable() {
 }
 
 #[test]
+fn reproduces_scaffold_placeholder() {
+    // A scaffolded contract and pack, promoted unchanged: refused, each placeholder named.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, status) = json_of(pactum(dir.path()).args(["init", "--json"]));
+    assert_eq!(status, 0);
+    let (_, status) =
+        json_of(pactum(dir.path()).args(["new", "contract", "PRC-SUMMARIZE-001", "--json"]));
+    assert_eq!(status, 0);
+    // In the draft, a warning at the string.
+    let report = validate_tree(dir.path());
+    let d = finding(&report, Code::ScaffoldPlaceholder);
+    assert_eq!(d.severity, pactum::error::Severity::Warning);
+    assert!(report.diagnostics.iter().any(|d| d.code == Code::ScaffoldPlaceholder
+        && d.pointer.as_deref() == Some("/sections/role")
+        && d.line.is_some()));
+    doc_example(dir.path(), Code::ScaffoldPlaceholder, 1);
+    // Written, it goes.
+    let pack = dir.path().join("prompt_packs/summarize/1.0.0.json");
+    let text = fs::read_to_string(&pack)
+        .unwrap()
+        .replace("(the role the model plays)", "You summarize support tickets.")
+        .replace("(what to do with the input)", "Summarize this ticket in one sentence.")
+        .replace(
+            "(the exact output shape, e.g. a JSON object with a `result` string)",
+            "A JSON object with the summary as `result`.",
+        );
+    fs::write(&pack, text).unwrap();
+    let (_, status) = json_of(pactum(dir.path()).args([
+        "registry",
+        "promote",
+        "PRM-SUMMARIZE-001@1.0.0",
+        "--json",
+    ]));
+    assert_eq!(status, 0);
+    // The contract's description is still the scaffold's.
+    let (doc, status) = json_of(pactum(dir.path()).args([
+        "registry",
+        "promote",
+        "PRC-SUMMARIZE-001@1.0.0",
+        "--json",
+    ]));
+    assert_eq!(status, 1, "{doc}");
+    assert_eq!(doc["code"], "scaffold_placeholder", "{doc}");
+    assert!(doc["message"].as_str().unwrap().contains("/metadata/description"), "{doc}");
+}
+
+#[test]
 fn reproduces_generated_stale() {
     // Types generated, then a new version promoted: the file no longer matches.
     let dir = classify_project();

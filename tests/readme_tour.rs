@@ -72,6 +72,10 @@ fn the_readme_tour_runs_as_written_with_labels_a_rollback_and_the_gate() {
         let dir = if project.is_dir() { project.as_path() } else { home.path() };
         let out = bash(dir, block);
         assert_eq!(out.code, 0, "README block failed:\n{block}\n{out}");
+        // The prose's "Edit them", right after the block that scaffolds the contract.
+        if block.contains("new contract PRC-SUMMARIZE-001") {
+            common::write_placeholders(&project);
+        }
         // The prose's hand edit, right after the block that makes 1.1.0.
         if block.contains("new version PRC-SUMMARIZE-001@1.1.0") {
             let file = project.join("contracts/summarize/1.1.0.json");
@@ -159,6 +163,7 @@ fn frozen_files_and_label_moves_on_two_branches() {
     ok(
         "git init -q -b main && pactum init >/dev/null && pactum new contract PRC-SUMMARIZE-001 >/dev/null",
     );
+    common::write_placeholders(p);
     // 1.0.0 declares an input no template uses: a warning on a file that will be frozen.
     let file = p.join("contracts/summarize/1.0.0.json");
     let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();

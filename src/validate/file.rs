@@ -303,6 +303,9 @@ pub fn analyze_read(candidate: &Candidate, base: &Path, bytes: Option<Vec<u8>>) 
     {
         a.declared = Some((id.to_string(), version.to_string()));
     }
+    if matches!(a.kind, Some(FileKind::Contract | FileKind::Pack)) {
+        check_placeholders(&mut a, &value);
+    }
     match a.kind {
         Some(FileKind::Contract) => check_contract(&mut a, value, base),
         Some(FileKind::Pack) => check_pack(&mut a, &value),
@@ -310,6 +313,37 @@ pub fn analyze_read(candidate: &Candidate, base: &Path, bytes: Option<Vec<u8>>) 
         None => {}
     }
     a
+}
+
+/// Every string of the file that still holds a placeholder `new contract` wrote
+/// (`scaffold_placeholder`): a warning in a draft, an error once the version is active
+/// (`super::frozen_rules`), so a promotion refuses it.
+fn check_placeholders(a: &mut Analyzed, value: &Value) {
+    let mut stack = vec![(String::new(), value)];
+    while let Some((pointer, v)) = stack.pop() {
+        match v {
+            Value::String(text) => {
+                if let Some(placeholder) = crate::scaffold::placeholder::in_text(text) {
+                    let shown = super::pointer_label(&pointer);
+                    a.push(
+                        Diagnostic::new(
+                            Code::ScaffoldPlaceholder,
+                            format!("{shown} still holds the scaffold's placeholder \"{placeholder}\""),
+                        )
+                        .pointer(pointer)
+                        .help("write the text the placeholder stands for: a version that holds one is not promoted"),
+                    );
+                }
+            }
+            Value::Array(items) => stack.extend(
+                items.iter().enumerate().rev().map(|(i, item)| (format!("{pointer}/{i}"), item)),
+            ),
+            Value::Object(map) => stack.extend(map.iter().rev().map(|(key, item)| {
+                (format!("{pointer}/{}", crate::source::escape_token(key)), item)
+            })),
+            _ => {}
+        }
+    }
 }
 
 fn parse_diagnostic(e: &Error) -> Diagnostic {

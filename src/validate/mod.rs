@@ -464,7 +464,10 @@ fn frozen(ctx: &Context, diagnostics: &mut Vec<Diagnostic>) {
             Some(h) => format!("{h}; {fix}"),
             None => fix,
         });
-        if d.severity == crate::error::Severity::Warning && superseded(entry) {
+        if d.code == Code::ScaffoldPlaceholder && !superseded(entry) {
+            // Frozen with text its author was to replace: the version in use says it.
+            d.severity = crate::error::Severity::Error;
+        } else if d.severity == crate::error::Severity::Warning && superseded(entry) {
             d.severity = crate::error::Severity::Note;
         }
         true

@@ -288,3 +288,35 @@ fn report_cases(count: usize, outcomes: Vec<(String, std::thread::Result<()>)>) 
         failed.join("\n\n")
     );
 }
+
+/// The edit `pactum new contract` asks its author for: every scaffold placeholder in the
+/// JSON files under `root`'s `contracts/` and `prompt_packs/` written as text of the
+/// author's own (the placeholder's words without its parentheses), as a test's project
+/// needs before it promotes what it scaffolded (`scaffold_placeholder`).
+pub fn write_placeholders(root: &Path) {
+    for folder in ["contracts", "prompt_packs"] {
+        let mut stack = vec![root.join(folder)];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "json") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let mut written = text.clone();
+                for placeholder in pactum::scaffold::placeholder::ALL {
+                    let words = placeholder.trim_start_matches('(').trim_end_matches(')');
+                    written = written.replace(placeholder, words);
+                }
+                if written != text {
+                    std::fs::write(&path, written).unwrap();
+                }
+            }
+        }
+    }
+}

@@ -61,7 +61,7 @@ pub fn exec(args: Args) -> u8 {
                 } else {
                     output::print_text(&format!(
                         "created {} and {} (registered as drafts)\n\
-                         next: edit them, `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`\n",
+                         next: edit them (replace every text in parentheses), `pactum validate`, then `pactum registry promote {}@1.0.0` and `pactum registry promote {id}@1.0.0`\n",
                         s.contract, s.pack, s.pack_id
                     ));
                 }
