@@ -509,6 +509,21 @@ fn pretty(value: &impl serde::Serialize) -> String {
     text
 }
 
+/// For the library's tests: the edit `new contract` asks its author for, every placeholder
+/// of what it scaffolded written as the placeholder's words without its parentheses.
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests edit their fixture trees directly
+pub(crate) fn write_placeholders(root: &Path, s: &Scaffolded) {
+    for rel in [&s.contract, &s.pack] {
+        let path = root.join(rel);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for p in placeholder::ALL {
+            text = text.replace(p, p.trim_start_matches('(').trim_end_matches(')'));
+        }
+        std::fs::write(&path, text).unwrap();
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
 mod tests {
@@ -520,10 +535,25 @@ mod tests {
     }
 
     #[test]
-    fn scaffold_registers_drafts_that_validate_cleanly() {
+    fn every_placeholder_the_scaffold_writes_is_one_validate_looks_for() {
+        use placeholder::*;
+        for written in [ROLE, TASK, OUTPUT_FORMAT, REFERENCE_SUMMARY, REFERENCE, PURPOSE] {
+            assert!(in_text(written).is_some(), "{written}");
+        }
+        // And a finished text, parentheses and all, is none.
+        assert_eq!(in_text("Classify the ticket (billing, account or other)."), None);
+    }
+
+    #[test]
+    fn scaffold_registers_drafts_that_validate_but_for_their_placeholders() {
         let dir = tempfile::tempdir().unwrap();
         let s = new_contract(dir.path(), "PRC-SUMMARIZE-001", &stamp()).unwrap();
         assert_eq!(s.pack_id, "PRM-SUMMARIZE-001");
+        let report = validate(dir.path(), &ValidateOptions::default(), &NoProgress).unwrap();
+        let codes: Vec<_> = report.diagnostics.iter().map(|d| (d.code, d.severity)).collect();
+        let warning = (crate::Code::ScaffoldPlaceholder, crate::error::Severity::Warning);
+        assert_eq!(codes, [warning; 4], "{:?}", report.diagnostics);
+        write_placeholders(dir.path(), &s);
         let report = validate(dir.path(), &ValidateOptions::default(), &NoProgress).unwrap();
         assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
         assert_eq!(report.files.len(), 3);
@@ -533,6 +563,7 @@ mod tests {
         let second = new_contract(dir.path(), "PRC-SUMMARIZE-002", &stamp()).unwrap();
         assert_eq!(second.contract, "contracts/summarize-002/1.0.0.json");
         assert_eq!(second.pack, "prompt_packs/summarize-002/1.0.0.json");
+        write_placeholders(dir.path(), &second);
         let report = validate(dir.path(), &ValidateOptions::default(), &NoProgress).unwrap();
         assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
         let e = new_contract(dir.path(), "PRC-SUMMARIZE-001", &stamp()).unwrap_err();

@@ -180,7 +180,8 @@ mod tests {
     fn drafts() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for id in ["PRC-A-001", "PRC-B-001"] {
-            crate::scaffold::new_contract(dir.path(), id, &stamp()).unwrap();
+            let s = crate::scaffold::new_contract(dir.path(), id, &stamp()).unwrap();
+            crate::scaffold::write_placeholders(dir.path(), &s);
         }
         dir
     }
