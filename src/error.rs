@@ -748,9 +748,10 @@ impl Error {
         match self {
             Error::Parse { doc, .. } => match doc {
                 Some(DocKind::Registry) => Code::RegistryInvalid,
-                Some(DocKind::Contract | DocKind::PromptPack | DocKind::WorkOrder) | None => {
-                    Code::ContractParseError
-                }
+                // A work order that is no JSON is a work order that does not load, in `run`
+                // and `validate` alike; its line and column are the parse error's.
+                Some(DocKind::WorkOrder) => Code::WorkOrderInvalid,
+                Some(DocKind::Contract | DocKind::PromptPack) | None => Code::ContractParseError,
             },
             Error::SchemaInvalid { doc, .. } => match doc {
                 DocKind::Contract => Code::ContractSchemaInvalid,

@@ -509,29 +509,28 @@ fn pretty(value: &impl serde::Serialize) -> String {
     text
 }
 
-/// For the library's tests: the edit `new contract` asks its author for, every placeholder
-/// of what it scaffolded written as the placeholder's words without its parentheses.
-#[cfg(test)]
-#[allow(clippy::disallowed_methods)] // tests edit their fixture trees directly
-pub(crate) fn write_placeholders(root: &Path, s: &Scaffolded) {
-    for rel in [&s.contract, &s.pack] {
-        let path = root.join(rel);
-        let mut text = std::fs::read_to_string(&path).unwrap();
-        for p in placeholder::ALL {
-            text = text.replace(p, p.trim_start_matches('(').trim_end_matches(')'));
-        }
-        std::fs::write(&path, text).unwrap();
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests build their fixture trees directly
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::validate::{NoProgress, ValidateOptions, validate};
 
     fn stamp() -> Stamp {
         Stamp::new("2026-01-01T00:00:00Z", "tester@example.com")
+    }
+
+    /// For the library's tests: the edit `new contract` asks its author for, every
+    /// placeholder of what it scaffolded written as the placeholder's words without its
+    /// parentheses.
+    pub(crate) fn write_placeholders(root: &Path, s: &Scaffolded) {
+        for rel in [&s.contract, &s.pack] {
+            let path = root.join(rel);
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            for p in placeholder::ALL {
+                text = text.replace(p, p.trim_start_matches('(').trim_end_matches(')'));
+            }
+            std::fs::write(&path, text).unwrap();
+        }
     }
 
     #[test]

@@ -376,7 +376,7 @@ fn ledger_query_reads_newest_first_and_failures_before_resolution_are_recorded()
     let newest = query(&["--limit", "2"]);
     assert_eq!(ids(&newest), [Value::Null, json!("WO-UNKNOWN")], "newest first");
     assert_eq!(newest[0]["event"], "work_order_failed");
-    assert_eq!(newest[0]["code"], "contract_parse_error");
+    assert_eq!(newest[0]["code"], "work_order_invalid");
     assert_eq!(newest[1]["code"], "contract_not_found");
     assert_eq!(newest[1]["session_id"], "s-1");
     let session = query(&["--event", "exchange", "--session", "s-1"]);

@@ -518,6 +518,15 @@ fn reproduces_work_order_invalid() {
     assert_eq!(out["code"], "work_order_invalid", "{out:#}");
     assert_eq!(status, 1);
     doc_example(dir.path(), Code::WorkOrderInvalid, 1);
+    // A work order that is no JSON at all: the same code, at the line and column, in `run`
+    // and in `validate` (never `contract_parse_error`: it is not a contract).
+    fs::write(dir.path().join("work_orders/wo.json"), "{\"work_order_id\": \"WO-T-001\",\n")
+        .unwrap();
+    let (out, status) = json_of(pactum(dir.path()).args(["run", "work_orders/wo.json", "--json"]));
+    assert_eq!((out["code"].as_str(), status), (Some("work_order_invalid"), 1), "{out:#}");
+    assert!(out["message"].as_str().unwrap().contains("work_orders/wo.json:2:1"), "{out:#}");
+    let d = finding(&validate_tree(dir.path()), Code::WorkOrderInvalid);
+    assert_eq!((d.file.as_deref(), d.line), (Some("work_orders/wo.json"), Some(2)));
 }
 
 #[test]

@@ -181,7 +181,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for id in ["PRC-A-001", "PRC-B-001"] {
             let s = crate::scaffold::new_contract(dir.path(), id, &stamp()).unwrap();
-            crate::scaffold::write_placeholders(dir.path(), &s);
+            crate::scaffold::tests::write_placeholders(dir.path(), &s);
         }
         dir
     }

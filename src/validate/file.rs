@@ -349,11 +349,10 @@ fn check_placeholders(a: &mut Analyzed, value: &Value) {
 fn parse_diagnostic(e: &Error) -> Diagnostic {
     let mut d = Diagnostic::new(Code::ContractParseError, e.to_string())
         .help("fix the syntax at the marked position; the file must be valid JSON (or YAML for .yaml/.yml)");
+    d.code = e.code();
     if let Error::Parse { line, column, message, .. } = e {
         d.message = message.clone();
         d = d.at(*line, *column);
-    } else {
-        d.code = e.code();
     }
     d
 }

@@ -62,7 +62,7 @@ mod tests {
         let stamp = Stamp::new("2026-01-01T00:00:00Z", "tester@example.com");
         crate::init::init(dir.path(), true, &stamp).unwrap();
         let s = crate::scaffold::new_contract(dir.path(), "PRC-A-001", &stamp).unwrap();
-        crate::scaffold::write_placeholders(dir.path(), &s);
+        crate::scaffold::tests::write_placeholders(dir.path(), &s);
         dir
     }
 
