@@ -215,6 +215,7 @@ impl ClientBuilder {
                 };
                 Some(
                     Ledger::open(&location)?
+                        .naming_from(&root)
                         .redacting(redactor.clone())
                         .with_durability(Durability::Grouped),
                 )

@@ -133,6 +133,9 @@ pub struct Ledger {
     unsynced: AtomicBool,
     /// Masks secrets in every record before it is hashed and written.
     redactor: Arc<Redactor>,
+    /// The project root as paths begin with it (given and real, each with a final `/`),
+    /// taken out of every string of a record ([`Ledger::naming_from`]).
+    roots: Vec<String>,
     /// Fields every record carries ([`Ledger::stamping`]).
     stamp: Map<String, Value>,
     /// Told of every record written ([`Ledger::observed_by`]).
@@ -152,6 +155,7 @@ impl Ledger {
             durability: Durability::EachRecord,
             unsynced: AtomicBool::new(false),
             redactor: Arc::new(Redactor::new()),
+            roots: Vec::new(),
             stamp: Map::new(),
             observers: Vec::new(),
         })
@@ -197,6 +201,23 @@ impl Ledger {
             self.unsynced.store(true, Ordering::Release);
             Error::io(self.path(), e)
         })
+    }
+
+    /// Names the files of the project at `root` relative to it in every record from now on
+    /// (an error's message quoting a fixture's absolute path, say): a ledger is read in other
+    /// checkouts and on other machines, where the absolute path means nothing and tells
+    /// whose machine and folder it was.
+    pub fn naming_from(mut self, root: &std::path::Path) -> Ledger {
+        let real = crate::confine::real_or_given(root);
+        for path in [root, real.as_path()] {
+            let text = format!("{}/", path.display().to_string().trim_end_matches('/'));
+            if text.len() > 1 && !self.roots.contains(&text) {
+                self.roots.push(text);
+            }
+        }
+        // The longest first: a real path that extends the given one is taken out whole.
+        self.roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
+        self
     }
 
     /// Masks secrets with `redactor` (shared with the rest of the process) from now on.
@@ -375,12 +396,34 @@ impl Ledger {
         fields.insert("at".into(), Value::String(now()));
         fields.insert("kind".into(), Value::String(kind.as_str().to_string()));
         fields.insert("prev".into(), Value::String(prev));
+        let fields = if self.roots.is_empty() {
+            Value::Object(fields)
+        } else {
+            unrooted(Value::Object(fields), &self.roots)
+        };
         // Secrets never reach the ledger: masked before the record is cut and hashed
         // (a cut field's SHA-256 is of the masked text).
-        let Value::Object(masked) = self.redactor.redact_value(Value::Object(fields)) else {
+        let Value::Object(masked) = self.redactor.redact_value(fields) else {
             return Err(Error::Internal { message: "a masked record is no object".into() });
         };
         Ok(line::encode(masked))
+    }
+}
+
+/// `value` with every string's `roots` prefixes taken out (strings that hold none are kept
+/// as they are).
+fn unrooted(value: Value, roots: &[String]) -> Value {
+    match value {
+        Value::String(s) if roots.iter().any(|r| s.contains(r.as_str())) => {
+            Value::String(roots.iter().fold(s, |s, r| s.replace(r.as_str(), "")))
+        }
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| unrooted(v, roots)).collect())
+        }
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, unrooted(v, roots))).collect())
+        }
+        other => other,
     }
 }
 

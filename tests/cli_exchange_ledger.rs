@@ -384,3 +384,22 @@ fn a_batch_run_syncs_its_ledger_once_before_it_prints() {
     assert_eq!(exchanges, 9, "{records:#?}");
     assert_eq!(p.pactum(&["ledger", "verify", &p.ledger().display().to_string()], &[]).code, 0);
 }
+
+#[test]
+fn no_record_names_the_project_by_its_absolute_path() {
+    // Runs that pass and fail, one of them on fixtures that are missing (its error quotes
+    // the file's path): the ledger names project files relative to the project, so it means
+    // the same in another checkout and says nothing of whose machine it was.
+    let p = ledger_of_five();
+    let missing = p.classify_wo("WO-LEDGER-GONE", json!({"provider": {"fixtures": "gone.json"}}));
+    let out = p.run(&[&missing], &[], &[]);
+    out.status(1);
+    let text = std::fs::read_to_string(p.ledger()).unwrap();
+    assert!(text.contains("gone.json"), "the failure is recorded: {text}");
+    let real = std::fs::canonicalize(p.root()).unwrap();
+    for root in [p.root().to_path_buf(), real] {
+        let root = root.display().to_string();
+        assert!(!text.contains(&root), "{root} in the ledger:\n{text}");
+    }
+    verify(&p, false).status(0);
+}

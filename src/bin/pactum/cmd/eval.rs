@@ -214,6 +214,7 @@ pub fn promotion_gate(
     let exporter = crate::telemetry::OtlpArgs::default().start(&project.config, None)?;
     let ledger = exporter.attach(
         Ledger::open(&crate::cmd::ledger::project_ledger(&root, &project.config)?)?
+            .naming_from(&root)
             .redacting(output::redactor().clone())
             .with_durability(Durability::Grouped),
     );
@@ -396,6 +397,7 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value, bool)
     let exporter = args.telemetry.start(&project.config, None)?;
     let ledger = exporter.attach(
         Ledger::open(&crate::cmd::ledger::project_ledger(&root, &project.config)?)?
+            .naming_from(&root)
             .redacting(output::redactor().clone())
             .with_durability(Durability::Grouped),
     );

@@ -188,6 +188,7 @@ pub fn open_ledgers(
     };
     let open = |location: &Location| -> Result<Ledger, Error> {
         Ok(Ledger::open(location)?
+            .naming_from(&project.root)
             .redacting(output::redactor().clone())
             .with_durability(Durability::Grouped))
     };
