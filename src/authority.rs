@@ -241,7 +241,11 @@ impl Outbound {
         })?;
         let config = config.max_redirects(0).build();
         #[allow(clippy::disallowed_methods)] // the one door for outbound HTTP
-        let agent = ureq::Agent::new_with_config(config);
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            LiteralFirst::default(),
+        );
         Ok(Outbound { agent, origin, source: url.source })
     }
 
@@ -292,6 +296,45 @@ impl Outbound {
     }
 }
 
+/// Resolves a host written as an IP address where it stands, any other name as ureq's
+/// default resolver does (in a thread the call's timeout bounds). ureq resolves before every
+/// request, a pooled connection's too, so a server at an address (a model server on
+/// 127.0.0.1, a provider's IP) cost a thread per call: a tenth of an eval case's CPU over
+/// HTTP (BENCHMARKS.md, issue 40).
+#[derive(Debug, Default)]
+struct LiteralFirst(ureq::unversioned::resolver::DefaultResolver);
+
+impl ureq::unversioned::resolver::Resolver for LiteralFirst {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        match literal_address(uri) {
+            Some(address) => {
+                let mut addresses = self.empty();
+                addresses.push(address);
+                Ok(addresses)
+            }
+            None => self.0.resolve(uri, config, timeout),
+        }
+    }
+}
+
+/// The socket address of a URL whose host is an IP address (`http://127.0.0.1:8000`,
+/// `https://[::1]/`), with the scheme's port when it names none.
+fn literal_address(uri: &ureq::http::Uri) -> Option<SocketAddr> {
+    let host = uri.host()?;
+    let ip: std::net::IpAddr = host.trim_start_matches('[').trim_end_matches(']').parse().ok()?;
+    let port = uri.port_u16().or(match uri.scheme_str() {
+        Some("http") => Some(80),
+        Some("https") => Some(443),
+        _ => None,
+    })?;
+    Some(SocketAddr::new(ip, port))
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests play the application: their values are permits
 mod tests {
@@ -315,6 +358,17 @@ mod tests {
         assert!(Permit::flag(1).named_by_the_operator());
         assert!(Permit::environment(1).named_by_the_operator());
         assert!(!Permit::pactum(1).named_by_the_operator());
+    }
+
+    #[test]
+    fn an_address_written_as_one_is_resolved_where_it_stands() {
+        let at = |url: &str| literal_address(&url.parse().unwrap());
+        assert_eq!(at("http://127.0.0.1:8000/v1"), Some("127.0.0.1:8000".parse().unwrap()));
+        assert_eq!(at("https://[::1]/v1"), Some("[::1]:443".parse().unwrap()));
+        assert_eq!(at("http://10.0.0.2/"), Some("10.0.0.2:80".parse().unwrap()));
+        // A name goes to the resolver (and its thread, bounded by the call's timeout).
+        assert_eq!(at("http://localhost:8000/"), None);
+        assert_eq!(at("https://api.openai.com/v1"), None);
     }
 
     #[test]

@@ -85,6 +85,44 @@ fn openai_success_sends_the_contracts_request() {
     assert_eq!(records[0]["verdict"], "ok");
 }
 
+/// A call to a server at an IP address (a model server on 127.0.0.1) starts no thread:
+/// ureq resolves the host before every request, and its default resolver starts a thread
+/// for each lookup it must bound by a timeout (issue 40). Counted with strace, not timed:
+/// eight calls start as many threads as one.
+#[test]
+#[ignore = "needs strace (Debian package strace; .ci/run installs it)"]
+fn calls_to_a_server_at_an_address_start_no_thread_per_call() {
+    let p = Project::new();
+    p.config("");
+    let threads = |n: usize| -> usize {
+        let server = MockServer::start((0..n).map(|_| openai_ok(BILLING)).collect());
+        let wos: Vec<std::path::PathBuf> =
+            (0..n).map(|i| p.classify_wo(&format!("WO-THREADS-{n}-{i}"), json!({}))).collect();
+        let trace = p.path(&format!("strace-{n}.txt"));
+        let mut cmd = std::process::Command::new("strace");
+        cmd.args(["-f", "-qq", "-e", "trace=clone,clone3,vfork", "-o"])
+            .arg(&trace)
+            .arg(assert_cmd::cargo::cargo_bin("pactum"))
+            .args(["run", "--provider", "openai", "--root"])
+            .arg(p.root())
+            .arg("--ledger")
+            .arg(p.ledger())
+            .args(&wos)
+            .env("NO_COLOR", "1");
+        for (k, v) in openai_env(&server.url(), KEY) {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("strace runs (Debian package strace)");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(server.requests().len(), n, "one call per work order");
+        let text = std::fs::read_to_string(&trace).unwrap();
+        text.lines().filter(|l| l.contains("clone")).count()
+    };
+    let one = threads(1);
+    let eight = threads(8);
+    assert_eq!(eight, one, "eight calls start as many threads as one");
+}
+
 #[test]
 fn openai_fenced_reply_is_extracted() {
     let reply = format!("Here you go:\n```json\n{BILLING}\n```\nHope that helps.");
