@@ -111,14 +111,25 @@ enum Command {
 /// again (a third of validate's time in the kernel zeroing pages), and a longer delay
 /// holds 15–30 MB more at the peak (BENCHMARKS.md, issue 40).
 fn tune_allocator() {
-    // Option indices of mimalloc's `mi_option_t` (the same in its v2 and v3 headers).
+    // Option indices of mimalloc's `mi_option_t` in its v3 header, the one built (the
+    // same in v2): the assertion fails the build if the crate ever builds another layout.
     const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
     const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    const _: () = assert!(libmimalloc_sys::_mi_option_last == 47, "mimalloc's v3 options");
     // SAFETY: setting an option is a plain store mimalloc reads on its next decision; it is
     // done before any other thread exists.
     unsafe {
         libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0);
         libmimalloc_sys::mi_option_set(PURGE_DELAY, 10);
+    }
+    // No transparent huge pages for this process: 2 MiB pages where mimalloc's arenas ask
+    // for them were 8-14 MiB of `validate`'s peak on 10k + 10k files, for no time saved
+    // (BENCHMARKS.md, issue 40). mimalloc's own `allow_thp` is read once, before `main`;
+    // the process's setting is what it sets, and is set here.
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE takes an integer and changes only this process's setting.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
 
