@@ -203,8 +203,9 @@ impl Ledger {
         })
     }
 
-    /// Names the files of the project at `root` relative to it in every record from now on
-    /// (an error's message quoting a fixture's absolute path, say): a ledger is read in other
+    /// Names the files of the project at `root` relative to it in the messages pactum writes
+    /// into records from now on (an error's message quoting a fixture's absolute path, say;
+    /// after masking, and never in inputs, replies or outputs): a ledger is read in other
     /// checkouts and on other machines, where the absolute path means nothing and tells
     /// whose machine and folder it was.
     pub fn naming_from(mut self, root: &std::path::Path) -> Ledger {
@@ -396,34 +397,42 @@ impl Ledger {
         fields.insert("at".into(), Value::String(now()));
         fields.insert("kind".into(), Value::String(kind.as_str().to_string()));
         fields.insert("prev".into(), Value::String(prev));
-        let fields = if self.roots.is_empty() {
-            Value::Object(fields)
-        } else {
-            unrooted(Value::Object(fields), &self.roots)
-        };
         // Secrets never reach the ledger: masked before the record is cut and hashed
         // (a cut field's SHA-256 is of the masked text).
-        let Value::Object(masked) = self.redactor.redact_value(fields) else {
+        let Value::Object(mut masked) = self.redactor.redact_value(Value::Object(fields)) else {
             return Err(Error::Internal { message: "a masked record is no object".into() });
         };
+        // Then pactum's own messages name project files relative to the project (what the
+        // user and the model said is kept as they said it).
+        if !self.roots.is_empty() {
+            unroot_messages(&mut masked, &self.roots);
+        }
         Ok(line::encode(masked))
     }
 }
 
-/// `value` with every string's `roots` prefixes taken out (strings that hold none are kept
-/// as they are).
-fn unrooted(value: Value, roots: &[String]) -> Value {
-    match value {
-        Value::String(s) if roots.iter().any(|r| s.contains(r.as_str())) => {
-            Value::String(roots.iter().fold(s, |s, r| s.replace(r.as_str(), "")))
+/// The messages pactum wrote into `record` (its `message`, and each `message` of its
+/// `errors` and `warnings`) with the `roots` prefixes taken out. Nothing else is touched:
+/// inputs, replies and outputs are what the user and the model said.
+fn unroot_messages(record: &mut Map<String, Value>, roots: &[String]) {
+    let unroot = |v: &mut Value| {
+        if let Value::String(s) = v
+            && roots.iter().any(|r| s.contains(r.as_str()))
+        {
+            *s = roots.iter().fold(std::mem::take(s), |s, r| s.replace(r.as_str(), ""));
         }
-        Value::Array(items) => {
-            Value::Array(items.into_iter().map(|v| unrooted(v, roots)).collect())
+    };
+    if let Some(m) = record.get_mut("message") {
+        unroot(m);
+    }
+    for list in ["errors", "warnings"] {
+        if let Some(Value::Array(items)) = record.get_mut(list) {
+            for item in items {
+                if let Some(m) = item.get_mut("message") {
+                    unroot(m);
+                }
+            }
         }
-        Value::Object(map) => {
-            Value::Object(map.into_iter().map(|(k, v)| (k, unrooted(v, roots))).collect())
-        }
-        other => other,
     }
 }
 
@@ -702,6 +711,36 @@ mod tests {
 
     fn lines(path: &Path) -> Vec<String> {
         std::fs::read_to_string(path).unwrap().lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_root_leaves_pactums_messages_only_and_only_after_masking() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("app");
+        std::fs::create_dir(&root).unwrap();
+        let shown = root.display().to_string();
+        // A secret that holds the root's path: masked whole, never shortened first.
+        let secret = format!("https://hooks.example.com{shown}/T0SECRETVALUE123456");
+        let redactor = Arc::new(Redactor::new());
+        redactor.add(&secret);
+        let path = dir.path().join("ledger.jsonl");
+        let ledger = Ledger::open(&at(&path)).unwrap().naming_from(&root).redacting(redactor);
+        let said = format!("see {shown}/notes.md");
+        ledger
+            .append(
+                Kind::Exchange,
+                fields(json!({"input": {"hook": secret, "text": said},
+                    "message": format!("cannot read {shown}/gone.json"),
+                    "errors": [{"message": format!("{shown}/gone.json: missing")}]})),
+            )
+            .unwrap();
+        let text = &lines(&path)[0];
+        let record: Value = serde_json::from_str(text).unwrap();
+        assert!(!text.contains("T0SECRETVALUE123456"), "{text}");
+        assert_eq!(record["message"], "cannot read gone.json");
+        assert_eq!(record["errors"][0]["message"], "gone.json: missing");
+        assert_eq!(record["input"]["text"], json!(said), "what was said is kept");
+        check(&path).unwrap();
     }
 
     fn write(path: &Path, lines: &[String]) {

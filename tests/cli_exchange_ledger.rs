@@ -386,20 +386,38 @@ fn a_batch_run_syncs_its_ledger_once_before_it_prints() {
 }
 
 #[test]
-fn no_record_names_the_project_by_its_absolute_path() {
+fn no_message_names_the_project_by_its_absolute_path_and_what_was_said_is_kept() {
     // Runs that pass and fail, one of them on fixtures that are missing (its error quotes
-    // the file's path): the ledger names project files relative to the project, so it means
-    // the same in another checkout and says nothing of whose machine it was.
+    // the file's path): pactum's messages name project files relative to the project, so
+    // the ledger means the same in another checkout and says nothing of whose machine it
+    // was. An input that quotes the path is kept as the user wrote it.
     let p = ledger_of_five();
-    let missing = p.classify_wo("WO-LEDGER-GONE", json!({"provider": {"fixtures": "gone.json"}}));
-    let out = p.run(&[&missing], &[], &[]);
-    out.status(1);
-    let text = std::fs::read_to_string(p.ledger()).unwrap();
-    assert!(text.contains("gone.json"), "the failure is recorded: {text}");
     let real = std::fs::canonicalize(p.root()).unwrap();
-    for root in [p.root().to_path_buf(), real] {
-        let root = root.display().to_string();
-        assert!(!text.contains(&root), "{root} in the ledger:\n{text}");
+    let missing = p.classify_wo("WO-LEDGER-GONE", json!({"provider": {"fixtures": "gone.json"}}));
+    p.run(&[&missing], &[], &[]).status(1);
+    let said = format!("my invoice is at {}/invoice.pdf", real.display());
+    let quoting = p.classify_wo(
+        "WO-LEDGER-QUOTES",
+        json!({"input": {"user_input": said}, "provider": "dry-run"}),
+    );
+    p.run(&[&quoting], &[], &[]).status(0);
+    let records = p.all_records();
+    assert!(
+        records
+            .iter()
+            .any(|r| r["event"] == "work_order_failed" && r.to_string().contains("gone.json")),
+        "the failure is recorded: {records:#?}"
+    );
+    for r in records.iter().filter(|r| r["work_order_id"] != "WO-LEDGER-QUOTES") {
+        for root in [p.root().to_path_buf(), real.clone()] {
+            let root = root.display().to_string();
+            assert!(!r.to_string().contains(&root), "{root} in {r}");
+        }
     }
+    let exchange = records
+        .iter()
+        .find(|r| r["work_order_id"] == "WO-LEDGER-QUOTES" && r["event"] == "exchange")
+        .unwrap();
+    assert_eq!(exchange["input"]["user_input"], json!(said), "{exchange}");
     verify(&p, false).status(0);
 }

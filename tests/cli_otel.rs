@@ -299,7 +299,16 @@ fn a_collector_that_is_down_warns_a_run_and_fails_an_export() {
     status.extend_from_slice(said.as_bytes());
     let proto = MockReply::text(400, &String::from_utf8(status).unwrap())
         .header("content-type", "application/x-protobuf");
-    for (reply, expected) in [(json, "Missing header x-mlflow-experiment-id (got"), (proto, said)] {
+    // The token where a one-line excerpt would cut it, and split across lines.
+    let long = MockReply::text(401, &format!("{}{token}", "x".repeat(290)));
+    let split = MockReply::text(401, "bad token Bearer otlp-token-01234\n56789abcdef");
+    let left_out = "its answer is left out: it quotes a header of the request";
+    for (reply, expected) in [
+        (json, "Missing header x-mlflow-experiment-id (got"),
+        (proto, said),
+        (long, "xxxxxxxx"),
+        (split, left_out),
+    ] {
         let server = MockServer::start(vec![reply.clone(), reply.clone(), reply]);
         let env =
             [("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20otlp-token-0123456789abcdef")];
@@ -309,6 +318,7 @@ fn a_collector_that_is_down_warns_a_run_and_fails_an_export() {
         let message = out.json()["message"].as_str().unwrap().to_string();
         assert!(message.contains(expected), "{message}");
         assert!(!message.contains("otlp-token-0123456789abcdef"), "{message}");
+        assert!(!message.contains("otlp-token-01234"), "no part of it: {message}");
         assert!(!message.contains('\u{1b}') && !message.contains('\n'), "{message}");
     }
 }

@@ -1594,3 +1594,34 @@ fn new_contract_refuses_an_invalid_id_with_pin_invalid() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "nothing is created for an invalid id: {left:?}");
 }
+
+#[test]
+fn a_pack_version_with_placeholders_is_not_promoted_behind_a_higher_one() {
+    // 1.1.0 of pack and contract written, 1.0.0 left as scaffolded; the copied contract
+    // still pins pack 1.0.0. With pack 1.1.0 active, 1.0.0 is superseded — but the contract
+    // would serve it, so its placeholders still refuse its promotion.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let run = |args: &[&str]| {
+        let out = pactum(root, args);
+        (code_of(&out), describe(args, &out))
+    };
+    assert_eq!(run(&["new", "contract", "PRC-SUM-001"]).0, 0);
+    assert_eq!(run(&["new", "version", "PRM-SUM-001@1.1.0"]).0, 0);
+    assert_eq!(run(&["new", "version", "PRC-SUM-001@1.1.0"]).0, 0);
+    for rel in ["prompt_packs/sum/1.1.0.json", "contracts/sum/1.1.0.json"] {
+        let path = root.join(rel);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for p in pactum::scaffold::placeholder::ALL {
+            text = text.replace(p, p.trim_start_matches('(').trim_end_matches(')'));
+        }
+        std::fs::write(&path, text).unwrap();
+    }
+    let (code, out) = run(&["registry", "promote", "PRM-SUM-001@1.1.0"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run(&["registry", "promote", "PRM-SUM-001@1.0.0"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("scaffold_placeholder"), "{out}");
+    let (code, out) = run(&["registry", "promote", "PRC-SUM-001@1.1.0"]);
+    assert_eq!(code, 1, "its pack is still a draft: {out}");
+}

@@ -154,10 +154,26 @@ impl Client {
         } else {
             String::from_utf8_lossy(body).into_owned()
         };
-        let mut line = crate::gateway::http::excerpt(&text, None);
+        // Masked whole before it is cut to a line (a token across the cut is still found);
+        // an answer that still holds a header's value with its white space taken out (a
+        // token split across lines) is left out altogether.
+        let mut text = text;
         for (_, value) in self.headers.pairs() {
-            line = crate::redact::mask_secret(&line, value);
+            text = crate::redact::mask_secret(&text, value);
         }
+        let squeeze = |t: &str| -> String { t.chars().filter(|c| !c.is_whitespace()).collect() };
+        let squeezed = squeeze(&text);
+        let quoted = self.headers.pairs().iter().any(|(_, value)| {
+            // The value, and its token without a scheme (`Bearer TOKEN`).
+            let token = value.rsplit([' ', '=']).next().unwrap_or(value);
+            [squeeze(value), squeeze(token)]
+                .iter()
+                .any(|v| v.len() >= 8 && squeezed.contains(v.as_str()))
+        });
+        if quoted {
+            return Some("(its answer is left out: it quotes a header of the request)".into());
+        }
+        let line = crate::gateway::http::excerpt(&text, None);
         let line = crate::terminal::escape_line(&line).into_owned();
         (!line.is_empty()).then_some(line)
     }

@@ -683,9 +683,6 @@ impl Part {
     }
 }
 
-/// What a message costs beyond its parts (its role, its brackets).
-const MESSAGE_OVERHEAD: usize = 48;
-
 /// The bytes kept back for the part cut last: at least a text part of the note alone.
 const CUT_RESERVE: usize = 160;
 
@@ -699,7 +696,12 @@ fn fitted(messages: Vec<Message>, whose: &str) -> Text {
     let mut left = MAX_CONTENT_BYTES - CUT_RESERVE;
     let mut out = Vec::new();
     'messages: for m in messages {
-        left = left.saturating_sub(MESSAGE_OVERHEAD);
+        // The message's own frame (its role, finish reason, brackets, the comma after it).
+        let mut frame = json!({"role": m.role, "parts": []});
+        if let Some(reason) = &m.finish_reason {
+            frame["finish_reason"] = json!(reason);
+        }
+        left = left.saturating_sub(frame.to_string().len() + 1);
         let mut parts = Vec::new();
         let mut full = false;
         for p in &m.parts {
@@ -713,7 +715,8 @@ fn fitted(messages: Vec<Message>, whose: &str) -> Text {
             }
             // Cut within the part when its frame (type, ids, the note) leaves room, else
             // a text part of the note alone.
-            let room = left + CUT_RESERVE;
+            // The array's own brackets come out of the reserve too.
+            let room = (left + CUT_RESERVE).saturating_sub(2);
             let frame = p.json(Some((0, &note))).to_string().len() + 1;
             parts.push(if frame <= room {
                 p.json(Some((room - frame, &note)))
@@ -990,6 +993,20 @@ mod tests {
         assert!(text.len() <= MAX_CONTENT_BYTES, "{}", text.len());
         let input: Value = serde_json::from_str(&text).unwrap();
         assert!(input.to_string().contains("[cut: the prompt's"), "{input}");
+        // A reply's calls with huge ids and arguments of line feeds: the output too.
+        let calls: Vec<Value> = (0..4)
+            .map(|i| {
+                json!({"id": format!("{i}{}", "i".repeat(900)), "tool": "t".repeat(900),
+                "arguments": {"q": "\n".repeat(3000)}})
+            })
+            .collect();
+        let asked = json!({"kind": "exchange", "hash": H2, "verdict": "tool_calls",
+            "finish_reason": "r".repeat(900), "raw_response": "x".repeat(100),
+            "disclosures": calls});
+        let spans = t.spans(&asked, &Map::new(), true);
+        let text = attr(&spans[0], "gen_ai.output.messages").unwrap().as_str();
+        assert!(text.len() <= MAX_CONTENT_BYTES, "{}", text.len());
+        serde_json::from_str::<Value>(&text).unwrap();
     }
 
     #[test]

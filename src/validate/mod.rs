@@ -464,8 +464,10 @@ fn frozen(ctx: &Context, diagnostics: &mut Vec<Diagnostic>) {
             Some(h) => format!("{h}; {fix}"),
             None => fix,
         });
-        if d.code == Code::ScaffoldPlaceholder && !superseded(entry) {
-            // Frozen with text its author was to replace: the version in use says it.
+        if d.code == Code::ScaffoldPlaceholder && entry.state == State::Active {
+            // Frozen with text its author was to replace, and resolvable: an exact pin (a
+            // contract's pack, a work order) still reaches an active version a higher one
+            // superseded, so every active version says it.
             d.severity = crate::error::Severity::Error;
         } else if d.severity == crate::error::Severity::Warning && superseded(entry) {
             d.severity = crate::error::Severity::Note;
