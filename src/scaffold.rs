@@ -141,12 +141,17 @@ pub mod placeholder {
         "(the long reference text; the model reads it through `read_file` when it needs it)";
     pub const PURPOSE: &str = "(one sentence: what this exchange is for)";
 
-    /// Every placeholder, as it is looked for: the task's without the variable after it.
+    /// Every placeholder, as it is looked for: the task's without the variable after it
+    /// (each begins with `(`, which [`in_text`] relies on).
     pub const ALL: [&str; 6] =
         [ROLE, "(what to do with the input)", OUTPUT_FORMAT, REFERENCE_SUMMARY, REFERENCE, PURPOSE];
 
     /// The first placeholder `text` holds.
     pub fn in_text(text: &str) -> Option<&'static str> {
+        // Each begins with `(`: most strings have none, and are passed over in one scan.
+        if !text.contains('(') {
+            return None;
+        }
         ALL.into_iter().find(|p| text.contains(p))
     }
 }
@@ -541,6 +546,7 @@ pub(super) mod tests {
         }
         // And a finished text, parentheses and all, is none.
         assert_eq!(in_text("Classify the ticket (billing, account or other)."), None);
+        assert!(ALL.iter().all(|p| p.starts_with('(')), "in_text's first scan");
     }
 
     #[test]

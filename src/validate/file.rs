@@ -319,30 +319,53 @@ pub fn analyze_read(candidate: &Candidate, base: &Path, bytes: Option<Vec<u8>>) 
 /// (`scaffold_placeholder`): a warning in a draft, an error once the version is active
 /// (`super::frozen_rules`), so a promotion refuses it.
 fn check_placeholders(a: &mut Analyzed, value: &Value) {
-    let mut stack = vec![(String::new(), value)];
-    while let Some((pointer, v)) = stack.pop() {
+    // The path to the value being looked at, as pointer tokens: a pointer is written only
+    // for a string that holds a placeholder (every file's every string is looked at).
+    fn walk<'v>(v: &'v Value, path: &mut Vec<Token<'v>>, found: &mut Vec<(String, &'static str)>) {
         match v {
             Value::String(text) => {
                 if let Some(placeholder) = crate::scaffold::placeholder::in_text(text) {
-                    let shown = super::pointer_label(&pointer);
-                    a.push(
-                        Diagnostic::new(
-                            Code::ScaffoldPlaceholder,
-                            format!("{shown} still holds the scaffold's placeholder \"{placeholder}\""),
-                        )
-                        .pointer(pointer)
-                        .help("write the text the placeholder stands for: a version that holds one is not promoted"),
-                    );
+                    let pointer: String = path
+                        .iter()
+                        .map(|t| match t {
+                            Token::Key(k) => format!("/{}", crate::source::escape_token(k)),
+                            Token::Index(i) => format!("/{i}"),
+                        })
+                        .collect();
+                    found.push((pointer, placeholder));
                 }
             }
-            Value::Array(items) => stack.extend(
-                items.iter().enumerate().rev().map(|(i, item)| (format!("{pointer}/{i}"), item)),
-            ),
-            Value::Object(map) => stack.extend(map.iter().rev().map(|(key, item)| {
-                (format!("{pointer}/{}", crate::source::escape_token(key)), item)
-            })),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(Token::Index(i));
+                    walk(item, path, found);
+                    path.pop();
+                }
+            }
+            Value::Object(map) => {
+                for (key, item) in map {
+                    path.push(Token::Key(key));
+                    walk(item, path, found);
+                    path.pop();
+                }
+            }
             _ => {}
         }
+    }
+    enum Token<'v> {
+        Key(&'v str),
+        Index(usize),
+    }
+    let mut found = Vec::new();
+    walk(value, &mut Vec::new(), &mut found);
+    for (pointer, placeholder) in found {
+        let message = format!(
+            "{} still holds the scaffold's placeholder \"{placeholder}\"",
+            super::pointer_label(&pointer)
+        );
+        a.push(Diagnostic::new(Code::ScaffoldPlaceholder, message).pointer(pointer).help(
+            "write the text the placeholder stands for: a version that holds one is not promoted",
+        ));
     }
 }
 
