@@ -753,33 +753,35 @@ fn compare(baseline: &VersionOutcome, candidate: &VersionOutcome) -> Comparison 
     }
 }
 
-/// Appends the one `eval_completed` record of a run: the run (`eval_run`, `started_at`),
-/// each suite with its dataset's SHA-256, the versions' summaries and the comparison, the
-/// provider and the cassette; then commits the ledger (a
-/// [`Durability::Grouped`](crate::ledger::Durability) ledger syncs every record of the run
-/// here, at once).
-pub fn record(
-    ledger: &Ledger,
-    run: Option<&Run>,
-    outcomes: &[SuiteOutcome],
-    provider: &str,
-    cassette: Option<&str>,
-) -> Result<()> {
-    let mut fields = Map::new();
-    fields.insert("event".into(), json!("eval_completed"));
-    if let Some(run) = run {
-        fields.insert("eval_run".into(), json!(run.id));
-        fields.insert("started_at".into(), json!(run.started_at));
+impl Evaluator<'_> {
+    /// Appends the one `eval_completed` record of the run to its ledger (none without one):
+    /// the run (`eval_run`, `started_at`), each suite with its dataset's SHA-256, the
+    /// versions' summaries and the comparison, the provider and the cassette; then commits
+    /// the ledger (a [`Durability::Grouped`](crate::ledger::Durability) ledger syncs every
+    /// record of the run here, at once).
+    pub fn record(
+        &self,
+        outcomes: &[SuiteOutcome],
+        provider: &str,
+        cassette: Option<&str>,
+    ) -> Result<()> {
+        let Some(ledger) = self.ledger else { return Ok(()) };
+        let mut fields = Map::new();
+        fields.insert("event".into(), json!("eval_completed"));
+        if let Some(run) = &self.run {
+            fields.insert("eval_run".into(), json!(run.id));
+            fields.insert("started_at".into(), json!(run.started_at));
+        }
+        fields.insert("suites".into(), Value::Array(outcomes.iter().map(summary).collect()));
+        fields.insert("provider".into(), json!(provider));
+        if let Some(c) = cassette {
+            fields.insert("cassette".into(), json!(c));
+        }
+        fields.insert("ok".into(), json!(outcomes.iter().all(|o| o.problems().is_empty())));
+        ledger.append(crate::ledger::Kind::Eval, fields)?;
+        // The run's records, its cases' exchanges included, reach the disk together.
+        ledger.commit()
     }
-    fields.insert("suites".into(), Value::Array(outcomes.iter().map(summary).collect()));
-    fields.insert("provider".into(), json!(provider));
-    if let Some(c) = cassette {
-        fields.insert("cassette".into(), json!(c));
-    }
-    fields.insert("ok".into(), json!(outcomes.iter().all(|o| o.problems().is_empty())));
-    ledger.append(crate::ledger::Kind::Eval, fields)?;
-    // The run's records, its cases' exchanges included, reach the disk together.
-    ledger.commit()
 }
 
 /// A suite's outcome without its case results: what the ledger and the gate keep.

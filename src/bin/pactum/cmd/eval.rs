@@ -238,13 +238,7 @@ pub fn promotion_gate(
         .and_then(|name| project.config.providers.get(name))
         .filter(|p| p.kind == "replay")
         .and_then(|p| p.cassette.clone());
-    eval::record(
-        &ledger,
-        evaluator.run.as_ref(),
-        &outcomes,
-        selected.provider.name(),
-        cassette.as_deref(),
-    )?;
+    evaluator.record(&outcomes, selected.provider.name(), cassette.as_deref())?;
     eval::gate::verdict(&format!("{id}@{candidate}"), &outcomes)?;
     // The cassette the evidence was measured on, as it is after the run: `--base`
     // recomputes the evidence from it, and rewritten recordings no longer match.
@@ -479,13 +473,7 @@ fn run(args: &Args) -> Result<(Vec<eval::SuiteOutcome>, serde_json::Value, bool)
         .and_then(|name| project.config.providers.get(name))
         .filter(|p| p.kind == "replay")
         .and_then(|p| p.cassette.clone());
-    eval::record(
-        &ledger,
-        evaluator.run.as_ref(),
-        &outcomes,
-        selected.provider.name(),
-        cassette.as_deref(),
-    )?;
+    evaluator.record(&outcomes, selected.provider.name(), cassette.as_deref())?;
     exporter.finish();
     let no_model = selected.provider.name() == "dry-run";
     Ok((outcomes, crate::cmd::run::head_json(&root, &ledger), no_model))
