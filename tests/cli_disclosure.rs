@@ -385,7 +385,7 @@ use crate::mock_http;
 
 use mock_http::{MockReply, MockServer};
 
-const ANSWER: &str =
+pub(crate) const ANSWER: &str =
     r#"{"answer": "Run 6 workers.", "sources": ["/context/runbook.md", "capacity"]}"#;
 
 /// `run WO-DEMO-RUNBOOK-001 --provider NAME` with `env`; the result and the ledger.
@@ -410,7 +410,7 @@ fn run_http(provider: &str, env: &[(&str, String)]) -> (Value, Vec<Value>) {
     (common::single_result(doc), ledger(dir.path()))
 }
 
-fn openai_reply(message: Value, finish: &str) -> MockReply {
+pub(crate) fn openai_reply(message: Value, finish: &str) -> MockReply {
     MockReply::json(
         200,
         &json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-mock-1",
@@ -419,7 +419,7 @@ fn openai_reply(message: Value, finish: &str) -> MockReply {
     )
 }
 
-fn openai_call(id: &str, name: &str, arguments: Value) -> MockReply {
+pub(crate) fn openai_call(id: &str, name: &str, arguments: Value) -> MockReply {
     openai_reply(
         json!({"role": "assistant", "content": null, "tool_calls": [
             {"id": id, "type": "function",

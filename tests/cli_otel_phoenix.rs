@@ -10,15 +10,17 @@
 //! a later round's input the tool turns; tools are TOOL spans under the chat that called
 //! them; an evaluation's cases are LLM spans under its `eval` span, in one trace.
 
+use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::cli_disclosure::{ANSWER, openai_call, openai_reply};
 use crate::common;
-use crate::mock_http::{MockReply, MockServer};
+use crate::mock_http::MockServer;
 
 /// A running Phoenix server, killed when dropped.
 struct Phoenix {
@@ -41,7 +43,7 @@ impl Phoenix {
         let dir = tempfile::tempdir().unwrap();
         let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let (port, grpc) = (free(), free());
-        let child = Command::new(&program)
+        let mut child = Command::new(&program)
             .arg("serve")
             .env("PHOENIX_WORKING_DIR", dir.path())
             .env("PHOENIX_HOST", "127.0.0.1")
@@ -50,22 +52,28 @@ impl Phoenix {
             .env("PHOENIX_TELEMETRY_ENABLED", "false")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("{} does not start: {e}", program.display()));
-        let mut phoenix = Phoenix { child, port, _dir: dir };
-        // Its start-up imports take seconds on a busy machine: waited for, not timed.
-        let deadline = Instant::now() + Duration::from_secs(300);
+        // Ready when its server says so on stderr (its start-up imports take seconds on a
+        // busy machine: waited for, not timed); a server that exits first ends the wait.
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (lines_in, lines_out) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            // Read to the end, so the server never blocks on a full pipe.
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = lines_in.send(line);
+            }
+        });
+        let mut said = Vec::new();
         loop {
-            if phoenix.get("/healthz").is_some() {
-                return phoenix;
+            match lines_out.recv() {
+                Ok(line) if line.contains("Application startup complete") => break,
+                Ok(line) => said.push(line),
+                Err(_) => panic!("phoenix serve exited before it was ready:\n{}", said.join("\n")),
             }
-            if let Ok(Some(status)) = phoenix.child.try_wait() {
-                panic!("phoenix serve exited ({status}) before it answered");
-            }
-            assert!(Instant::now() < deadline, "phoenix serve did not answer /healthz");
-            std::thread::sleep(Duration::from_millis(250));
         }
+        Phoenix { child, port, _dir: dir }
     }
 
     fn url(&self) -> String {
@@ -81,11 +89,13 @@ impl Phoenix {
         response.body_mut().read_to_string().ok()
     }
 
-    /// The spans of the default project, once there are at least `n` (Phoenix writes what
-    /// it receives in the background).
-    fn spans(&self, n: usize) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
+    /// The spans of the default project, once there are at least `n`: Phoenix writes what
+    /// it took in the background, so it is asked again until it holds them (or has exited;
+    /// the bound on asking is only a guard against a test that never ends, far past any
+    /// machine's load).
+    fn spans(&mut self, n: usize) -> Vec<Value> {
+        let mut seen = 0;
+        for _ in 0..20_000 {
             let spans: Vec<Value> = self
                 .get("/v1/projects/default/spans?limit=1000")
                 .and_then(|text| serde_json::from_str::<Value>(&text).ok())
@@ -94,9 +104,13 @@ impl Phoenix {
             if spans.len() >= n {
                 return spans;
             }
-            assert!(Instant::now() < deadline, "Phoenix holds {} spans, not {n}", spans.len());
-            std::thread::sleep(Duration::from_millis(250));
+            seen = spans.len();
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("phoenix serve exited ({status}) holding {seen} spans, not {n}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
+        panic!("Phoenix holds {seen} spans, not {n}, after 20,000 looks");
     }
 }
 
@@ -105,24 +119,6 @@ impl Drop for Phoenix {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn openai_reply(message: Value, finish: &str) -> MockReply {
-    MockReply::json(
-        200,
-        &json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-mock-1",
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 50, "completion_tokens": 5}}),
-    )
-}
-
-fn openai_call(id: &str, name: &str, arguments: Value) -> MockReply {
-    openai_reply(
-        json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": id, "type": "function",
-             "function": {"name": name, "arguments": arguments.to_string()}}]}),
-        "tool_calls",
-    )
 }
 
 fn attr<'s>(span: &'s Value, key: &str) -> &'s Value {
@@ -140,7 +136,7 @@ fn parent_of<'s>(spans: &'s [Value], span: &Value) -> &'s Value {
 #[test]
 #[ignore = "needs Arize Phoenix from PyPI (.ci/run installs it)"]
 fn phoenix_shows_runs_tool_calls_and_evaluations_as_genai_traces() {
-    let phoenix = Phoenix::start();
+    let mut phoenix = Phoenix::start();
     // The runbook demo on an OpenAI-compatible server: it reads a file, opens a section,
     // calls the calculator, then answers.
     let server = MockServer::start(vec![
@@ -151,11 +147,7 @@ fn phoenix_shows_runs_tool_calls_and_evaluations_as_genai_traces() {
             json!({"section_keys": ["capacity"], "reason": "throughput"}),
         ),
         openai_call("call_calc", "calculator", json!({"expression": "500 / 96"})),
-        openai_reply(
-            json!({"role": "assistant",
-                   "content": r#"{"answer": "Run 6 workers.", "sources": ["/context/runbook.md", "capacity"]}"#}),
-            "stop",
-        ),
+        openai_reply(json!({"role": "assistant", "content": ANSWER}), "stop"),
     ]);
     let dir = tempfile::tempdir().unwrap();
     common::copy_shipped(dir.path());
