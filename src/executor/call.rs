@@ -128,7 +128,7 @@ pub struct Caller<'a> {
     /// What the run's records name as theirs: the hash of the work order's
     /// `work_order_started` record, or the evaluation run an eval case belongs to
     /// (`eval_run`), with the field that names it.
-    start_record: Option<(&'static str, String)>,
+    belongs_to: Option<(&'static str, String)>,
     /// The last exchange record written (its `seq` and `hash`), for the caller to publish.
     last_record: Mutex<Option<(u64, String)>>,
 }
@@ -152,7 +152,7 @@ impl<'a> Caller<'a> {
             usage: Mutex::default(),
             warnings: Mutex::default(),
             tools: None,
-            start_record: None,
+            belongs_to: None,
             last_record: Mutex::default(),
         }
     }
@@ -168,7 +168,7 @@ impl<'a> Caller<'a> {
     /// that work order's trace (SPEC §22).
     #[must_use]
     pub fn with_start_record(mut self, hash: Option<String>) -> Self {
-        self.start_record = hash.map(|h| ("work_order_started", h));
+        self.belongs_to = hash.map(|h| ("work_order_started", h));
         self
     }
 
@@ -177,14 +177,14 @@ impl<'a> Caller<'a> {
     /// spans hang under the run's `eval` span, in its trace (SPEC §22).
     #[must_use]
     pub fn with_eval_run(mut self, id: Option<String>) -> Self {
-        self.start_record = id.map(|id| ("eval_run", id));
+        self.belongs_to = id.map(|id| ("eval_run", id));
         self
     }
 
     /// Adds `work_order_started` (or `eval_run`) to a record's `fields`, when the run has
     /// one.
     pub fn name_start_record(&self, fields: &mut Map<String, Value>) {
-        if let Some((field, hash)) = &self.start_record {
+        if let Some((field, hash)) = &self.belongs_to {
             fields.insert((*field).into(), json!(hash));
         }
     }
