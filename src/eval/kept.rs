@@ -17,10 +17,15 @@ pub const FOLDER: &str = ".pactum/evals";
 /// The largest kept report read back (a report of a big suite with its outputs).
 pub const MAX_REPORT_BYTES: u64 = 32 * 1024 * 1024;
 
-/// A run's name from its time (`at`, RFC 3339) and the process id.
+/// A run's name from its time (`at`, RFC 3339) and the process id. The seconds always carry
+/// three digits of fraction (`…19.900Z`, never `…19.9Z`), so names sort as their times do:
+/// the time `at` gives drops trailing zeros, and `19.9Z` sorted after `19.95Z`.
 pub fn run_name(at: &str, pid: u32) -> String {
     let stamp: String = at.chars().filter(|c| !matches!(c, '-' | ':')).collect();
-    format!("{stamp}-{pid}")
+    let stamp = stamp.strip_suffix('Z').unwrap_or(&stamp);
+    let (whole, fraction) = stamp.split_once('.').unwrap_or((stamp, ""));
+    let fraction: String = fraction.chars().chain(std::iter::repeat('0')).take(3).collect();
+    format!("{whole}.{fraction}Z-{pid}")
 }
 
 /// Whether `name` can name a kept report: letters, digits, `.`, `-`, `_`, not starting
@@ -85,6 +90,11 @@ mod tests {
     #[test]
     fn names_sort_by_time_and_never_leave_the_folder() {
         assert_eq!(run_name("2026-12-02T13:06:19.663Z", 42), "20261202T130619.663Z-42");
+        // Names sort as their times, whatever digits the time was written with.
+        let names = ["2026-12-02T13:06:19Z", "2026-12-02T13:06:19.9Z", "2026-12-02T13:06:19.95Z"]
+            .map(|at| run_name(at, 7));
+        assert_eq!(names[0], "20261202T130619.000Z-7");
+        assert!(names[0] < names[1] && names[1] < names[2], "{names:?}");
         assert!(is_run_name("20261202T130619.663Z-42"));
         for bad in ["", "../x", "a/b", ".hidden", "a\\b", "x y"] {
             assert!(!is_run_name(bad), "{bad}");
